@@ -1,0 +1,78 @@
+"""Dtype vocabulary shared by every reader: canonical names are torch's (``float32``...).
+
+Test ids (``test_output_match_atan2_mps_float32``), JUnit tables and xfail lists all use
+the canonical name; Metal type names and torch aliases are mapped here and nowhere else.
+"""
+
+from __future__ import annotations
+
+METAL_TO_DTYPE: dict[str, str] = {
+    "float": "float32",
+    "half": "float16",
+    "bfloat": "bfloat16",
+    "long": "int64",
+    "int": "int32",
+    "short": "int16",
+    "char": "int8",
+    "uchar": "uint8",
+    "bool": "bool",
+    "float2": "complex64",
+    "half2": "complex32",
+}
+
+# torch attribute names (``torch.half``) -> canonical dtype name
+TORCH_ALIASES: dict[str, str] = {
+    "float": "float32",
+    "float32": "float32",
+    "half": "float16",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "double": "float64",
+    "float64": "float64",
+    "long": "int64",
+    "int64": "int64",
+    "int": "int32",
+    "int32": "int32",
+    "short": "int16",
+    "int16": "int16",
+    "int8": "int8",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "bool": "bool",
+    "cfloat": "complex64",
+    "complex64": "complex64",
+    "chalf": "complex32",
+    "complex32": "complex32",
+    "cdouble": "complex128",
+    "complex128": "complex128",
+}
+
+# The dtypes test_mps.py's consistency tests are instantiated for, in display order.
+MPS_TEST_DTYPES: tuple[str, ...] = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "bool",
+    "complex64",
+    "complex32",
+)
+
+
+def canonical(name: str) -> str:
+    """Map ``torch.half``/``half``/``float16`` to ``float16``; raise KeyError if unknown."""
+    return TORCH_ALIASES[name.removeprefix("torch.")]
+
+
+def sort_key(dtype: str) -> tuple[int, str]:
+    """Order dtypes as the tables show them: MPS test order first, then alphabetically."""
+    try:
+        return (MPS_TEST_DTYPES.index(dtype), dtype)
+    except ValueError:
+        return (len(MPS_TEST_DTYPES), dtype)

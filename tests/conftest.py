@@ -1,0 +1,57 @@
+"""Shared fixtures: the real files of the torch 2.13.0 wheel, and private sandbox copies."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _site_file(module: str, *parts: str) -> Path | None:
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent.joinpath(*parts)
+    return path if path.exists() else None
+
+
+@pytest.fixture(scope="session")
+def real_native_yaml() -> Path:
+    """The wheel's native_functions.yaml (torchgen/packaged/ATen/native/)."""
+    path = _site_file("torchgen", "packaged", "ATen", "native", "native_functions.yaml")
+    if path is None:
+        pytest.skip("torch==2.13.0 is not installed (nox -s tests installs it)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def real_common_mps() -> Path:
+    """The wheel's torch/testing/_internal/common_mps.py (read as text, never imported)."""
+    path = _site_file("torch", "testing", "_internal", "common_mps.py")
+    if path is None:
+        pytest.skip("torch==2.13.0 is not installed (nox -s tests installs it)")
+    return path
+
+
+def git_init(path: Path) -> None:
+    """Make ``path`` a git work tree with everything committed (edits then show as dirty)."""
+    run = lambda *a: subprocess.run(["git", "-C", str(path), *a], check=True, capture_output=True)  # noqa: E731
+    run("init", "-q")
+    run("-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
+    run("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
+
+
+@pytest.fixture
+def sandbox_tree(tmp_path: Path) -> Path:
+    """A fresh, git-committed copy of the bundled sandbox tree."""
+    from pipeline import sandbox
+
+    dest = tmp_path / "pytorch"
+    shutil.copytree(sandbox.TREE, dest)
+    git_init(dest)
+    return dest
