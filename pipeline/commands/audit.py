@@ -1,0 +1,251 @@
+"""`audit OP`: the metal-kernel guide's checklist for one operator, each item with file:line.
+
+The ``--json`` schema (``SCHEMA_VERSION``) is documented in the README and kept stable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.markup import escape
+
+from pipeline.config import Settings
+from pipeline.dtypes import sort_key
+from pipeline.tree.index import OperatorRecord, load_index
+from pipeline.tree.span import Span
+
+SCHEMA_VERSION = 1
+# MPS has no 64-bit floating point: never required of a kernel.
+UNSUPPORTED_ON_MPS = frozenset({"float64", "complex128"})
+COMPLEX = frozenset({"complex64", "complex32"})
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One line of the checklist: ✓ or ✗, what it checks, and where the evidence is."""
+
+    id: str
+    ok: bool
+    title: str
+    details: tuple[str, ...] = ()
+    locations: tuple[Span, ...] = ()
+
+
+def required_dtypes(record: OperatorRecord) -> tuple[str, ...]:
+    """Dtypes the OpInfos say MPS must support (complex only for SUPPORTED_COMPLEX_OPS)."""
+    dtypes = {d for d in record.opinfo_dtypes if d not in UNSUPPORTED_ON_MPS}
+    if not record.complex_supported:
+        dtypes -= COMPLEX
+    return tuple(sorted(dtypes, key=sort_key))
+
+
+def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
+    """Evaluate the guide's checklist against the joined record."""
+    items: list[CheckItem] = []
+
+    pending = record.pending_overloads
+    items.append(
+        CheckItem(
+            "dispatch",
+            not pending and bool(record.overloads),
+            "MPS dispatch on every overload (shared kernel, not a separate *_mps row)",
+            tuple(
+                f"{o.func}: "
+                + (f"MPS -> {o.kernel} (separate MPS row)" if o.kind == "mps_specific" else "no MPS")
+                for o in pending
+            )
+            or (() if record.overloads else ("no native_functions.yaml entry",)),
+            tuple(o.span for o in pending),
+        )
+    )
+
+    items.append(
+        CheckItem(
+            "functor",
+            bool(record.functors),
+            "Metal functor in kernels/*.metal",
+            tuple(f"{f.name}_functor" + (f" (via {f.macro})" if f.macro else "") for f in record.functors)
+            or (f"no {record.op}_functor in aten/src/ATen/native/mps/kernels/",),
+            tuple(f.span for f in record.functors),
+        )
+    )
+
+    required = required_dtypes(record)
+    registered = set(record.registered_dtypes)
+    missing = tuple(d for d in required if d not in registered)
+    extra = tuple(sorted(registered - set(required), key=sort_key))
+    items.append(
+        CheckItem(
+            "dtypes",
+            bool(record.registrations) and not missing,
+            "registered dtypes cover what the OpInfo says MPS supports",
+            (
+                f"registered: {', '.join(sorted(registered, key=sort_key)) or 'none'}",
+                f"required: {', '.join(required) or 'none (no OpInfo)'}",
+            )
+            + ((f"missing: {', '.join(missing)}",) if missing else ())
+            + ((f"registered beyond the OpInfo: {', '.join(extra)}",) if extra else ()),
+            tuple(dict.fromkeys(r.span for r in record.registrations)),
+        )
+    )
+
+    native = [s for s in record.stubs if s.native]
+    graph_stubs = [s for s in record.stubs if not s.native]
+    items.append(
+        CheckItem(
+            "stub",
+            bool(native) and not graph_stubs,
+            "host stub registered (REGISTER_DISPATCH to a native Metal kernel)",
+            tuple(f"{s.stub} -> {s.function or s.macro} ({s.kernel_name or '?'})" for s in native)
+            + tuple(f"{s.stub} is registered but its body is MPSGraph ({s.macro})" for s in graph_stubs)
+            or (f"no REGISTER_DISPATCH({record.op}_stub, ...) in operations/*.mm",),
+            tuple(s.span for s in record.stubs),
+        )
+    )
+
+    items.append(
+        CheckItem(
+            "mpsgraph",
+            not record.mpsgraph,
+            "no MPSGraph implementation left",
+            tuple(f"{i.kind} {i.name}" for i in record.mpsgraph),
+            tuple(i.span for i in record.mpsgraph),
+        )
+    )
+
+    items.append(
+        CheckItem(
+            "old_names",
+            not record.old_name_refs,
+            "no remaining reference to an old *_mps name",
+            tuple(f"{name} at {span}" for name, span in record.old_name_refs),
+            tuple(span for _, span in record.old_name_refs),
+        )
+    )
+
+    items.append(
+        CheckItem(
+            "xfails",
+            not record.xfails,
+            "no xfail/skip entries in common_mps.py",
+            tuple(
+                f"{e.list}[{e.key!r}]: {'all dtypes' if e.dtypes is None else ', '.join(e.dtypes)}"
+                for e in record.xfails
+            ),
+            tuple(e.span for e in record.xfails),
+        )
+    )
+
+    decorators = [(i, d) for i in record.opinfos for d in i.decorators]
+    items.append(
+        CheckItem(
+            "decorators",
+            not decorators,
+            "no MPS skip/xfail decorators on the OpInfo",
+            tuple(
+                f"{i.key}: {d.kind}"
+                + (f" {d.test}" if d.test else "")
+                + (f" [{', '.join(d.dtypes)}]" if d.dtypes else "")
+                + (f" ({d.where})" if d.where else "")
+                for i, d in decorators
+            ),
+        )
+    )
+
+    if record.unrecognised:
+        items.append(
+            CheckItem(
+                "unrecognised",
+                False,
+                "lines the readers could not interpret near this operator",
+                tuple(f"{u.span}: {u.reason}: {u.text.strip()}" for u in record.unrecognised),
+                tuple(u.span for u in record.unrecognised),
+            )
+        )
+    return tuple(items)
+
+
+def _loc(span: Span) -> dict:
+    return {"file": span.path, "line": span.start, "end_line": span.end}
+
+
+def to_json(record: OperatorRecord, items: tuple[CheckItem, ...]) -> dict:
+    """The documented ``--json`` document (see README, "audit --json")."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "op": record.op,
+        "workflow": record.workflow,
+        "overloads": [
+            {"func": o.func, "kind": o.kind, "kernel": o.kernel, **_loc(o.span)}
+            for o in record.overloads
+        ],
+        "functors": [
+            {
+                "name": f.name,
+                **_loc(f.span),
+                "dtypes": [[r.input, r.output] for r in record.registrations if r.kernel == f.name],
+            }
+            for f in record.functors
+        ],
+        "stubs": [
+            {"stub": s.stub, "function": s.function, "native": s.native,
+             "kernel_name": s.kernel_name, **_loc(s.span)}
+            for s in record.stubs
+        ],
+        "mpsgraph": [{"name": i.name, "kind": i.kind, **_loc(i.span)} for i in record.mpsgraph],
+        "old_name_refs": [{"name": n, **_loc(s)} for n, s in record.old_name_refs],
+        "xfails": [
+            {"list": e.list, "function": e.function, "key": e.key,
+             "dtypes": list(e.dtypes) if e.dtypes is not None else None, **_loc(e.span)}
+            for e in record.xfails
+        ],
+        "opinfos": [
+            {"name": i.name, "variant_test_name": i.variant_test_name, "aliases": list(i.aliases),
+             "dtypes": list(i.dtypes)}
+            for i in record.opinfos
+        ],
+        "required_dtypes": list(required_dtypes(record)),
+        "tests": list(record.tests),
+        "checklist": [
+            {"id": c.id, "ok": c.ok, "title": c.title, "details": list(c.details),
+             "locations": [_loc(s) for s in c.locations]}
+            for c in items
+        ],
+    }
+
+
+def render(record: OperatorRecord, items: tuple[CheckItem, ...], console: Console) -> None:
+    """The checklist for humans: ✓/✗ per item, details and file:line underneath."""
+    console.print(
+        f"[bold]{record.op}[/bold]  workflow: [cyan]{record.workflow}[/cyan]  "
+        f"overloads: {len(record.overloads)}  consistency tests: {len(record.tests)}",
+        highlight=False,
+    )
+    for item in items:
+        mark = "[green]✓[/green]" if item.ok else "[red]✗[/red]"
+        console.print(f" {mark} {item.title}", highlight=False)
+        for i, detail in enumerate(item.details):
+            where = f"  [dim]{item.locations[i]}[/dim]" if i < len(item.locations) else ""
+            console.print(f"     {escape(detail)}{where}", highlight=False)
+    done = sum(i.ok for i in items)
+    console.print(f"{done}/{len(items)} checks pass", highlight=False)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("op", help="operator name or OpInfo alias, e.g. atan2 or arctan2")
+    parser.add_argument("--json", action="store_true", help="print the documented JSON schema")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the checklist; exit 0 when every item passes, 1 otherwise."""
+    index = load_index(settings)
+    record = index.record(args.op)
+    items = checklist(record)
+    if args.json:
+        print(json.dumps(to_json(record, items), indent=2))
+    else:
+        render(record, items, Console(highlight=False))
+    return 0 if all(i.ok for i in items) else 1

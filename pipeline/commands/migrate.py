@@ -1,0 +1,276 @@
+"""`migrate OP`: audit → edit → build → test → table → drop xfails → summary.
+
+Each stage is a plain function of (settings, op, ...) that reads and writes files under
+``<state_dir>/ops/<op>/``; ``pipeline.tasks`` wires them into doit tasks with real file
+dependencies, and this command runs that same task graph through doit's API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from pipeline.commands import audit
+from pipeline.config import Settings
+from pipeline.edit import metal as metal_edit
+from pipeline.edit import native_yaml as yaml_edit
+from pipeline.edit import objc as objc_edit
+from pipeline.edit import xfails as xfail_edit
+from pipeline.edit.atomic import FileEdit, Journal, apply_edits
+from pipeline.errors import BuildError, MissingFunctorError, PipelineError
+from pipeline.results import decide, junit
+from pipeline.results import table as tables
+from pipeline.report import render
+from pipeline.run import build as build_runner
+from pipeline.run import tests as test_runner
+from pipeline.tree import common_mps, native_yaml
+from pipeline.tree.index import OperatorRecord, find_references, load_index
+
+KERNELS = "aten/src/ATen/native/mps/kernels"
+OPERATIONS = "aten/src/ATen/native/mps/operations"
+# exec kind -> (host file receiving the stub, Metal file receiving a new functor)
+TARGET_FILES = {
+    "unary": (f"{OPERATIONS}/UnaryKernel.mm", f"{KERNELS}/UnaryKernel.metal"),
+    "binary": (f"{OPERATIONS}/BinaryKernel.mm", f"{KERNELS}/BinaryKernel.metal"),
+}
+
+
+def op_dir(settings: Settings, op: str) -> Path:
+    """Where the stages of one operator keep their outputs."""
+    return settings.state_dir / "ops" / op
+
+
+def build_stamp(settings: Settings) -> Path:
+    return settings.state_dir / "build.json"
+
+
+def _write_json(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def exec_kind(record: OperatorRecord) -> str:
+    """``unary`` or ``binary``, from the Tensor inputs of the operator's schemas."""
+    counts = []
+    for o in record.overloads:
+        args = o.schema.split("(", 1)[1].rsplit(") ->", 1)[0].split("*", 1)[0]
+        counts.append(len(re.findall(r"(?:^|,)\s*Tensor\b(?!\()", args)))
+    return "binary" if max(counts, default=1) >= 2 else "unary"
+
+
+# ---------------------------------------------------------------------------- audit
+
+
+def stage_audit(settings: Settings, op: str, console: Console) -> OperatorRecord:
+    """Print the checklist and record it; returns the record."""
+    record = load_index(settings).record(op)
+    items = audit.checklist(record)
+    audit.render(record, items, console)
+    _write_json(op_dir(settings, record.op) / "audit.json", audit.to_json(record, items))
+    return record
+
+
+# ----------------------------------------------------------------------------- edit
+
+
+@dataclass(frozen=True)
+class EditPlan:
+    edits: tuple[FileEdit, ...]
+    notes: tuple[str, ...]  # what a human still has to do
+
+
+def _chain(edits: dict[str, FileEdit], new: FileEdit) -> None:
+    """Fold successive edits of one file into a single before→after edit."""
+    prev = edits.get(new.rel)
+    if prev is None:
+        edits[new.rel] = new
+    else:
+        edits[new.rel] = FileEdit(new.rel, prev.before, new.after, f"{prev.summary}; {new.summary}")
+
+
+def plan_edits(settings: Settings, op: str, body: str | None = None) -> EditPlan:
+    """Compute (and verify) every mechanical edit of the guide for ``op``; writes nothing.
+
+    Raises MissingFunctorError, before any edit, when the Metal functor does not exist and
+    no ``body`` was given: the math is the contributor's.
+    """
+    root = settings.root
+    record = load_index(settings).record(op)
+    op = record.op
+    edits: dict[str, FileEdit] = {}
+    notes: list[str] = []
+    read = lambda rel: edits[rel].after if rel in edits else (root / rel).read_text()  # noqa: E731
+
+    kind = exec_kind(record)
+    stub_file, metal_file = TARGET_FILES[kind]
+    needs_stub = not any(s.native for s in record.stubs)
+    if needs_stub and not record.functors:
+        dtypes = audit.required_dtypes(record) or ("float32", "float16", "bfloat16")
+        arity = 2 if kind == "binary" else 1
+        if body is None:
+            skeleton = metal_edit.functor_skeleton(op, arity, dtypes)
+            raise MissingFunctorError(
+                f"{op}: no Metal functor yet. Write it in {metal_file} (the math is yours), "
+                f"then re-run; or pass body=\"...\" to have it inserted:\n\n{skeleton}"
+            )
+        _chain(
+            edits,
+            metal_edit.add_functor(read(metal_file), metal_file, op, arity, body, dtypes),
+        )
+
+    yaml_rel = native_yaml.PATTERNS[0]
+    fold = yaml_edit.fold_mps_dispatch(read(yaml_rel), yaml_rel, op)
+    _chain(edits, fold.edit)
+    notes += [f"{name}: {reason}" for name, reason in fold.manual]
+
+    for impl in record.mpsgraph:
+        rel = impl.span.path
+        _chain(edits, objc_edit.remove_implementation(read(rel), rel, impl.name))
+        after = read(rel)
+        if any(i.op == op and i.span.path == rel for i in record.includes) and (
+            not objc_edit.include_still_needed(after, op)
+        ):
+            _chain(edits, objc_edit.remove_include(after, rel, op))
+    for stub in record.stubs:
+        if not stub.native:
+            notes.append(
+                f"{stub.span}: {stub.stub} is registered by {stub.macro} with an MPSGraph body; "
+                "remove that registration by hand (macro-generated)"
+            )
+    if needs_stub:
+        _chain(
+            edits,
+            objc_edit.add_stub(
+                read(stub_file), stub_file, f"{op}_stub", f"{op}_mps_kernel", kind, op
+            ),
+        )
+    for info in record.opinfos:
+        for d in info.decorators:
+            notes.append(f"OpInfo {info.key}: MPS decorator {d.kind} {d.test or ''} ({d.where}) "
+                         "should go once the tests pass")
+    return EditPlan(tuple(e for e in edits.values() if e.changed), tuple(notes))
+
+
+def stage_edit(
+    settings: Settings,
+    op: str,
+    console: Console,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    body: str | None = None,
+) -> EditPlan:
+    """Apply (or with ``dry_run`` only show) the mechanical edits; record them."""
+    plan = plan_edits(settings, op, body)
+    for edit in plan.edits:
+        console.print(f"[bold]{'would edit' if dry_run else 'edit'}[/bold] {edit.rel}: "
+                      f"{edit.summary}", highlight=False)
+        if dry_run:
+            console.print(edit.diff(), markup=False, highlight=False)
+    if not plan.edits:
+        console.print("nothing to edit: the mechanical steps are done", highlight=False)
+    for note in plan.notes:
+        console.print(f"[yellow]manual:[/yellow] {note}", highlight=False)
+    if dry_run:
+        return plan
+    journal = Journal(settings.state_dir / "journal.json")
+    apply_edits(settings.root, plan.edits, journal, force=force)
+    record = load_index(settings).record(op)
+    leftovers = find_references(settings.root, record.old_names or _old_names(plan))
+    for name, span in leftovers:
+        console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)
+    _write_json(
+        op_dir(settings, record.op) / "edit.json",
+        {
+            "edited": [{"file": e.rel, "summary": e.summary} for e in plan.edits],
+            "manual": list(plan.notes),
+            "old_name_refs": [{"name": n, "file": s.path, "line": s.start} for n, s in leftovers],
+        },
+    )
+    return plan
+
+
+def _old_names(plan: EditPlan) -> tuple[str, ...]:
+    names = re.findall(r"\b(\w+_mps)\b", " ".join(e.before for e in plan.edits if e.rel.endswith(".yaml")))
+    return tuple(dict.fromkeys(n for e in plan.edits for n in names if n not in e.after))
+
+
+# ---------------------------------------------------------------------------- build
+
+
+def stage_build(settings: Settings, console: Console) -> build_runner.BuildResult:
+    """`ninja -C build torch_cpu` with a progress bar; stamp on success, BuildError otherwise."""
+    log = settings.state_dir / "logs" / "build.log"
+    result = build_runner.run(
+        build_runner.BuildRequest(settings.build_command, settings.root, log)
+    )
+    data = {"ok": result.ok, "seconds": round(result.seconds, 2), "no_work": result.no_work,
+            "steps": result.steps_total, "log": str(result.log_path),
+            "first_error": str(result.first_error) if result.first_error else None}
+    if not result.ok:
+        raise BuildError(
+            f"build failed: {result.first_error or 'see the log'}\n  full log: {result.log_path}"
+        )
+    _write_json(build_stamp(settings), data)
+    console.print(
+        "build: up to date" if result.no_work else f"build: ok in {result.seconds:.1f}s",
+        highlight=False,
+    )
+    return result
+
+
+# ----------------------------------------------------------------------------- test
+
+
+def xfail_digest(settings: Settings, op: str) -> str:
+    """Digest of the operator's xfail/skip entries: what decides its expected outcomes."""
+    index = load_index(settings)
+    record = index.record(op, find_references=False)
+    text = json.dumps([(e.list, e.function, e.key, e.dtypes) for e in record.xfails])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def selectors(record: OperatorRecord, kinds: Sequence[str]) -> tuple[str, ...]:
+    """pytest -k substrings selecting exactly the operator's consistency tests."""
+    return tuple(f"test_{k}_{info.stem}_mps_" for info in record.opinfos for k in kinds)
+
+
+def stage_test(settings: Settings, op: str, console: Console) -> Path:
+    """Run the operator's consistency tests; the JUnit file lands in the op's folder."""
+    record = load_index(settings).record(op, find_references=False)
+    if not record.opinfos:
+        raise PipelineError(f"{op}: no OpInfo, so no consistency tests to run")
+    run_dir = test_runner.new_run_dir(settings.results_dir, record.op)
+    result = test_runner.run(
+        test_runner.TestRequest(
+            python=settings.python,
+            test_file=settings.test_file,
+            cwd=settings.root,
+            selectors=selectors(record, settings.test_kinds),
+            junit_path=run_dir / "junit.xml",
+            log_path=run_dir / "pytest.log",
+            timeout=settings.test_timeout,
+            extra_args=settings.pytest_args,
+        )
+    )
+    target = op_dir(settings, record.op) / "junit.xml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not result.junit_path.is_file():
+        raise PipelineError(f"pytest wrote no JUnit report; see {result.log_path}")
+    shutil.copyfile(result.junit_path, target)
+    (op_dir(settings, record.op) / "xfail_digest").write_text(xfail_digest(settings, op))
+    console.print(
+        f"tests: {sum(result.counts.values())} run in {result.seconds:.1f}s "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(result.counts.items()))}); "
+        f"results in {run_dir}",
+        highlight=False,
+    )
+    return target

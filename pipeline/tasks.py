@@ -1,0 +1,248 @@
+"""doit tasks: the stages of ``pipeline.commands.migrate`` with real file dependencies.
+
+``dodo.py`` re-exports this module. Variables come from the doit command line
+(``doit migrate_op op=atan2 root=/path/to/pytorch force=1 dry_run=1 body="..."``).
+
+The chain is edit → build → test_op → table → drop_xfails → summary (``migrate_op``).
+Each stage's file_dep lists exactly the inputs that can change its result, so a change to
+Python test files never reaches ``build``, and a second run with nothing changed is a no-op.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+
+from doit import get_var
+from doit.exceptions import TaskFailed
+from rich.console import Console
+
+from pipeline.commands import backlog as backlog_cmd
+from pipeline.commands import migrate
+from pipeline.config import Settings, load_settings
+from pipeline.errors import PipelineError
+from pipeline.tree import common_mps, metal, native_yaml, objc
+from pipeline.tree.index import load_index
+
+BUILD_READERS = (native_yaml, metal, objc)
+
+
+@cache
+def settings() -> Settings:
+    """Settings from doit variables (root=, python=, state_dir=), the env and configs/."""
+    return load_settings({k: get_var(k) for k in ("root", "python", "state_dir")})
+
+
+def doit_config() -> dict:
+    """DOIT_CONFIG: sqlite3 backend (dbm/json lose results when two doit processes share it)."""
+    state = Path(get_var("state_dir") or ".mps-pipeline")
+    state.mkdir(parents=True, exist_ok=True)
+    return {
+        "backend": "sqlite3",
+        "dep_file": str(state / "doit.sqlite"),
+        "verbosity": 2,
+        "default_tasks": ["migrate_op"],
+    }
+
+
+def _flag(name: str) -> bool:
+    return (get_var(name) or "0").lower() in ("1", "true", "yes")
+
+
+def _files(*readers) -> list[str]:
+    root = settings().root
+    return [str(p) for r in readers for pat in r.PATTERNS for p in sorted(root.glob(pat))]
+
+
+def _opinfo_files() -> list[str]:
+    table = settings().opinfo_table
+    return [str(table)] if table is not None and table.is_file() else []
+
+
+def _guard(fn: Callable[..., object]) -> Callable[[], object]:
+    """Run a stage; a PipelineError becomes doit's TaskFailed with our message, no traceback."""
+
+    def action() -> object:
+        try:
+            fn(Console(highlight=False))
+        except PipelineError as exc:
+            return TaskFailed(str(exc))
+        return None
+
+    action.__name__ = getattr(fn, "__name__", "stage")
+    return action
+
+
+def _explicitly_requested(name: str) -> bool:
+    """True when the user typed this task on the doit command line (not via a dependency)."""
+    return name in (a.split(":")[0] for a in sys.argv[1:])
+
+
+def _op() -> str | None:
+    return get_var("op")
+
+
+def _need_op(name: str) -> dict:
+    return {
+        "name": None,
+        "actions": [lambda: TaskFailed(f"{name} needs an operator: doit {name} op=atan2")],
+        "uptodate": [False],
+    }
+
+
+def task_audit() -> dict:
+    """The metal-kernel guide's checklist for op=NAME (always printed when asked for)."""
+    op = _op()
+    if op is None:
+        return _need_op("audit")
+    s = settings()
+    return {
+        "actions": [_guard(lambda c: migrate.stage_audit(s, op, c))],
+        "file_dep": _files(*BUILD_READERS, common_mps) + _opinfo_files(),
+        "targets": [str(migrate.op_dir(s, op) / "audit.json")],
+        "uptodate": [not _explicitly_requested("audit")],
+        "verbosity": 2,
+    }
+
+
+def task_backlog() -> dict:
+    """Operators still on MPSGraph or without MPS, easiest first."""
+    s = settings()
+    return {
+        "actions": [lambda: backlog_cmd.render(backlog_cmd.backlog(load_index(s)), Console())],
+        "uptodate": [False],
+        "verbosity": 2,
+    }
+
+
+def _audit_then_edit(op: str, *, dry_run: bool) -> Callable[[Console], None]:
+    s = settings()
+    force, body = _flag("force"), get_var("body")
+
+    def stage(console: Console) -> None:
+        migrate.stage_audit(s, op, console)
+        migrate.stage_edit(s, op, console, force=force, dry_run=dry_run, body=body)
+
+    return stage
+
+
+def task_edit() -> dict:
+    """Audit op=NAME, then fold its dispatch, remove MPSGraph code, register the stub."""
+    op = _op()
+    if op is None:
+        return _need_op("edit")
+    s = settings()
+    return {
+        "actions": [_guard(_audit_then_edit(op, dry_run=False))],
+        "file_dep": _files(*BUILD_READERS) + _opinfo_files(),
+        "targets": [str(migrate.op_dir(s, op) / "edit.json")],
+        "verbosity": 2,
+    }
+
+
+def task_preview() -> dict:
+    """Unified diffs of every edit op=NAME would get; writes nothing (never up to date)."""
+    op = _op()
+    if op is None:
+        return _need_op("preview")
+    return {
+        "actions": [_guard(_audit_then_edit(op, dry_run=True))],
+        "uptodate": [False],
+        "verbosity": 2,
+    }
+
+
+def task_build() -> dict:
+    """`ninja -C build torch_cpu`, only when a build input (.metal, .mm, yaml) changed."""
+    s = settings()
+    task = {
+        "actions": [_guard(lambda c: migrate.stage_build(s, c))],
+        "file_dep": _files(*BUILD_READERS),
+        "targets": [str(migrate.build_stamp(s))],
+        "verbosity": 2,
+    }
+    op = _op()
+    if op is not None and not _flag("dry_run"):
+        task["task_dep"] = ["edit"]
+    return task
+
+
+def task_test_op() -> dict:
+    """Run op=NAME's consistency tests (JUnit), when the build or its expectations changed."""
+    op = _op()
+    if op is None:
+        return _need_op("test_op")
+    s = settings()
+    digest = migrate.op_dir(s, op) / "xfail_digest"
+    test_file = s.root / s.test_file
+    return {
+        "actions": [_guard(lambda c: migrate.stage_test(s, op, c))],
+        "file_dep": [str(migrate.build_stamp(s))]
+        + ([str(test_file)] if test_file.is_file() else [])
+        + _opinfo_files(),
+        "targets": [str(migrate.op_dir(s, op) / "junit.xml")],
+        # common_mps.py is tracked by content of *this operator's* entries, not by file hash:
+        # dropping another operator's xfails must not re-run these tests.
+        "uptodate": [
+            lambda: digest.is_file() and digest.read_text() == migrate.xfail_digest(s, op)
+        ],
+        "verbosity": 2,
+    }
+
+
+def task_table() -> dict:
+    """Per-dtype pass table of op=NAME from its JUnit results (terminal, Markdown, JSON)."""
+    op = _op()
+    if op is None:
+        return _need_op("table")
+    s = settings()
+    d = migrate.op_dir(s, op)
+    return {
+        "actions": [_guard(lambda c: migrate.stage_table(s, op, c))],
+        "file_dep": [str(d / "junit.xml")],
+        "targets": [str(d / "table.json"), str(d / "table.md")],
+        "uptodate": [not _explicitly_requested("table")],
+        "verbosity": 2,
+    }
+
+
+def task_drop_xfails() -> dict:
+    """Remove op=NAME's xfail entries that now pass, verified by a re-run of its tests."""
+    op = _op()
+    if op is None:
+        return _need_op("drop_xfails")
+    s = settings()
+    d = migrate.op_dir(s, op)
+    force = _flag("force")
+    return {
+        "actions": [_guard(lambda c: migrate.stage_drop(s, op, c, force=force))],
+        "file_dep": [str(d / "table.json")] + _files(common_mps),
+        "targets": [str(d / "xfails.json")],
+        "verbosity": 2,
+    }
+
+
+def task_summary() -> dict:
+    """What changed, what the checklist still lacks, and the next command to run."""
+    op = _op()
+    if op is None:
+        return _need_op("summary")
+    s = settings()
+    d = migrate.op_dir(s, op)
+    return {
+        "actions": [_guard(lambda c: migrate.stage_summary(s, op, c))],
+        "file_dep": [str(d / n) for n in ("edit.json", "table.json", "xfails.json")]
+        + [str(migrate.build_stamp(s))],
+        "targets": [str(d / "summary.md")],
+        "verbosity": 2,
+    }
+
+
+def task_migrate_op() -> Iterator[dict] | dict:
+    """The whole guide for op=NAME: edit, build, test, table, drop xfails, summary."""
+    if _op() is None:
+        return _need_op("migrate_op")
+    deps = ["preview"] if _flag("dry_run") else ["summary"]
+    return {"actions": None, "task_dep": deps}

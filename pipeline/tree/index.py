@@ -1,0 +1,295 @@
+"""Join the readers into one record per operator: the model every command works from.
+
+The joined index is cached on disk keyed by the size and mtime of every input file, so a
+warm command stats a few hundred files and unpickles one object instead of re-parsing
+15,000 lines of YAML.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import pickle
+import re
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.config import Settings
+from pipeline.errors import UnknownOperatorError
+from pipeline.tree import common_mps, metal, native_yaml, objc, opinfo
+from pipeline.tree.span import Span, Unrecognised
+
+READERS = (native_yaml, metal, objc, common_mps)
+CACHE_VERSION = 1
+# Where to look for leftover references to an old `*_mps` name.
+REFERENCE_DIRS = ("aten/src/ATen/native", "torch/testing/_internal", "test")
+REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
+
+
+@dataclass(frozen=True)
+class Overload:
+    """One native_functions.yaml entry of an operator, with how MPS is served."""
+
+    func: str
+    schema: str
+    kind: str
+    kernel: str | None
+    span: Span
+
+
+@dataclass(frozen=True)
+class OperatorRecord:
+    """Everything the tree says about one operator."""
+
+    op: str
+    overloads: tuple[Overload, ...]
+    functors: tuple[metal.Functor, ...]
+    registrations: tuple[metal.Registration, ...]
+    stubs: tuple[objc.StubRegistration, ...]
+    mpsgraph: tuple[objc.Implementation, ...]
+    includes: tuple[objc.OpInclude, ...]
+    old_names: tuple[str, ...]
+    old_name_refs: tuple[tuple[str, Span], ...]
+    xfails: tuple[common_mps.XfailEntry, ...]
+    complex_supported: bool
+    opinfos: tuple[opinfo.OpInfoRecord, ...]
+    tests: tuple[str, ...]
+    unrecognised: tuple[Unrecognised, ...]
+
+    @property
+    def kernel_names(self) -> tuple[str, ...]:
+        """Metal kernel names the operator uses: its own name plus what its stubs call."""
+        names = [self.op] + [s.kernel_name for s in self.stubs if s.kernel_name]
+        return tuple(dict.fromkeys(names))
+
+    @property
+    def registered_dtypes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.input for r in self.registrations))
+
+    @property
+    def opinfo_dtypes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(d for info in self.opinfos for d in info.dtypes))
+
+    @property
+    def workflow(self) -> str:
+        """Which of the guide's workflows applies: ``migrate``, ``add`` or ``done``."""
+        kinds = {o.kind for o in self.overloads}
+        if "mps_specific" in kinds or self.mpsgraph or any(not s.native for s in self.stubs):
+            return "migrate"
+        if "none" in kinds:
+            return "add"
+        return "done"
+
+    @property
+    def pending_overloads(self) -> tuple[Overload, ...]:
+        """Overloads whose MPS dispatch still has to move to the shared kernel."""
+        return tuple(o for o in self.overloads if o.kind in ("mps_specific", "none"))
+
+
+@dataclass(frozen=True)
+class TreeIndex:
+    """The parsed tree. Build with :func:`load_index`."""
+
+    root: Path
+    native: native_yaml.NativeFunctions
+    kernels: metal.MetalKernels
+    host: objc.HostFiles
+    xfails: common_mps.CommonMps
+    opinfos: tuple[opinfo.OpInfoRecord, ...]
+    test_kinds: tuple[str, ...] = ("output_match",)
+    _ops: dict[str, tuple[native_yaml.NativeFunction, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return (
+            self.native.warnings + self.kernels.warnings + self.host.warnings + self.xfails.warnings
+        )
+
+    def operators(self) -> tuple[str, ...]:
+        """Every operator named by the yaml or by an OpInfo, sorted."""
+        names = set(self.entries_by_operator()) | {o.aten_name or o.name for o in self.opinfos}
+        return tuple(sorted(names))
+
+    def entries_by_operator(self) -> dict[str, tuple[native_yaml.NativeFunction, ...]]:
+        if not self._ops:
+            self._ops.update(self.native.operators())
+        return self._ops
+
+    def opinfos_for(self, op: str) -> tuple[opinfo.OpInfoRecord, ...]:
+        return tuple(
+            info
+            for info in self.opinfos
+            if op in (info.name, info.aten_name) or op in info.aliases
+        )
+
+    def resolve(self, name: str) -> str:
+        """Map an operator name or OpInfo alias to the operator; suggest close names if none."""
+        ops = self.entries_by_operator()
+        if name in ops:
+            return name
+        for info in self.opinfos:
+            if name in (info.name, *info.aliases):
+                return info.aten_name or info.name
+        candidates = list(ops) + [a for i in self.opinfos for a in (i.name, *i.aliases)]
+        raise UnknownOperatorError(name, difflib.get_close_matches(name, candidates, n=5))
+
+    def record(self, name: str, *, find_references: bool = True) -> OperatorRecord:
+        """The joined record of one operator (``name`` may be an alias)."""
+        op = self.resolve(name)
+        entries = self.entries_by_operator().get(op, ())
+        overloads = tuple(
+            Overload(e.full_name, e.schema, e.mps_kind, e.kernel_for("MPS"), e.span)
+            for e in entries
+        )
+        stubs = self._stubs_for(op)
+        kernel_names = [op] + [s.kernel_name for s in stubs if s.kernel_name]
+        functors = tuple(f for k in dict.fromkeys(kernel_names) if (f := self.kernels.functor(k)))
+        registrations = tuple(
+            r for k in dict.fromkeys(kernel_names) for r in self.kernels.registrations_for(k)
+        )
+        old_names = tuple(
+            dict.fromkeys(o.kernel for o in overloads if o.kind == "mps_specific" and o.kernel)
+        )
+        mpsgraph = tuple(
+            impl
+            for f in self.host.files
+            for impl in f.implementations
+            if impl.name in old_names
+        )
+        includes = tuple(i for f in self.host.files for i in f.includes if i.op == op)
+        infos = self.opinfos_for(op)
+        keys = {info.key for info in infos} | {op}
+        xfails = tuple(e for e in self.xfails.entries if e.key in keys)
+        complex_sets = [s for s in self.xfails.sets if s.list == "SUPPORTED_COMPLEX_OPS"]
+        refs = self._references(old_names) if find_references and old_names else ()
+        files = {s.path for s in (*(o.span for o in overloads), *(f.span for f in functors))}
+        unrecognised = tuple(
+            u
+            for fileset in (self.kernels.files, self.host.files)
+            for f in fileset
+            for u in f.unrecognised
+            if op in u.text or u.span.path in files
+        )
+        return OperatorRecord(
+            op=op,
+            overloads=overloads,
+            functors=functors,
+            registrations=registrations,
+            stubs=stubs,
+            mpsgraph=mpsgraph,
+            includes=includes,
+            old_names=old_names,
+            old_name_refs=refs,
+            xfails=xfails,
+            complex_supported=any(s.key in keys for s in complex_sets),
+            opinfos=infos,
+            tests=tuple(t for info in infos for kind in self.test_kinds for t in info.test_ids(kind)),
+            unrecognised=unrecognised,
+        )
+
+    def _stubs_for(self, op: str) -> tuple[objc.StubRegistration, ...]:
+        """Stubs named ``op_stub``, or ``op_<x>_stub`` when ``op_<x>`` is not an operator."""
+        ops = self.entries_by_operator()
+        found = []
+        for f in self.host.files:
+            for stub in f.stubs:
+                base = stub.stub.removesuffix("_stub")
+                if base == op or (base.startswith(op + "_") and base not in ops):
+                    found.append(stub)
+        return tuple(found)
+
+    def _references(self, names: Iterable[str]) -> tuple[tuple[str, Span], ...]:
+        return tuple(find_references(self.root, names))
+
+
+def find_references(root: Path, names: Iterable[str]) -> list[tuple[str, Span]]:
+    """Every whole-word occurrence of ``names`` under the reference dirs, as (name, span).
+
+    Uses ``git grep`` (index-backed, fast on a 30,000-file checkout) and falls back to a
+    Python scan outside a git work tree.
+    """
+    names = list(names)
+    if not names:
+        return []
+    dirs = [d for d in REFERENCE_DIRS if (root / d).is_dir()]
+    if not dirs:
+        return []
+    cmd = ["git", "-C", str(root), "grep", "-n", "-w", "-I", "--untracked", "--no-color"]
+    for n in names:
+        cmd += ["-e", n]
+    proc = subprocess.run([*cmd, "--", *dirs], capture_output=True, text=True, check=False)
+    word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+    hits: list[tuple[str, Span]] = []
+    if proc.returncode in (0, 1) and "not a git repository" not in proc.stderr:
+        for line in proc.stdout.splitlines():
+            path, lineno, text = line.split(":", 2)
+            for m in word.finditer(text):
+                hits.append((m.group(1), Span(path, int(lineno), int(lineno))))
+        return hits
+    for d in dirs:
+        for path in sorted((root / d).rglob("*")):
+            if path.suffix not in REFERENCE_SUFFIXES or not path.is_file():
+                continue
+            rel = path.relative_to(root).as_posix()
+            for lineno, text in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                for m in word.finditer(text):
+                    hits.append((m.group(1), Span(rel, lineno, lineno)))
+    return hits
+
+
+def _input_files(root: Path) -> list[Path]:
+    files: list[Path] = []
+    for reader in READERS:
+        for pattern in reader.PATTERNS:
+            files.extend(sorted(root.glob(pattern)))
+    return files
+
+
+def _fingerprint(settings: Settings, files: list[Path]) -> str:
+    h = hashlib.sha256(f"{CACHE_VERSION}|{settings.root}|{settings.test_kinds}".encode())
+    for path in files:
+        st = path.stat()
+        h.update(f"{path}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def build_index(settings: Settings) -> TreeIndex:
+    """Parse every reader's files under ``settings.root`` (no cache)."""
+    root = settings.root
+    return TreeIndex(
+        root=root,
+        native=native_yaml.read(root),
+        kernels=metal.read(root),
+        host=objc.read(root),
+        xfails=common_mps.read(root),
+        opinfos=opinfo.load_opinfos(settings),
+        test_kinds=settings.test_kinds,
+    )
+
+
+def load_index(settings: Settings) -> TreeIndex:
+    """The tree's index, from the on-disk cache when no input file changed."""
+    files = _input_files(settings.root)
+    if settings.opinfo_table is not None and settings.opinfo_table.is_file():
+        files.append(settings.opinfo_table)
+    key = _fingerprint(settings, files)
+    cache = settings.cache_dir / "index.pickle"
+    if cache.is_file():
+        try:
+            with cache.open("rb") as fh:
+                cached_key, index = pickle.load(fh)
+            if cached_key == key:
+                return index
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
+            pass  # stale format from another version: rebuild below
+    index = build_index(settings)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp")
+    with tmp.open("wb") as fh:
+        pickle.dump((key, index), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.replace(cache)
+    return index
