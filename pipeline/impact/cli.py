@@ -1,0 +1,106 @@
+"""`affected --base REV [--head REV] [--json]`: the operators a diff affects, and why.
+
+``pipeline.commands.affected`` can delegate to :func:`add_arguments` and :func:`run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import PipelineError
+from pipeline.impact.analyze import Impact, analyze
+from pipeline.impact.changes import ChangedFile, Range, changed_files, changes_from_list
+from pipeline.impact.view import load_view
+
+_CHANGED = re.compile(r"^(?P<path>.+?)(?::(?P<ranges>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*))?$")
+
+
+def affected(
+    root: Path,
+    base: str,
+    head: str | None = None,
+    *,
+    opinfos: Sequence[Any],
+    kinds: Sequence[str] = ("output_match",),
+) -> Impact:
+    """Analyse ``git diff base..head`` (the work tree when ``head`` is None) under ``root``."""
+    changes = changed_files(root, base, head)
+    return analyze(changes, opinfos=opinfos, view=load_view(root, head), kinds=kinds)
+
+
+def parse_changed(spec: str) -> tuple[str, list[Range]]:
+    """``path[:A-B,C,...]`` -> (path, [(A, B), (C, C)]); no ranges means the whole file."""
+    match = _CHANGED.match(spec)
+    if not match:
+        raise PipelineError(f"--changed {spec!r}: expected PATH or PATH:START-END[,START-END]")
+    ranges: list[Range] = []
+    for part in (match.group("ranges") or "").split(","):
+        if part:
+            start, _, end = part.partition("-")
+            ranges.append((int(start), int(end or start)))
+    return match.group("path"), ranges
+
+
+def render_text(impact: Impact, *, show_tests: bool = False) -> str:
+    """A terminal report: operators with reasons, the sweep, build and selection figures."""
+    out = []
+    pct = f"{impact.fraction:.1%}"
+    scope = "full sweep" if impact.full_sweep else f"{len(impact.operators)} operator(s)"
+    build = "build needed" if impact.build_needed else "no build needed"
+    out.append(
+        f"{scope}; {build}; {impact.selected:,} of {impact.total:,} consistency tests ({pct})"
+    )
+    for op in impact.operators:
+        out.append(f"  {op.operator}")
+        out.extend(f"    - {reason}" for reason in op.reasons)
+    if impact.full_sweep_reasons:
+        out.append("full sweep because:")
+        out.extend(f"  - {reason}" for reason in impact.full_sweep_reasons)
+    if impact.ignored:
+        out.append("ignored (no effect on MPS): " + ", ".join(impact.ignored))
+    out.extend(f"warning: {w}" for w in impact.warnings)
+    if show_tests:
+        out.extend(impact.test_ids)
+    return "\n".join(out)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base", help="base revision of the diff (merge base of the PR)")
+    parser.add_argument("--head", help="head revision (default: the work tree)")
+    parser.add_argument(
+        "--changed",
+        action="append",
+        default=[],
+        metavar="PATH[:A-B,...]",
+        help="a changed file and its changed lines, instead of --base (repeatable)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--tests", action="store_true", help="also list the selected test ids")
+
+
+def run(args: argparse.Namespace, settings: Any) -> int:
+    """Print the impact of a diff (``--base``) or of a list of changed lines (``--changed``)."""
+    from pipeline.tree import opinfo
+
+    if not args.base and not args.changed:
+        raise PipelineError("affected: give --base REV (a git diff) or --changed PATH[:LINES]")
+    opinfos = opinfo.load_opinfos(settings)
+    root = settings.root
+    kinds = settings.test_kinds
+    if args.changed:
+        changes: tuple[ChangedFile, ...] = changes_from_list(
+            root, [parse_changed(spec) for spec in args.changed]
+        )
+        impact = analyze(changes, opinfos=opinfos, view=load_view(root), kinds=kinds)
+    else:
+        impact = affected(root, args.base, args.head, opinfos=opinfos, kinds=kinds)
+    if args.json:
+        print(json.dumps(impact.to_dict(), indent=2))
+    else:
+        print(render_text(impact, show_tests=args.tests))
+    return 0

@@ -1,0 +1,325 @@
+"""The MPS sources of one version of the tree, parsed once, for lookups across files.
+
+A change in one file is attributed with facts from others: which stub runs a Metal
+kernel, which yaml entry dispatches to an MPSGraph function, which ``.metal`` files
+include a header. :class:`TreeView` holds those files' texts and reader models;
+``with_texts`` derives the other side of a diff by swapping in only the changed files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pipeline.errors import ParseError
+from pipeline.impact import cscan
+from pipeline.impact.changes import _read_disk, list_revision, read_revision
+
+NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
+MPS_DIR = "aten/src/ATen/native/mps/"
+KERNELS_DIR = MPS_DIR + "kernels/"
+OPERATIONS_DIR = MPS_DIR + "operations/"
+C10_METAL_DIR = "c10/metal/"
+VIEW_PREFIXES = (NATIVE_YAML, MPS_DIR, C10_METAL_DIR)
+_SOURCE_SUFFIXES = (".metal", ".h", ".mm", ".yaml")
+# name endings that separate an implementation/stub/kernel name from its operator
+_SUFFIXES = ("_functor", "_stub", "_mps_kernel", "_kernel", "_out_mps", "_mps", "_out")
+
+
+def is_metal_source(path: str) -> bool:
+    """A ``.metal`` file the metal reader parses (directly under ``kernels/``)."""
+    return (
+        path.startswith(KERNELS_DIR)
+        and path.endswith(".metal")
+        and "/" not in path[len(KERNELS_DIR) :]
+    )
+
+
+def is_host_source(path: str) -> bool:
+    """A ``.mm`` file the objc reader parses (directly under ``operations/``)."""
+    return (
+        path.startswith(OPERATIONS_DIR)
+        and path.endswith(".mm")
+        and "/" not in path[len(OPERATIONS_DIR) :]
+    )
+
+
+def is_kernel_header(path: str) -> bool:
+    """A header shared by Metal sources: under ``kernels/`` or ``c10/metal/``."""
+    return path.endswith(".h") and path.startswith((KERNELS_DIR, C10_METAL_DIR))
+
+
+def _wanted(path: str) -> bool:
+    return path.startswith(VIEW_PREFIXES) and path.endswith(_SOURCE_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class TreeView:
+    """Texts and reader models of the tree's MPS sources at one version.
+
+    ``native`` is None when native_functions.yaml is absent or does not parse (the reason
+    is in ``warnings``).
+    """
+
+    texts: Mapping[str, str]
+    native: Any
+    metal: Mapping[str, Any]
+    host: Mapping[str, Any]
+    warnings: tuple[str, ...] = ()
+
+    def with_texts(self, replaced: Mapping[str, str | None]) -> TreeView:
+        """This view with some files replaced (None deletes); only those files are re-parsed."""
+        if not any(self.texts.get(p) != t for p, t in replaced.items() if _wanted(p)):
+            return self
+        texts = dict(self.texts)
+        for path, text in replaced.items():
+            if not _wanted(path):
+                continue
+            if text is None:
+                texts.pop(path, None)
+            else:
+                texts[path] = text
+        changed = {p for p in replaced if _wanted(p)}
+        return _build(texts, self, changed)
+
+    @cached_property
+    def code(self) -> Mapping[str, list[str]]:
+        """Comment-free lines of every C-family text, computed on first use per path."""
+        return _LazyCode(self.texts)
+
+    @cached_property
+    def include_graph(self) -> Mapping[str, frozenset[str]]:
+        """For each header in the view, the files that ``#include`` it directly."""
+        headers = [p for p in self.texts if p.endswith(".h")]
+        graph: dict[str, set[str]] = {h: set() for h in headers}
+        for path, text in self.texts.items():
+            if path.endswith(".yaml"):
+                continue
+            for target in cscan.includes(text):
+                for header in headers:
+                    if header != path and cscan.include_matches(target, header):
+                        graph[header].add(path)
+        return MappingProxyType({h: frozenset(s) for h, s in graph.items()})
+
+    def includers(self, header: str) -> frozenset[str]:
+        """Every file that includes ``header``, directly or through other headers."""
+        graph = self.include_graph
+        seen: set[str] = set()
+        todo = [header]
+        while todo:
+            for includer in graph.get(todo.pop(), ()):
+                if includer not in seen:
+                    seen.add(includer)
+                    todo.append(includer)
+        return frozenset(seen)
+
+    @cached_property
+    def units(self) -> Mapping[str, tuple[cscan.Unit, ...]]:
+        return _LazyUnits(self.texts)
+
+
+class _LazyCode(dict):
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        super().__init__()
+        self._texts = texts
+
+    def __missing__(self, path: str) -> list[str]:
+        value = cscan.code_lines(self._texts.get(path, ""))
+        self[path] = value
+        return value
+
+
+class _LazyUnits(dict):
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        super().__init__()
+        self._texts = texts
+
+    def __missing__(self, path: str) -> tuple[cscan.Unit, ...]:
+        value = cscan.units(self._texts.get(path, ""))
+        self[path] = value
+        return value
+
+
+def _parse_all(
+    texts: Mapping[str, str], paths: Iterable[str]
+) -> tuple[Any, dict[str, Any], dict[str, Any], list[str], bool]:
+    from pipeline.tree import metal, native_yaml, objc
+
+    native = None
+    native_seen = False
+    metal_models: dict[str, Any] = {}
+    host_models: dict[str, Any] = {}
+    warnings: list[str] = []
+    for path in paths:
+        text = texts.get(path)
+        if text is None:
+            continue
+        try:
+            if path == NATIVE_YAML:
+                native_seen = True
+                native = native_yaml.parse(text, path)
+            elif is_metal_source(path):
+                metal_models[path] = metal.parse(text, path)
+            elif is_host_source(path):
+                host_models[path] = objc.parse(text, path)
+        except ParseError as exc:
+            warnings.append(str(exc))
+    return native, metal_models, host_models, warnings, native_seen
+
+
+def _build(texts: dict[str, str], base: TreeView | None, changed: set[str]) -> TreeView:
+    paths = sorted(texts) if base is None else sorted(changed)
+    native, metal_models, host_models, warnings, native_seen = _parse_all(texts, paths)
+    if base is not None:
+        if not native_seen and NATIVE_YAML not in changed:
+            native = base.native
+        metal_models = {
+            **{p: m for p, m in base.metal.items() if p not in changed},
+            **metal_models,
+        }
+        host_models = {**{p: m for p, m in base.host.items() if p not in changed}, **host_models}
+        stale = tuple(w for w in base.warnings if not any(w.startswith(p) for p in changed))
+        warnings = [*stale, *warnings]
+    return TreeView(
+        texts=MappingProxyType(dict(texts)),
+        native=native,
+        metal=MappingProxyType(metal_models),
+        host=MappingProxyType(host_models),
+        warnings=tuple(warnings),
+    )
+
+
+def view_from_texts(texts: Mapping[str, str]) -> TreeView:
+    """A view over the given ``{path: text}`` (paths outside the MPS sources are dropped)."""
+    return _build({p: t for p, t in texts.items() if _wanted(p)}, None, set())
+
+
+def load_view(root: Path, rev: str | None = None) -> TreeView:
+    """The MPS sources of ``root`` at ``rev`` (the work tree when None).
+
+    Outside a git work tree only the work tree can be read: the files are listed from disk.
+    """
+    if rev is None and not (root / ".git").exists():
+        found = [
+            p.relative_to(root).as_posix()
+            for prefix in VIEW_PREFIXES
+            for p in (
+                [root / prefix] if prefix.endswith(".yaml") else sorted((root / prefix).rglob("*"))
+            )
+            if p.is_file()
+        ]
+        paths = [p for p in found if _wanted(p)]
+        return view_from_texts({p: t for p in paths if (t := _read_disk(root, p)) is not None})
+    paths = [p for p in list_revision(root, rev, VIEW_PREFIXES) if _wanted(p)]
+    if rev is None:
+        texts = {p: t for p in paths if (t := _read_disk(root, p)) is not None}
+    else:
+        texts = {p: t for p, t in read_revision(root, rev, paths).items() if t is not None}
+    return view_from_texts(texts)
+
+
+def strip_suffixes(name: str) -> str:
+    """``atan2_out_mps`` -> ``atan2``; ``div_true_stub`` -> ``div_true``."""
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                changed = True
+    return name
+
+
+class Resolver:
+    """Maps kernel, stub and implementation names to operators, across both versions."""
+
+    def __init__(self, views: Iterable[TreeView], opinfos: Iterable[Any]) -> None:
+        unique: list[TreeView] = []
+        for view in views:
+            if all(view is not seen for seen in unique):
+                unique.append(view)
+        self.views = tuple(unique)
+        self.opinfos = tuple(opinfos)
+        yaml_ops: set[str] = set()
+        for view in self.views:
+            if view.native is not None:
+                yaml_ops.update(e.operator for e in view.native.entries)
+        self.yaml_ops = frozenset(yaml_ops)
+        info_names = {i.name for i in self.opinfos} | {a for i in self.opinfos for a in i.aliases}
+        aten = {i.aten_name for i in self.opinfos if i.aten_name}
+        self.known = frozenset(yaml_ops | info_names | aten)
+        # prefix matching only on names that look like aten operators (no dotted OpInfo names)
+        self._prefixable = sorted((yaml_ops | aten), key=len, reverse=True)
+
+    def operator(self, name: str) -> tuple[str, str]:
+        """The operator ``name`` most likely belongs to, with how it was found.
+
+        Exact operator name, then the name without implementation suffixes, then the
+        longest operator it starts with (``div_true`` -> ``div``), else the name itself.
+        """
+        if name in self.known:
+            return name, ""
+        stem = strip_suffixes(name)
+        if stem in self.known:
+            return stem, ""
+        for op in self._prefixable:
+            if stem.startswith(op + "_"):
+                return op, f" ({name} taken as {op})"
+        return stem, f" ({stem} is not a known operator; name used as is)"
+
+    def stub_operator(self, stub: str) -> tuple[str, str]:
+        return self.operator(stub.removesuffix("_stub"))
+
+    def ops_for_impl(self, name: str) -> tuple[str, ...]:
+        """Operators of the yaml entries that dispatch any key to ``name`` (MPS rows first)."""
+        found: dict[str, None] = {}
+        for view in self.views:
+            if view.native is None:
+                continue
+            for entry in view.native.entries:
+                if entry.kernel_for("MPS") == name:
+                    found[entry.operator] = None
+        if not found:
+            for view in self.views:
+                if view.native is None:
+                    continue
+                for entry in view.native.entries:
+                    if any(row.kernel == name for row in entry.dispatch):
+                        found[entry.operator] = None
+        return tuple(found)
+
+    def stubs_registering(self, function: str) -> tuple[str, ...]:
+        found: dict[str, None] = {}
+        for view in self.views:
+            for model in view.host.values():
+                for stub in model.stubs:
+                    if stub.function == function:
+                        found[stub.stub] = None
+        return tuple(found)
+
+    def ops_for_kernel(self, kernel: str) -> tuple[tuple[str, str], ...]:
+        """Operators whose host code runs Metal kernel ``kernel``, with how each was found.
+
+        Stubs that run it (directly, or through the function they register) name the
+        operator; with no such stub the kernel name itself is resolved.
+        """
+        stubs: dict[str, None] = {}
+        for view in self.views:
+            for model in view.host.values():
+                for stub in model.stubs:
+                    if stub.kernel_name == kernel:
+                        stubs[stub.stub] = None
+                for fn in model.functions:
+                    if fn.kernel_name == kernel:
+                        stubs.update(dict.fromkeys(self.stubs_registering(fn.name)))
+        if stubs:
+            result = {}
+            for stub in stubs:
+                op, _ = self.stub_operator(stub)
+                result.setdefault(op, "" if op == kernel else f" (kernel {kernel} run by {stub})")
+            return tuple(result.items())
+        return (self.operator(kernel),)
