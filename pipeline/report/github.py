@@ -1,0 +1,451 @@
+"""A small GitHub REST client: one PR comment kept up to date in place, and commit statuses.
+
+The token lives only inside the session's auth hook: it is never part of a URL, an exception
+message, a log record or a repr, and it is never sent to a host other than ``api_url``'s.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import itertools
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+
+from pipeline.errors import GitHubError
+
+log = logging.getLogger(__name__)
+
+API_VERSION = "2022-11-28"
+STATUS_STATES = ("error", "failure", "pending", "success")
+STATUS_DESCRIPTION_MAX = 140
+MARKER_RE = re.compile(r"<!-- mps-pipeline:[^\s>][^>]*? -->")
+PERMISSIONS_HINT = "needs pull-requests: write and statuses: write"
+# A primary rate limit that resets further away than this is reported, not waited out.
+MAX_WAIT_SECONDS = 900.0
+# GitHub's advice for a secondary rate limit that came without Retry-After: wait a minute.
+SECONDARY_LIMIT_WAIT = 60.0
+TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
+
+
+@dataclass(frozen=True)
+class Comment:
+    """An issue/PR comment, as much of it as the pipeline needs."""
+
+    id: int
+    body: str
+    user: str
+    html_url: str
+
+
+class _BearerAuth(requests.auth.AuthBase):
+    """Adds the token at send time; requests drops it on a redirect to another host."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = f"Bearer {self._token}"
+        return request
+
+    def __repr__(self) -> str:
+        return "_BearerAuth(<redacted>)"
+
+
+class _Ambiguous(Exception):
+    """A non-idempotent request failed in a way that may or may not have applied it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def token_from_env(var: str, env: Mapping[str, str] = os.environ) -> str:
+    """Return the GitHub token held in environment variable ``var``.
+
+    Raises GitHubError (naming the variable, never a value) when it is unset or blank.
+    """
+    value = (env.get(var) or "").strip()
+    if not value:
+        raise GitHubError(
+            f"${var} is not set: export a GitHub token with pull-requests: write and "
+            f"statuses: write (in a workflow: `env: {var}: ${{{{ secrets.GITHUB_TOKEN }}}}` "
+            "on the step that posts), or use --dry-run to print the comment instead"
+        )
+    return value
+
+
+class GitHubClient:
+    """GitHub REST API for one repository, with retries on 5xx and rate limits.
+
+    ``sleep`` is injectable so tests record waits instead of waiting.
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        repo: str,
+        token: str,
+        *,
+        max_retries: int = 5,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        timeout: float = 30.0,
+        token_env: str = "GITHUB_TOKEN",
+    ) -> None:
+        parts = urlsplit(api_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise GitHubError(f"github.api_url {api_url!r} is not an http(s) URL")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
+            raise GitHubError(f"github.repo {repo!r} must be 'owner/name'")
+        token = (token or "").strip()
+        if not token:
+            raise GitHubError(f"token missing or invalid: set ${token_env}")
+        # requests would quote an invalid header value, token included, in its exception.
+        if not TOKEN_CHARS.fullmatch(token):
+            raise GitHubError(
+                f"token missing or invalid: ${token_env} contains whitespace or control "
+                "characters; set it to the bare token"
+            )
+        self.api_url = api_url.rstrip("/")
+        self.repo = repo
+        self.max_retries = max_retries
+        self._origin = (parts.scheme, parts.netloc)
+        self._sleep = sleep
+        self._clock = clock
+        self._timeout = timeout
+        self._token = token
+        self._token_env = token_env
+        self._session = requests.Session()
+        self._session.auth = _BearerAuth(token)
+        self._session.headers.update(
+            {
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": API_VERSION,
+                "User-Agent": "mps-pipeline",
+            }
+        )
+
+    def __repr__(self) -> str:
+        return f"GitHubClient(api_url={self.api_url!r}, repo={self.repo!r})"
+
+    # -- public API ----------------------------------------------------------------------
+
+    def list_comments(self, pr: int) -> tuple[Comment, ...]:
+        """All comments of PR ``pr`` (oldest first), following Link rel="next" pages."""
+        url: str | None = self._url(f"/repos/{self.repo}/issues/{int(pr)}/comments")
+        params: dict[str, Any] | None = {"per_page": 100}
+        comments: list[Comment] = []
+        while url:
+            response = self._request("GET", url, params=params)
+            comments.extend(_comment(item) for item in _json(response))
+            url = response.links.get("next", {}).get("url")
+            # the next link already carries the query string
+            params = None
+            if url:
+                self._check_same_origin(url)
+        return tuple(comments)
+
+    def create_comment(self, pr: int, body: str) -> Comment:
+        """Post a new comment on PR ``pr``.
+
+        Not retried after a 5xx or a lost connection (GitHub may have created it anyway);
+        ``upsert_comment`` recovers from that by looking for the marker first.
+        """
+        try:
+            return self._create(pr, body)
+        except _Ambiguous as exc:
+            raise GitHubError(
+                self._redact(
+                    f"creating a comment on PR #{pr} failed ({exc.reason}); it may or may not "
+                    "have been posted"
+                )
+            ) from None
+
+    def update_comment(self, comment_id: int, body: str) -> Comment:
+        """Replace the body of comment ``comment_id``."""
+        url = self._url(f"/repos/{self.repo}/issues/comments/{int(comment_id)}")
+        return _comment(_json(self._request("PATCH", url, json={"body": body})))
+
+    def upsert_comment(self, pr: int, body: str, marker: str) -> tuple[int, str]:
+        """Keep exactly one pipeline comment on PR ``pr``, identified by ``marker``.
+
+        Returns ``(comment_id, "created" | "updated" | "unchanged")``. With several marked
+        comments (left by older versions) the oldest is updated and no new one is added.
+        """
+        if not MARKER_RE.fullmatch(marker):
+            raise GitHubError(
+                f"comment marker {marker!r} must look like <!-- mps-pipeline:NAME -->"
+            )
+        if marker not in body:
+            body = f"{marker}\n{body}"
+        posted_maybe = False
+        for attempt in range(self.max_retries + 1):
+            existing = [c for c in self.list_comments(pr) if marker in c.body]
+            if existing:
+                first, outcome = existing[0], "unchanged"
+                if _normalise(first.body) != _normalise(body):
+                    first, outcome = self.update_comment(first.id, body), "updated"
+                # found after an ambiguous POST: that POST did create it
+                return first.id, "created" if posted_maybe else outcome
+            try:
+                return self._create(pr, body).id, "created"
+            except _Ambiguous as exc:
+                # Look again before re-posting: the failed POST may have landed.
+                posted_maybe = True
+                delay = _backoff(attempt)
+                log.warning(
+                    "creating the PR comment failed (%s); checking again in %.0fs", exc, delay
+                )
+                self._sleep(delay)
+        raise GitHubError(
+            f"could not create the comment on PR #{pr} after {self.max_retries + 1} attempts"
+        )
+
+    def pull_head_sha(self, pr: int) -> str:
+        """The commit PR ``pr`` currently points at (where its commit status belongs)."""
+        url = self._url(f"/repos/{self.repo}/pulls/{int(pr)}")
+        return str(_json(self._request("GET", url))["head"]["sha"])
+
+    def set_status(
+        self,
+        sha: str,
+        state: str,
+        description: str,
+        context: str,
+        target_url: str | None = None,
+    ) -> int:
+        """Set commit status ``context`` on ``sha``; returns the status id.
+
+        ``description`` is cut to GitHub's 140 characters.
+        """
+        if state not in STATUS_STATES:
+            raise GitHubError(f"commit status state {state!r} must be one of {STATUS_STATES}")
+        if not re.fullmatch(r"[0-9a-fA-F]{7,64}", sha):
+            raise GitHubError(f"commit sha {sha!r} is not a hex commit id")
+        description = " ".join(description.split())
+        if len(description) > STATUS_DESCRIPTION_MAX:
+            description = description[: STATUS_DESCRIPTION_MAX - 1] + "…"
+        payload: dict[str, Any] = {"state": state, "description": description, "context": context}
+        if target_url:
+            payload["target_url"] = target_url
+        url = self._url(f"/repos/{self.repo}/statuses/{sha}")
+        return int(_json(self._request("POST", url, json=payload))["id"])
+
+    # -- transport -----------------------------------------------------------------------
+
+    def _create(self, pr: int, body: str) -> Comment:
+        url = self._url(f"/repos/{self.repo}/issues/{int(pr)}/comments")
+        response = self._request("POST", url, json={"body": body}, idempotent=False)
+        return _comment(_json(response))
+
+    def _url(self, path: str) -> str:
+        return f"{self.api_url}{path}"
+
+    def _check_same_origin(self, url: str) -> None:
+        parts = urlsplit(url)
+        if (parts.scheme, parts.netloc) != self._origin:
+            raise GitHubError(
+                f"GitHub returned a pagination link to another host ({parts.netloc}); "
+                "refusing to send the token there"
+            )
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._token, "***") if self._token else text
+
+    def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        idempotent: bool = True,
+    ) -> requests.Response:
+        """Send one API request, retrying what is safe to retry; raise GitHubError otherwise."""
+        what = f"{method} {urlsplit(url).path}"
+        for attempt in itertools.count():
+            last = attempt >= self.max_retries
+            try:
+                response = self._session.request(
+                    method, url, params=params, json=json, timeout=self._timeout
+                )
+            except requests.RequestException as exc:
+                # Only the exception's class: its text can quote the request.
+                reason = f"{type(exc).__name__} talking to {self._origin[1]}"
+                if not idempotent:
+                    raise _Ambiguous(reason) from None
+                if last:
+                    raise GitHubError(
+                        f"{what}: {reason} after {attempt + 1} attempts; check the network "
+                        "and github.api_url"
+                    ) from None
+                delay = _backoff(attempt)
+                log.warning("%s: %s; retrying in %.0fs", what, reason, delay)
+                self._sleep(delay)
+                continue
+            status = response.status_code
+            log.debug("%s -> %d", what, status)
+            if status < 400:
+                return response
+            wait = self._rate_limit_wait(response, attempt)
+            if wait is not None:
+                if last or wait > MAX_WAIT_SECONDS:
+                    raise self._error(response, what, "rate limited by GitHub; try again later")
+                log.warning(
+                    "%s: GitHub rate limit (%d); waiting %.0fs (retry %d of %d)",
+                    what,
+                    status,
+                    wait,
+                    attempt + 1,
+                    self.max_retries,
+                )
+                self._sleep(wait)
+                continue
+            if status >= 500:
+                if not idempotent:
+                    raise _Ambiguous(f"HTTP {status}")
+                if last:
+                    raise self._error(response, what, f"GitHub kept failing ({attempt + 1} tries)")
+                delay = _retry_after(response, self._clock) or _backoff(attempt)
+                log.warning(
+                    "%s: GitHub answered %d; retrying in %.0fs (retry %d of %d)",
+                    what,
+                    status,
+                    delay,
+                    attempt + 1,
+                    self.max_retries,
+                )
+                self._sleep(delay)
+                continue
+            raise self._error(response, what)
+
+    def _rate_limit_wait(self, response: requests.Response, attempt: int) -> float | None:
+        """Seconds to wait if ``response`` is a (secondary) rate limit, else None."""
+        if response.status_code not in (403, 429):
+            return None
+        retry_after = _retry_after(response, self._clock)
+        if retry_after is not None:
+            return retry_after
+        headers = response.headers
+        if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset"):
+            try:
+                reset = float(headers["x-ratelimit-reset"])
+            except ValueError:
+                return SECONDARY_LIMIT_WAIT
+            return max(reset - self._clock(), 1.0)
+        if response.status_code == 429 or "rate limit" in _message(response).lower():
+            return SECONDARY_LIMIT_WAIT * (2**attempt)
+        return None
+
+    def _error(self, response: requests.Response, what: str, prefix: str = "") -> GitHubError:
+        status = response.status_code
+        said = _message(response)
+        details = _errors(response)
+        request_id = response.headers.get("x-github-request-id")
+        if prefix:
+            head = prefix
+        elif status == 401:
+            head = f"token missing or invalid: set ${self._token_env}"
+        elif status == 403:
+            head = (
+                f"permission denied: the token {PERMISSIONS_HINT} on {self.repo} "
+                "(a workflow job sets them under `permissions:`; a PR from a fork only "
+                "gets a read-only token)"
+            )
+        elif status == 404:
+            head = (
+                f"not found: check github.repo ({self.repo!r}) and the PR number or commit; "
+                "a token that cannot see a private repository also gets 404"
+            )
+        elif status == 422:
+            head = "GitHub rejected the request"
+        else:
+            head = f"GitHub answered {status}"
+        text = f"{what} -> {status}: {head}"
+        if said:
+            text += f". GitHub said: {said}"
+        if details:
+            text += f" ({details})"
+        if request_id:
+            text += f" [request id {request_id}]"
+        error = GitHubError(self._redact(text))
+        error.status = status
+        return error
+
+
+def _backoff(attempt: int) -> float:
+    return float(min(2**attempt, 60))
+
+
+def _retry_after(response: requests.Response, clock: Callable[[], float]) -> float | None:
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - clock(), 0.0)
+
+
+def _json(response: requests.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise GitHubError(
+            f"GitHub answered {response.status_code} with a body that is not JSON; "
+            "check github.api_url"
+        ) from None
+
+
+def _body(response: requests.Response) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _message(response: requests.Response) -> str:
+    message = _body(response).get("message")
+    return str(message) if message else ""
+
+
+def _errors(response: requests.Response) -> str:
+    """GitHub's ``errors`` list (422 validation failures) as one line."""
+    items = _body(response).get("errors") or []
+    out = []
+    for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, dict):
+            text = item.get("message") or " ".join(
+                f"{k}={item[k]}" for k in ("resource", "field", "code") if item.get(k)
+            )
+            out.append(str(text))
+        else:
+            out.append(str(item))
+    return "; ".join(out)
+
+
+def _comment(item: Mapping[str, Any]) -> Comment:
+    return Comment(
+        id=int(item["id"]),
+        body=str(item.get("body") or ""),
+        user=str((item.get("user") or {}).get("login", "")),
+        html_url=str(item.get("html_url", "")),
+    )
+
+
+def _normalise(body: str) -> str:
+    # GitHub stores what the web editor sends, which may use CRLF line endings.
+    return body.replace("\r\n", "\n").strip()

