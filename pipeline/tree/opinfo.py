@@ -1,0 +1,314 @@
+"""OpInfo metadata: names, aliases, the dtypes test_mps.py tests, and MPS decorators.
+
+Two sources, chosen by :func:`load_opinfos`:
+
+- a static YAML table (``settings.opinfo_table``; the bundled sandbox has one), read by
+  :func:`load_table`. Schema: a list of mappings::
+
+      - name: atan2                  # required
+        variant_test_name: ""        # optional, default ""
+        aten_name: atan2             # optional, default: name
+        aliases: [arctan2]           # optional
+        dtypes: [float32, float16]   # required; canonical names or torch aliases (half...)
+        decorators:                  # optional
+          - kind: xfail              # xfail | skip | tolerance | precision | other:<name>
+            test: TestConsistency.test_output_match   # optional; omitted = every test
+            dtypes: [int64]          # optional; omitted = every dtype
+            where: "file.py:12"      # optional
+
+  Unknown keys and duplicate ``name``+``variant_test_name`` pairs are errors.
+
+- the real ``op_db``, dumped by ``opinfo_dump.py`` in a subprocess under ``settings.python``
+  and cached as JSON in ``settings.cache_dir``.
+
+**Which dtypes test_mps.py instantiates.** ``TestConsistency`` (instantiated only for MPS
+as ``TestConsistencyMPS``) decorates ``test_output_match`` with
+``@ops(mps_ops_modifier(test_consistency_op_db), allowed_dtypes=MPS_DTYPES)`` and
+``test_output_grad_match`` with ``allowed_dtypes=MPS_GRAD_DTYPES`` (float32, float16). The
+``ops`` decorator's default ``dtypes=OpDTypes.supported`` takes ``op.supported_dtypes("mps")``,
+which the OpInfo sets up as ``dtypesIfMPS`` or, when unset, the CPU ``dtypes``, always minus
+float64 and complex128; ``allowed_dtypes`` then intersects. ``MPS_DTYPES`` is
+``get_all_dtypes()`` without float64/complex128: float32, float16, bfloat16, int64, int32,
+int16, int8, uint8, bool, complex64 (not complex32, not uint16+). So
+``dtypes = supported_dtypes("mps") & MPS_DTYPES``; the grad test runs ``dtypes & {float32,
+float16}``. This is read from the wheel's opinfo/core.py and common_device_type.py; the
+test_mps.py side (not in the wheel) is inferred from upstream versions of that file.
+
+**Cache rule.** The cache file is named by a SHA-256 of the bytes of the files op_db is built
+from: ``common_methods_invocations.py``, ``common_dtype.py`` and ``opinfo/**/*.py`` under
+``torch/testing/_internal/``, plus the dump script itself. Those files are taken from
+``settings.root`` when it is a PyTorch checkout (it has them), assuming ``settings.python``
+imports that checkout's torch, as a develop build does; otherwise from the torch package of
+``settings.python``, whose location is found once (``importlib.util.find_spec``, which does
+not import torch) and recorded in ``opinfo-locations.json`` in the cache directory. A warm
+load therefore only hashes about 2 MB and reads one JSON file; it never starts Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from pipeline.config import Settings
+from pipeline.dtypes import TORCH_ALIASES, sort_key
+from pipeline.edit.atomic import write_atomic
+from pipeline.errors import ConfigError, ParseError
+
+DUMP_SCRIPT = Path(__file__).with_name("opinfo_dump.py")
+MPS_GRAD_DTYPES: tuple[str, ...] = ("float32", "float16")
+TEST_KINDS = ("output_match", "output_grad_match")
+SOURCE_GLOBS = ("common_methods_invocations.py", "common_dtype.py", "opinfo/**/*.py")
+INTERNAL = Path("torch", "testing", "_internal")
+DUMP_TIMEOUT = 600
+
+
+@dataclass(frozen=True)
+class MpsDecorator:
+    """A decorator on an OpInfo that can reach MPS tests.
+
+    ``kind``: xfail, skip, tolerance, precision or ``other:<name>``. ``test``:
+    ``"Class.test"`` with ``*`` for an unset part, ``None`` for every test. ``dtypes``:
+    canonical, ``None`` for every dtype. ``where``: ``file:line`` of the DecorateInfo, or "".
+    """
+
+    kind: str
+    test: str | None
+    dtypes: tuple[str, ...] | None
+    where: str
+
+
+@dataclass(frozen=True)
+class OpInfoRecord:
+    """One OpInfo as test_mps.py sees it."""
+
+    name: str
+    variant_test_name: str
+    aten_name: str
+    aliases: tuple[str, ...]
+    dtypes: tuple[str, ...]  # what test_output_match is instantiated for (canonical)
+    decorators: tuple[MpsDecorator, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """The key common_mps.py's lists use: ``"nn.functional.interpolatearea"``."""
+        return self.name + self.variant_test_name
+
+    @property
+    def stem(self) -> str:
+        """The test-name part: OpInfo.formatted_name (``nn_functional_interpolate_area``)."""
+        full = self.name + ("." + self.variant_test_name if self.variant_test_name else "")
+        return full.replace(".", "_")
+
+    def test_ids(self, kind: str = "output_match") -> tuple[str, ...]:
+        """``TestConsistencyMPS::test_<kind>_<stem>_mps_<dtype>`` for each instantiated dtype."""
+        if kind not in TEST_KINDS:
+            raise ValueError(f"unknown test kind {kind!r}; expected one of {TEST_KINDS}")
+        dtypes = self.dtypes
+        if kind == "output_grad_match":
+            dtypes = tuple(d for d in dtypes if d in MPS_GRAD_DTYPES)
+        return tuple(f"TestConsistencyMPS::test_{kind}_{self.stem}_mps_{d}" for d in dtypes)
+
+
+def _dtype(name: str) -> str:
+    """Canonical name; a dtype this vocabulary lacks (float8_e4m3fn) keeps torch's name."""
+    return TORCH_ALIASES.get(name.removeprefix("torch."), name.removeprefix("torch."))
+
+
+def _sorted_dtypes(names) -> tuple[str, ...]:
+    return tuple(sorted({_dtype(n) for n in names}, key=sort_key))
+
+
+# --- the YAML table ----------------------------------------------------------------------
+
+_ENTRY_KEYS = {"name", "variant_test_name", "aten_name", "aliases", "dtypes", "decorators"}
+_DECORATOR_KEYS = {"kind", "test", "dtypes", "where"}
+
+
+def load_table(path: Path) -> tuple[OpInfoRecord, ...]:
+    """Read a static OpInfo table (schema in the module docs); ParseError on bad input."""
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except OSError as exc:
+        raise ParseError(where, None, f"cannot read the OpInfo table: {exc}") from exc
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise ParseError(where, line + 1 if line is not None else None, f"not YAML: {exc}") from exc
+    if not isinstance(data, list):
+        raise ParseError(where, 1, "an OpInfo table is a YAML list of mappings")
+    records: list[OpInfoRecord] = []
+    seen: set[tuple[str, str]] = set()
+    for item, node in zip(data, root.value, strict=True):
+        line = node.start_mark.line + 1
+        record = _table_record(item, where, line)
+        if (record.name, record.variant_test_name) in seen:
+            raise ParseError(where, line, f"duplicate OpInfo {record.key!r}")
+        seen.add((record.name, record.variant_test_name))
+        records.append(record)
+    return tuple(records)
+
+
+def _table_record(item: object, where: str, line: int) -> OpInfoRecord:
+    def bad(message: str) -> ParseError:
+        return ParseError(where, line, message)
+
+    if not isinstance(item, dict):
+        raise bad("each OpInfo is a mapping")
+    if unknown := set(item) - _ENTRY_KEYS:
+        raise bad(f"unknown key(s) {sorted(unknown)}; known: {sorted(_ENTRY_KEYS)}")
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise bad("'name' is required and must be a string")
+    if not isinstance(item.get("dtypes"), list):
+        raise bad(f"{name}: 'dtypes' is required and must be a list")
+    decorators = []
+    for dec in item.get("decorators") or []:
+        if not isinstance(dec, dict) or not isinstance(dec.get("kind"), str):
+            raise bad(f"{name}: each decorator is a mapping with a 'kind'")
+        if unknown := set(dec) - _DECORATOR_KEYS:
+            raise bad(f"{name}: unknown decorator key(s) {sorted(unknown)}")
+        dtypes = dec.get("dtypes")
+        decorators.append(
+            MpsDecorator(
+                kind=dec["kind"],
+                test=dec.get("test"),
+                dtypes=None if dtypes is None else _strict_dtypes(dtypes, bad, name),
+                where=str(dec.get("where") or ""),
+            )
+        )
+    return OpInfoRecord(
+        name=name,
+        variant_test_name=str(item.get("variant_test_name") or ""),
+        aten_name=str(item.get("aten_name") or name),
+        aliases=tuple(str(a) for a in item.get("aliases") or ()),
+        dtypes=_strict_dtypes(item["dtypes"], bad, name),
+        decorators=tuple(decorators),
+    )
+
+
+def _strict_dtypes(names: object, bad, name: str) -> tuple[str, ...]:
+    if not isinstance(names, list):
+        raise bad(f"{name}: dtypes must be a list")
+    unknown = [n for n in names if str(n).removeprefix("torch.") not in TORCH_ALIASES]
+    if unknown:
+        raise bad(f"{name}: unknown dtype(s) {unknown}")
+    return _sorted_dtypes(str(n) for n in names)
+
+
+# --- the real op_db, through a subprocess and a disk cache -------------------------------
+
+
+def load_opinfos(settings: Settings) -> tuple[OpInfoRecord, ...]:
+    """All OpInfos: from ``settings.opinfo_table`` when set, else op_db (cached, see docs)."""
+    if settings.opinfo_table is not None:
+        return load_table(settings.opinfo_table)
+    cache = settings.cache_dir / f"opinfo-{_source_hash(_source_dir(settings))}.json"
+    if cache.is_file():
+        data = json.loads(cache.read_text(encoding="utf-8"))
+    else:
+        data = _dump(settings.python)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(cache, json.dumps(data))
+    return _records_from_dump(data)
+
+
+def _records_from_dump(data: dict) -> tuple[OpInfoRecord, ...]:
+    return tuple(
+        OpInfoRecord(
+            name=op["name"],
+            variant_test_name=op["variant_test_name"],
+            aten_name=op["aten_name"],
+            aliases=tuple(op["aliases"]),
+            dtypes=_sorted_dtypes(op["dtypes"]),
+            decorators=tuple(
+                MpsDecorator(
+                    kind=d["kind"],
+                    test=d["test"],
+                    dtypes=None if d["dtypes"] is None else _sorted_dtypes(d["dtypes"]),
+                    where=d["where"],
+                )
+                for d in op["decorators"]
+            ),
+        )
+        for op in data["ops"]
+    )
+
+
+def _source_dir(settings: Settings) -> Path:
+    """torch/testing/_internal of the checkout, else of settings.python's torch package."""
+    local = settings.root / INTERNAL
+    if (local / "common_methods_invocations.py").is_file():
+        return local
+    locations = settings.cache_dir / "opinfo-locations.json"
+    known = json.loads(locations.read_text(encoding="utf-8")) if locations.is_file() else {}
+    found = known.get(settings.python)
+    if found and (Path(found) / "common_methods_invocations.py").is_file():
+        return Path(found)
+    package = _run(
+        settings.python,
+        [
+            "-c",
+            "import importlib.util as u; print(u.find_spec('torch').submodule_search_locations[0])",
+        ],
+        "locate torch",
+    ).strip()
+    internal = Path(package) / "testing" / "_internal"
+    if not (internal / "common_methods_invocations.py").is_file():
+        raise ConfigError(
+            f"{settings.python} has torch at {package}, but without "
+            "testing/_internal/common_methods_invocations.py; set opinfo_table instead"
+        )
+    known[settings.python] = str(internal)
+    locations.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(locations, json.dumps(known, indent=1, sort_keys=True))
+    return internal
+
+
+def _source_hash(internal: Path) -> str:
+    digest = hashlib.sha256(DUMP_SCRIPT.read_bytes())
+    files = sorted({p for pattern in SOURCE_GLOBS for p in internal.glob(pattern) if p.is_file()})
+    for path in files:
+        digest.update(path.relative_to(internal).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def _dump(python: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="mps-pipeline-opinfo-") as tmp:
+        out = Path(tmp) / "opinfo.json"
+        _run(python, ["-c", DUMP_SCRIPT.read_text(encoding="utf-8"), str(out)], "dump op_db")
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _run(python: str, args: list[str], what: str) -> str:
+    """Run ``python args`` outside any checkout (so ./torch cannot shadow the package)."""
+    with tempfile.TemporaryDirectory(prefix="mps-pipeline-") as scratch:
+        try:
+            proc = subprocess.run(
+                [python, *args],
+                cwd=scratch,
+                capture_output=True,
+                text=True,
+                timeout=DUMP_TIMEOUT,
+                env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ConfigError(f"python={python}: cannot {what}: {exc}") from exc
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+        raise ConfigError(
+            f"python={python} could not {what} (exit {proc.returncode}):\n{tail}\n"
+            "Point python= at an interpreter that imports torch with its test dependencies "
+            "(numpy, expecttest), or set opinfo_table to a static table."
+        )
+    return proc.stdout

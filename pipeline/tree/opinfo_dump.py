@@ -1,0 +1,168 @@
+"""Dump PyTorch's OpInfo database as JSON: ``python opinfo_dump.py OUT.json``.
+
+Run by :mod:`pipeline.tree.opinfo` under ``settings.python`` (an interpreter that can import
+torch and its test dependencies, numpy and expecttest), which need not have mps-pipeline
+installed: this file imports only the standard library and torch, and is passed to
+``python -c`` as text. It never imports test/test_mps.py (that needs a Mac); what test_mps.py
+adds to the consistency op list is mirrored in ``EXTRA_CONSISTENCY_OPS``.
+
+For each OpInfo it writes name, variant_test_name, aten_name, alias names, the dtypes
+``TestConsistency`` is instantiated for on MPS, and the decorators that can reach MPS tests
+(see ``mps_decorators``), each with the file:line of the ``DecorateInfo(...)`` call, found by
+recording the caller of ``DecorateInfo.__init__`` while op_db is built.
+"""
+
+import json
+import os
+import sys
+import warnings
+
+# test_mps.py deep-copies op_db and appends copies under new names (op.op rebound to the aten
+# op of that name): new name -> OpInfo it is copied from.
+EXTRA_CONSISTENCY_OPS = {"_upsample_bicubic2d_aa": "_upsample_bilinear2d_aa"}
+CONSISTENCY_CLASS = "TestConsistency"
+CONSISTENCY_TESTS = ("test_output_match", "test_output_grad_match")
+
+
+def dtype_name(dtype):
+    return str(dtype).removeprefix("torch.")
+
+
+def kind_of(decorator):
+    name = getattr(decorator, "__qualname__", None) or type(decorator).__qualname__
+    low = name.lower()
+    if "expectedfailure" in low or low.startswith("xfail"):
+        return "xfail"
+    if "skip" in low:
+        return "skip"
+    if "toleranceoverride" in low:
+        return "tolerance"
+    if "precisionoverride" in low:
+        return "precision"
+    return "other:" + name
+
+
+def mps_decorators(op, core, where):
+    """Decorators that apply to MPS: ``device_type == "mps"`` (any test class), and
+    device-agnostic ones that reach TestConsistency's tests; plain (non-DecorateInfo)
+    decorators only when they are MPS-specific (``expectedFailureMPS``, ``skipMPS``...)."""
+    out = []
+    for info in op.decorators:
+        if isinstance(info, core.DecorateInfo):
+            reaches = info.device_type == "mps" or (
+                info.device_type is None
+                and info.cls_name in (None, CONSISTENCY_CLASS)
+                and info.test_name in (None, *CONSISTENCY_TESTS)
+            )
+            if not reaches:
+                continue
+            test = None
+            if info.cls_name or info.test_name:
+                test = f"{info.cls_name or '*'}.{info.test_name or '*'}"
+            dtypes = None if info.dtypes is None else sorted({dtype_name(d) for d in info.dtypes})
+            for decorator in info.decorators:
+                out.append(
+                    {
+                        "kind": kind_of(decorator),
+                        "test": test,
+                        "dtypes": dtypes,
+                        "where": where.get(id(info), ""),
+                    }
+                )
+        elif getattr(info, "device_type", None) == "mps" or "MPS" in getattr(
+            info, "__qualname__", ""
+        ):
+            out.append({"kind": kind_of(info), "test": None, "dtypes": None, "where": ""})
+    return out
+
+
+class RecordDecorateInfo:
+    """Meta-path finder: once opinfo/core.py has run, wrap ``DecorateInfo.__init__`` so that
+    every DecorateInfo built afterwards (opinfo/definitions/ is imported by the opinfo
+    package itself, common_methods_invocations.py later) records its caller's file:line."""
+
+    MODULE = "torch.testing._internal.opinfo.core"
+
+    def __init__(self, torch_root):
+        self.torch_root = torch_root
+        self.where = {}
+
+    def find_spec(self, name, path, target=None):
+        if name != self.MODULE:
+            return None
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        run_module = spec.loader.exec_module
+
+        def exec_module(module):
+            run_module(module)
+            self.wrap(module.DecorateInfo)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+    def wrap(self, cls):
+        original_init = cls.__init__
+        where, torch_root = self.where, self.torch_root
+
+        def recording_init(info, *args, **kwargs):
+            frame = sys._getframe(1)
+            path = os.path.abspath(frame.f_code.co_filename)
+            if path.startswith(torch_root + os.sep):
+                path = os.path.relpath(path, torch_root).replace(os.sep, "/")
+            where[id(info)] = f"{path}:{frame.f_lineno}"
+            original_init(info, *args, **kwargs)
+
+        cls.__init__ = recording_init
+
+
+def main(argv):
+    (out_path,) = argv
+    warnings.simplefilter("ignore")
+    import torch
+
+    torch_root = os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))
+    recorder = RecordDecorateInfo(torch_root)
+    sys.meta_path.insert(0, recorder)
+    try:
+        from torch.testing._internal.common_methods_invocations import op_db
+        from torch.testing._internal.opinfo import core
+    finally:
+        sys.meta_path.remove(recorder)
+    where = recorder.where
+    from torch.testing._internal.common_dtype import get_all_dtypes
+
+    # test_mps.py: MPS_DTYPES = get_all_dtypes() without the MPS-unsupported double types.
+    allowed = set(get_all_dtypes()) - {torch.float64, torch.complex128}
+
+    def record(op, name=None):
+        return {
+            "name": name or op.name,
+            "variant_test_name": op.variant_test_name,
+            "aten_name": name or op.aten_name,
+            "aliases": [alias.name for alias in op.aliases],
+            "dtypes": sorted(dtype_name(d) for d in set(op.supported_dtypes("mps")) & allowed),
+            "decorators": mps_decorators(op, core, where),
+        }
+
+    records = [record(op) for op in op_db]
+    names = {op.name for op in op_db}
+    for new, source in EXTRA_CONSISTENCY_OPS.items():
+        original = next((op for op in op_db if op.name == source), None)
+        if new not in names and original is not None:
+            records.append(record(original, new))
+    data = {
+        "torch_version": torch.__version__,
+        "torch_file": torch.__file__,
+        "allowed_dtypes": sorted(dtype_name(d) for d in allowed),
+        "ops": records,
+    }
+    with open(out_path, "w", encoding="utf-8") as fh:
+        json.dump(data, fh)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,243 @@
+"""OpInfo metadata: the static table, the op_db dump and its disk cache."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import load_settings
+from pipeline.errors import ConfigError, ParseError
+from pipeline.tree.opinfo import MpsDecorator, OpInfoRecord, load_opinfos, load_table
+
+TABLE = Path(__file__).parent.parent / "fixtures" / "opinfo" / "opinfo_table.yaml"
+INTERNAL = Path("torch", "testing", "_internal")
+
+
+def settings_for(tmp_path: Path, root: Path, **changes):
+    settings = load_settings(
+        {"root": str(root), "state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path
+    )
+    return dataclasses.replace(settings, **changes)
+
+
+# --- records and the table ---------------------------------------------------------------
+
+
+def test_table_records():
+    atan2, area, nearest, norm, hypot = load_table(TABLE)
+    assert atan2 == OpInfoRecord(
+        name="atan2",
+        variant_test_name="",
+        aten_name="atan2",
+        aliases=("arctan2",),
+        dtypes=("float32", "float16", "bfloat16", "int64", "bool"),  # canonical, sorted
+        decorators=(),
+    )
+    assert area.key == "nn.functional.interpolatearea"
+    assert area.decorators == (
+        MpsDecorator(
+            "tolerance",
+            "TestConsistency.test_output_match",
+            None,
+            "torch/testing/_internal/common_methods_invocations.py:100",
+        ),
+        MpsDecorator("xfail", "TestCommon.test_out", ("float32",), ""),
+    )
+    assert nearest.aten_name == "nn.functional.interpolate"  # defaults to the name
+    assert norm.dtypes == ("float32", "complex64", "complex32")
+    assert hypot.dtypes == () and hypot.test_ids() == ()
+
+
+def test_stems_and_test_ids():
+    _, area, nearest, norm, _ = load_table(TABLE)
+    assert area.stem == "nn_functional_interpolate_area"
+    assert area.test_ids() == (
+        "TestConsistencyMPS::test_output_match_nn_functional_interpolate_area_mps_float32",
+        "TestConsistencyMPS::test_output_match_nn_functional_interpolate_area_mps_float16",
+    )
+    assert nearest.stem == "nn_functional_interpolate_nearest-exact"
+    assert norm.stem == "linalg_vector_norm_sub_variant"  # like OpInfo.formatted_name
+    assert nearest.test_ids("output_grad_match") == (
+        "TestConsistencyMPS::test_output_grad_match_nn_functional_interpolate_nearest-exact_mps_float32",
+    )
+    with pytest.raises(ValueError, match="unknown test kind"):
+        area.test_ids("output")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("- name: a\n  dtypes: [float32]\n  flavour: x\n", 1, "unknown key"),
+        ("- name: a\n  dtypes: [float32]\n- name: b\n", 3, "'dtypes' is required"),
+        ("- name: a\n  dtypes: [float32]\n- name: a\n  dtypes: []\n", 3, "duplicate OpInfo 'a'"),
+        ("- name: a\n  dtypes: [float33]\n", 1, "unknown dtype"),
+        ("- dtypes: [float32]\n", 1, "'name' is required"),
+        ("- name: a\n  dtypes: []\n  decorators: [{test: x}]\n", 1, "with a 'kind'"),
+        ("name: a\n", 1, "YAML list"),
+        ("- name: [a\n", 2, "not YAML"),
+    ],
+)
+def test_table_errors_name_file_and_line(tmp_path, text, line, message):
+    path = tmp_path / "table.yaml"
+    path.write_text(text)
+    with pytest.raises(ParseError, match=message) as info:
+        load_table(path)
+    assert info.value.path == str(path) and info.value.line == line
+
+
+def test_load_opinfos_uses_the_table_when_set(tmp_path):
+    settings = settings_for(tmp_path, tmp_path, opinfo_table=TABLE, python="/nonexistent/python")
+    assert [r.key for r in load_opinfos(settings)][:2] == ["atan2", "nn.functional.interpolatearea"]
+
+
+# --- the op_db dump through a fake interpreter: cache behaviour without torch --------------
+
+CANNED = {
+    "torch_version": "0.0",
+    "torch_file": "x",
+    "allowed_dtypes": [],
+    "ops": [
+        {
+            "name": "atan2",
+            "variant_test_name": "",
+            "aten_name": "atan2",
+            "aliases": ["arctan2"],
+            "dtypes": ["int64", "float32"],
+            "decorators": [
+                {"kind": "skip", "test": None, "dtypes": ["float16"], "where": "f.py:3"}
+            ],
+        }
+    ],
+}
+
+
+@pytest.fixture
+def fake_python(tmp_path: Path) -> Path:
+    """An 'interpreter' that logs its calls; -c <dump> OUT writes CANNED; -c <locate> prints."""
+    site = tmp_path / "site" / "torch"
+    (site / "testing" / "_internal").mkdir(parents=True)
+    (site / "testing" / "_internal" / "common_methods_invocations.py").write_text("op_db = []\n")
+    script = tmp_path / "fake-python"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        f"open({str(tmp_path / 'calls')!r}, 'a').write('call\\n')\n"
+        "if len(sys.argv) == 4:\n"
+        f"    json.dump({CANNED!r}, open(sys.argv[3], 'w'))\n"
+        "else:\n"
+        f"    print({str(site)!r})\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def calls(tmp_path: Path) -> int:
+    log = tmp_path / "calls"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_checkout_sources_key_the_cache(tmp_path, fake_python):
+    root = tmp_path / "pytorch"
+    internal = root / INTERNAL
+    (internal / "opinfo").mkdir(parents=True)
+    (internal / "common_methods_invocations.py").write_text("op_db = []\n")
+    (internal / "common_utils.py").write_text("x = 1\n")
+    settings = settings_for(tmp_path, root, python=str(fake_python))
+
+    (record,) = load_opinfos(settings)
+    assert record.dtypes == ("float32", "int64")
+    assert record.decorators == (MpsDecorator("skip", None, ("float16",), "f.py:3"),)
+    assert calls(tmp_path) == 1  # the dump only: no need to locate torch in a checkout
+    load_opinfos(settings)
+    assert calls(tmp_path) == 1  # warm: no interpreter started
+    (internal / "common_utils.py").write_text("x = 2\n")  # not an op_db source
+    load_opinfos(settings)
+    assert calls(tmp_path) == 1
+    (internal / "opinfo" / "definitions.py").write_text("more = []\n")
+    load_opinfos(settings)
+    assert calls(tmp_path) == 2  # an op_db source changed: dumped again
+
+
+def test_installed_torch_is_located_once(tmp_path, fake_python):
+    settings = settings_for(tmp_path, tmp_path, python=str(fake_python))
+    load_opinfos(settings)
+    assert calls(tmp_path) == 2  # locate + dump
+    load_opinfos(settings)
+    assert calls(tmp_path) == 2
+    recorded = json.loads((settings.cache_dir / "opinfo-locations.json").read_text())
+    assert recorded == {
+        str(fake_python): str(tmp_path / "site" / "torch" / "testing" / "_internal")
+    }
+
+
+def test_interpreter_failures_are_config_errors(tmp_path):
+    broken = tmp_path / "broken-python"
+    broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named numpy' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    with pytest.raises(ConfigError, match="No module named numpy"):
+        load_opinfos(settings_for(tmp_path, tmp_path, python=str(broken)))
+    with pytest.raises(ConfigError, match="cannot locate torch"):
+        load_opinfos(settings_for(tmp_path, tmp_path, python=str(tmp_path / "missing")))
+
+
+# --- the real op_db of the installed torch ------------------------------------------------
+
+
+def _can_import_op_db() -> bool:
+    return all(importlib.util.find_spec(m) for m in ("torch", "numpy", "expecttest"))
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    if not _can_import_op_db():
+        pytest.skip("op_db needs torch, numpy and expecttest in this interpreter")
+    tmp = tmp_path_factory.mktemp("opinfo")
+    settings = settings_for(tmp, tmp)
+    return settings, {r.key: r for r in load_opinfos(settings)}
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_real_op_db(real, monkeypatch):
+    settings, records = real
+    assert len(records) > 650
+    atan2 = records["atan2"]
+    assert atan2.aliases == ("arctan2",)
+    assert {"float32", "float16", "int64", "bool"} <= set(atan2.dtypes)
+    assert "float64" not in atan2.dtypes and "complex128" not in atan2.dtypes
+
+    variants = sorted(
+        r.variant_test_name for r in records.values() if r.name == "nn.functional.interpolate"
+    )
+    assert variants == sorted(
+        ["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"]
+    )
+    area = records["nn.functional.interpolatearea"]
+    assert area.stem == "nn_functional_interpolate_area"
+    assert "TestConsistencyMPS::test_output_match_nn_functional_interpolate_area_mps_float32" in (
+        area.test_ids()
+    )
+    # test_mps.py's own addition to the consistency op list
+    assert records["_upsample_bicubic2d_aa"].aten_name == "_upsample_bicubic2d_aa"
+    # MPS decorators come with the file:line of their DecorateInfo
+    mps_tolerances = [
+        d
+        for r in records.values()
+        for d in r.decorators
+        if d.test == "TestConsistency.test_output_match" and d.kind == "tolerance"
+    ]
+    assert mps_tolerances
+    assert all(d.where for r in records.values() for d in r.decorators)
+    assert mps_tolerances[0].where.startswith("torch/testing/_internal/")
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError("a warm load must not start an interpreter")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    assert {r.key: r for r in load_opinfos(settings)} == records
