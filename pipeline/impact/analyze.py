@@ -38,6 +38,8 @@ TEST_MPS = "test/test_mps.py"
 TESTING_DIR = "torch/testing/"
 # MPS runtime outside native/mps: allocator, streams, device; nothing op-specific
 MPS_RUNTIME_DIR = "aten/src/ATen/mps/"
+# structured kernels shared by every backend (BinaryOps.cpp...); cpu/, cuda/... are not
+SHARED_NATIVE_DIR = "aten/src/ATen/native/"
 _YAML_COMMENT = re.compile(r"(^|\s)#.*$")
 
 
@@ -688,12 +690,91 @@ def _rule_opinfo_definitions(change: ChangedFile, ctx: _Context) -> None:
                 )
 
 
+# --- shared structured kernels (aten/src/ATen/native/*.cpp) -------------------------------
+
+_STRUCTURED = re.compile(r"^\s*TORCH_(IMPL|META)_FUNC2?\s*\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)")
+_DEFINE_DISPATCH = re.compile(r"^\s*DEFINE_DISPATCH\s*\(\s*(\w+)\s*\)")
+
+
+def _mps_ops_of_unit(ctx: _Context, text: str) -> dict[str, str]:
+    """Operators whose MPS path runs this top-level unit of a shared .cpp, with what it is.
+
+    ``TORCH_IMPL_FUNC(k)`` and plain functions count when a yaml entry dispatches MPS to
+    ``k``; ``TORCH_META_FUNC(op)`` when ``op`` has any MPS kernel; ``DEFINE_DISPATCH(s)``
+    when MPS registers stub ``s``.
+    """
+    res = ctx.resolver
+    first = text.lstrip().split("\n", 1)[0]
+    if match := _STRUCTURED.match(first):
+        kind, name = match.group(1), match.group(2)
+        if kind == "IMPL":
+            return {op: f"structured kernel {name}" for op in sorted(res.mps_kernels.get(name, ()))}
+        op = res.operator(name)[0]
+        return {op: f"structured meta function of {name}"} if op in res.mps_ops else {}
+    if match := _DEFINE_DISPATCH.match(first):
+        stub = match.group(1)
+        registered = any(
+            s.stub == stub
+            for view in (ctx.new, ctx.old)
+            for m in view.host.values()
+            for s in m.stubs
+        )
+        return {res.stub_operator(stub)[0]: f"dispatch stub {stub}"} if registered else {}
+    return {}
+
+
+def _rule_shared_cpp(change: ChangedFile, ctx: _Context) -> None:
+    """A backend-shared .cpp: only the structured kernels, meta functions and stubs MPS runs
+    (and helpers they name) count; the rest is other backends' business."""
+    attributed = False
+    for side in _sides(change, ctx):
+        units = cscan.units(side.text)
+        lines = side.text.splitlines()
+        text_of = {u.start: "\n".join(lines[u.start - 1 : u.end]) for u in units}
+        done: set[int] = set()
+        for line in side.changed_code_lines("c"):
+            unit = next((u for u in units if u.start <= line <= u.end), None)
+            if unit is None or unit.start in done:
+                continue
+            done.add(unit.start)
+            found = _mps_ops_of_unit(ctx, text_of[unit.start])
+            label = ""
+            if not found and unit.defines:
+                # a helper: the structured kernels that name it, directly or not
+                users = _cpp_users(units, unit)
+                for user in users:
+                    for op, what in _mps_ops_of_unit(ctx, text_of[user.start]).items():
+                        found.setdefault(op, what)
+                label = ", ".join(sorted(unit.defines)) + ", used by "
+            for op, what in found.items():
+                reason = f"{side.where(line)}{label}{what} changed (MPS shares it)"
+                ctx.found.hit(
+                    op, reason, build=True, construct=("cpp", side.path, unit.defines, what)
+                )
+                attributed = True
+    if not attributed:
+        ctx.found.ignored.append(change.path)
+
+
+def _cpp_users(units: Sequence[cscan.Unit], start: cscan.Unit) -> list[cscan.Unit]:
+    names, frontier, seen, users = set(start.defines), set(start.defines), {start.start}, []
+    while frontier:
+        reached = [u for u in units if u.start not in seen and u.mentions & frontier]
+        frontier = set()
+        for unit in reached:
+            seen.add(unit.start)
+            users.append(unit)
+            frontier |= unit.defines - names
+            names |= unit.defines
+    return users
+
+
 # --- dispatch ---------------------------------------------------------------------------
 
 
 def classify(path: str) -> str:
-    """Which rule handles ``path``: yaml, metal, header, host, mps_other, common_mps,
-    opinfo, test_mps, testing or ignored."""
+    """Which rule handles ``path``: yaml, metal, header, host, mps_other, shared_cpp,
+    common_mps, opinfo, test_mps, testing or ignored."""
     if path == NATIVE_YAML:
         return "yaml"
     if path.startswith(MPS_DIR + "kernels/") and path.endswith(".metal"):
@@ -704,6 +785,9 @@ def classify(path: str) -> str:
         return "host"
     if path.startswith((MPS_DIR, C10_METAL_DIR, MPS_RUNTIME_DIR)):
         return "mps_other"
+    rest = path.removeprefix(SHARED_NATIVE_DIR)
+    if rest != path and rest.endswith(".cpp") and "/" not in rest:
+        return "shared_cpp"
     if path == COMMON_MPS:
         return "common_mps"
     if path.endswith(".py") and (
@@ -738,6 +822,7 @@ _RULES: dict[str, Callable[[ChangedFile, _Context], None]] = {
     "host": _rule_host,
     "common_mps": _rule_common_mps,
     "opinfo": _rule_opinfo_definitions,
+    "shared_cpp": _rule_shared_cpp,
 }
 
 

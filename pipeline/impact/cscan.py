@@ -263,9 +263,10 @@ def _unit(lines: list[str], first: int, last: int) -> Unit:
 
 
 def _continues(lines: list[str], index: int) -> bool:
-    """Whether the next code line continues the current construct (``{``, ``;`` or ``:``)."""
+    """Whether the next code line continues the current construct: ``{``, ``;``, ``:``, or
+    ``(`` (``TORCH_IMPL_FUNC(x)`` with its parameters on the next line)."""
     for line in lines[index:]:
         stripped = line.strip()
         if stripped:
-            return stripped[0] in "{;:,.)" or stripped.startswith("->")
+            return stripped[0] in "{;:,.()" or stripped.startswith("->")
     return False

@@ -32,7 +32,8 @@ def selection_report(
     edited operator was missed.
 
     The operator counts as missed when it is not among the affected operators and not
-    every one of its own tests was selected (a full sweep never misses). The tree under
+    every one of its own tests was selected (a full sweep never misses; an operator no
+    OpInfo covers must be named). The tree under
     ``root`` is read once; each case's changed files are laid over it.
     """
     opinfos = tuple(opinfos)
@@ -50,7 +51,7 @@ def selection_report(
             for t in info.test_ids(kind)
         }
         selected = set(impact.test_ids)
-        missed = operator not in impact.operator_names and not own <= selected
+        missed = operator not in impact.operator_names and not (own and own <= selected)
         rows.append(
             {
                 "operator": operator,

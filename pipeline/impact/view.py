@@ -8,6 +8,7 @@ include a header. :class:`TreeView` holds those files' texts and reader models;
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -245,9 +246,16 @@ class Resolver:
         self.views = tuple(unique)
         self.opinfos = tuple(opinfos)
         yaml_ops: set[str] = set()
+        # kernel name -> operators whose yaml entries dispatch MPS to it
+        self.mps_kernels: dict[str, set[str]] = {}
         for view in self.views:
-            if view.native is not None:
-                yaml_ops.update(e.operator for e in view.native.entries)
+            if view.native is None:
+                continue
+            for entry in view.native.entries:
+                yaml_ops.add(entry.operator)
+                if kernel := entry.kernel_for("MPS"):
+                    self.mps_kernels.setdefault(kernel, set()).add(entry.operator)
+        self.mps_ops = frozenset(op for ops in self.mps_kernels.values() for op in ops)
         self.yaml_ops = frozenset(yaml_ops)
         info_names = {i.name for i in self.opinfos} | {a for i in self.opinfos for a in i.aliases}
         aten = {i.aten_name for i in self.opinfos if i.aten_name}
@@ -276,13 +284,7 @@ class Resolver:
 
     def ops_for_impl(self, name: str) -> tuple[str, ...]:
         """Operators of the yaml entries that dispatch any key to ``name`` (MPS rows first)."""
-        found: dict[str, None] = {}
-        for view in self.views:
-            if view.native is None:
-                continue
-            for entry in view.native.entries:
-                if entry.kernel_for("MPS") == name:
-                    found[entry.operator] = None
+        found = dict.fromkeys(sorted(self.mps_kernels.get(name, ())))
         if not found:
             for view in self.views:
                 if view.native is None:
@@ -304,8 +306,10 @@ class Resolver:
     def ops_for_kernel(self, kernel: str) -> tuple[tuple[str, str], ...]:
         """Operators whose host code runs Metal kernel ``kernel``, with how each was found.
 
-        Stubs that run it (directly, or through the function they register) name the
-        operator; with no such stub the kernel name itself is resolved.
+        In order: stubs that run it (directly, or through the function they register); host
+        functions and MPSGraph-era implementations naming it in a string literal
+        (``"smooth_l1"``, ``"lerp_tensor_dense_" + dtype``); the kernel name resolved as an
+        operator name; operators whose name extends it (``smooth_l1`` -> ``smooth_l1_loss``).
         """
         stubs: dict[str, None] = {}
         for view in self.views:
@@ -322,4 +326,33 @@ class Resolver:
                 op, _ = self.stub_operator(stub)
                 result.setdefault(op, "" if op == kernel else f" (kernel {kernel} run by {stub})")
             return tuple(result.items())
-        return (self.operator(kernel),)
+        if users := self._literal_users(kernel):
+            return users
+        op, how = self.operator(kernel)
+        longer = [o for o in self._prefixable if o.startswith(kernel + "_")]
+        if op not in self.known and longer:
+            return tuple((o, f" (kernel {kernel} taken as {o})") for o in sorted(longer))
+        return ((op, how),)
+
+    def _literal_users(self, kernel: str) -> tuple[tuple[str, str], ...]:
+        literal = re.compile('"' + re.escape(kernel) + '["_]')
+        found: dict[str, str] = {}
+        for view in self.views:
+            for path, model in view.host.items():
+                text = view.texts.get(path, "")
+                if '"' + kernel not in text:
+                    continue
+                for number, line in enumerate(text.splitlines(), 1):
+                    if not literal.search(line):
+                        continue
+                    for fn in model.functions:
+                        if fn.span.contains(number):
+                            for stub in self.stubs_registering(fn.name):
+                                op = self.stub_operator(stub)[0]
+                                found.setdefault(op, f" (kernel {kernel} run by {fn.name})")
+                    for impl in model.implementations:
+                        if impl.span.contains(number):
+                            ops = self.ops_for_impl(impl.name) or (self.operator(impl.name)[0],)
+                            for op in ops:
+                                found.setdefault(op, f" (kernel {kernel} run by {impl.name})")
+        return tuple((op, "" if op == kernel else how) for op, how in found.items())

@@ -184,6 +184,17 @@ def test_kernel_name_maps_through_the_stub(tree: Path) -> None:
     assert impact.selected == 2 * len(DTYPES)
 
 
+def test_kernel_run_by_name_from_host_code_or_extended_by_an_operator(tree: Path) -> None:
+    impact = commit(
+        tree, {BINARY_METAL: ("::metal::log1p(::metal::exp(", "::metal::log(1 + ::metal::exp(")}
+    )
+    assert ops(impact) == {"logaddexp"}
+    assert "(kernel lse_fast run by logaddexp_out_mps)" in reasons(impact)
+    impact = commit(tree, {BINARY_METAL: ("d < 1 ? 0.5f * d * d", "d < 1.0f ? 0.5f * d * d")})
+    assert ops(impact) == {"smooth_l1_loss"}
+    assert "(kernel smooth_l1 taken as smooth_l1_loss)" in reasons(impact)
+
+
 def test_shared_helper_fans_out_to_its_users_only(tree: Path) -> None:
     impact = commit(
         tree, {BINARY_METAL: ("return float(x) * float(x);", "return metal::pow(float(x), 2.0f);")}
@@ -225,7 +236,7 @@ def test_include_line_fans_out_to_the_whole_file(tree: Path) -> None:
             )
         },
     )
-    assert ops(impact) == {"atan2", "hypot", "div", "gcd", "lcm"}
+    assert ops(impact) == {"atan2", "hypot", "div", "gcd", "lcm", "logaddexp", "smooth_l1_loss"}
     assert "every operator with Metal kernels in Binary.metal" in reasons(impact)
 
 
@@ -244,7 +255,16 @@ def test_removed_functor_is_found_in_the_old_version(tree: Path) -> None:
 
 def test_c10_metal_header_fans_out_to_every_includer(tree: Path) -> None:
     impact = commit(tree, {"c10/metal/mathish.h": ("return x + x;", "return x * 2;")})
-    assert ops(impact) == {"atan2", "hypot", "div", "gcd", "lcm", "erf"}
+    assert ops(impact) == {
+        "atan2",
+        "hypot",
+        "div",
+        "gcd",
+        "lcm",
+        "erf",
+        "logaddexp",
+        "smooth_l1_loss",
+    }
     assert impact.build_needed and not impact.full_sweep
 
 
@@ -296,7 +316,7 @@ def test_mpsgraph_implementation_maps_through_the_yaml(tree: Path) -> None:
     )
     assert ops(impact) == {"logaddexp"}
     assert (
-        "Binary.mm:51 MPSGraph implementation logaddexp_out_mps changed (MPS kernel of logaddexp)"
+        "Binary.mm:52 MPSGraph implementation logaddexp_out_mps changed (MPS kernel of logaddexp)"
         in reasons(impact)
     )
 
