@@ -1,0 +1,211 @@
+"""Which xfail entries of common_mps.py the test results say can go.
+
+Only an xpass is evidence: a dtype leaves an entry when its test xpassed on every runner in
+scope (and on every required runner). Anything else keeps it: a flaky result, a dtype that
+was not run, a plain pass (the entry did not apply to that run), a failure. Skip lists are
+never touched (a skipped test proves nothing), sparse-only lists neither, and macOS-version
+lists only count runners on the versions they apply to. The result is one decision per
+entry with its reason, for people; ``to_changes`` turns the actionable ones into the
+editor's input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from pipeline.dtypes import sort_key
+from pipeline.edit.xfails import XfailChange
+from pipeline.results.junit import CaseResult, Outcome
+from pipeline.results.table import Cell, DtypeTable, merge_runs
+
+Action = Literal["keep", "drop_dtypes", "delete", "narrow_none"]
+
+# The modifier a list lives in says which consistency test its xfails decorate.
+_KIND_BY_FUNCTION = {
+    "mps_ops_modifier": "output_match",
+    "mps_ops_grad_modifier": "output_grad_match",
+}
+_MACOS_BOUND = re.compile(r"MACOS_(BEFORE|AFTER)_(\d+)(?:_(\d+))?_")
+_VERSION = re.compile(r"^(\d+)(?:[._](\d+))?$")
+
+
+class XfailLike(Protocol):
+    """What decide needs of pipeline.tree.common_mps.XfailEntry."""
+
+    @property
+    def list(self) -> str: ...
+    @property
+    def function(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def dtypes(self) -> tuple[str, ...] | None: ...
+
+
+@dataclass(frozen=True)
+class XfailDecision:
+    """What to do with one xfail entry, and why.
+
+    ``new_dtypes`` is what the entry should list afterwards: ``old_dtypes`` for "keep",
+    ``()`` for "delete", the remaining/still-failing dtypes otherwise (None = all dtypes).
+    """
+
+    list: str
+    function: str
+    key: str
+    action: Action
+    old_dtypes: tuple[str, ...] | None
+    new_dtypes: tuple[str, ...] | None
+    reason: str
+
+
+def runner_version(runner: str) -> tuple[int, ...] | None:
+    """macOS version of a runner named like ``macos-m1-14`` or ``macos-m2-15.5`` (last part).
+
+    A bare major version reads as ``.0``: ``macos-m1-14`` counts as macOS 14.0.
+    """
+    match = _VERSION.match(runner.rsplit("-", 1)[-1])
+    if match is None:
+        return None
+    return tuple(int(part) for part in match.groups() if part is not None)
+
+
+def _applies(list_name: str, version: tuple[int, ...] | None) -> bool | None:
+    """Does a macOS-version list apply on ``version``? None: the list's name does not say."""
+    match = _MACOS_BOUND.search(list_name + "_")
+    if match is None:
+        return None
+    if version is None:
+        return False
+    bound = tuple(int(part) for part in match.groups()[1:] if part is not None)
+    return version < bound if match.group(1) == "BEFORE" else version >= bound
+
+
+def _kind(entry: XfailLike) -> str | None:
+    kind = _KIND_BY_FUNCTION.get(entry.function)
+    if kind is None and "GRAD" in entry.list.upper():
+        return "output_grad_match"
+    return kind
+
+
+def _evidence(cell: Cell | None, scope: Sequence[str], required: Sequence[str]) -> tuple[bool, str]:
+    """(xpassed on every runner in scope that ran it and on every required one, what was seen)."""
+    results = [r for r in (cell.results if cell else ()) if r.runner in scope]
+    have = {r.runner for r in results}
+    missing = [r for r in required if r not in have]
+    if missing:
+        return False, f"not run on {', '.join(missing)}"
+    if not results:
+        return False, "not run"
+    flaky = [r.runner for r in results if r.flaky]
+    if flaky:
+        return False, f"flaky on {', '.join(flaky)}"
+    by_outcome: dict[str, list[str]] = {}
+    for r in results:
+        by_outcome.setdefault(r.outcome.value, []).append(r.runner)
+    seen = "; ".join(f"{o} on {', '.join(rs)}" for o, rs in by_outcome.items())
+    return list(by_outcome) == [Outcome.XPASS.value], seen
+
+
+def _decide(
+    entry: XfailLike, stem: str, table: DtypeTable, required: Sequence[str]
+) -> XfailDecision:
+    def keep(reason: str) -> XfailDecision:
+        return XfailDecision(entry.list, entry.function, entry.key, "keep", old, old, reason)
+
+    old = entry.dtypes
+    raw = getattr(entry, "raw", None)
+    if raw is not None:
+        return keep(f"the value is not a plain dtype list ({raw}); review it by hand")
+    if "SKIP" in entry.list.upper():
+        return keep("skip list: a skipped test proves nothing either way; review it by hand")
+    if "SPARSE" in entry.list.upper():
+        # merged into its dense twin only for sparse tests: the xpass we see is the twin's
+        return keep("applies to the sparse tests only, which these results do not cover")
+    kind = _kind(entry)
+    if kind is None:
+        return keep(f"{entry.function} does not decorate the consistency tests")
+    row = table.row(stem, kind)
+    if row is None:
+        return keep(f"no {kind} results for {stem}")
+
+    scope: Sequence[str] = table.runners
+    if "MACOS" in entry.list.upper():
+        applies = {r: _applies(entry.list, runner_version(r)) for r in (*table.runners, *required)}
+        if None in applies.values():
+            return keep("macOS list whose name does not say which versions it applies to")
+        scope = [r for r in table.runners if applies[r]]
+        required = [r for r in required if applies[r]]
+        if not scope:
+            return keep(f"macOS list: no results from runners it applies to ({entry.list})")
+
+    if old == ():
+        return keep("the entry lists no dtypes: it xfails nothing")
+    targets = old if old is not None else row.dtypes
+    evidence = {d: _evidence(row.cell(d), scope, required) for d in targets}
+    gone = {d for d, (xpassed, _) in evidence.items() if xpassed}
+    # 'float16, int8: xpass on macos-m1-14, macos-m2-15; bool: not run'
+    groups: dict[str, list[str]] = {}
+    for dtype, (_, seen) in evidence.items():
+        groups.setdefault(seen, []).append(dtype)
+    summary = "; ".join(f"{', '.join(dtypes)}: {seen}" for seen, dtypes in groups.items())
+    if not gone:
+        return keep(summary)
+    remaining = tuple(d for d in targets if d not in gone)
+    if not remaining:
+        return XfailDecision(entry.list, entry.function, entry.key, "delete", old, (), summary)
+    if old is None:
+        remaining = tuple(sorted(remaining, key=sort_key))
+        action: Action = "narrow_none"
+    else:
+        action = "drop_dtypes"
+    return XfailDecision(entry.list, entry.function, entry.key, action, old, remaining, summary)
+
+
+def decide_xfails(
+    entries: Iterable[XfailLike],
+    results_by_runner: Mapping[str, Sequence[CaseResult]] | DtypeTable,
+    required_runners: Sequence[str] = (),
+    *,
+    op_keys: Mapping[str, str] | Iterable[str],
+) -> tuple[XfailDecision, ...]:
+    """One decision per xfail entry of the operator(s), in entry order.
+
+    ``op_keys`` maps each xfail key of the operator(s) (``op.name + op.variant_test_name``)
+    to its test stem (``OpInfoRecord.stem``); a plain collection of keys is read as keys
+    without a variant (stem = key with '.' -> '_'). Entries of other keys are not decided.
+    ``results_by_runner`` is runner name -> that runner's cases (or an already merged
+    table). With ``required_runners``, a dtype goes only when it xpassed on all of them.
+    """
+    table = (
+        results_by_runner
+        if isinstance(results_by_runner, DtypeTable)
+        else merge_runs(results_by_runner)
+    )
+    stems = (
+        dict(op_keys)
+        if isinstance(op_keys, Mapping)
+        else {key: key.replace(".", "_") for key in op_keys}
+    )
+    required = tuple(required_runners)
+    return tuple(
+        _decide(entry, stems[entry.key], table, required) for entry in entries if entry.key in stems
+    )
+
+
+def to_changes(decisions: Iterable[XfailDecision]) -> tuple[XfailChange, ...]:
+    """The editor's input (pipeline.edit.xfails.XfailChange) for every decision but "keep"."""
+    return tuple(
+        XfailChange(
+            d.list,
+            d.function,
+            d.key,
+            None if d.action == "delete" else d.new_dtypes,
+            delete=d.action == "delete",
+        )
+        for d in decisions
+        if d.action != "keep"
+    )
