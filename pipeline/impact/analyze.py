@@ -28,6 +28,13 @@ from pipeline.impact.view import (
     is_kernel_header,
     view_from_texts,
 )
+from pipeline.tree import common_mps, metal, native_yaml, objc
+from pipeline.tree.common_mps import CommonMps
+from pipeline.tree.metal import Functor, MetalFile
+from pipeline.tree.native_yaml import NativeFunction, NativeFunctions
+from pipeline.tree.objc import ObjcFile
+from pipeline.tree.opinfo import OpInfoRecord
+from pipeline.tree.span import Span
 
 COMMON_MPS = "torch/testing/_internal/common_mps.py"
 OPINFO_DEFINITIONS = (
@@ -168,7 +175,7 @@ class _Context:
     old: TreeView
     new: TreeView
     resolver: Resolver
-    opinfos: tuple[Any, ...]
+    opinfos: tuple[OpInfoRecord, ...]
     found: _Findings
 
 
@@ -189,7 +196,7 @@ def _yaml_code(text: str) -> list[str]:
     return [_YAML_COMMENT.sub("", line).rstrip() for line in text.splitlines()]
 
 
-def _entry_signature(entry: Any, code: list[str]) -> dict[str, Any]:
+def _entry_signature(entry: NativeFunction, code: list[str]) -> dict[str, Any]:
     body = [line for line in code[entry.span.start - 1 : entry.span.end] if line.strip()]
     return {
         "schema": entry.schema,
@@ -200,32 +207,30 @@ def _entry_signature(entry: Any, code: list[str]) -> dict[str, Any]:
     }
 
 
-def _dispatch_detail(old: Any, new: Any) -> str:
+def _dispatch_detail(old: NativeFunction, new: NativeFunction) -> str:
     before, after = old.kernel_for("MPS"), new.kernel_for("MPS")
     if before != after:
         return f" (MPS: {before or 'none'} -> {after or 'none'})"
     return ""
 
 
-def _parsed_yaml(view: TreeView, text: str | None, parse: Callable[[str, str], Any]) -> Any:
+def _parsed_yaml(view: TreeView, text: str | None) -> NativeFunctions | None:
     """The view's model when it was parsed from ``text`` (saves re-reading 15k lines)."""
     if not text:
         return None
     if view.native is not None and view.texts.get(NATIVE_YAML) == text:
         return view.native
-    return parse(text, NATIVE_YAML)
+    return native_yaml.parse(text, NATIVE_YAML)
 
 
 def _rule_native_yaml(change: ChangedFile, ctx: _Context) -> None:
-    from pipeline.tree import native_yaml
-
     name = posixpath.basename(change.path)
     if change.old_text is None:
         _yaml_lines_edited(change, ctx)
         return
     try:
-        old = _parsed_yaml(ctx.old, change.old_text, native_yaml.parse)
-        new = _parsed_yaml(ctx.new, change.new_text, native_yaml.parse)
+        old = _parsed_yaml(ctx.old, change.old_text)
+        new = _parsed_yaml(ctx.new, change.new_text)
     except ParseError as exc:
         ctx.found.full(f"{exc}: cannot compare native_functions.yaml entries", build=True)
         return
@@ -286,13 +291,13 @@ class _MetalFile:
     """A .metal file's reader model joined with its top-level units."""
 
     path: str
-    model: Any
+    model: MetalFile
     units: tuple[cscan.Unit, ...]
 
-    def functor_kernel(self, functor: Any) -> str:
+    def functor_kernel(self, functor: Functor) -> str:
         return functor.name.removesuffix("_functor")
 
-    def struct_name(self, functor: Any) -> str:
+    def struct_name(self, functor: Functor) -> str:
         return self.functor_kernel(functor) + "_functor"
 
     def kernel_functions(self) -> set[str]:
@@ -359,8 +364,6 @@ class _MetalFile:
 
 
 def _metal_file(side_view: TreeView, path: str, text: str) -> _MetalFile | None:
-    from pipeline.tree import metal
-
     model = side_view.metal.get(path)
     if model is None or side_view.texts.get(path) != text:
         try:
@@ -450,7 +453,7 @@ def _metal_line(
 # --- headers under kernels/ and c10/metal/ ----------------------------------------------
 
 
-def _host_ops(ctx: _Context, model: Any) -> set[str]:
+def _host_ops(ctx: _Context, model: ObjcFile) -> set[str]:
     ops = {ctx.resolver.stub_operator(s.stub)[0] for s in model.stubs}
     for impl in model.implementations:
         ops |= set(ctx.resolver.ops_for_impl(impl.name)) or {ctx.resolver.operator(impl.name)[0]}
@@ -492,8 +495,6 @@ def _rule_header(change: ChangedFile, ctx: _Context) -> None:
 
 
 def _rule_host(change: ChangedFile, ctx: _Context) -> None:
-    from pipeline.tree import objc
-
     for side in _sides(change, ctx):
         model = side.view.host.get(side.path)
         if model is None or side.view.texts.get(side.path) != side.text:
@@ -507,7 +508,7 @@ def _rule_host(change: ChangedFile, ctx: _Context) -> None:
             _host_line(ctx, side, model, line, done)
 
 
-def _host_line(ctx: _Context, side: _Side, model: Any, line: int, done: set) -> None:
+def _host_line(ctx: _Context, side: _Side, model: ObjcFile, line: int, done: set) -> None:
     where = side.where(line)
     res = ctx.resolver
     path = side.path
@@ -566,7 +567,7 @@ def _host_line(ctx: _Context, side: _Side, model: Any, line: int, done: set) -> 
 # --- common_mps.py ----------------------------------------------------------------------
 
 
-def _xfail_signature(model: Any) -> dict[tuple[str, str, str], tuple[Any, ...]]:
+def _xfail_signature(model: CommonMps) -> dict[tuple[str, str, str], tuple[Any, ...]]:
     table: dict[tuple[str, str, str], list[Any]] = {}
     for entry in model.entries:
         value = (entry.dtypes, getattr(entry, "raw", None))
@@ -584,7 +585,7 @@ def _key_hit(ctx: _Context, key: str, reason: str, *, build: bool = False) -> No
         ctx.found.hit(key, reason + " (no OpInfo has this key)", build=build, keys=set())
 
 
-def _spans_of(model: Any) -> list[Any]:
+def _spans_of(model: CommonMps) -> list[Span]:
     spans = []
     for entry in model.entries:
         spans.append(entry.span)
@@ -594,8 +595,6 @@ def _spans_of(model: Any) -> list[Any]:
 
 
 def _rule_common_mps(change: ChangedFile, ctx: _Context) -> None:
-    from pipeline.tree import common_mps
-
     name = posixpath.basename(change.path)
     try:
         old = common_mps.parse(change.old_text, change.path) if change.old_text else None
@@ -826,7 +825,9 @@ _RULES: dict[str, Callable[[ChangedFile, _Context], None]] = {
 }
 
 
-def _tests_for(ops: dict[str, set[str] | None], opinfos: Sequence[Any], kinds: Sequence[str]):
+def _tests_for(
+    ops: dict[str, set[str] | None], opinfos: Sequence[OpInfoRecord], kinds: Sequence[str]
+) -> tuple[str, ...]:
     wanted = []
     for info in opinfos:
         for op, keys in ops.items():
@@ -844,7 +845,7 @@ def _tests_for(ops: dict[str, set[str] | None], opinfos: Sequence[Any], kinds: S
 def analyze(
     changes: Iterable[ChangedFile],
     *,
-    opinfos: Iterable[Any],
+    opinfos: Iterable[OpInfoRecord],
     view: TreeView | None = None,
     kinds: Sequence[str] = ("output_match",),
 ) -> Impact:

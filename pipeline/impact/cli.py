@@ -10,12 +10,14 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.impact.analyze import Impact, analyze
 from pipeline.impact.changes import ChangedFile, Range, changed_files, changes_from_list
 from pipeline.impact.view import load_view
+from pipeline.tree import opinfo
+from pipeline.tree.opinfo import OpInfoRecord
 
 _CHANGED = re.compile(r"^(?P<path>.+?)(?::(?P<ranges>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*))?$")
 
@@ -25,7 +27,7 @@ def affected(
     base: str,
     head: str | None = None,
     *,
-    opinfos: Sequence[Any],
+    opinfos: Sequence[OpInfoRecord],
     kinds: Sequence[str] = ("output_match",),
 ) -> Impact:
     """Analyse ``git diff base..head`` (the work tree when ``head`` is None) under ``root``."""
@@ -83,10 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tests", action="store_true", help="also list the selected test ids")
 
 
-def run(args: argparse.Namespace, settings: Any) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     """Print the impact of a diff (``--base``) or of a list of changed lines (``--changed``)."""
-    from pipeline.tree import opinfo
-
     if not args.base and not args.changed:
         raise PipelineError("affected: give --base REV (a git diff) or --changed PATH[:LINES]")
     opinfos = opinfo.load_opinfos(settings)

@@ -9,6 +9,7 @@ from typing import Any
 from pipeline.impact.analyze import analyze
 from pipeline.impact.changes import ChangedFile, Range, changes_from_list
 from pipeline.impact.view import load_view
+from pipeline.tree.opinfo import OpInfoRecord
 
 # One benchmark case: the operator whose code was edited, and the edit as ChangedFile
 # records or as ``[(path, [(start, end), ...]), ...]`` against the tree on disk.
@@ -23,7 +24,7 @@ def _as_changes(root: Path, changes: Sequence[Any]) -> tuple[ChangedFile, ...]:
 
 def selection_report(
     root: Path,
-    opinfos: Iterable[Any],
+    opinfos: Iterable[OpInfoRecord],
     changes_list: Iterable[Case],
     *,
     kinds: Sequence[str] = ("output_match",),

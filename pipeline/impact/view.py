@@ -14,11 +14,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from pipeline.errors import ParseError
 from pipeline.impact import cscan
 from pipeline.impact.changes import _read_disk, list_revision, read_revision
+from pipeline.tree import metal, native_yaml, objc
+from pipeline.tree.metal import MetalFile
+from pipeline.tree.native_yaml import NativeFunctions
+from pipeline.tree.objc import ObjcFile
+from pipeline.tree.opinfo import OpInfoRecord
 
 NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
 MPS_DIR = "aten/src/ATen/native/mps/"
@@ -67,9 +71,9 @@ class TreeView:
     """
 
     texts: Mapping[str, str]
-    native: Any
-    metal: Mapping[str, Any]
-    host: Mapping[str, Any]
+    native: NativeFunctions | None
+    metal: Mapping[str, MetalFile]
+    host: Mapping[str, ObjcFile]
     warnings: tuple[str, ...] = ()
 
     def with_texts(self, replaced: Mapping[str, str | None]) -> TreeView:
@@ -86,11 +90,6 @@ class TreeView:
                 texts[path] = text
         changed = {p for p in replaced if _wanted(p)}
         return _build(texts, self, changed)
-
-    @cached_property
-    def code(self) -> Mapping[str, list[str]]:
-        """Comment-free lines of every C-family text, computed on first use per path."""
-        return _LazyCode(self.texts)
 
     @cached_property
     def include_graph(self) -> Mapping[str, frozenset[str]]:
@@ -118,42 +117,14 @@ class TreeView:
                     todo.append(includer)
         return frozenset(seen)
 
-    @cached_property
-    def units(self) -> Mapping[str, tuple[cscan.Unit, ...]]:
-        return _LazyUnits(self.texts)
-
-
-class _LazyCode(dict):
-    def __init__(self, texts: Mapping[str, str]) -> None:
-        super().__init__()
-        self._texts = texts
-
-    def __missing__(self, path: str) -> list[str]:
-        value = cscan.code_lines(self._texts.get(path, ""))
-        self[path] = value
-        return value
-
-
-class _LazyUnits(dict):
-    def __init__(self, texts: Mapping[str, str]) -> None:
-        super().__init__()
-        self._texts = texts
-
-    def __missing__(self, path: str) -> tuple[cscan.Unit, ...]:
-        value = cscan.units(self._texts.get(path, ""))
-        self[path] = value
-        return value
-
 
 def _parse_all(
     texts: Mapping[str, str], paths: Iterable[str]
-) -> tuple[Any, dict[str, Any], dict[str, Any], list[str], bool]:
-    from pipeline.tree import metal, native_yaml, objc
-
+) -> tuple[NativeFunctions | None, dict[str, MetalFile], dict[str, ObjcFile], list[str], bool]:
     native = None
     native_seen = False
-    metal_models: dict[str, Any] = {}
-    host_models: dict[str, Any] = {}
+    metal_models: dict[str, MetalFile] = {}
+    host_models: dict[str, ObjcFile] = {}
     warnings: list[str] = []
     for path in paths:
         text = texts.get(path)
@@ -238,7 +209,7 @@ def strip_suffixes(name: str) -> str:
 class Resolver:
     """Maps kernel, stub and implementation names to operators, across both versions."""
 
-    def __init__(self, views: Iterable[TreeView], opinfos: Iterable[Any]) -> None:
+    def __init__(self, views: Iterable[TreeView], opinfos: Iterable[OpInfoRecord]) -> None:
         unique: list[TreeView] = []
         for view in views:
             if all(view is not seen for seen in unique):
@@ -280,6 +251,7 @@ class Resolver:
         return stem, f" ({stem} is not a known operator; name used as is)"
 
     def stub_operator(self, stub: str) -> tuple[str, str]:
+        """The operator of dispatch stub ``stub`` (``div_true_stub`` -> ``div``)."""
         return self.operator(stub.removesuffix("_stub"))
 
     def ops_for_impl(self, name: str) -> tuple[str, ...]:
@@ -295,6 +267,7 @@ class Resolver:
         return tuple(found)
 
     def stubs_registering(self, function: str) -> tuple[str, ...]:
+        """Stubs whose REGISTER_DISPATCH names host function ``function``."""
         found: dict[str, None] = {}
         for view in self.views:
             for model in view.host.values():
