@@ -10,22 +10,25 @@ from collections.abc import Sequence
 from pipeline.config import load_settings
 from pipeline.errors import PipelineError
 
-# command name -> module in pipeline.commands implementing add_arguments() and run()
-COMMANDS: dict[str, str] = {
-    "audit": "audit",
-    "backlog": "backlog",
-    "migrate": "migrate",
-    "affected": "affected",
-    "pr-report": "pr_report",
+# command -> (module in pipeline.commands implementing add_arguments() and run(), help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "audit": ("audit", "the metal-kernel guide's checklist for one operator"),
+    "backlog": ("backlog", "operators still on MPSGraph or without MPS, easiest first"),
+    "migrate": ("migrate", "edit, build, test, table and drop xfails for one operator"),
+    "affected": ("affected", "operators and tests a diff affects"),
+    "pr-report": ("pr_report", "run a PR's affected tests and post one status comment"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None) -> argparse.ArgumentParser:
+    """The CLI parser; only ``command``'s module is imported (start-up stays fast)."""
     parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, module in COMMANDS.items():
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name != command:
+            continue
         mod = importlib.import_module(f"pipeline.commands.{module}")
-        p = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0])
         p.add_argument("--root", help="PyTorch checkout (default: the bundled sandbox)")
         p.add_argument("--python", help="interpreter that can `import torch` (OpInfo metadata)")
         p.add_argument("--state-dir", help="where results, caches and doit's database live")
@@ -35,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if a in COMMANDS), None)
+    args = build_parser(command).parse_args(argv)
     try:
         settings = load_settings(
             {"root": args.root, "python": args.python, "state_dir": args.state_dir}

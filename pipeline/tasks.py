@@ -35,9 +35,9 @@ def settings() -> Settings:
     return load_settings({k: get_var(k) for k in ("root", "python", "state_dir")})
 
 
-def doit_config() -> dict:
+def doit_config(state_dir: Path | None = None) -> dict:
     """DOIT_CONFIG: sqlite3 backend (dbm/json lose results when two doit processes share it)."""
-    state = Path(get_var("state_dir") or ".mps-pipeline")
+    state = state_dir or Path(get_var("state_dir") or ".mps-pipeline")
     state.mkdir(parents=True, exist_ok=True)
     return {
         "backend": "sqlite3",

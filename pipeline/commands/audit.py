@@ -24,14 +24,21 @@ COMPLEX = frozenset({"complex64", "complex32"})
 
 
 @dataclass(frozen=True)
+class Detail:
+    """One piece of evidence under a checklist item, with where it is when known."""
+
+    text: str
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class CheckItem:
-    """One line of the checklist: ✓ or ✗, what it checks, and where the evidence is."""
+    """One line of the checklist: ✓ or ✗, what it checks, and the evidence."""
 
     id: str
     ok: bool
     title: str
-    details: tuple[str, ...] = ()
-    locations: tuple[Span, ...] = ()
+    details: tuple[Detail, ...] = ()
 
 
 def required_dtypes(record: OperatorRecord) -> tuple[str, ...]:
@@ -42,23 +49,31 @@ def required_dtypes(record: OperatorRecord) -> tuple[str, ...]:
     return tuple(sorted(dtypes, key=sort_key))
 
 
+def _dtype_list(dtypes) -> str:
+    return ", ".join(sorted(dtypes, key=sort_key)) or "none"
+
+
 def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
     """Evaluate the guide's checklist against the joined record."""
     items: list[CheckItem] = []
 
     pending = record.pending_overloads
+    dispatch = tuple(
+        Detail(
+            f"{o.func}: "
+            + (f"MPS -> {o.kernel} (separate MPS row)" if o.kind == "mps_specific" else "no MPS"),
+            o.span,
+        )
+        for o in pending
+    )
+    if not record.overloads:
+        dispatch = (Detail("no native_functions.yaml entry"),)
     items.append(
         CheckItem(
             "dispatch",
             not pending and bool(record.overloads),
             "MPS dispatch on every overload (shared kernel, not a separate *_mps row)",
-            tuple(
-                f"{o.func}: "
-                + (f"MPS -> {o.kernel} (separate MPS row)" if o.kind == "mps_specific" else "no MPS")
-                for o in pending
-            )
-            or (() if record.overloads else ("no native_functions.yaml entry",)),
-            tuple(o.span for o in pending),
+            dispatch,
         )
     )
 
@@ -67,28 +82,30 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
             "functor",
             bool(record.functors),
             "Metal functor in kernels/*.metal",
-            tuple(f"{f.name}_functor" + (f" (via {f.macro})" if f.macro else "") for f in record.functors)
-            or (f"no {record.op}_functor in aten/src/ATen/native/mps/kernels/",),
-            tuple(f.span for f in record.functors),
+            tuple(
+                Detail(f"{f.name}_functor" + (f" (via {f.macro})" if f.macro else ""), f.span)
+                for f in record.functors
+            )
+            or (Detail(f"no {record.op}_functor in aten/src/ATen/native/mps/kernels/"),),
         )
     )
 
     required = required_dtypes(record)
     registered = set(record.registered_dtypes)
-    missing = tuple(d for d in required if d not in registered)
-    extra = tuple(sorted(registered - set(required), key=sort_key))
+    missing = [d for d in required if d not in registered]
+    extra = registered - set(required)
+    first_reg = record.registrations[0].span if record.registrations else None
     items.append(
         CheckItem(
             "dtypes",
             bool(record.registrations) and not missing,
             "registered dtypes cover what the OpInfo says MPS supports",
             (
-                f"registered: {', '.join(sorted(registered, key=sort_key)) or 'none'}",
-                f"required: {', '.join(required) or 'none (no OpInfo)'}",
+                Detail(f"registered: {_dtype_list(registered)}", first_reg),
+                Detail(f"required: {_dtype_list(required)}"),
             )
-            + ((f"missing: {', '.join(missing)}",) if missing else ())
-            + ((f"registered beyond the OpInfo: {', '.join(extra)}",) if extra else ()),
-            tuple(dict.fromkeys(r.span for r in record.registrations)),
+            + ((Detail(f"missing: {_dtype_list(missing)}"),) if missing else ())
+            + ((Detail(f"registered beyond the OpInfo: {_dtype_list(extra)}"),) if extra else ()),
         )
     )
 
@@ -99,10 +116,15 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
             "stub",
             bool(native) and not graph_stubs,
             "host stub registered (REGISTER_DISPATCH to a native Metal kernel)",
-            tuple(f"{s.stub} -> {s.function or s.macro} ({s.kernel_name or '?'})" for s in native)
-            + tuple(f"{s.stub} is registered but its body is MPSGraph ({s.macro})" for s in graph_stubs)
-            or (f"no REGISTER_DISPATCH({record.op}_stub, ...) in operations/*.mm",),
-            tuple(s.span for s in record.stubs),
+            tuple(
+                Detail(f"{s.stub} -> {s.function or s.macro} ({s.kernel_name or '?'})", s.span)
+                for s in native
+            )
+            + tuple(
+                Detail(f"{s.stub} is registered but its body is MPSGraph ({s.macro})", s.span)
+                for s in graph_stubs
+            )
+            or (Detail(f"no REGISTER_DISPATCH({record.op}_stub, ...) in operations/*.mm"),),
         )
     )
 
@@ -111,8 +133,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
             "mpsgraph",
             not record.mpsgraph,
             "no MPSGraph implementation left",
-            tuple(f"{i.kind} {i.name}" for i in record.mpsgraph),
-            tuple(i.span for i in record.mpsgraph),
+            tuple(Detail(f"{i.kind} {i.name}", i.span) for i in record.mpsgraph),
         )
     )
 
@@ -121,8 +142,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
             "old_names",
             not record.old_name_refs,
             "no remaining reference to an old *_mps name",
-            tuple(f"{name} at {span}" for name, span in record.old_name_refs),
-            tuple(span for _, span in record.old_name_refs),
+            tuple(Detail(name, span) for name, span in record.old_name_refs),
         )
     )
 
@@ -132,25 +152,30 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
             not record.xfails,
             "no xfail/skip entries in common_mps.py",
             tuple(
-                f"{e.list}[{e.key!r}]: {'all dtypes' if e.dtypes is None else ', '.join(e.dtypes)}"
+                Detail(
+                    f"{e.list}[{e.key!r}]: "
+                    + ("all dtypes" if e.dtypes is None else _dtype_list(e.dtypes)),
+                    e.span,
+                )
                 for e in record.xfails
             ),
-            tuple(e.span for e in record.xfails),
         )
     )
 
-    decorators = [(i, d) for i in record.opinfos for d in i.decorators]
     items.append(
         CheckItem(
             "decorators",
-            not decorators,
+            not any(i.decorators for i in record.opinfos),
             "no MPS skip/xfail decorators on the OpInfo",
             tuple(
-                f"{i.key}: {d.kind}"
-                + (f" {d.test}" if d.test else "")
-                + (f" [{', '.join(d.dtypes)}]" if d.dtypes else "")
-                + (f" ({d.where})" if d.where else "")
-                for i, d in decorators
+                Detail(
+                    f"{info.key}: {d.kind}"
+                    + (f" {d.test}" if d.test else "")
+                    + (f" [{', '.join(d.dtypes)}]" if d.dtypes else "")
+                    + (f" ({d.where})" if d.where else "")
+                )
+                for info in record.opinfos
+                for d in info.decorators
             ),
         )
     )
@@ -161,8 +186,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 "unrecognised",
                 False,
                 "lines the readers could not interpret near this operator",
-                tuple(f"{u.span}: {u.reason}: {u.text.strip()}" for u in record.unrecognised),
-                tuple(u.span for u in record.unrecognised),
+                tuple(Detail(f"{u.reason}: {u.text.strip()}", u.span) for u in record.unrecognised),
             )
         )
     return tuple(items)
@@ -191,34 +215,54 @@ def to_json(record: OperatorRecord, items: tuple[CheckItem, ...]) -> dict:
             for f in record.functors
         ],
         "stubs": [
-            {"stub": s.stub, "function": s.function, "native": s.native,
-             "kernel_name": s.kernel_name, **_loc(s.span)}
+            {
+                "stub": s.stub,
+                "function": s.function,
+                "native": s.native,
+                "kernel_name": s.kernel_name,
+                **_loc(s.span),
+            }
             for s in record.stubs
         ],
         "mpsgraph": [{"name": i.name, "kind": i.kind, **_loc(i.span)} for i in record.mpsgraph],
         "old_name_refs": [{"name": n, **_loc(s)} for n, s in record.old_name_refs],
         "xfails": [
-            {"list": e.list, "function": e.function, "key": e.key,
-             "dtypes": list(e.dtypes) if e.dtypes is not None else None, **_loc(e.span)}
+            {
+                "list": e.list,
+                "function": e.function,
+                "key": e.key,
+                "dtypes": list(e.dtypes) if e.dtypes is not None else None,
+                **_loc(e.span),
+            }
             for e in record.xfails
         ],
         "opinfos": [
-            {"name": i.name, "variant_test_name": i.variant_test_name, "aliases": list(i.aliases),
-             "dtypes": list(i.dtypes)}
+            {
+                "name": i.name,
+                "variant_test_name": i.variant_test_name,
+                "aliases": list(i.aliases),
+                "dtypes": list(i.dtypes),
+            }
             for i in record.opinfos
         ],
         "required_dtypes": list(required_dtypes(record)),
         "tests": list(record.tests),
         "checklist": [
-            {"id": c.id, "ok": c.ok, "title": c.title, "details": list(c.details),
-             "locations": [_loc(s) for s in c.locations]}
+            {
+                "id": c.id,
+                "ok": c.ok,
+                "title": c.title,
+                "details": [
+                    {"text": d.text, **(_loc(d.span) if d.span else {})} for d in c.details
+                ],
+            }
             for c in items
         ],
     }
 
 
 def render(record: OperatorRecord, items: tuple[CheckItem, ...], console: Console) -> None:
-    """The checklist for humans: ✓/✗ per item, details and file:line underneath."""
+    """The checklist for humans: ✓/✗ per item, evidence and file:line underneath."""
     console.print(
         f"[bold]{record.op}[/bold]  workflow: [cyan]{record.workflow}[/cyan]  "
         f"overloads: {len(record.overloads)}  consistency tests: {len(record.tests)}",
@@ -227,9 +271,9 @@ def render(record: OperatorRecord, items: tuple[CheckItem, ...], console: Consol
     for item in items:
         mark = "[green]✓[/green]" if item.ok else "[red]✗[/red]"
         console.print(f" {mark} {item.title}", highlight=False)
-        for i, detail in enumerate(item.details):
-            where = f"  [dim]{item.locations[i]}[/dim]" if i < len(item.locations) else ""
-            console.print(f"     {escape(detail)}{where}", highlight=False)
+        for d in item.details:
+            where = f"  [dim]{d.span}[/dim]" if d.span else ""
+            console.print(f"     {escape(d.text)}{where}", highlight=False, soft_wrap=True)
     done = sum(i.ok for i in items)
     console.print(f"{done}/{len(items)} checks pass", highlight=False)
 

@@ -127,15 +127,22 @@ class TreeIndex:
         )
 
     def resolve(self, name: str) -> str:
-        """Map an operator name or OpInfo alias to the operator; suggest close names if none."""
+        """Map an operator name or OpInfo alias to the operator; suggest close names if none.
+
+        An OpInfo alias wins over the alias's own (composite) yaml entries: `arctan2` means
+        the operator whose kernels implement it, `atan2`.
+        """
+        for info in self.opinfos:
+            if name in info.aliases:
+                return info.aten_name or info.name
         ops = self.entries_by_operator()
         if name in ops:
             return name
         for info in self.opinfos:
-            if name in (info.name, *info.aliases):
+            if name == info.name:
                 return info.aten_name or info.name
-        candidates = list(ops) + [a for i in self.opinfos for a in (i.name, *i.aliases)]
-        raise UnknownOperatorError(name, difflib.get_close_matches(name, candidates, n=5))
+        candidates = set(ops) | {a for i in self.opinfos for a in (i.name, *i.aliases)}
+        raise UnknownOperatorError(name, difflib.get_close_matches(name, sorted(candidates), n=5))
 
     def record(self, name: str, *, find_references: bool = True) -> OperatorRecord:
         """The joined record of one operator (``name`` may be an alias)."""
