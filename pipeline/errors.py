@@ -29,7 +29,8 @@ class UnknownOperatorError(PipelineError):
         self.suggestions = suggestions
         hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
         super().__init__(
-            f"unknown operator {op!r}: no native_functions.yaml entry or OpInfo has that name.{hint}"
+            f"unknown operator {op!r}: no native_functions.yaml entry or OpInfo has that "
+            f"name.{hint}"
         )
 
 

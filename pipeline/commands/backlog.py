@@ -83,7 +83,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     items = backlog(load_index(settings))
     if args.json:
-        print(json.dumps([{**i.__dict__, "mps_kernels": list(i.mps_kernels)} for i in items], indent=2))
+        print(
+            json.dumps(
+                [{**i.__dict__, "mps_kernels": list(i.mps_kernels)} for i in items], indent=2
+            )
+        )
     else:
         render(items, Console())
     return 0

@@ -26,9 +26,9 @@ from pipeline.edit import objc as objc_edit
 from pipeline.edit import xfails as xfail_edit
 from pipeline.edit.atomic import FileEdit, Journal, apply_edits
 from pipeline.errors import EditVerificationError, MissingFunctorError, PipelineError
+from pipeline.report import render
 from pipeline.results import decide, junit
 from pipeline.results import table as tables
-from pipeline.report import render
 from pipeline.run import build as build_runner
 from pipeline.run import tests as test_runner
 from pipeline.tree import common_mps, native_yaml
@@ -85,6 +85,7 @@ def stage_audit(settings: Settings, op: str, console: Console) -> OperatorRecord
 class EditPlan:
     edits: tuple[FileEdit, ...]
     notes: tuple[str, ...]  # what a human still has to do
+    old_names: tuple[str, ...]  # the *_mps kernels the yaml dispatched to before
 
 
 def _chain(edits: dict[str, FileEdit], new: FileEdit) -> None:
@@ -119,7 +120,7 @@ def plan_edits(settings: Settings, op: str, body: str | None = None) -> EditPlan
             skeleton = metal_edit.functor_skeleton(op, arity, dtypes)
             raise MissingFunctorError(
                 f"{op}: no Metal functor yet. Write it in {metal_file} (the math is yours), "
-                f"then re-run; or pass body=\"...\" to have it inserted:\n\n{skeleton}"
+                f'then re-run; or pass body="..." to have it inserted:\n\n{skeleton}'
             )
         try:
             functor = metal_edit.add_functor(read(metal_file), metal_file, op, arity, body, dtypes)
@@ -135,7 +136,9 @@ def plan_edits(settings: Settings, op: str, body: str | None = None) -> EditPlan
     for impl in record.mpsgraph:
         rel = impl.span.path
         others = [i.name for i in record.mpsgraph if i.span.path == rel]
-        _chain(edits, objc_edit.remove_implementation(read(rel), rel, impl.name, also_removing=others))
+        _chain(
+            edits, objc_edit.remove_implementation(read(rel), rel, impl.name, also_removing=others)
+        )
         after = read(rel)
         if any(i.op == op and i.span.path == rel for i in record.includes) and (
             not objc_edit.include_still_needed(after, op)
@@ -156,9 +159,11 @@ def plan_edits(settings: Settings, op: str, body: str | None = None) -> EditPlan
         )
     for info in record.opinfos:
         for d in info.decorators:
-            notes.append(f"OpInfo {info.key}: MPS decorator {d.kind} {d.test or ''} ({d.where}) "
-                         "should go once the tests pass")
-    return EditPlan(tuple(e for e in edits.values() if e.changed), tuple(notes))
+            notes.append(
+                f"OpInfo {info.key}: MPS decorator {d.kind} {d.test or ''} ({d.where}) "
+                "should go once the tests pass"
+            )
+    return EditPlan(tuple(e for e in edits.values() if e.changed), tuple(notes), record.old_names)
 
 
 def stage_edit(
@@ -173,8 +178,10 @@ def stage_edit(
     """Apply (or with ``dry_run`` only show) the mechanical edits; record them."""
     plan = plan_edits(settings, op, body)
     for edit in plan.edits:
-        console.print(f"[bold]{'would edit' if dry_run else 'edit'}[/bold] {edit.rel}: "
-                      f"{edit.summary}", highlight=False)
+        console.print(
+            f"[bold]{'would edit' if dry_run else 'edit'}[/bold] {edit.rel}: {edit.summary}",
+            highlight=False,
+        )
         if dry_run:
             console.print(edit.diff(), markup=False, highlight=False)
     if not plan.edits:
@@ -186,7 +193,7 @@ def stage_edit(
     journal = Journal(settings.state_dir / "journal.json")
     apply_edits(settings.root, plan.edits, journal, force=force)
     record = load_index(settings).record(op)
-    leftovers = find_references(settings.root, record.old_names or _old_names(plan))
+    leftovers = find_references(settings.root, plan.old_names)
     for name, span in leftovers:
         console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)
     _write_json(
@@ -198,11 +205,6 @@ def stage_edit(
         },
     )
     return plan
-
-
-def _old_names(plan: EditPlan) -> tuple[str, ...]:
-    names = re.findall(r"\b(\w+_mps)\b", " ".join(e.before for e in plan.edits if e.rel.endswith(".yaml")))
-    return tuple(dict.fromkeys(n for e in plan.edits for n in names if n not in e.after))
 
 
 # ---------------------------------------------------------------------------- build
@@ -295,7 +297,9 @@ def _names(record: OperatorRecord) -> dict[str, str]:
     }
 
 
-def load_table(settings: Settings, op: str) -> tuple[OperatorRecord, tables.DtypeTable, tuple[str, ...]]:
+def load_table(
+    settings: Settings, op: str
+) -> tuple[OperatorRecord, tables.DtypeTable, tuple[str, ...]]:
     """The operator's record and per-dtype table from its last JUnit report (+ warnings)."""
     record = load_index(settings).record(op, find_references=False)
     report = junit.parse_report(op_dir(settings, record.op) / "junit.xml")
@@ -361,8 +365,14 @@ def stage_drop(settings: Settings, op: str, console: Console, *, force: bool = F
         d / "xfails.json",
         {
             "decisions": [
-                {"list": x.list, "key": x.key, "action": x.action, "reason": x.reason,
-                 "old_dtypes": x.old_dtypes, "new_dtypes": x.new_dtypes}
+                {
+                    "list": x.list,
+                    "key": x.key,
+                    "action": x.action,
+                    "reason": x.reason,
+                    "old_dtypes": x.old_dtypes,
+                    "new_dtypes": x.new_dtypes,
+                }
                 for x in decisions
             ],
             "diff": edit.diff() if edit else "",
@@ -406,8 +416,8 @@ def stage_summary(settings: Settings, op: str, console: Console) -> str:
     else:
         lines.append("Every checklist item passes.")
         lines.append(
-            f"Next: review `git diff`, run `python test/test_mps.py -k test_output_match_{record.op}`"
-            " on a Mac, and open the PR with the `ciflow/mps` label."
+            "Next: review `git diff`, run `python test/test_mps.py -k "
+            f"test_output_match_{record.op}` on a Mac, and open the PR with the `ciflow/mps` label."
         )
     text = "\n".join(lines) + "\n"
     (d / "summary.md").write_text(text)
@@ -426,8 +436,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stage",
         default="migrate_op",
-        choices=("migrate_op", "audit", "edit", "build", "test_op", "table", "drop_xfails",
-                 "summary"),
+        choices=(
+            "migrate_op",
+            "audit",
+            "edit",
+            "build",
+            "test_op",
+            "table",
+            "drop_xfails",
+            "summary",
+        ),
         help="run only up to this stage (doit runs what it depends on)",
     )
 
@@ -439,11 +457,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     from pipeline import tasks
 
-    doit_vars = [f"op={args.op}", f"root={settings.root}", f"python={settings.python}",
-                 f"state_dir={settings.state_dir}"]
+    doit_vars = [
+        f"op={args.op}",
+        f"root={settings.root}",
+        f"python={settings.python}",
+        f"state_dir={settings.state_dir}",
+    ]
     doit_vars += ["force=1"] * args.force + ["dry_run=1"] * args.dry_run
     if args.body:
         doit_vars.append(f"body={args.body}")
-    loader = ModuleTaskLoader({k: getattr(tasks, k) for k in dir(tasks) if k.startswith("task_")}
-                              | {"DOIT_CONFIG": tasks.doit_config(settings.state_dir)})
+    loader = ModuleTaskLoader(
+        {k: getattr(tasks, k) for k in dir(tasks) if k.startswith("task_")}
+        | {"DOIT_CONFIG": tasks.doit_config(settings.state_dir)}
+    )
     return DoitMain(loader).run([args.stage, *doit_vars])

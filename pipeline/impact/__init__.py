@@ -4,14 +4,12 @@
 - ``view``: the tree's MPS sources at one version, for lookups across files
 - ``analyze``: the rules, one per kind of file, and the ``Impact`` they add up to
 - ``selection``: selected-versus-total figures for benchmarks
-- ``cli``: the ``affected`` command
 """
 
 from __future__ import annotations
 
-from pipeline.impact.analyze import AffectedOp, Impact, analyze, classify
+from pipeline.impact.analyze import AffectedOp, Impact, affected, analyze, classify
 from pipeline.impact.changes import ChangedFile, changed_files, changes_from_list
-from pipeline.impact.cli import affected
 from pipeline.impact.selection import selection_report
 from pipeline.impact.view import TreeView, load_view, view_from_texts
 

@@ -13,11 +13,12 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ParseError
 from pipeline.impact import cscan, pyscan
-from pipeline.impact.changes import ChangedFile, Range
+from pipeline.impact.changes import ChangedFile, Range, changed_files
 from pipeline.impact.view import (
     C10_METAL_DIR,
     MPS_DIR,
@@ -26,6 +27,7 @@ from pipeline.impact.view import (
     Resolver,
     TreeView,
     is_kernel_header,
+    load_view,
     view_from_texts,
 )
 from pipeline.tree import common_mps, metal, native_yaml, objc
@@ -884,3 +886,16 @@ def analyze(
         total=len(everything),
         warnings=tuple(found.warnings),
     )
+
+
+def affected(
+    root: Path,
+    base: str,
+    head: str | None = None,
+    *,
+    opinfos: Sequence[OpInfoRecord],
+    kinds: Sequence[str] = ("output_match",),
+) -> Impact:
+    """Analyse ``git diff base..head`` (the work tree when ``head`` is None) under ``root``."""
+    changes = changed_files(root, base, head)
+    return analyze(changes, opinfos=opinfos, view=load_view(root, head), kinds=kinds)

@@ -206,3 +206,19 @@ def changes_from_list(
         spans = tuple((int(a), int(b)) for a, b in ranges) or _whole(text)
         result.append(ChangedFile(path, "M", None, text, (), spans))
     return tuple(result)
+
+
+_CHANGED = re.compile(r"^(?P<path>.+?)(?::(?P<ranges>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*))?$")
+
+
+def parse_changed(spec: str) -> tuple[str, list[Range]]:
+    """``path[:A-B,C,...]`` -> (path, [(A, B), (C, C)]); no ranges means the whole file."""
+    match = _CHANGED.match(spec)
+    if not match:
+        raise PipelineError(f"--changed {spec!r}: expected PATH or PATH:START-END[,START-END]")
+    ranges: list[Range] = []
+    for part in (match.group("ranges") or "").split(","):
+        if part:
+            start, _, end = part.partition("-")
+            ranges.append((int(start), int(end or start)))
+    return match.group("path"), ranges

@@ -121,9 +121,7 @@ class TreeIndex:
 
     def opinfos_for(self, op: str) -> tuple[opinfo.OpInfoRecord, ...]:
         return tuple(
-            info
-            for info in self.opinfos
-            if op in (info.name, info.aten_name) or op in info.aliases
+            info for info in self.opinfos if op in (info.name, info.aten_name) or op in info.aliases
         )
 
     def resolve(self, name: str) -> str:
@@ -162,10 +160,7 @@ class TreeIndex:
             dict.fromkeys(o.kernel for o in overloads if o.kind == "mps_specific" and o.kernel)
         )
         mpsgraph = tuple(
-            impl
-            for f in self.host.files
-            for impl in f.implementations
-            if impl.name in old_names
+            impl for f in self.host.files for impl in f.implementations if impl.name in old_names
         )
         includes = tuple(i for f in self.host.files for i in f.includes if i.op == op)
         infos = self.opinfos_for(op)
@@ -194,7 +189,9 @@ class TreeIndex:
             xfails=xfails,
             complex_supported=any(s.key in keys for s in complex_sets),
             opinfos=infos,
-            tests=tuple(t for info in infos for kind in self.test_kinds for t in info.test_ids(kind)),
+            tests=tuple(
+                t for info in infos for kind in self.test_kinds for t in info.test_ids(kind)
+            ),
             unrecognised=unrecognised,
         )
 

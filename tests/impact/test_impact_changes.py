@@ -12,10 +12,10 @@ from pipeline.impact.changes import (
     ChangedFile,
     changed_files,
     changes_from_list,
+    parse_changed,
     parse_hunk_ranges,
     read_revision,
 )
-from pipeline.impact.cli import parse_changed
 
 
 def git(root: Path, *args: str) -> str:

@@ -369,8 +369,8 @@ def _run_cli(root: Path, tmp_path: Path, capsys, *argv: str) -> str:
     import argparse
     import dataclasses
 
+    from pipeline.commands import affected as cli
     from pipeline.config import load_settings
-    from pipeline.impact import cli
 
     settings = load_settings({"root": str(root), "state_dir": str(tmp_path / "state")})
     settings = dataclasses.replace(settings, opinfo_table=root / sandbox.OPINFO_TABLE)

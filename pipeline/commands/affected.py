@@ -1,51 +1,15 @@
-"""`affected --base REV [--head REV] [--json]`: the operators a diff affects, and why.
-
-``pipeline.commands.affected`` can delegate to :func:`add_arguments` and :func:`run`.
-"""
+"""`affected --base REV [--head REV] [--json]`: the operators a diff affects, and why."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
-from collections.abc import Sequence
-from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
-from pipeline.impact.analyze import Impact, analyze
-from pipeline.impact.changes import ChangedFile, Range, changed_files, changes_from_list
-from pipeline.impact.view import load_view
+from pipeline.impact import Impact, affected, analyze, load_view
+from pipeline.impact.changes import ChangedFile, changes_from_list, parse_changed
 from pipeline.tree import opinfo
-from pipeline.tree.opinfo import OpInfoRecord
-
-_CHANGED = re.compile(r"^(?P<path>.+?)(?::(?P<ranges>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*))?$")
-
-
-def affected(
-    root: Path,
-    base: str,
-    head: str | None = None,
-    *,
-    opinfos: Sequence[OpInfoRecord],
-    kinds: Sequence[str] = ("output_match",),
-) -> Impact:
-    """Analyse ``git diff base..head`` (the work tree when ``head`` is None) under ``root``."""
-    changes = changed_files(root, base, head)
-    return analyze(changes, opinfos=opinfos, view=load_view(root, head), kinds=kinds)
-
-
-def parse_changed(spec: str) -> tuple[str, list[Range]]:
-    """``path[:A-B,C,...]`` -> (path, [(A, B), (C, C)]); no ranges means the whole file."""
-    match = _CHANGED.match(spec)
-    if not match:
-        raise PipelineError(f"--changed {spec!r}: expected PATH or PATH:START-END[,START-END]")
-    ranges: list[Range] = []
-    for part in (match.group("ranges") or "").split(","):
-        if part:
-            start, _, end = part.partition("-")
-            ranges.append((int(start), int(end or start)))
-    return match.group("path"), ranges
 
 
 def render_text(impact: Impact, *, show_tests: bool = False) -> str:
