@@ -52,9 +52,7 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._written: dict[str, str] = (
-            json.loads(path.read_text()) if path.is_file() else {}
-        )
+        self._written: dict[str, str] = json.loads(path.read_text()) if path.is_file() else {}
 
     def wrote(self, rel: str, text: str) -> bool:
         return self._written.get(rel) == _sha(text)
