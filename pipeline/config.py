@@ -84,7 +84,7 @@ def _validate(data: Mapping[str, Any], schema: Mapping[str, Any], prefix: str) -
     for key in data:
         if key not in schema:
             known = ", ".join(sorted(schema))
-            raise ConfigError(f"unknown config key {prefix}{key!r}; known keys: {known}")
+            raise ConfigError(f"unknown config key '{prefix}{key}'; known keys: {known}")
     for key, spec in schema.items():
         if isinstance(spec, dict):
             out[key] = _validate(data.get(key) or {}, spec, f"{prefix}{key}.")
@@ -94,7 +94,7 @@ def _validate(data: Mapping[str, Any], schema: Mapping[str, Any], prefix: str) -
         if not isinstance(value, typ):
             want = " or ".join(t.__name__ for t in (typ if isinstance(typ, tuple) else (typ,)))
             raise ConfigError(
-                f"config key {prefix}{key!r} must be {want}, got {type(value).__name__}: {value!r}"
+                f"config key '{prefix}{key}' must be {want}, got {type(value).__name__}: {value!r}"
             )
         out[key] = value
     return out

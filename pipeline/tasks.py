@@ -23,6 +23,7 @@ from pipeline.commands import backlog as backlog_cmd
 from pipeline.commands import migrate
 from pipeline.config import Settings, load_settings
 from pipeline.errors import PipelineError
+from pipeline.report import render
 from pipeline.tree import common_mps, metal, native_yaml, objc
 from pipeline.tree.index import load_index
 
@@ -66,7 +67,7 @@ def _guard(fn: Callable[..., object]) -> Callable[[], object]:
 
     def action() -> object:
         try:
-            fn(Console(highlight=False))
+            fn(render.terminal())
         except PipelineError as exc:
             return TaskFailed(str(exc))
         return None
@@ -86,7 +87,6 @@ def _op() -> str | None:
 
 def _need_op(name: str) -> dict:
     return {
-        "name": None,
         "actions": [lambda: TaskFailed(f"{name} needs an operator: doit {name} op=atan2")],
         "uptodate": [False],
     }
@@ -111,7 +111,9 @@ def task_backlog() -> dict:
     """Operators still on MPSGraph or without MPS, easiest first."""
     s = settings()
     return {
-        "actions": [lambda: backlog_cmd.render(backlog_cmd.backlog(load_index(s)), Console())],
+        "actions": [
+            lambda: backlog_cmd.render(backlog_cmd.backlog(load_index(s)), render.terminal())
+        ],
         "uptodate": [False],
         "verbosity": 2,
     }

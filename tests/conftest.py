@@ -55,3 +55,11 @@ def sandbox_tree(tmp_path: Path) -> Path:
     shutil.copytree(sandbox.TREE, dest)
     git_init(dest)
     return dest
+
+
+@pytest.fixture
+def sandbox_settings(tmp_path: Path):
+    """Settings on a private, freshly materialized sandbox (its own state dir)."""
+    from pipeline.config import load_settings
+
+    return load_settings({"state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path)

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from pipeline.config import Settings
 from pipeline.dtypes import sort_key
+from pipeline.report.render import terminal
 from pipeline.tree.index import OperatorRecord, load_index
 from pipeline.tree.span import Span
 
@@ -291,5 +292,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(to_json(record, items), indent=2))
     else:
-        render(record, items, Console(highlight=False))
+        render(record, items, terminal())
     return 0 if all(i.ok for i in items) else 1

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.config import Settings
+from pipeline.report.render import terminal
 from pipeline.tree.index import TreeIndex, load_index
 
 
@@ -89,5 +90,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             )
         )
     else:
-        render(items, Console())
+        render(items, terminal())
     return 0

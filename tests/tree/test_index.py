@@ -1,0 +1,90 @@
+"""The join: one record per operator from every reader, on the bundled sandbox."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from pipeline.errors import UnknownOperatorError
+from pipeline.tree import index as index_mod
+from pipeline.tree.index import build_index, find_references, load_index
+
+
+def test_atan2_record_joins_every_reader(sandbox_settings) -> None:
+    record = load_index(sandbox_settings).record("atan2")
+    kinds = {o.func: o.kind for o in record.overloads}
+    assert kinds == {"atan2.out": "mps_specific", "atan2": "delegate", "atan2_": "delegate"}
+    assert record.old_names == ("atan2_out_mps",)
+    assert [f.name for f in record.functors] == ["atan2"]
+    assert {("int64", "float32"), ("float32", "float32")} <= {
+        (r.input, r.output) for r in record.registrations
+    }
+    assert [i.name for i in record.mpsgraph] == ["atan2_out_mps"]
+    assert [i.op for i in record.includes] == ["atan2"]
+    assert record.stubs == ()
+    assert [(e.list, e.key) for e in record.xfails] == [("UNIMPLEMENTED_XFAILLIST", "atan2")]
+    assert [i.aliases for i in record.opinfos] == [("arctan2",)]
+    assert "TestConsistencyMPS::test_output_match_atan2_mps_int64" in record.tests
+    assert record.workflow == "migrate"
+    refs = {(name, span.path) for name, span in record.old_name_refs}
+    assert ("atan2_out_mps", "aten/src/ATen/native/native_functions.yaml") in refs
+    assert ("atan2_out_mps", "aten/src/ATen/native/mps/operations/BinaryOps.mm") in refs
+
+
+def test_workflows_of_the_sandbox_operators(sandbox_settings) -> None:
+    index = load_index(sandbox_settings)
+    assert index.record("hypot").workflow == "add"
+    assert index.record("copysign").workflow == "done"
+    assert index.record("trunc").workflow == "migrate"  # MPSGraph behind a stub
+    div = index.record("div")
+    assert {i.variant_test_name for i in div.opinfos} >= {"no_rounding_mode", "trunc_rounding"}
+    assert "div_true" in div.kernel_names
+
+
+def test_alias_and_unknown_operator(sandbox_settings) -> None:
+    index = load_index(sandbox_settings)
+    assert index.resolve("arctan2") == "atan2"
+    with pytest.raises(UnknownOperatorError) as info:
+        index.resolve("atan3")
+    assert "atan2" in info.value.suggestions
+    assert "Did you mean: atan2" in str(info.value)
+
+
+def test_cache_is_reused_until_an_input_changes(sandbox_settings, monkeypatch) -> None:
+    first = load_index(sandbox_settings)
+    assert (sandbox_settings.cache_dir / "index.pickle").is_file()
+    calls = []
+    monkeypatch.setattr(index_mod, "build_index", lambda s: calls.append(s) or first)
+    load_index(sandbox_settings)
+    assert calls == []
+    yaml = sandbox_settings.root / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + "\n# a comment\n")
+    load_index(sandbox_settings)
+    assert len(calls) == 1
+
+
+def test_corrupt_cache_is_rebuilt(sandbox_settings) -> None:
+    cache = sandbox_settings.cache_dir / "index.pickle"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(b"not a pickle")
+    assert load_index(sandbox_settings).record("atan2").op == "atan2"
+    assert pickle.loads(cache.read_bytes())[1].root == sandbox_settings.root
+
+
+def test_find_references_without_git(sandbox_settings, tmp_path) -> None:
+    import shutil
+
+    plain = tmp_path / "plain"
+    shutil.copytree(sandbox_settings.root, plain, ignore=shutil.ignore_patterns(".git"))
+    with_git = find_references(sandbox_settings.root, ["atan2_out_mps"])
+    without = find_references(plain, ["atan2_out_mps"])
+    assert sorted(with_git) == sorted(without)
+    assert with_git
+
+
+def test_missing_files_are_warnings_not_crashes(sandbox_settings) -> None:
+    (sandbox_settings.root / "torch/testing/_internal/common_mps.py").unlink()
+    index = build_index(sandbox_settings)
+    assert any("common_mps.py" in w for w in index.warnings)
+    assert index.record("atan2").xfails == ()
