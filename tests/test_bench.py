@@ -1,0 +1,121 @@
+"""The benchmark code runs and measures what it says (no timing assertions)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline import bench
+from pipeline.tree import native_yaml
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> bench.Context:
+    work = tmp_path / "work"
+    work.mkdir()
+    return bench.make_context(work, tmp_path / "cache", quick=True)
+
+
+def test_quick_junit_run_prints_figures_and_writes_json(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.bench", "--quick", "--only", "junit"]
+        + ["--cache-dir", str(cache)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "parse_report, 100,000 testcases, median of 1" in proc.stdout
+    assert "cases/s" in proc.stdout and "goal: < 1 s" in proc.stdout
+    data = json.loads((cache / "bench.json").read_text())
+    assert data["quick"] is True and data["failures"] == {}
+    (result,) = data["results"]
+    assert result["name"] == "junit" and result["data"]["cases"] == 100_000
+    assert len(result["data"]["parse_s"]) == 1
+
+
+def test_junit_parses_every_case(ctx: bench.Context) -> None:
+    result = bench.bench_junit(ctx, n_cases=500)
+    headline = result.figures[0]
+    assert headline.unit == "s" and headline.goal == "< 1 s" and headline.headline
+    assert result.data["cases"] == 500
+    assert result.figures[1].value == pytest.approx(500 / headline.value)
+
+
+def test_sandbox_selection_misses_no_operator(ctx: bench.Context) -> None:
+    result = bench.bench_selection(ctx, real=False)
+    rows = result.data["sandbox"]
+    # every operator with MPS rows and functors gets a dispatch and a functor change
+    assert {r["change"] for r in rows} == {"dispatch", "functor"}
+    ops = {r["operator"] for r in rows}
+    assert {"atan2", "div"} <= ops
+    assert len(rows) == 2 * len(ops)
+    assert not [r for r in rows if r["missed"] or r["full_sweep"]]
+    assert all(0 < r["selected"] < r["total"] for r in rows)
+    figures = {f.label.strip(): f.value for f in result.figures}
+    assert figures["sandbox: changed operators missed"] == 0
+
+
+def test_changed_file_reports_diff_ranges() -> None:
+    change = bench.changed_file("f", "a\nb\nc\nd\n", "a\nB\nc\nnew\nd\n")
+    assert change.old_ranges == ((2, 2),)
+    assert change.new_ranges == ((2, 2), (4, 4))
+    assert change.old_text.startswith("a") and change.new_text.endswith("d\n")
+
+
+IMPORTTIME = """\
+import time: self [us] | cumulative | imported package
+import time:       100 |        100 |       libcst._nodes
+import time:       900 |       9000 |     libcst
+import time:       500 |      10000 |   pipeline.edit.xfails
+import time:       200 |        200 |     tiny
+import time:      1000 |       3000 |   pipeline.tree.index
+import time:       100 |        200 |   pipeline.nothing
+import time:       300 |      14000 | pipeline.tasks
+import time:       300 |       9999 | unrelated
+"""
+
+
+def test_import_costs_children_and_dominant_chain() -> None:
+    costs = bench.import_costs(IMPORTTIME, "pipeline.tasks")
+    assert costs == {
+        "pipeline.tasks": 0.014,
+        "pipeline.edit.xfails": 0.010,
+        "pipeline.tree.index": 0.003,
+        "pipeline.edit.xfails > libcst": 0.009,
+    }
+    assert bench.import_costs(IMPORTTIME, "absent") == {}
+
+
+def test_doit_floor_and_round_robin(ctx: bench.Context) -> None:
+    floor = bench.doit_floor(ctx)  # its first run happens here: the task is then up to date
+    assert (ctx.work / "floor" / "doit.sqlite").is_file()
+    calls: list[str] = []
+    samples = bench.round_robin({"floor": floor, "noop": lambda: calls.append("noop")}, 2)
+    assert {k: len(v) for k, v in samples.items()} == {"floor": 2, "noop": 2}
+    assert calls == ["noop", "noop"] and all(t > 0 for t in samples["floor"])
+
+
+@pytest.mark.realdata
+def test_real_yaml_cases_fold_one_entry_each(ctx: bench.Context, real_native_yaml: Path) -> None:
+    root = bench.real_tree(ctx)
+    assert (root / bench.NATIVE_YAML).read_bytes() == real_native_yaml.read_bytes()
+    cases = bench.real_yaml_cases(root)
+    assert [op for op, _, _ in cases] == list(bench.REAL_FOLDS)
+    before = native_yaml.parse((root / bench.NATIVE_YAML).read_text(), bench.NATIVE_YAML)
+    for op, entry, (change,) in cases:
+        after = native_yaml.parse(change.new_text, bench.NATIVE_YAML)
+        old = {e.full_name: e.dispatch for e in before.entries}
+        changed = [
+            e
+            for e in after.entries
+            if [r.text for r in e.dispatch] != [r.text for r in old[e.full_name]]
+        ]
+        assert [e.full_name for e in changed] == [entry]
+        assert changed[0].operator == op and changed[0].mps_kind == "shared"
