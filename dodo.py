@@ -1,4 +1,4 @@
-"""doit entry point: `doit migrate_op op=atan2`, `doit audit op=atan2`, `doit backlog`, ...
+"""doit entry point: `doit migrate_op op=atan2`, `doit audit op=atan2`, `doit pr_report pr=N`, ...
 
 All tasks live in pipeline/tasks.py; see `doit list` and the README.
 """
@@ -11,6 +11,7 @@ from pipeline.tasks import (  # noqa: F401  (doit discovers task_* names in this
     task_drop_xfails,
     task_edit,
     task_migrate_op,
+    task_pr_report,
     task_preview,
     task_summary,
     task_table,

@@ -248,3 +248,23 @@ def task_migrate_op() -> Iterator[dict] | dict:
         return _need_op("migrate_op")
     deps = ["preview"] if _flag("dry_run") else ["summary"]
     return {"actions": None, "task_dep": deps}
+
+
+def task_pr_report() -> dict:
+    """pr=N: the PR's affected operators, built if needed and tested, in one PR comment."""
+    pr = get_var("pr")
+    if pr is None:
+        return {
+            "actions": [lambda: TaskFailed("pr_report needs a PR number: doit pr_report pr=123")],
+            "uptodate": [False],
+        }
+    s = settings()
+    base, head, dry_run = get_var("base"), get_var("head"), _flag("dry_run")
+
+    def stage(_console: Console) -> None:
+        # imported here: requests & co. would slow down every other doit command
+        from pipeline.commands import pr_report
+
+        pr_report.report(s, pr_report.pr_number(pr), base=base, head=head, dry_run=dry_run)
+
+    return {"actions": [_guard(stage)], "uptodate": [False], "verbosity": 2}

@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +32,9 @@ from pipeline.results import table as tables
 from pipeline.run import build as build_runner
 from pipeline.run import tests as test_runner
 from pipeline.tree import common_mps, native_yaml
+from pipeline.tree.common_mps import XfailEntry
 from pipeline.tree.index import OperatorRecord, find_references, load_index
+from pipeline.tree.opinfo import OpInfoRecord
 
 KERNELS = "aten/src/ATen/native/mps/kernels"
 OPERATIONS = "aten/src/ATen/native/mps/operations"
@@ -50,6 +52,11 @@ def op_dir(settings: Settings, op: str) -> Path:
 
 def build_stamp(settings: Settings) -> Path:
     return settings.state_dir / "build.json"
+
+
+def build_log(settings: Settings) -> Path:
+    """The whole output of the last build (``stage_build``)."""
+    return settings.state_dir / "logs" / "build.log"
 
 
 def _write_json(path: Path, data: object) -> None:
@@ -212,7 +219,7 @@ def stage_edit(
 
 def stage_build(settings: Settings, console: Console) -> build_runner.BuildResult:
     """`ninja -C build torch_cpu` with a progress bar; stamp on success, BuildError otherwise."""
-    log = settings.state_dir / "logs" / "build.log"
+    log = build_log(settings)
     result = build_runner.run(build_runner.BuildRequest(settings.build_command, settings.root, log))
     result.check()
     data = {
@@ -241,22 +248,35 @@ def xfail_digest(settings: Settings, op: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def selectors(record: OperatorRecord, kinds: Sequence[str]) -> tuple[str, ...]:
-    """pytest -k substrings selecting exactly the operator's consistency tests."""
-    return tuple(f"test_{k}_{info.stem}_mps_" for info in record.opinfos for k in kinds)
+def selectors(opinfos: Iterable[OpInfoRecord], kinds: Sequence[str]) -> tuple[str, ...]:
+    """pytest -k substrings selecting exactly these OpInfos' consistency tests."""
+    return tuple(f"test_{k}_{info.stem}_mps_" for info in opinfos for k in kinds)
 
 
 def _run_tests(settings: Settings, record: OperatorRecord) -> tuple[Path, str]:
     """Run the operator's consistency tests into a fresh results folder; (junit, summary)."""
     if not record.opinfos:
         raise PipelineError(f"{record.op}: no OpInfo, so no consistency tests to run")
-    run_dir = test_runner.new_run_dir(settings.results_dir, record.op)
+    return run_consistency_tests(
+        settings, selectors(record.opinfos, settings.test_kinds), record.op
+    )
+
+
+def run_consistency_tests(
+    settings: Settings, test_selectors: Sequence[str], label: str
+) -> tuple[Path, str]:
+    """One pytest run of ``test_selectors`` into a new ``<results>/<time>-<label>/`` folder.
+
+    Returns (the JUnit report, one line of counts); raises PipelineError when pytest wrote
+    no report (nothing matched, a crash, a timeout).
+    """
+    run_dir = test_runner.new_run_dir(settings.results_dir, label)
     result = test_runner.run(
         test_runner.TestRequest(
             python=settings.python,
             test_file=settings.test_file,
             cwd=settings.root,
-            selectors=selectors(record, settings.test_kinds),
+            selectors=tuple(test_selectors),
             junit_path=run_dir / "junit.xml",
             log_path=run_dir / "pytest.log",
             timeout=settings.test_timeout,
@@ -290,10 +310,11 @@ def stage_test(settings: Settings, op: str, console: Console) -> Path:
 # ---------------------------------------------------------------------------- table
 
 
-def _names(record: OperatorRecord) -> dict[str, str]:
+def display_names(opinfos: Iterable[OpInfoRecord]) -> dict[str, str]:
+    """Test stem -> "name (variant)": the row labels of a per-dtype table."""
     return {
         info.stem: info.name + (f" ({info.variant_test_name})" if info.variant_test_name else "")
-        for info in record.opinfos
+        for info in opinfos
     }
 
 
@@ -303,7 +324,8 @@ def load_table(
     """The operator's record and per-dtype table from its last JUnit report (+ warnings)."""
     record = load_index(settings).record(op, find_references=False)
     report = junit.parse_report(op_dir(settings, record.op) / "junit.xml")
-    return record, tables.build_table(report.cases, names=_names(record)), report.warnings
+    table = tables.build_table(report.cases, names=display_names(record.opinfos))
+    return record, table, report.warnings
 
 
 def stage_table(settings: Settings, op: str, console: Console) -> tables.DtypeTable:
@@ -325,8 +347,18 @@ def plan_xfail_drops(
     settings: Settings, record: OperatorRecord, table: tables.DtypeTable
 ) -> tuple[tuple[decide.XfailDecision, ...], FileEdit | None]:
     """Decide which of the operator's xfail entries go, and the common_mps.py edit for it."""
+    return plan_xfail_changes(settings, record.xfails, record.opinfos, table)
+
+
+def plan_xfail_changes(
+    settings: Settings,
+    entries: Iterable[XfailEntry],
+    opinfos: Iterable[OpInfoRecord],
+    table: tables.DtypeTable,
+) -> tuple[tuple[decide.XfailDecision, ...], FileEdit | None]:
+    """Decide which ``entries`` of ``opinfos``' keys go given ``table``; the (unapplied) edit."""
     decisions = decide.decide_xfails(
-        record.xfails, table, op_keys={info.key: info.stem for info in record.opinfos}
+        entries, table, op_keys={info.key: info.stem for info in opinfos}
     )
     changes = decide.to_changes([d for d in decisions if d.action != "keep"])
     if not changes:

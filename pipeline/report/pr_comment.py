@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pipeline.report.render import escape_markdown
+
 GITHUB_COMMENT_LIMIT = 65_536
 # Headroom under GitHub's limit for the marker, notes and any counting difference.
 DEFAULT_BUDGET = 65_000
@@ -31,30 +33,16 @@ OUTCOME_LABELS = (
 )
 _BAD_OUTCOMES = ("fail", "error", "xpass")
 
-_ZWSP = "\u200b"
+# The same zero-width joiner escape_markdown puts after "@" and "#": one convention.
+_ZWJ = "\u200d"
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _ISSUE_REF = re.compile(r"#(?=[0-9])")
-_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
 _TAG_START = re.compile(r"(?<!\\)<(?=[A-Za-z/!?])")
 _ENTITY_START = re.compile(r"&(?!(?:lt|gt|amp|quot);)(?=[A-Za-z#])")
 _DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-def escape_markdown(text: str) -> str:
-    """Render ``text`` literally as one line of GitHub Markdown.
-
-    Escapes emphasis/link/table/heading characters and HTML, and breaks @-mentions and
-    ``#123`` references with a zero-width space so nobody is pinged or cross-referenced.
-    """
-    text = " ".join(str(text).split())
-    # Entities first: "&#64;user" would otherwise render as a mention.
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = _INLINE_SPECIAL.sub(r"\\\1", text)
-    text = _MENTION.sub("@" + _ZWSP, text)
-    return _ISSUE_REF.sub("#" + _ZWSP, text)
 
 
 def code_span(text: str) -> str:
@@ -89,8 +77,8 @@ def defuse(markdown: str) -> str:
 def _defuse_text(text: str) -> str:
     text = _ENTITY_START.sub("&amp;", text)
     text = _TAG_START.sub("&lt;", text)
-    text = _MENTION.sub("@" + _ZWSP, text)
-    return _ISSUE_REF.sub("#" + _ZWSP, text)
+    text = _MENTION.sub("@" + _ZWJ, text)
+    return _ISSUE_REF.sub("#" + _ZWJ, text)
 
 
 def build_comment(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -205,11 +206,35 @@ def test_self_hosted_jobs_clean_up_and_check_disk_first():
             assert cleanup < disk < first_python
 
 
+def _pr_report_calls() -> list[list[str]]:
+    """The argv of every `python -m pipeline pr-report` in mps-pr.yml, env values filled in."""
+    calls = []
+    for _, _, step in _steps(_load("mps-pr.yml")):
+        script = " ".join(step.get("run", "").replace("\\\n", " ").split())
+        if "-m pipeline pr-report" in script:
+            argv = shlex.split(script.split("-m pipeline ", 1)[1].split(">>")[0])
+            env = {"$PR_NUMBER": "7", "$GITHUB_REPOSITORY": "octo/pytorch"}
+            calls.append([env.get(arg, arg) for arg in argv])
+    return calls
+
+
 def test_pr_commands_match_the_cli():
     runs = "\n".join(step.get("run", "") for _, _, step in _steps(_load("mps-pr.yml")))
     assert "-m pipeline affected --base HEAD^1 --head HEAD --json" in runs
-    assert '-m pipeline pr-report --pr "$PR_NUMBER" --dry-run' in runs
-    assert '-m pipeline pr-report --pr "$PR_NUMBER" --post-from results' in runs
+    # the Mac job writes results and needs no token; the hosted job posts them
+    assert _pr_report_calls() == [
+        ["pr-report", "--pr", "7", "--base", "HEAD^1", "--head", "HEAD", "--results-only"],
+        ["pr-report", "--pr", "7", "--repo", "octo/pytorch", "--post-from", "results"],
+        ["pr-report", "--pr", "7", "--post-from", "results", "--dry-run"],
+    ]
+
+
+def test_pr_commands_parse_with_the_cli():
+    from pipeline.__main__ import build_parser
+
+    for argv in _pr_report_calls():
+        args = build_parser("pr-report").parse_args(argv)
+        assert args.pr == 7 and args.module.__name__ == "pipeline.commands.pr_report"
 
 
 def test_nightly_matrix_covers_every_configured_runner():

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from pipeline.report import render
 from pipeline.report.pr_comment import (
     GITHUB_COMMENT_LIMIT,
     build_comment,
@@ -17,7 +18,7 @@ from pipeline.report.pr_comment import (
 )
 
 MARKER = "<!-- mps-pipeline:pr -->"
-ZWSP = "\u200b"
+ZWJ = "\u200d"  # what escape_markdown and defuse put after "@" and "#"
 DIFF = """\
 --- a/torch/testing/_internal/common_mps.py
 +++ b/torch/testing/_internal/common_mps.py
@@ -60,22 +61,23 @@ def test_mentions_and_html_in_test_derived_text_are_defused():
     )
     outside_code = re.sub(r"(`+)[^\n]*?\1", "", body)
     assert "<img" not in outside_code
-    # GitHub links no mention inside a code span; everywhere else a ZWSP breaks it
-    assert not re.search(r"@(?!\u200b)\w", outside_code), "an @-mention survived"
+    # GitHub links no mention inside a code span; everywhere else a ZWJ breaks it
+    assert not re.search(r"@(?!\u200d)\w", outside_code), "an @-mention survived"
     assert "`BinaryKernel.metal:12: error: use of undeclared identifier 'x' @someone`" in body
-    assert f"@{ZWSP}someone" in body and f"@{ZWSP}pytorch/mps" in body
+    assert f"@{ZWJ}someone" in body and f"@{ZWJ}pytorch/mps" in body
     assert "&lt;img src=x&gt;" in body  # shown, not rendered
     assert "`<img src=x>`" in body  # the op name sits in a code span, where HTML is inert
 
 
-def test_escape_markdown():
-    assert escape_markdown("@someone") == f"@{ZWSP}someone"
+def test_escape_markdown_is_the_one_in_render():
+    assert escape_markdown is render.escape_markdown
+    assert escape_markdown("@someone") == f"@{ZWJ}someone"
     assert escape_markdown("<img src=x>") == "&lt;img src=x&gt;"
     assert escape_markdown("a *b* _c_ [d](e) `f` | #12") == (
-        f"a \\*b\\* \\_c\\_ \\[d\\](e) \\`f\\` \\| \\#{ZWSP}12"
+        f"a \\*b\\* \\_c\\_ \\[d\\](e) \\`f\\` \\| #{ZWJ}12"
     )
     # an entity would render as "@": the ampersand is escaped first
-    assert escape_markdown("&#64;someone &commat;x") == f"&amp;\\#{ZWSP}64;someone &amp;commat;x"
+    assert escape_markdown("&#64;someone &commat;x") == f"&amp;#{ZWJ}64;someone &amp;commat;x"
     assert escape_markdown("two\nlines") == "two lines"
 
 
@@ -88,7 +90,7 @@ def test_defuse_is_idempotent_and_keeps_code_spans():
     text = "| `<b>` | <i>x</i> @bob &#64;al #3 \\<ok |"
     once = defuse(text)
     assert defuse(once) == once
-    assert once == f"| `<b>` | &lt;i>x&lt;/i> @{ZWSP}bob &amp;#{ZWSP}64;al #{ZWSP}3 \\<ok |"
+    assert once == f"| `<b>` | &lt;i>x&lt;/i> @{ZWJ}bob &amp;#{ZWJ}64;al #{ZWJ}3 \\<ok |"
 
 
 def test_a_diff_containing_a_fence_gets_a_longer_fence():

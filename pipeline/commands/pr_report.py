@@ -1,0 +1,576 @@
+"""`pr-report --pr N`: a PR's affected operators, built and tested, in one PR comment.
+
+The diff ``base..head`` is mapped to operators (``pipeline.impact``); ``ninja torch_cpu``
+runs only when a build input changed; one pytest run covers the selected operators' tests
+(the whole consistency suite for a full sweep); the JUnit report becomes the per-dtype table
+and the xfail entries that can go, as a diff that is shown and never applied. The results
+land in ``<state_dir>/results/pr-<N>/`` (``results.json``, ``comment.md``); the comment is
+created or updated in place (one per PR, found by ``MARKER``), and the commit status
+``github.status_context`` is set on the PR's head commit.
+
+ci/workflows/mps-pr.yml splits this in two so that the write token never reaches the
+self-hosted Mac: ``--results-only`` there (no token), then ``--post-from DIR`` in a
+GitHub-hosted job, which reads the uploaded folder as untrusted data. ``--dry-run`` prints
+the comment instead of posting it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from pipeline.commands import affected as affected_cmd
+from pipeline.commands import migrate
+from pipeline.config import Settings
+from pipeline.errors import BuildError, PipelineError
+from pipeline.impact import Impact, affected
+from pipeline.report import render
+from pipeline.report.github import GitHubClient, token_from_env
+from pipeline.report.pr_comment import build_comment, code_span, commit_status_for
+from pipeline.results import decide, junit
+from pipeline.results import table as tables
+from pipeline.results.junit import Outcome
+from pipeline.run import build as build_runner
+from pipeline.tree import common_mps, opinfo
+from pipeline.tree.opinfo import OpInfoRecord
+
+MARKER = "<!-- mps-pipeline:pr-report -->"
+SCHEMA = 1
+RESULTS_JSON = "results.json"
+COMMENT_MD = "comment.md"
+# Where a PR branches off, tried in this order when no --base is given.
+BASE_BRANCHES = ("origin/main", "main")
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_RUN_SERVER = re.compile(r"https://[A-Za-z0-9.-]+(?::\d+)?")
+_RUN_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class PrResults:
+    """What a PR's targeted run found: all the comment and the commit status are made of.
+
+    ``results.json`` holds exactly this (``to_json`` / ``from_json``), so the comment can be
+    rebuilt where neither the tree nor the tools are (``--post-from``).
+    """
+
+    pr: int
+    base: str  # commit id
+    head: str | None  # commit id; None: the work tree
+    impact: Mapping[str, Any]  # Impact.to_dict()
+    build_needed: bool
+    build_ok: bool
+    build_error: str | None  # the first compiler error, when the build failed
+    test_error: str | None  # why the selected tests gave no results
+    selectors: tuple[str, ...]  # the pytest -k selectors of the run
+    run: str | None  # the run's folder under the results directory (junit.xml, pytest.log)
+    table: tables.DtypeTable | None
+    xfail_decisions: tuple[Mapping[str, Any], ...]
+    xfail_diff: str  # unified diff of common_mps.py; never applied
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Tests per outcome, the ones that occur."""
+        return {k: n for k, n in self.table.counts().items() if n} if self.table else {}
+
+    def status(self) -> tuple[str, str]:
+        """The commit status ``(state, description)``."""
+        if self.build_ok and self.test_error is not None:
+            return "error", f"MPS tests could not run: {_first_line(self.test_error)}"
+        return commit_status_for(self.counts, self.build_ok)
+
+    def title(self) -> str:
+        impact = self.impact
+        selected, total = impact["selected"], impact["total"]
+        if impact["full_sweep"]:
+            return f"MPS consistency tests: full sweep ({selected:,} tests)"
+        if not selected:
+            return "MPS targeted tests: no consistency test affected"
+        ops = len(impact["operators"])
+        share = f"{selected / total:.1%}" if total else "?"
+        return (
+            f"MPS targeted tests: {ops} operator{'' if ops == 1 else 's'}, "
+            f"{selected:,} of {total:,} consistency tests ({share})"
+        )
+
+    def comment(self, footer: str = "") -> str:
+        """The comment's Markdown; ``footer`` is appended (a link to the workflow run)."""
+        notes = []
+        if self.impact["full_sweep"]:
+            why = "; ".join(self.impact["full_sweep_reasons"])
+            notes.append(f"Full sweep: {render.escape_markdown(why)}")
+        if not self.build_ok:
+            notes.append("_No tests ran: the build failed._")
+        elif self.test_error is not None:
+            error = render.escape_markdown(_first_line(self.test_error))
+            notes.append(f"_The tests could not run:_ {error}")
+        elif not self.selectors:
+            notes.append("_No MPS consistency test covers this change._")
+        # Rendered here, from data, also in --post-from: no Markdown is taken from the folder.
+        table = render.render_markdown(self.table) if self.table else ""
+        tested = "the work tree" if self.head is None else code_span(self.head[:12])
+        lines = [f"Tested {tested} against base {code_span(self.base[:12])}", footer.strip()]
+        return build_comment(
+            marker=MARKER,
+            title=self.title(),
+            build_ok=self.build_ok,
+            build_error=self.build_error,
+            operators=[(o["operator"], "; ".join(o["reasons"])) for o in self.impact["operators"]],
+            table="\n\n".join([*notes, table.strip()]).strip(),
+            xfail_diff=self.xfail_diff,
+            counts=self.counts,
+            footer=" · ".join(line for line in lines if line),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """results.json (schema 1); ``title`` and ``status`` are for readers, not read back."""
+        state, description = self.status()
+        return {
+            "schema": SCHEMA,
+            "pr": self.pr,
+            "base": self.base,
+            "head": self.head,
+            "title": self.title(),
+            "status": {"state": state, "description": description},
+            "impact": dict(self.impact),
+            "build": {"needed": self.build_needed, "ok": self.build_ok, "error": self.build_error},
+            "tests": {
+                "selectors": list(self.selectors),
+                "error": self.test_error,
+                "run": self.run,
+                "counts": self.counts,
+            },
+            "table": None if self.table is None else self.table.to_dict(),
+            "xfails": {
+                "decisions": [dict(d) for d in self.xfail_decisions],
+                "diff": self.xfail_diff,
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, pr: int) -> PrResults:
+        """Read results.json back, checking every field used: it is data from another job,
+        which ran the PR's code. Refuses results of another PR."""
+        _want(data, dict, "the top level")
+        if data.get("schema") != SCHEMA:
+            raise PipelineError(
+                f"results.json has schema {data.get('schema')!r}, this version reads {SCHEMA}: "
+                "write and post the results with the same mps-pipeline version"
+            )
+        if _want(data.get("pr"), int, "pr") != pr:
+            raise PipelineError(
+                f"the results are for PR #{data['pr']}, not #{pr}; refusing to post them"
+            )
+        base = _commit(data.get("base"), "base")
+        head = None if data.get("head") is None else _commit(data.get("head"), "head")
+        impact = _want(data.get("impact"), dict, "impact")
+        for i, op in enumerate(_want(impact.get("operators"), list, "impact.operators")):
+            _want(op, dict, f"impact.operators[{i}]")
+            _want(op.get("operator"), str, f"impact.operators[{i}].operator")
+            _strings(op.get("reasons"), f"impact.operators[{i}].reasons")
+        _want(impact.get("full_sweep"), bool, "impact.full_sweep")
+        _strings(impact.get("full_sweep_reasons"), "impact.full_sweep_reasons")
+        _want(impact.get("selected"), int, "impact.selected")
+        _want(impact.get("total"), int, "impact.total")
+        build = _want(data.get("build"), dict, "build")
+        tests = _want(data.get("tests"), dict, "tests")
+        table = _want(data.get("table"), (dict, type(None)), "table")
+        xfails = _want(data.get("xfails"), dict, "xfails")
+        decisions = _want(xfails.get("decisions"), list, "xfails.decisions")
+        for i, d in enumerate(decisions):
+            _want(d, dict, f"xfails.decisions[{i}]")
+        return cls(
+            pr=pr,
+            base=base,
+            head=head,
+            impact=impact,
+            build_needed=_want(build.get("needed"), bool, "build.needed"),
+            build_ok=_want(build.get("ok"), bool, "build.ok"),
+            build_error=_want(build.get("error"), (str, type(None)), "build.error"),
+            test_error=_want(tests.get("error"), (str, type(None)), "tests.error"),
+            selectors=_strings(tests.get("selectors"), "tests.selectors"),
+            run=_want(tests.get("run"), (str, type(None)), "tests.run"),
+            table=None if table is None else _table(table),
+            xfail_decisions=tuple(decisions),
+            xfail_diff=_want(xfails.get("diff"), str, "xfails.diff"),
+        )
+
+
+def _want(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    # bool is an int to isinstance, never to a reader of results.json
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise PipelineError(
+            f"results.json: {where} must be {names}, got {type(value).__name__}; "
+            "was the folder written by `pr-report --results-only`?"
+        )
+    return value
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    return tuple(_want(v, str, f"{where}[{i}]") for i, v in enumerate(_want(value, list, where)))
+
+
+def _commit(value: Any, where: str) -> str:
+    if not _SHA.fullmatch(_want(value, str, where)):
+        raise PipelineError(f"results.json: {where} is not a full commit id")
+    return value
+
+
+def _table(data: dict[str, Any]) -> tables.DtypeTable:
+    """A DtypeTable back from ``DtypeTable.to_dict()``."""
+    rows = []
+    for i, row in enumerate(_want(data.get("rows"), list, "table.rows")):
+        where = f"table.rows[{i}]"
+        _want(row, dict, where)
+        cells = []
+        for dtype, cell in _want(row.get("cells"), dict, f"{where}.cells").items():
+            runners = _want(_want(cell, dict, f"{where}.cells").get("runners"), dict, where)
+            results = []
+            for runner, r in runners.items():
+                at = f"{where}.cells[{dtype!r}].runners[{runner!r}]"
+                outcome = _want(_want(r, dict, at).get("outcome"), str, f"{at}.outcome")
+                if outcome not in {o.value for o in Outcome}:
+                    raise PipelineError(f"results.json: {at}.outcome {outcome!r} is unknown")
+                results.append(
+                    tables.RunnerResult(
+                        runner,
+                        Outcome(outcome),
+                        _want(r.get("flaky"), bool, f"{at}.flaky"),
+                        _want(r.get("attempts"), int, f"{at}.attempts"),
+                        _want(r.get("message"), str, f"{at}.message"),
+                    )
+                )
+            cells.append(tables.Cell(dtype, tuple(results)))
+        rows.append(
+            tables.Row(
+                _want(row.get("stem"), str, f"{where}.stem"),
+                _want(row.get("kind"), str, f"{where}.kind"),
+                _want(row.get("name"), str, f"{where}.name"),
+                tuple(cells),
+            )
+        )
+    return tables.DtypeTable(
+        tuple(rows),
+        _strings(data.get("dtypes"), "table.dtypes"),
+        _strings(data.get("runners"), "table.runners"),
+        _want(data.get("ignored"), int, "table.ignored"),
+    )
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+# ------------------------------------------------------------------------------ git
+
+
+def _git(root: Path, *args: str) -> str | None:
+    """``git args`` in ``root``: its stripped output, or None when git says no."""
+    proc = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
+    )
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def resolve(root: Path, rev: str) -> str:
+    """The commit id ``rev`` names in the checkout at ``root``."""
+    sha = _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+    if not sha:
+        raise PipelineError(f"{rev!r} is not a commit in {root}: check the revision (git log)")
+    return sha
+
+
+def default_base(root: Path, head: str | None = None) -> str:
+    """Where ``head`` (default HEAD) branched off: its merge base with origin/main, else main."""
+    tip = head or "HEAD"
+    for branch in BASE_BRANCHES:
+        if _git(root, "rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}") is None:
+            continue
+        base = _git(root, "merge-base", "--end-of-options", tip, branch)
+        if not base:
+            raise PipelineError(f"{tip} and {branch} share no history: pass --base REV")
+        return base
+    raise PipelineError(
+        f"neither {' nor '.join(BASE_BRANCHES)} exists in {root}: pass --base REV "
+        "(the commit the PR is based on)"
+    )
+
+
+# -------------------------------------------------------------------------- results
+
+
+def results_folder(settings: Settings, pr: int) -> Path:
+    """``<state_dir>/results/pr-<N>/``: results.json and comment.md of PR ``pr``."""
+    return settings.results_dir / f"pr-{pr}"
+
+
+def _selected(
+    impact: Impact, opinfos: Sequence[OpInfoRecord], kinds: Sequence[str]
+) -> tuple[OpInfoRecord, ...]:
+    """The OpInfos whose tests the impact selected (whole OpInfos: every dtype and kind)."""
+    if impact.full_sweep:
+        return tuple(opinfos)
+    wanted = set(impact.test_ids)
+    return tuple(
+        info for info in opinfos if any(t in wanted for k in kinds for t in info.test_ids(k))
+    )
+
+
+def _decision(d: decide.XfailDecision) -> dict[str, Any]:
+    as_list = lambda dtypes: None if dtypes is None else list(dtypes)  # noqa: E731
+    return {
+        "list": d.list,
+        "function": d.function,
+        "key": d.key,
+        "action": d.action,
+        "reason": d.reason,
+        "old_dtypes": as_list(d.old_dtypes),
+        "new_dtypes": as_list(d.new_dtypes),
+    }
+
+
+def _build_error(settings: Settings, log: Path, exc: BuildError) -> str:
+    """The build log's first compiler error (path relative to the tree), else the first line
+    of the build's own message (no build.ninja, ninja missing...)."""
+    if log.is_file():
+        found = build_runner.first_compiler_error(log.read_text(errors="replace").splitlines())
+        if found is not None:
+            path = Path(found.path)
+            if path.is_absolute() and path.is_relative_to(settings.root):
+                found = replace(found, path=path.relative_to(settings.root).as_posix())
+            return str(found)
+    return _first_line(str(exc)) or "the build failed"
+
+
+def collect(
+    settings: Settings,
+    pr: int,
+    console: Console,
+    *,
+    base: str | None = None,
+    head: str | None = None,
+) -> PrResults:
+    """Analyse the diff, build if a build input changed, run the selected tests, decide xfails.
+
+    A failed build or a test run without results is recorded in the result (the comment
+    says so), not raised. Tests always run in the work tree, so ``head`` should be what is
+    checked out (or None).
+    """
+    root = settings.root
+    base_sha = resolve(root, base) if base else default_base(root, head)
+    head_sha = resolve(root, head) if head else None
+    kinds = settings.test_kinds
+    opinfos = opinfo.load_opinfos(settings)
+    impact = affected(root, base_sha, head_sha, opinfos=opinfos, kinds=kinds)
+    console.print(affected_cmd.render_text(impact), markup=False, highlight=False)
+    chosen = _selected(impact, opinfos, kinds)
+    result = PrResults(
+        pr=pr,
+        base=base_sha,
+        head=head_sha,
+        impact=impact.to_dict(),
+        build_needed=impact.build_needed,
+        build_ok=True,
+        build_error=None,
+        test_error=None,
+        selectors=(),
+        run=None,
+        table=None,
+        xfail_decisions=(),
+        xfail_diff="",
+    )
+    if impact.build_needed:
+        log = migrate.build_log(settings)
+        # a log left by an earlier build must not lend this failure its first error
+        log.unlink(missing_ok=True)
+        try:
+            migrate.stage_build(settings, console)
+        except BuildError as exc:
+            console.print(f"[red]build failed:[/red] {exc}", highlight=False)
+            return replace(result, build_ok=False, build_error=_build_error(settings, log, exc))
+    if not chosen:
+        return result
+    selectors = (
+        tuple(f"test_{k}" for k in kinds) if impact.full_sweep else migrate.selectors(chosen, kinds)
+    )
+    result = replace(result, selectors=selectors)
+    try:
+        junit_path, summary = migrate.run_consistency_tests(settings, selectors, f"pr-{pr}")
+    except PipelineError as exc:
+        console.print(f"[red]tests:[/red] {exc}", highlight=False)
+        return replace(result, test_error=str(exc))
+    console.print(f"tests: {summary}", highlight=False)
+    report = junit.parse_report(junit_path)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    table = tables.build_table(report.cases, names=migrate.display_names(chosen))
+    entries = common_mps.read(root).entries
+    decisions, edit = migrate.plan_xfail_changes(settings, entries, chosen, table)
+    return replace(
+        result,
+        run=junit_path.parent.relative_to(settings.results_dir).as_posix(),
+        table=table,
+        xfail_decisions=tuple(_decision(d) for d in decisions),
+        xfail_diff=edit.diff() if edit is not None else "",
+    )
+
+
+def write_results(results: PrResults, folder: Path) -> Path:
+    """Write ``results.json`` and ``comment.md`` (the body without a run link) to ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(results.to_json(), indent=2, ensure_ascii=False) + "\n"
+    (folder / RESULTS_JSON).write_text(text, encoding="utf-8")
+    (folder / COMMENT_MD).write_text(results.comment(), encoding="utf-8")
+    return folder
+
+
+def load_results(folder: Path, pr: int) -> PrResults:
+    """PR ``pr``'s results from ``folder`` (or from ``folder/pr-<N>/``: a whole results dir)."""
+    candidates = (folder / RESULTS_JSON, folder / f"pr-{pr}" / RESULTS_JSON)
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        raise PipelineError(
+            f"no {RESULTS_JSON} in {folder} or {folder / f'pr-{pr}'}: pass the folder that "
+            "`pr-report --results-only` wrote (<state_dir>/results/)"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PipelineError(f"{path} is not valid JSON: {exc}") from None
+    return PrResults.from_json(data, pr)
+
+
+# ------------------------------------------------------------------------- posting
+
+
+def run_url(env: Mapping[str, str] = os.environ) -> str | None:
+    """The GitHub Actions run this process belongs to (for the footer and the status link)."""
+    server = env.get("GITHUB_SERVER_URL", "")
+    repo = env.get("GITHUB_REPOSITORY", "")
+    run_id = env.get("GITHUB_RUN_ID", "")
+    if _RUN_SERVER.fullmatch(server) and _RUN_REPO.fullmatch(repo) and run_id.isdigit():
+        return f"{server}/{repo}/actions/runs/{run_id}"
+    return None
+
+
+def post(settings: Settings, results: PrResults, token: str, url: str | None) -> str:
+    """Create or update the PR's one comment and set the commit status; a line saying so."""
+    github = settings.github
+    client = GitHubClient(github.api_url, github.repo, token, token_env=github.token_env)
+    body = results.comment(footer=f"[workflow run]({url})" if url else "")
+    comment_id, outcome = client.upsert_comment(results.pr, body, MARKER)
+    sha = client.pull_head_sha(results.pr)
+    state, description = results.status()
+    client.set_status(sha, state, description, github.status_context, target_url=url)
+    return (
+        f"PR #{results.pr}: comment {outcome} (id {comment_id}); "
+        f"{github.status_context} {state} on {sha[:12]}: {description}"
+    )
+
+
+def _console() -> Console:
+    # Progress and notes go to stderr: stdout carries the comment body alone (--dry-run).
+    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+
+
+def report(
+    settings: Settings,
+    pr: int,
+    *,
+    base: str | None = None,
+    head: str | None = None,
+    dry_run: bool = False,
+    results_only: bool = False,
+    post_from: Path | None = None,
+) -> int:
+    """The whole command: collect (or load ``post_from``), write the results, then print the
+    comment (``dry_run``), stop (``results_only``) or post it with the commit status."""
+    if pr < 1:
+        raise PipelineError(f"--pr {pr}: a pull request number is a positive integer")
+    if post_from is not None and (base or head):
+        raise PipelineError("--base/--head do not go with --post-from: the results record them")
+    console = _console()
+    posting = not (dry_run or results_only)
+    # Missing credentials fail now, not after hours of building and testing.
+    token = token_from_env(settings.github.token_env) if posting else None
+    if post_from is not None:
+        results = load_results(post_from, pr)
+    else:
+        results = collect(settings, pr, console, base=base, head=head)
+        folder = write_results(results, results_folder(settings, pr))
+        console.print(f"results: {folder}", highlight=False)
+    url = run_url()
+    if dry_run:
+        sys.stdout.write(results.comment(footer=f"[workflow run]({url})" if url else ""))
+        return 0
+    if token is None:
+        state, description = results.status()
+        console.print(f"status to post: {state}: {description}", highlight=False)
+        return 0
+    print(post(settings, results, token, url))
+    return 0
+
+
+def pr_number(text: str) -> int:
+    """``text`` (a doit variable) as a PR number."""
+    try:
+        return int(text)
+    except ValueError:
+        raise PipelineError(f"pr={text!r}: a pull request number is an integer") from None
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pr", type=int, required=True, metavar="N", help="pull request number")
+    parser.add_argument(
+        "--base", help=f"base revision (default: merge base with {' or '.join(BASE_BRANCHES)})"
+    )
+    parser.add_argument(
+        "--head", help="head revision (default: the work tree, where the tests run)"
+    )
+    parser.add_argument(
+        "--repo", metavar="OWNER/NAME", help="repository of the PR (default: github.repo)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the comment instead of posting it"
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--results-only",
+        action="store_true",
+        help="write <state_dir>/results/pr-N/ and post nothing; needs no token (CI's Mac job)",
+    )
+    mode.add_argument(
+        "--post-from",
+        type=Path,
+        metavar="DIR",
+        help="post the comment rebuilt from a folder --results-only wrote (CI's report job)",
+    )
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run ``pr-report`` with the parsed command line."""
+    if args.repo:
+        settings = replace(settings, github=replace(settings.github, repo=args.repo))
+    return report(
+        settings,
+        args.pr,
+        base=args.base,
+        head=args.head,
+        dry_run=args.dry_run,
+        results_only=args.results_only,
+        post_from=args.post_from,
+    )

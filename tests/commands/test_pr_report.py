@@ -1,0 +1,511 @@
+"""`pr-report`: targeted PR runs on a sandbox copy, posted to a GitHub emulated on 127.0.0.1."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+from pytest_httpserver import HTTPServer
+from rich.console import Console
+from werkzeug import Request, Response
+
+from pipeline import sandbox
+from pipeline.__main__ import build_parser
+from pipeline.commands import migrate, pr_report
+from pipeline.commands.pr_report import MARKER, PrResults
+from pipeline.config import Settings, load_settings
+from pipeline.errors import GitHubError, PipelineError
+from pipeline.report.pr_comment import commit_status_for
+from pipeline.results.junit import CaseResult, Outcome
+from pipeline.results.table import build_table
+from pipeline.run.build import find_ninja
+from pipeline.sandbox import backend
+from tests.sandbox.edits import BINARY_KERNEL, add_atan2_stub, edit, line_of
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO = "octo/pytorch"
+TOKEN_ENV = "MPS_PIPELINE_TEST_TOKEN"
+TOKEN = "ghp_PrReportT0kenThatMustNeverBePrinted42"
+COMMON_MPS = "torch/testing/_internal/common_mps.py"
+COMMENTS = re.compile(rf"^/repos/{REPO}/issues/7/comments$")
+COMMENT = re.compile(rf"^/repos/{REPO}/issues/comments/(\d+)$")
+STATUSES = re.compile(rf"^/repos/{REPO}/statuses/([0-9a-f]+)$")
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@dataclass
+class FakeGitHub:
+    """The endpoints pr-report uses, with state: PR #7's comments, statuses, its head."""
+
+    server: HTTPServer
+    head_sha: str = SHA
+    page_size: int = 2  # GitHub pages at 100; 2 makes a few comments span pages
+    comments: list[dict] = field(default_factory=list)
+    statuses: list[dict] = field(default_factory=list)
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    auth: set[str] = field(default_factory=set)
+    next_id: int = 500
+
+    def install(self) -> FakeGitHub:
+        expect = self.server.expect_request
+        expect(COMMENTS, method="GET").respond_with_handler(self._list)
+        expect(COMMENTS, method="POST").respond_with_handler(self._create)
+        expect(COMMENT, method="PATCH").respond_with_handler(self._update)
+        expect(STATUSES, method="POST").respond_with_handler(self._status)
+        expect(f"/repos/{REPO}/pulls/7", method="GET").respond_with_handler(self._pull)
+        for text in ("first!", "LGTM once the int dtypes pass", "cc someone"):
+            self._add(text, "reviewer")
+        return self
+
+    def _seen(self, request: Request) -> None:
+        self.calls.append((request.method, request.full_path.rstrip("?")))
+        self.auth.add(request.headers.get("Authorization", ""))
+
+    def _add(self, body: str, user: str) -> dict:
+        self.next_id += 1
+        comment = {"id": self.next_id, "body": body, "user": {"login": user}, "html_url": ""}
+        self.comments.append(comment)
+        return comment
+
+    def _list(self, request: Request) -> Response:
+        self._seen(request)
+        per_page = min(int(request.args.get("per_page", 30)), self.page_size)
+        page = int(request.args.get("page", 1))
+        headers = {}
+        if page * per_page < len(self.comments):
+            nxt = self.server.url_for(request.path) + f"?per_page={per_page}&page={page + 1}"
+            headers["Link"] = f'<{nxt}>; rel="next"'
+        chunk = self.comments[(page - 1) * per_page : page * per_page]
+        return Response(json.dumps(chunk), 200, headers, content_type="application/json")
+
+    def _create(self, request: Request) -> Response:
+        self._seen(request)
+        comment = self._add(request.get_json()["body"], "github-actions[bot]")
+        return Response(json.dumps(comment), 201, content_type="application/json")
+
+    def _update(self, request: Request) -> Response:
+        self._seen(request)
+        comment_id = int(COMMENT.match(request.path).group(1))
+        comment = next(c for c in self.comments if c["id"] == comment_id)
+        comment["body"] = request.get_json()["body"]
+        return Response(json.dumps(comment), 200, content_type="application/json")
+
+    def _status(self, request: Request) -> Response:
+        self._seen(request)
+        sha = STATUSES.match(request.path).group(1)
+        self.statuses.append({"sha": sha, **request.get_json()})
+        body = json.dumps({"id": len(self.statuses)})
+        return Response(body, 201, content_type="application/json")
+
+    def _pull(self, request: Request) -> Response:
+        self._seen(request)
+        body = json.dumps({"number": 7, "head": {"sha": self.head_sha}})
+        return Response(body, 200, content_type="application/json")
+
+    def marked(self) -> list[dict]:
+        return [c for c in self.comments if MARKER in c["body"]]
+
+    def count(self, method: str, pattern: str) -> int:
+        return sum(1 for m, path in self.calls if m == method and re.search(pattern, path))
+
+
+# -- fixtures and helpers -------------------------------------------------------------------
+
+
+def git(root: Path, *args: str) -> str:
+    identity = ["-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
+    proc = subprocess.run(
+        ["git", "-C", str(root), *identity, *args], capture_output=True, text=True, check=True
+    )
+    return proc.stdout.strip()
+
+
+def commit(root: Path, message: str) -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message)
+    return git(root, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def tree(sandbox_tree: Path) -> Path:
+    """The committed sandbox copy, with the build.ninja a materialized sandbox has (ignored)."""
+    (sandbox_tree / "build").mkdir()
+    (sandbox_tree / "build" / "build.ninja").write_text(sandbox.build_ninja(sandbox_tree))
+    return sandbox_tree
+
+
+@pytest.fixture
+def settings(tree: Path, tmp_path: Path, httpserver: HTTPServer) -> Settings:
+    base = load_settings({"root": str(tree), "state_dir": str(tmp_path / "state")}, env={})
+    github = replace(base.github, api_url=httpserver.url_for(""), repo=REPO, token_env=TOKEN_ENV)
+    return replace(base, opinfo_table=tree / sandbox.OPINFO_TABLE, github=github)
+
+
+@pytest.fixture
+def github(httpserver: HTTPServer, tree: Path, monkeypatch: pytest.MonkeyPatch) -> FakeGitHub:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    for var in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"):
+        monkeypatch.delenv(var, raising=False)
+    return FakeGitHub(httpserver).install()
+
+
+def cli(settings: Settings, *argv: str) -> int:
+    """`python -m pipeline pr-report ARGV` with these settings (the fake GitHub's URL)."""
+    args = build_parser("pr-report").parse_args(["pr-report", *argv])
+    return args.module.run(args, settings)
+
+
+def migrate_atan2(settings: Settings) -> str:
+    """What `python -m pipeline migrate atan2 --stage edit` does, committed; the new HEAD."""
+    migrate.stage_edit(settings, "atan2", Console(file=io.StringIO()))
+    return commit(settings.root, "atan2: MPSGraph -> Metal")
+
+
+def build_now(root: Path) -> None:
+    """Build the sandbox outside the pipeline (no build log, no stamp)."""
+    subprocess.run([find_ninja(), "-C", "build", "torch_cpu"], cwd=root, check=True, text=True,
+                   capture_output=True)  # fmt: skip
+
+
+def results_json(settings: Settings) -> dict:
+    return json.loads((settings.results_dir / "pr-7" / "results.json").read_text())
+
+
+INTS = ("int64", "int32", "int16", "int8", "uint8", "bool")
+
+
+def case(dtype: str, outcome: Outcome, message: str = "") -> CaseResult:
+    name = f"test_output_match_atan2_mps_{dtype}"
+    return CaseResult("test_mps.TestConsistencyMPS", name, "output_match", "atan2", dtype,
+                      outcome, False, 1, message, 0.1, "junit.xml")  # fmt: skip
+
+
+def sample(**changes) -> PrResults:
+    """Results as a targeted run of atan2 writes them, without running anything."""
+    fields = {
+        "pr": 7,
+        "base": "a" * 40,
+        "head": "b" * 40,
+        "impact": {
+            "operators": [{"operator": "atan2", "reasons": ["BinaryKernel.mm:41 stub changed"]}],
+            "full_sweep": False,
+            "full_sweep_reasons": [],
+            "build_needed": True,
+            "ignored": [],
+            "selected": 9,
+            "total": 136,
+            "fraction": 0.066,
+            "test_ids": [],
+            "warnings": [],
+        },
+        "build_needed": True,
+        "build_ok": True,
+        "build_error": None,
+        "test_error": None,
+        "selectors": ("test_output_match_atan2_mps_",),
+        "run": "20250101T000000Z-pr-7",
+        "table": build_table(
+            [case(d, Outcome.PASS) for d in ("float32", "float16", "bfloat16")]
+            + [case(d, Outcome.XPASS, "Unexpected success @someone") for d in INTS],
+            names={"atan2": "atan2"},
+        ),
+        "xfail_decisions": (),
+        "xfail_diff": "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1 @@\n a\n-b\n",
+    }
+    return PrResults(**(fields | changes))
+
+
+# -- end to end on the sandbox --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_migration_gets_one_comment_updated_in_place_and_a_status(settings, github, capfd, tree):
+    base = git(tree, "rev-parse", "HEAD")
+    github.head_sha = migrate_atan2(settings)
+
+    assert cli(settings, "--pr", "7", "--base", base) == 0
+    [comment] = github.marked()
+    body = comment["body"]
+    assert body.startswith(MARKER + "\n")
+    assert "| atan2 | ✓ | ✓ | ✓ | **XPASS** | **XPASS** |" in body
+    assert "**Build:** ✅ succeeded" in body
+    diff = body.split("### Expected failures that can go", 1)[1]
+    assert '-            "atan2": [' in diff
+    for dtype in ("int64", "int32", "int16", "int8", "uint8", "bool"):
+        assert f"-                torch.{dtype}," in diff
+    first = results_json(settings)
+    assert first["build"] == {"needed": True, "ok": True, "error": None}
+    assert first["tests"]["selectors"] == ["test_output_match_atan2_mps_"]
+    assert first["tests"]["counts"] == {"pass": 3, "xpass": 6}
+    state, description = commit_status_for(first["tests"]["counts"], True)
+    assert github.statuses == [
+        {"sha": github.head_sha, "state": state, "description": description,
+         "context": "mps/targeted"}
+    ]  # fmt: skip
+    assert state == "failure"  # xfail_strict: the suite fails until the entries go
+
+    # The contributor applies the proposed diff as it is; the same PR reports again.
+    (tree / "xfails.diff").write_text(first["xfails"]["diff"])
+    git(tree, "apply", "xfails.diff")
+    (tree / "xfails.diff").unlink()
+    github.head_sha = commit(tree, "drop the atan2 xfails")
+    assert cli(settings, "--pr", "7", "--base", base) == 0
+
+    assert [c["id"] for c in github.marked()] == [comment["id"]], "a second comment appeared"
+    assert github.count("POST", "/comments$") == 1 and github.count("PATCH", "") == 1
+    body = github.marked()[0]["body"]
+    assert "| atan2 | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |" in body
+    assert "Expected failures that can go" not in body
+    assert results_json(settings)["tests"]["counts"] == {"pass": 9}
+    assert [(s["sha"], s["state"]) for s in github.statuses][-1] == (github.head_sha, "success")
+    # the marked comment sat on the second page: pagination was followed
+    assert github.count("GET", r"/comments\?per_page=2&page=2$") >= 1
+    assert github.auth == {f"Bearer {TOKEN}"}
+
+    out, err = capfd.readouterr()
+    assert TOKEN not in out + err
+    assert "comment updated" in out and "mps/targeted success" in out
+    for path in settings.state_dir.rglob("*"):
+        if path.is_file():
+            assert TOKEN not in path.read_text(errors="replace"), path
+
+
+@pytest.mark.slow
+def test_a_build_failure_is_reported_with_its_first_error_and_no_tests(settings, github, tree):
+    base = git(tree, "rev-parse", "HEAD")
+    add_atan2_stub(tree, name="atan3")  # registers a Metal kernel that does not exist
+    github.head_sha = commit(tree, "atan2 stub, misspelled")
+
+    assert cli(settings, "--pr", "7", "--base", base) == 0
+    line, _ = line_of(tree, BINARY_KERNEL, '"atan3"')
+    error = f"{BINARY_KERNEL}:{line}: no Metal kernel named 'atan3' is registered"
+    body = github.marked()[0]["body"]
+    assert f"**Build:** ❌ failed: `{error}`" in body
+    assert "_No tests ran: the build failed._" in body and "**Tests:**" not in body
+    data = results_json(settings)
+    assert data["build"] == {"needed": True, "ok": False, "error": error}
+    assert data["tests"]["run"] is None and data["tests"]["counts"] == {}
+    assert [p.name for p in settings.results_dir.iterdir()] == ["pr-7"]  # pytest never ran
+    assert [(s["state"], s["description"]) for s in github.statuses] == [
+        commit_status_for({}, build_ok=False)
+    ]
+    assert github.statuses[0]["state"] == "failure"
+
+
+@pytest.mark.slow
+def test_dry_run_prints_the_body_and_posts_nothing(settings, httpserver, tree, capsys, monkeypatch):
+    monkeypatch.delenv(TOKEN_ENV, raising=False)  # and needs no token
+    base = git(tree, "rev-parse", "HEAD")
+    migrate_atan2(settings)
+
+    assert cli(settings, "--pr", "7", "--base", base, "--dry-run") == 0
+    out = capsys.readouterr().out
+    folder = settings.results_dir / "pr-7"
+    assert out == (folder / "comment.md").read_text()
+    assert out.startswith(MARKER) and "| atan2 |" in out and "```diff" in out
+    assert results_json(settings)["pr"] == 7
+    assert httpserver.log == []
+
+
+@pytest.mark.slow
+def test_a_python_only_change_selects_tests_without_ninja(settings, httpserver, tree):
+    build_now(tree)
+    artifact = backend.artifact_path(tree)
+    built = artifact.stat().st_mtime_ns
+    base = git(tree, "rev-parse", "HEAD")
+    # common_mps.py: atan2's bool xfail goes although MPSGraph still cannot do it
+    edit(tree, COMMON_MPS, "                torch.uint8,\n                torch.bool,\n",
+         "                torch.uint8,\n")  # fmt: skip
+    commit(tree, "expect atan2 bool to work")
+
+    assert cli(settings, "--pr", "7", "--base", base, "--results-only") == 0
+    data = results_json(settings)
+    assert data["impact"]["build_needed"] is False
+    assert [o["operator"] for o in data["impact"]["operators"]] == ["atan2"]
+    assert data["tests"]["selectors"] == ["test_output_match_atan2_mps_"]
+    assert data["tests"]["counts"] == {"pass": 3, "fail": 1, "xfail": 5}
+    assert data["status"]["state"] == "failure"
+    assert not migrate.build_log(settings).exists(), "ninja ran"
+    assert not migrate.build_stamp(settings).exists()
+    assert artifact.stat().st_mtime_ns == built
+    assert httpserver.log == []
+
+
+@pytest.mark.slow
+def test_a_change_to_test_mps_runs_the_whole_consistency_suite(settings, tree):
+    build_now(tree)
+    base = git(tree, "rev-parse", "HEAD")
+    with (tree / "test" / "test_mps.py").open("a") as fh:
+        fh.write("\n# a change every consistency test may see\n")
+    commit(tree, "touch test_mps.py")
+
+    assert cli(settings, "--pr", "7", "--base", base, "--results-only") == 0
+    data = results_json(settings)
+    assert data["impact"]["full_sweep"] and not data["impact"]["build_needed"]
+    assert data["tests"]["selectors"] == ["test_output_match"]
+    assert sum(data["tests"]["counts"].values()) == data["impact"]["total"] > 100
+    assert data["title"].startswith("MPS consistency tests: full sweep")
+    assert not migrate.build_log(settings).exists()
+
+
+@pytest.mark.slow
+def test_doit_pr_report_dry_run(tmp_path):
+    state = tmp_path / "state"
+    sandbox.materialize(state / "sandbox")
+    settings = load_settings({"root": "sandbox", "state_dir": str(state)}, env={})
+    migrate_atan2(settings)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "MPS_PIPELINE"))}
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "doit", "-f", str(REPO_ROOT / "dodo.py"), "-d", str(cwd),
+         "pr_report", "pr=7", "dry_run=1", "root=sandbox", f"state_dir={state}", "base=HEAD~1"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert MARKER in proc.stdout and "| atan2 |" in proc.stdout
+    assert '-            "atan2": [' in proc.stdout
+    assert json.loads((state / "results" / "pr-7" / "results.json").read_text())["pr"] == 7
+    assert "build: ok" in proc.stderr
+
+
+# -- results folder, posting and flags (no build, no tests) ---------------------------------
+
+
+def test_results_json_round_trips_and_is_checked():
+    results = sample()
+    data = json.loads(json.dumps(results.to_json()))
+    assert PrResults.from_json(data, 7) == results
+    assert data["status"] == {"state": "failure", "description": "6 unexpectedly passed, 3 passed"}
+    with pytest.raises(PipelineError, match="for PR #7, not #8"):
+        PrResults.from_json(data, 8)
+    for path, value, message in [
+        (("schema",), 2, "schema 2"),
+        (
+            ("table", "rows", 0, "cells", "int8", "runners", "local", "outcome"),
+            "pwned",
+            "outcome 'pwned' is unknown",
+        ),
+        (("table", "rows", 0, "name"), ["x"], r"table.rows\[0\].name must be str"),
+        (("build", "ok"), 1, "build.ok must be bool"),
+        (("head",), "main", "head is not a full commit id"),
+        (("impact", "operators"), [{"operator": 1, "reasons": []}], "operator must be str"),
+    ]:
+        bad = json.loads(json.dumps(data))
+        target = bad
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        with pytest.raises(PipelineError, match=message):
+            PrResults.from_json(bad, 7)
+
+
+def test_a_tampered_results_folder_cannot_put_markdown_or_mentions_in_the_comment():
+    """The table is re-rendered from data: whatever a row name holds is shown literally."""
+    data = json.loads(json.dumps(sample().to_json()))
+    data["table"]["rows"][0]["name"] = "[approve](https://evil.example) <img src=x> @maintainer"
+    body = PrResults.from_json(data, 7).comment()
+    assert "\\[approve\\](https://evil.example) &lt;img src=x&gt; @\u200dmaintainer" in body
+    assert "<img" not in body and "[approve](" not in body
+    assert "Unexpected success @\u200dsomeone" in body
+
+
+def test_comment_and_status_of_a_failed_build_and_of_a_run_without_results():
+    broken = sample(build_ok=False, build_error="K.metal:3: error: x", selectors=(), table=None)
+    body = broken.comment()
+    assert body.startswith(MARKER)
+    assert "**Build:** ❌ failed: `K.metal:3: error: x`" in body
+    assert "_No tests ran: the build failed._" in body and "**Tests:**" not in body
+    assert broken.status() == commit_status_for({}, build_ok=False)
+    crashed = sample(
+        test_error="pytest produced no JUnit report: exit 2\n  full log: x", table=None
+    )
+    assert crashed.status() == (
+        "error",
+        "MPS tests could not run: pytest produced no JUnit report: exit 2",
+    )
+    assert "_The tests could not run:_ pytest produced no JUnit report" in crashed.comment()
+    assert "Tested `bbbbbbbbbbbb` against base `aaaaaaaaaaaa`" in body
+
+
+def test_post_from_rebuilds_the_comment_and_links_the_run(settings, github, tmp_path, monkeypatch):
+    results = sample()
+    pr_report.write_results(results, tmp_path / "artifact" / "pr-7")
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
+    monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
+    monkeypatch.setenv("GITHUB_RUN_ID", "123")
+    run = f"https://github.com/{REPO}/actions/runs/123"
+
+    assert cli(settings, "--pr", "7", "--post-from", str(tmp_path / "artifact")) == 0
+    assert github.marked()[0]["body"] == results.comment(footer=f"[workflow run]({run})")
+    assert f"[workflow run]({run})" in github.marked()[0]["body"]
+    state, description = results.status()
+    assert github.statuses == [
+        {"sha": SHA, "state": state, "description": description, "context": "mps/targeted",
+         "target_url": run}
+    ]  # fmt: skip
+    assert not settings.results_dir.exists()  # nothing was collected locally
+    with pytest.raises(PipelineError, match="not #8"):
+        cli(settings, "--pr", "8", "--post-from", str(tmp_path / "artifact" / "pr-7"))
+
+
+def test_post_from_dry_run_for_a_fork_prints_only(settings, github, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv(TOKEN_ENV)
+    pr_report.write_results(sample(), tmp_path / "pr-7")
+    assert cli(settings, "--pr", "7", "--post-from", str(tmp_path / "pr-7"), "--dry-run") == 0
+    assert capsys.readouterr().out == sample().comment()
+    assert github.calls == []
+
+
+def test_posting_without_a_token_fails_first_and_names_the_variable(
+    settings, github, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.delenv(TOKEN_ENV)
+    with pytest.raises(GitHubError, match=f"\\${TOKEN_ENV} is not set"):
+        cli(settings, "--pr", "7", "--base", "HEAD")
+    assert github.calls == [] and not settings.results_dir.exists()  # nothing was run
+
+
+def test_flags(settings):
+    parse = build_parser("pr-report").parse_args
+    with pytest.raises(SystemExit):
+        parse(["pr-report", "--pr", "7", "--results-only", "--post-from", "x"])
+    with pytest.raises(SystemExit):
+        parse(["pr-report", "--base", "HEAD~1"])  # --pr is required
+    with pytest.raises(PipelineError, match="--base/--head do not go with --post-from"):
+        cli(settings, "--pr", "7", "--base", "HEAD", "--post-from", "x", "--dry-run")
+    with pytest.raises(PipelineError, match="positive"):
+        cli(settings, "--pr", "0", "--dry-run")
+    with pytest.raises(PipelineError, match="pr='seven'"):
+        pr_report.pr_number("seven")
+
+
+def test_default_base_is_the_merge_base_with_origin_main_or_main(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "trunk")
+    (root / "f").write_text("1")
+    first = commit(root, "one")
+    with pytest.raises(PipelineError, match="neither origin/main nor main exists"):
+        pr_report.default_base(root)
+    git(root, "branch", "main")
+    git(root, "checkout", "-qb", "feature")
+    (root / "f").write_text("2")
+    commit(root, "feature work")
+    git(root, "checkout", "-q", "main")
+    (root / "g").write_text("main moved on")
+    main_tip = commit(root, "main moves")
+    git(root, "checkout", "-q", "feature")
+    assert pr_report.default_base(root) == first
+    git(root, "update-ref", "refs/remotes/origin/main", main_tip)
+    assert pr_report.default_base(root) == first
+    assert pr_report.default_base(root, "main") == main_tip
+    with pytest.raises(PipelineError, match="is not a commit"):
+        pr_report.resolve(root, "--output=/tmp/x")
