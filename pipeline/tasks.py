@@ -19,7 +19,6 @@ from doit import get_var
 from doit.exceptions import TaskFailed
 from rich.console import Console
 
-from pipeline.commands import backlog as backlog_cmd
 from pipeline.commands import migrate
 from pipeline.config import Settings, load_settings
 from pipeline.errors import PipelineError
@@ -98,11 +97,16 @@ def task_audit() -> dict:
     if op is None:
         return _need_op("audit")
     s = settings()
+    digest = migrate.op_dir(s, op) / "audit.digest"
     return {
         "actions": [_guard(lambda c: migrate.stage_audit(s, op, c))],
-        "file_dep": _files(*BUILD_READERS, common_mps) + _opinfo_files(),
         "targets": [str(migrate.op_dir(s, op) / "audit.json")],
-        "uptodate": [not _explicitly_requested("audit")],
+        # By content digest rather than file_dep: the edit stage refreshes the audit after
+        # it edits, so its own edits do not make the audit stale.
+        "uptodate": [
+            not _explicitly_requested("audit"),
+            lambda: digest.is_file() and digest.read_text() == migrate.inputs_digest(s),
+        ],
         "verbosity": 2,
     }
 
@@ -110,50 +114,44 @@ def task_audit() -> dict:
 def task_backlog() -> dict:
     """Operators still on MPSGraph or without MPS, easiest first."""
     s = settings()
-    return {
-        "actions": [
-            lambda: backlog_cmd.render(backlog_cmd.backlog(load_index(s)), render.terminal())
-        ],
-        "uptodate": [False],
-        "verbosity": 2,
-    }
 
+    def action() -> None:
+        from pipeline.commands import backlog  # only this task needs it: keep start-up lean
 
-def _audit_then_edit(op: str, *, dry_run: bool) -> Callable[[Console], None]:
-    s = settings()
-    force, body = _flag("force"), get_var("body")
+        backlog.render(backlog.backlog(load_index(s)), render.terminal())
 
-    def stage(console: Console) -> None:
-        migrate.stage_audit(s, op, console)
-        migrate.stage_edit(s, op, console, force=force, dry_run=dry_run, body=body)
-
-    return stage
+    return {"actions": [action], "uptodate": [False], "verbosity": 2}
 
 
 def task_edit() -> dict:
-    """Audit op=NAME, then fold its dispatch, remove MPSGraph code, register the stub."""
+    """Fold op=NAME's dispatch, remove its MPSGraph code, register its stub (after audit)."""
     op = _op()
     if op is None:
         return _need_op("edit")
     s = settings()
+    force, body = _flag("force"), get_var("body")
     return {
-        "actions": [_guard(_audit_then_edit(op, dry_run=False))],
-        "file_dep": _files(*BUILD_READERS) + _opinfo_files(),
+        "actions": [_guard(lambda c: migrate.stage_edit(s, op, c, force=force, body=body))],
+        "file_dep": [str(p) for p in migrate.edit_inputs(s)]
+        + [str(migrate.op_dir(s, op) / "audit.json")],
         "targets": [str(migrate.op_dir(s, op) / "edit.json")],
         "verbosity": 2,
     }
 
 
 def task_preview() -> dict:
-    """Unified diffs of every edit op=NAME would get; writes nothing (never up to date)."""
+    """The checklist and unified diffs of every edit op=NAME would get; writes nothing."""
     op = _op()
     if op is None:
         return _need_op("preview")
-    return {
-        "actions": [_guard(_audit_then_edit(op, dry_run=True))],
-        "uptodate": [False],
-        "verbosity": 2,
-    }
+    s = settings()
+    body = get_var("body")
+
+    def stage(console: Console) -> None:
+        migrate.stage_audit(s, op, console)
+        migrate.stage_edit(s, op, console, dry_run=True, body=body)
+
+    return {"actions": [_guard(stage)], "uptodate": [False], "verbosity": 2}
 
 
 def task_build() -> dict:

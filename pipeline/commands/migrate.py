@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -23,18 +24,20 @@ from pipeline.config import Settings
 from pipeline.edit import metal as metal_edit
 from pipeline.edit import native_yaml as yaml_edit
 from pipeline.edit import objc as objc_edit
-from pipeline.edit import xfails as xfail_edit
 from pipeline.edit.atomic import FileEdit, Journal, apply_edits
 from pipeline.errors import EditVerificationError, MissingFunctorError, PipelineError
 from pipeline.report import render
-from pipeline.results import decide, junit
+from pipeline.results import junit
 from pipeline.results import table as tables
 from pipeline.run import build as build_runner
 from pipeline.run import tests as test_runner
-from pipeline.tree import common_mps, native_yaml
+from pipeline.tree import common_mps, metal, native_yaml, objc
 from pipeline.tree.common_mps import XfailEntry
 from pipeline.tree.index import OperatorRecord, find_references, load_index
 from pipeline.tree.opinfo import OpInfoRecord
+
+if TYPE_CHECKING:
+    from pipeline.results.decide import XfailDecision
 
 KERNELS = "aten/src/ATen/native/mps/kernels"
 OPERATIONS = "aten/src/ATen/native/mps/operations"
@@ -76,12 +79,35 @@ def exec_kind(record: OperatorRecord) -> str:
 # ---------------------------------------------------------------------------- audit
 
 
-def stage_audit(settings: Settings, op: str, console: Console) -> OperatorRecord:
-    """Print the checklist and record it; returns the record."""
+def edit_inputs(settings: Settings) -> list[Path]:
+    """The files the audit and edit stages read: yaml, .metal, .mm and the OpInfo table."""
+    root = settings.root
+    files = [
+        p for r in (native_yaml, metal, objc) for pat in r.PATTERNS for p in sorted(root.glob(pat))
+    ]
+    if settings.opinfo_table is not None and settings.opinfo_table.is_file():
+        files.append(settings.opinfo_table)
+    return files
+
+
+def inputs_digest(settings: Settings) -> str:
+    """Content digest of :func:`edit_inputs`: when it matches, the recorded audit holds."""
+    h = hashlib.sha256()
+    for path in edit_inputs(settings):
+        h.update(f"{path}\0".encode())
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def stage_audit(settings: Settings, op: str, console: Console | None) -> OperatorRecord:
+    """Print the checklist (unless ``console`` is None) and record it with its inputs' digest."""
     record = load_index(settings).record(op)
     items = audit.checklist(record)
-    audit.render(record, items, console)
-    _write_json(op_dir(settings, record.op) / "audit.json", audit.to_json(record, items))
+    if console is not None:
+        audit.render(record, items, console)
+    d = op_dir(settings, record.op)
+    _write_json(d / "audit.json", audit.to_json(record, items))
+    (d / "audit.digest").write_text(inputs_digest(settings))
     return record
 
 
@@ -199,7 +225,8 @@ def stage_edit(
         return plan
     journal = Journal(settings.state_dir / "journal.json")
     apply_edits(settings.root, plan.edits, journal, force=force)
-    record = load_index(settings).record(op)
+    # The audit stage's record now describes the edited tree, so it stays up to date.
+    record = stage_audit(settings, op, None) if plan.edits else load_index(settings).record(op)
     leftovers = find_references(settings.root, plan.old_names)
     for name, span in leftovers:
         console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)
@@ -345,7 +372,7 @@ def stage_table(settings: Settings, op: str, console: Console) -> tables.DtypeTa
 
 def plan_xfail_drops(
     settings: Settings, record: OperatorRecord, table: tables.DtypeTable
-) -> tuple[tuple[decide.XfailDecision, ...], FileEdit | None]:
+) -> tuple[tuple[XfailDecision, ...], FileEdit | None]:
     """Decide which of the operator's xfail entries go, and the common_mps.py edit for it."""
     return plan_xfail_changes(settings, record.xfails, record.opinfos, table)
 
@@ -355,8 +382,13 @@ def plan_xfail_changes(
     entries: Iterable[XfailEntry],
     opinfos: Iterable[OpInfoRecord],
     table: tables.DtypeTable,
-) -> tuple[tuple[decide.XfailDecision, ...], FileEdit | None]:
+) -> tuple[tuple[XfailDecision, ...], FileEdit | None]:
     """Decide which ``entries`` of ``opinfos``' keys go given ``table``; the (unapplied) edit."""
+    # Imported here: libcst (behind the xfail editor) is 0.2 s of start-up that every
+    # up-to-date `doit` run would otherwise pay.
+    from pipeline.edit import xfails as xfail_edit
+    from pipeline.results import decide
+
     decisions = decide.decide_xfails(
         entries, table, op_keys={info.key: info.stem for info in opinfos}
     )

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 YAML = "aten/src/ATen/native/native_functions.yaml"
 BINARY_OPS = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
 BINARY_KERNEL = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
-TASKS = ("edit", "build", "test_op", "table", "drop_xfails", "summary")
+TASKS = ("audit", "edit", "build", "test_op", "table", "drop_xfails", "summary")
 
 
 def doit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
