@@ -16,6 +16,8 @@ from pipeline.errors import ConfigError
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "pipeline.yaml"
 SANDBOX = "sandbox"
 ENV_VARS = {"root": "MPS_PIPELINE_ROOT", "python": "MPS_PIPELINE_PYTHON"}
+# keys a doit variable or CLI flag may set
+OVERRIDABLE = ("root", "python", "state_dir", "build_dir", "opinfo_table")
 
 # key -> (type, default). Nested sections are dicts of the same shape.
 SCHEMA: dict[str, Any] = {
@@ -131,7 +133,7 @@ def load_settings(
     for key, value in (overrides or {}).items():
         if value in (None, ""):
             continue
-        if key not in ("root", "python", "state_dir", "build_dir"):
+        if key not in OVERRIDABLE:
             raise ConfigError(f"cannot override config key {key!r} from the command line")
         raw[key] = value
     kinds = raw["test"]["kinds"]

@@ -20,7 +20,7 @@ from doit.exceptions import TaskFailed
 from rich.console import Console
 
 from pipeline.commands import migrate
-from pipeline.config import Settings, load_settings
+from pipeline.config import OVERRIDABLE, Settings, load_settings
 from pipeline.errors import PipelineError
 from pipeline.report import render
 from pipeline.tree import common_mps, metal, native_yaml, objc
@@ -31,8 +31,8 @@ BUILD_READERS = (native_yaml, metal, objc)
 
 @cache
 def settings() -> Settings:
-    """Settings from doit variables (root=, python=, state_dir=), the env and configs/."""
-    return load_settings({k: get_var(k) for k in ("root", "python", "state_dir")})
+    """Settings from doit variables (root=, python=, state_dir=...), the env and configs/."""
+    return load_settings({k: get_var(k) for k in OVERRIDABLE})
 
 
 def doit_config(state_dir: Path | None = None) -> dict:
