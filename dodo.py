@@ -5,6 +5,7 @@ All tasks live in pipeline/tasks.py; see `doit list` and the README.
 
 from pipeline.tasks import (  # noqa: F401  (doit discovers task_* names in this module)
     doit_config,
+    task_affected,
     task_audit,
     task_backlog,
     task_build,

@@ -266,3 +266,26 @@ def task_pr_report() -> dict:
         pr_report.report(s, pr_report.pr_number(pr), base=base, head=head, dry_run=dry_run)
 
     return {"actions": [_guard(stage)], "uptodate": [False], "verbosity": 2}
+
+
+def task_affected() -> dict:
+    """base=REV [head=REV]: the operators and consistency tests a diff affects, and why."""
+    base = get_var("base")
+    if base is None:
+        return {
+            "actions": [lambda: TaskFailed("affected needs a base: doit affected base=main")],
+            "uptodate": [False],
+        }
+    s = settings()
+    head = get_var("head")
+
+    def stage(console: Console) -> None:
+        # imported here: the impact analysis is not needed by any other task's start-up
+        from pipeline.commands.affected import render_text
+        from pipeline.impact import affected
+        from pipeline.tree.opinfo import load_opinfos
+
+        impact = affected(s.root, base, head, opinfos=load_opinfos(s), kinds=s.test_kinds)
+        console.print(render_text(impact), markup=False, highlight=False)
+
+    return {"actions": [_guard(stage)], "uptodate": [False], "verbosity": 2}

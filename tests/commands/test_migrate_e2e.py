@@ -67,6 +67,12 @@ def test_migrate_atan2_end_to_end_then_nothing_to_do(tmp_path: Path) -> None:
     assert ran(second.stdout) == set()
     assert {f"-- {t}" for t in TASKS} <= set(second.stdout.splitlines())
 
+    # the uncommitted migration, seen as a diff: atan2 only, and it needs a build
+    affected = doit(tmp_path, "affected", "base=HEAD")
+    assert affected.returncode == 0, affected.stderr
+    assert "1 operator(s); build needed" in affected.stdout
+    assert "\n  atan2\n" in affected.stdout
+
 
 def test_python_only_change_never_starts_ninja(tmp_path: Path) -> None:
     assert doit(tmp_path, "migrate_op", "op=atan2").returncode == 0
