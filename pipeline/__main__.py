@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "migrate": ("migrate", "edit, build, test, table and drop xfails for one operator"),
     "affected": ("affected", "operators and tests a diff affects"),
     "pr-report": ("pr_report", "run a PR's affected tests and post one status comment"),
+    "nightly": ("nightly", "merge every runner's JUnit, keep history, propose xfail removals"),
 }
 
 

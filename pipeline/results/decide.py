@@ -84,7 +84,8 @@ def _applies(list_name: str, version: tuple[int, ...] | None) -> bool | None:
     return version < bound if match.group(1) == "BEFORE" else version >= bound
 
 
-def _kind(entry: XfailLike) -> str | None:
+def entry_kind(entry: XfailLike) -> str | None:
+    """The consistency test kind an entry's list decorates; None for other modifiers."""
     kind = _KIND_BY_FUNCTION.get(entry.function)
     if kind is None and "GRAD" in entry.list.upper():
         return "output_grad_match"
@@ -125,7 +126,7 @@ def _decide(
     if "SPARSE" in entry.list.upper():
         # merged into its dense twin only for sparse tests: the xpass we see is the twin's
         return keep("applies to the sparse tests only, which these results do not cover")
-    kind = _kind(entry)
+    kind = entry_kind(entry)
     if kind is None:
         return keep(f"{entry.function} does not decorate the consistency tests")
     row = table.row(stem, kind)

@@ -1,0 +1,441 @@
+"""The nightly results history: one SQLite file, one run per runner configuration per night.
+
+A *nightly* is the set of runs recorded together by ``python -m pipeline nightly``: they
+share ``runs.started`` (UTC, ISO 8601 with microseconds, so text order is time order). The
+xfail proposals, regressions, flaky tests and the dashboard's pass-rate chart all read
+the last few nightlies.
+
+Schema (version 1)::
+
+    schema_version(version)
+    runs(id, started, runner, commit, source)           -- one per runner per nightly
+    tests(id, classname, name, kind, stem, dtype)        -- each test id once
+    results(run_id, test_id, outcome, flaky, attempts)   -- one per test per run
+    results_flat                                         -- view: results joined with tests
+
+Test ids live in their own table because a night of the full sweep is about 7,000 tests
+on each of three runners: repeating the names in every row made a night 8x bigger, and
+the file travels through the Actions cache every night. ``results_flat`` gives the plain
+(run_id, classname, name, kind, stem, dtype, outcome, flaky, attempts) rows for ad-hoc
+SQL. The file is in WAL mode; everything a nightly writes is one transaction.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.results.junit import CaseResult, Outcome
+
+SCHEMA_VERSION = 1
+DEFAULT_FILE = "history/nightly.sqlite"  # relative to the state directory
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    started TEXT NOT NULL,
+    runner TEXT NOT NULL,
+    "commit" TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL DEFAULT '',
+    UNIQUE (started, runner)
+);
+CREATE TABLE IF NOT EXISTS tests (
+    id INTEGER PRIMARY KEY,
+    classname TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT,
+    stem TEXT,
+    dtype TEXT,
+    UNIQUE (classname, name)
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    test_id INTEGER NOT NULL REFERENCES tests (id),
+    outcome TEXT NOT NULL,
+    flaky INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,
+    PRIMARY KEY (run_id, test_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS runs_by_runner ON runs (runner, started);
+CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source);
+CREATE INDEX IF NOT EXISTS tests_by_stem ON tests (stem, kind, dtype);
+CREATE VIEW IF NOT EXISTS results_flat AS
+    SELECT r.run_id, t.classname, t.name, t.kind, t.stem, t.dtype, r.outcome, r.flaky,
+           r.attempts
+    FROM results AS r JOIN tests AS t ON t.id = r.test_id;
+"""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One runner's results of one nightly."""
+
+    id: int
+    started: str
+    runner: str
+    commit: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Nightly:
+    """The runs recorded together (they share ``started``), in runner order."""
+
+    started: str
+    runs: tuple[Run, ...]
+
+    @property
+    def runners(self) -> tuple[str, ...]:
+        return tuple(run.runner for run in self.runs)
+
+    @property
+    def commit(self) -> str:
+        return next((run.commit for run in self.runs if run.commit), "")
+
+    def run(self, runner: str) -> Run | None:
+        return next((run for run in self.runs if run.runner == runner), None)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A test whose outcome differs between two runs of one runner."""
+
+    classname: str
+    name: str
+    kind: str | None
+    stem: str | None
+    dtype: str | None
+    before: Outcome
+    after: Outcome
+    flaky: bool  # the later result is flaky
+
+
+@dataclass(frozen=True)
+class OutcomeSeries:
+    """One test's outcomes on one runner over several nightlies, oldest first."""
+
+    runner: str
+    classname: str
+    name: str
+    kind: str | None
+    stem: str | None
+    dtype: str | None
+    outcomes: tuple[Outcome, ...]
+    flaky: tuple[bool, ...]
+
+
+def timestamp(when: datetime | str | None = None) -> str:
+    """``when`` (default: now) as the canonical ``started`` text, UTC with microseconds.
+
+    A naive datetime or ISO string is read as UTC.
+    """
+    if when is None:
+        when = datetime.now(timezone.utc)
+    elif isinstance(when, str):
+        try:
+            when = datetime.fromisoformat(when.replace("Z", "+00:00"))
+        except ValueError:
+            raise PipelineError(
+                f"{when!r} is not an ISO 8601 time such as 2026-03-01T03:17:00Z"
+            ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    """Open (creating it and its directory if needed) the history database at ``path``.
+
+    Raises PipelineError when the file is not a history database or was written by a newer
+    version of the schema.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable at checkpoints, never torn
+        with db:
+            db.executescript(_SCHEMA)
+            versions = [v for (v,) in db.execute("SELECT version FROM schema_version")]
+            if not versions:
+                db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+            elif max(versions) > SCHEMA_VERSION:
+                raise PipelineError(
+                    f"{path}: history schema version {max(versions)} is newer than this "
+                    f"mps-pipeline understands ({SCHEMA_VERSION}); upgrade mps-pipeline"
+                )
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise PipelineError(f"{path}: not a usable history database ({exc})") from exc
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _insert_run(
+    db: sqlite3.Connection,
+    runner: str,
+    commit: str,
+    cases: Iterable[CaseResult],
+    started: str,
+    source: str,
+) -> int:
+    cursor = db.execute(
+        'INSERT INTO runs (started, runner, "commit", source) VALUES (?, ?, ?, ?)',
+        (started, runner, commit, source),
+    )
+    run_id = cursor.lastrowid
+    assert run_id is not None
+    cases = list(cases)
+    db.executemany(
+        "INSERT OR IGNORE INTO tests (classname, name, kind, stem, dtype) VALUES (?, ?, ?, ?, ?)",
+        ((c.classname, c.name, c.kind, c.stem, c.dtype) for c in cases),
+    )
+    ids = {(cls, name): i for i, cls, name in db.execute("SELECT id, classname, name FROM tests")}
+    # one id reported twice in a run: the later row wins, as in junit.parse_reports
+    db.executemany(
+        "INSERT OR REPLACE INTO results (run_id, test_id, outcome, flaky, attempts) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (
+            (run_id, ids[(c.classname, c.name)], Outcome(c.outcome).value, int(c.flaky), c.attempts)
+            for c in cases
+        ),
+    )
+    return run_id
+
+
+def record_run(
+    db: sqlite3.Connection,
+    runner: str,
+    commit: str,
+    cases: Iterable[CaseResult],
+    *,
+    started: str | None = None,
+    source: str = "",
+) -> int:
+    """Store one runner's results (one transaction); returns the new run's id.
+
+    ``started`` (see :func:`timestamp`) groups runs into a nightly; default: now.
+    """
+    with db:
+        return _insert_run(db, runner, commit, cases, started or timestamp(), source)
+
+
+def record_nightly(
+    db: sqlite3.Connection,
+    runs: Mapping[str, Sequence[CaseResult]],
+    *,
+    commit: str,
+    started: str | None = None,
+    source: str = "",
+) -> Nightly:
+    """Store every runner's results of one nightly in one transaction.
+
+    A non-empty ``source`` (say, the CI run's URL) identifies the nightly: recording the
+    same source again (a re-run aggregation job) replaces the earlier record instead of
+    counting the same night twice.
+    """
+    started = started or timestamp()
+    with db:
+        if source:
+            db.execute("DELETE FROM runs WHERE source = ?", (source,))
+        for runner, cases in runs.items():
+            _insert_run(db, runner, commit, cases, started, source)
+    return nightly(db, started)
+
+
+def _runs(rows: Iterable[tuple]) -> tuple[Run, ...]:
+    return tuple(Run(*row) for row in rows)
+
+
+def nightly(db: sqlite3.Connection, started: str) -> Nightly:
+    """The nightly recorded at ``started``."""
+    rows = db.execute(
+        'SELECT id, started, runner, "commit", source FROM runs WHERE started = ? ORDER BY id',
+        (started,),
+    )
+    return Nightly(started, _runs(rows))
+
+
+def nightlies(
+    db: sqlite3.Connection, last_n: int | None = None, *, until: str | None = None
+) -> tuple[Nightly, ...]:
+    """The last ``last_n`` nightlies (all when None), newest first; with ``until``, only
+    those that started then or earlier."""
+    query = "SELECT started FROM runs WHERE started <= ? GROUP BY started ORDER BY started DESC"
+    params: tuple = (until or "\uffff",)  # after every timestamp
+    if last_n is not None:
+        query += " LIMIT ?"
+        params += (last_n,)
+    return tuple(nightly(db, started) for (started,) in db.execute(query, params).fetchall())
+
+
+def previous_run(db: sqlite3.Connection, runner: str, before: str) -> Run | None:
+    """``runner``'s latest run from a nightly older than ``before``."""
+    row = db.execute(
+        'SELECT id, started, runner, "commit", source FROM runs '
+        "WHERE runner = ? AND started < ? ORDER BY started DESC LIMIT 1",
+        (runner, before),
+    ).fetchone()
+    return Run(*row) if row else None
+
+
+def run_cases(
+    db: sqlite3.Connection, run_id: int, *, stems: Iterable[str] | None = None
+) -> tuple[CaseResult, ...]:
+    """The stored results of one run as CaseResults (no message or time: not stored).
+
+    With ``stems``, only those consistency tests.
+    """
+    query = (
+        "SELECT t.classname, t.name, t.kind, t.stem, t.dtype, r.outcome, r.flaky, r.attempts "
+        "FROM results AS r JOIN tests AS t ON t.id = r.test_id WHERE r.run_id = ?"
+    )
+    params: list = [run_id]
+    if stems is not None:
+        stems = sorted(set(stems))
+        query += f" AND t.stem IN ({', '.join('?' * len(stems))})"
+        params += stems
+    source = f"history run {run_id}"
+    return tuple(
+        CaseResult(
+            cls, name, kind, stem, dtype, Outcome(outcome), bool(flaky), attempts, "", 0.0, source
+        )
+        for cls, name, kind, stem, dtype, outcome, flaky, attempts in db.execute(
+            query + " ORDER BY t.id", params
+        )
+    )
+
+
+def recent_outcomes(
+    db: sqlite3.Connection,
+    *,
+    kind: str,
+    stem: str,
+    dtype: str,
+    runner: str | None = None,
+    last_n: int = 10,
+) -> tuple[tuple[str, str, Outcome, bool], ...]:
+    """(started, runner, outcome, flaky) of one consistency test over the last ``last_n``
+    nightlies, newest first (one row per runner that ran it)."""
+    query = (
+        "SELECT r.started, r.runner, x.outcome, x.flaky "
+        "FROM results AS x JOIN runs AS r ON r.id = x.run_id JOIN tests AS t ON t.id = x.test_id "
+        "WHERE t.kind = ? AND t.stem = ? AND t.dtype = ? "
+        "AND r.started IN (SELECT started FROM runs GROUP BY started "
+        "                  ORDER BY started DESC LIMIT ?)"
+    )
+    params: list = [kind, stem, dtype, last_n]
+    if runner is not None:
+        query += " AND r.runner = ?"
+        params.append(runner)
+    rows = db.execute(query + " ORDER BY r.started DESC, r.id", params)
+    return tuple((s, r, Outcome(o), bool(f)) for s, r, o, f in rows)
+
+
+def transitions(db: sqlite3.Connection, before: int, after: int) -> tuple[Transition, ...]:
+    """Tests whose outcome differs between run ``before`` and run ``after``."""
+    rows = db.execute(
+        "SELECT t.classname, t.name, t.kind, t.stem, t.dtype, p.outcome, c.outcome, c.flaky "
+        "FROM results AS c JOIN results AS p ON p.test_id = c.test_id AND p.run_id = ? "
+        "JOIN tests AS t ON t.id = c.test_id "
+        "WHERE c.run_id = ? AND p.outcome != c.outcome ORDER BY t.id",
+        (before, after),
+    )
+    return tuple(
+        Transition(cls, name, kind, stem, dtype, Outcome(b), Outcome(a), bool(flaky))
+        for cls, name, kind, stem, dtype, b, a, flaky in rows
+    )
+
+
+def flipping(
+    db: sqlite3.Connection, last_n: int, *, min_changes: int = 2
+) -> tuple[OutcomeSeries, ...]:
+    """Tests whose outcome changed at least ``min_changes`` times on one runner over the
+    last ``last_n`` nightlies (pass → fail → pass is two), with their outcome series.
+
+    One change is a fix or a regression; it takes a change and a change back to call a test
+    flaky. Nights a runner did not run the test are left out of its series.
+    """
+    rows = db.execute(
+        """
+        WITH window AS (
+            SELECT started FROM runs GROUP BY started ORDER BY started DESC LIMIT :n
+        ), seq AS MATERIALIZED (
+            SELECT r.runner, x.test_id, r.started, x.outcome, x.flaky,
+                   x.outcome != LAG(x.outcome) OVER (
+                       PARTITION BY r.runner, x.test_id ORDER BY r.started) AS change
+            FROM results AS x JOIN runs AS r ON r.id = x.run_id
+            WHERE r.started IN window
+        ), flipped AS (
+            SELECT runner, test_id FROM seq GROUP BY runner, test_id HAVING SUM(change) >= :k
+        )
+        SELECT seq.runner, seq.test_id, t.classname, t.name, t.kind, t.stem, t.dtype,
+               seq.outcome, seq.flaky
+        FROM seq JOIN flipped USING (runner, test_id) JOIN tests AS t ON t.id = seq.test_id
+        ORDER BY seq.runner, seq.test_id, seq.started
+        """,
+        {"n": last_n, "k": min_changes},
+    )
+    series = []
+    for (runner, _), group in itertools.groupby(rows, key=lambda row: row[:2]):
+        group = list(group)
+        cls, name, kind, stem, dtype = group[0][2:7]
+        series.append(
+            OutcomeSeries(
+                runner,
+                cls,
+                name,
+                kind,
+                stem,
+                dtype,
+                tuple(Outcome(row[7]) for row in group),
+                tuple(bool(row[8]) for row in group),
+            )
+        )
+    return tuple(sorted(series, key=lambda s: (s.classname, s.name, s.runner)))
+
+
+def outcome_counts(
+    db: sqlite3.Connection, last_n: int
+) -> tuple[tuple[str, str, dict[str, int]], ...]:
+    """(started, runner, {outcome: tests}) for every run of the last ``last_n`` nightlies,
+    oldest first."""
+    rows = db.execute(
+        "SELECT r.started, r.runner, x.outcome, COUNT(*) "
+        "FROM runs AS r JOIN results AS x ON x.run_id = r.id "
+        "WHERE r.started IN (SELECT started FROM runs GROUP BY started "
+        "                    ORDER BY started DESC LIMIT ?) "
+        "GROUP BY r.id, x.outcome ORDER BY r.started, r.id",
+        (last_n,),
+    )
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    for started, runner, outcome, count in rows:
+        out.setdefault((started, runner), {o.value: 0 for o in Outcome})[outcome] = count
+    return tuple((started, runner, counts) for (started, runner), counts in out.items())
+
+
+def prune(db: sqlite3.Connection, keep: int) -> int:
+    """Delete all but the last ``keep`` nightlies (and tests no run refers to any more).
+
+    Returns how many nightlies were deleted.
+    """
+    with db:
+        old = db.execute(
+            "SELECT started FROM runs GROUP BY started ORDER BY started DESC LIMIT -1 OFFSET ?",
+            (keep,),
+        ).fetchall()
+        if not old:
+            return 0
+        db.executemany("DELETE FROM runs WHERE started = ?", old)
+        db.execute("DELETE FROM tests WHERE id NOT IN (SELECT DISTINCT test_id FROM results)")
+    return len(old)

@@ -1,0 +1,452 @@
+"""The nightly dashboard: one static HTML page with inline SVG charts, no JavaScript.
+
+Everything is drawn from the nightly's summary (``summary.json``, built by
+``pipeline.commands.nightly``), so a dashboard can be redrawn from that file alone:
+
+- pass rate over time, one line per runner configuration;
+- a heatmap of operator × dtype outcomes for the latest nightly (a cell is split into one
+  stripe per runner where the runners disagree; a dot marks a flaky result; hovering shows
+  each runner's outcome and message);
+- the migration backlog by workflow, and its easiest items;
+- regressions, flaky tests, the proposed xfail removals as a diff.
+
+Every piece of text is escaped with :func:`html.escape`, and a Content-Security-Policy
+that allows no script keeps a test message that slips through from running anyway.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.edit.atomic import write_atomic
+
+INDEX = "index.html"
+SUMMARY_MD = "summary.md"
+SUMMARY_JSON = "summary.json"
+DIFF = "xfail-removals.diff"
+
+OUTCOME_COLORS: dict[str, str] = {
+    "pass": "#2da44e",
+    "xpass": "#0969da",
+    "xfail": "#afb8c1",
+    "skip": "#eaeef2",
+    "fail": "#cf222e",
+    "error": "#82071e",
+}
+OUTCOME_ORDER = ("pass", "xpass", "xfail", "skip", "fail", "error")
+NOT_RUN = "#ffffff"
+RUNNER_COLORS = ("#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e", "#57606a")
+WORKFLOW_LABELS = {"migrate": "migrate (MPSGraph → Metal)", "add": "add (no MPS kernel yet)"}
+FONT = "font-family:ui-sans-serif,system-ui,sans-serif;font-size:11px"
+_MAX_TITLE = 200
+
+_CSS = """
+body{font:14px/1.45 ui-sans-serif,system-ui,-apple-system,sans-serif;color:#1f2328;
+margin:0 auto;max-width:1100px;padding:16px 24px}
+h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:28px 0 8px;
+border-bottom:1px solid #d0d7de;padding-bottom:4px}
+.meta{color:#57606a}.cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}
+.card{border:1px solid #d0d7de;border-radius:6px;padding:8px 14px;min-width:120px}
+.card b{display:block;font-size:22px}.bad b{color:#cf222e}.good b{color:#1a7f37}
+table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #d0d7de;padding:3px 8px;
+text-align:left;vertical-align:top}th{background:#f6f8fa}
+pre{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:8px;overflow:auto}
+.add{color:#1a7f37}.del{color:#cf222e}.hunk{color:#8250df}
+.scroll{overflow:auto;max-height:80vh;border:1px solid #d0d7de;border-radius:6px}
+.caption{color:#57606a;font-size:12px}.warn{color:#9a6700}code{font-size:12px}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _clip(text: str, limit: int = _MAX_TITLE) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _svg(width: float, height: float, label: str, body: Sequence[str]) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{_e(label)}" '
+        f'style="{FONT}">' + "".join(body) + "</svg>"
+    )
+
+
+def _empty(message: str) -> str:
+    return _svg(420, 40, message, [f'<text x="8" y="24" fill="#57606a">{_e(message)}</text>'])
+
+
+# ----------------------------------------------------------------------------- charts
+
+
+def pass_rate_chart(history: Sequence[Mapping[str, Any]]) -> str:
+    """Pass rate (0-1) per runner over nightlies: an SVG line chart.
+
+    ``history`` rows: ``{"started", "runner", "pass_rate", "counts"}`` (summary["history"]).
+    """
+    points = [h for h in history if h.get("pass_rate") is not None]
+    if not points:
+        return _empty("no nightly history yet")
+    nights = sorted({h["started"] for h in history})
+    runners = list(dict.fromkeys(h["runner"] for h in history))
+    width, height = 760, 280
+    left, right, top, bottom = 52, 150, 16, 44
+    plot_w, plot_h = width - left - right, height - top - bottom
+    low = min(h["pass_rate"] for h in points)
+    floor = max(0.0, math.floor((low - 0.02) * 20) / 20)  # a 5% step below the lowest point
+
+    def x(started: str) -> float:
+        if len(nights) == 1:
+            return left + plot_w / 2
+        return left + plot_w * nights.index(started) / (len(nights) - 1)
+
+    def y(rate: float) -> float:
+        return top + plot_h * (1 - (rate - floor) / (1 - floor or 1))
+
+    body = []
+    for i in range(5):
+        rate = floor + (1 - floor) * i / 4
+        body.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y(rate):.1f}" y2="{y(rate):.1f}" '
+            'stroke="#d0d7de"/>'
+            f'<text x="{left - 6}" y="{y(rate) + 4:.1f}" text-anchor="end" fill="#57606a">'
+            f"{rate:.0%}</text>"
+        )
+    step = max(1, math.ceil(len(nights) / 8))
+    for started in nights[::step]:
+        body.append(
+            f'<text x="{x(started):.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
+            f'fill="#57606a">{_e(started[5:10])}</text>'
+        )
+    body.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle" '
+        'fill="#57606a">nightly (UTC date)</text>'
+    )
+    for n, runner in enumerate(runners):
+        color = RUNNER_COLORS[n % len(RUNNER_COLORS)]
+        rows = {h["started"]: h for h in history if h["runner"] == runner}
+        path, pen_down = [], False
+        for started in nights:
+            row = rows.get(started)
+            if row is None or row.get("pass_rate") is None:
+                pen_down = False  # a night the runner did not report: break the line
+                continue
+            path.append(f"{'L' if pen_down else 'M'}{x(started):.1f},{y(row['pass_rate']):.1f}")
+            pen_down = True
+        body.append(f'<path d="{" ".join(path)}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for started, row in rows.items():
+            if row.get("pass_rate") is None:
+                continue
+            counts = row.get("counts", {})
+            detail = ", ".join(f"{o} {counts[o]}" for o in OUTCOME_ORDER if counts.get(o))
+            tip = f"{runner} {started[:16]}: {row['pass_rate']:.1%} ({detail})"
+            body.append(
+                f'<circle cx="{x(started):.1f}" cy="{y(row["pass_rate"]):.1f}" r="3.5" '
+                f'fill="{color}"><title>{_e(tip)}</title></circle>'
+            )
+        ly = top + 14 + 18 * n
+        body.append(
+            f'<rect x="{left + plot_w + 14}" y="{ly - 9}" width="12" height="12" fill="{color}"/>'
+            f'<text x="{left + plot_w + 32}" y="{ly + 1}">{_e(runner)}</text>'
+        )
+    return _svg(width, height, "pass rate per runner over the nightlies", body)
+
+
+def _cell_title(name: str, dtype: str, cell: Mapping[str, Any]) -> str:
+    lines = [f"{name} {dtype}: {cell['outcome']}" + (" (flaky)" if cell.get("flaky") else "")]
+    for runner, r in cell.get("runners", {}).items():
+        line = f"{runner}: {r['outcome']}" + (" (flaky)" if r.get("flaky") else "")
+        if r.get("message"):
+            line += f" — {_clip(r['message'])}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def heatmap(table: Mapping[str, Any]) -> str:
+    """Operator × dtype outcomes of one nightly (``DtypeTable.to_dict()``): an SVG grid."""
+    rows, dtypes, runners = table.get("rows", []), table.get("dtypes", []), table["runners"]
+    if not rows or not dtypes:
+        return _empty("no consistency test results")
+    cell, gap = 16, 2
+    labels = [r["name"] + (" · grad" if r["kind"] == "output_grad_match" else "") for r in rows]
+    label_w = min(300, 12 + 6.5 * max(len(label) for label in labels))
+    head = 64
+    width = label_w + len(dtypes) * (cell + gap) + 20
+    height = head + len(rows) * (cell + gap) + 64
+    body = []
+    for j, dtype in enumerate(dtypes):
+        cx = label_w + j * (cell + gap) + cell / 2
+        body.append(
+            f'<text transform="translate({cx + 4:.1f},{head - 6}) rotate(-50)">{_e(dtype)}</text>'
+        )
+    for i, (row, label) in enumerate(zip(rows, labels, strict=True)):
+        ty = head + i * (cell + gap)
+        body.append(
+            f'<text x="{label_w - 6:.1f}" y="{ty + cell - 4}" text-anchor="end">'
+            f"{_e(_clip(label, 44))}</text>"
+        )
+        for j, dtype in enumerate(dtypes):
+            tx = label_w + j * (cell + gap)
+            data = row["cells"].get(dtype)
+            if data is None:
+                body.append(
+                    f'<rect x="{tx:.1f}" y="{ty}" width="{cell}" height="{cell}" fill="{NOT_RUN}" '
+                    f'stroke="#eaeef2"><title>{_e(f"{label} {dtype}: not tested")}</title></rect>'
+                )
+                continue
+            title = f"<title>{_e(_cell_title(label, dtype, data))}</title>"
+            parts = []
+            if data.get("mixed") and len(runners) > 1:
+                stripe = cell / len(runners)
+                for k, runner in enumerate(runners):
+                    r = data["runners"].get(runner)
+                    color = OUTCOME_COLORS[r["outcome"]] if r else NOT_RUN
+                    parts.append(
+                        f'<rect x="{tx + k * stripe:.1f}" y="{ty}" width="{stripe:.1f}" '
+                        f'height="{cell}" fill="{color}"/>'
+                    )
+            else:
+                parts.append(
+                    f'<rect x="{tx:.1f}" y="{ty}" width="{cell}" height="{cell}" '
+                    f'fill="{OUTCOME_COLORS[data["outcome"]]}"/>'
+                )
+            if data.get("flaky"):
+                parts.append(
+                    f'<circle cx="{tx + cell / 2:.1f}" cy="{ty + cell / 2}" r="3" fill="#1f2328"/>'
+                )
+            body.append(f"<g>{title}{''.join(parts)}</g>")
+    ly = head + len(rows) * (cell + gap) + 18
+    lx = 8.0
+    for outcome in OUTCOME_ORDER:
+        body.append(
+            f'<rect x="{lx:.1f}" y="{ly - 10}" width="12" height="12" '
+            f'fill="{OUTCOME_COLORS[outcome]}" stroke="#d0d7de"/>'
+            f'<text x="{lx + 16:.1f}" y="{ly}">{outcome}</text>'
+        )
+        lx += 24 + 7 * len(outcome)
+    body.append(
+        f'<circle cx="{lx + 6:.1f}" cy="{ly - 4}" r="3" fill="#1f2328"/>'
+        f'<text x="{lx + 14:.1f}" y="{ly}">flaky</text>'
+    )
+    note = ""
+    if len(runners) > 1:
+        note = f"split cell: runners disagree, one stripe each, left to right: {', '.join(runners)}"
+        body.append(f'<text x="8" y="{ly + 20}" fill="#57606a">{_e(note)}</text>')
+    width = max(width, lx + 60, 16 + 6.2 * len(note))
+    return _svg(width, height, "operator by dtype outcomes of the latest nightly", body)
+
+
+def bar_chart(counts: Mapping[str, int], labels: Mapping[str, str] | None = None) -> str:
+    """Horizontal bars, one per key of ``counts`` (the backlog by workflow)."""
+    if not counts:
+        return _empty("nothing to show")
+    labels = labels or {}
+    names = [labels.get(k, k) for k in counts]
+    label_w = 12 + 6.5 * max(len(n) for n in names)
+    bar_w, row_h = 360, 26
+    most = max(counts.values()) or 1
+    body = []
+    for i, (key, name) in enumerate(zip(counts, names, strict=True)):
+        ty = 8 + i * row_h
+        w = max(1.0, bar_w * counts[key] / most)
+        body.append(
+            f'<text x="{label_w - 8:.1f}" y="{ty + 14}" text-anchor="end">{_e(name)}</text>'
+            f'<rect x="{label_w:.1f}" y="{ty}" width="{w:.1f}" height="18" '
+            f'fill="{RUNNER_COLORS[i % len(RUNNER_COLORS)]}"/>'
+            f'<text x="{label_w + w + 6:.1f}" y="{ty + 14}">{counts[key]}</text>'
+        )
+    return _svg(label_w + bar_w + 60, 16 + row_h * len(counts), "counts by category", body)
+
+
+# ------------------------------------------------------------------------------- page
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _diff_block(diff: str) -> str:
+    lines = []
+    for line in diff.splitlines():
+        cls = ""
+        if line.startswith("@@"):
+            cls = "hunk"
+        elif line.startswith("+") and not line.startswith("+++"):
+            cls = "add"
+        elif line.startswith("-") and not line.startswith("---"):
+            cls = "del"
+        lines.append(f'<span class="{cls}">{_e(line)}</span>' if cls else _e(line))
+    return "<pre>" + "\n".join(lines) + "</pre>"
+
+
+def _card(label: str, value: object, tone: str = "") -> str:
+    return f'<div class="card {tone}"><b>{_e(value)}</b>{_e(label)}</div>'
+
+
+def render_html(summary: Mapping[str, Any]) -> str:
+    """The dashboard page for one nightly summary (schema 1)."""
+    started = summary["started"][:16].replace("T", " ")
+    commit = summary.get("commit") or "unknown"
+    regressions, flaky = summary["regressions"], summary["flaky"]
+    proposals, backlog = summary["proposals"], summary["backlog"]
+    cards = [
+        _card("regressions", len(regressions), "bad" if regressions else "good"),
+        _card("flaky tests", len(flaky), "bad" if flaky else "good"),
+        _card("xfail removals", len(proposals), "good" if proposals else ""),
+        _card("migration backlog", backlog["total"] if not backlog["error"] else "–"),
+    ]
+    for runner, rate in summary["pass_rate"].items():
+        cards.append(_card(f"pass rate {runner}", f"{rate:.1%}" if rate is not None else "–"))
+    for runner in summary["missing_runners"]:
+        cards.append(_card(f"{runner}: no results", "✗", "bad"))
+
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>MPS nightly {_e(started)} UTC</title><style>{_CSS}</style></head><body>",
+        f"<h1>MPS nightly · {_e(started)} UTC</h1>",
+        f'<p class="meta">commit <code>{_e(commit[:12])}</code> · runners '
+        f"{_e(', '.join(summary['runners']) or 'none')}"
+        + (f" · source {_e(summary['source'])}" if summary.get("source") else "")
+        + "</p>",
+        f'<div class="cards">{"".join(cards)}</div>',
+        "<h2>Pass rate</h2>",
+        pass_rate_chart(summary["history"]),
+        '<p class="caption">Share of the tests that ran (skips left out) whose operator worked '
+        "on MPS: pass or xpass. One line per runner configuration; hover a point for its "
+        "counts.</p>",
+        f"<h2>Regressions ({len(regressions)})</h2>",
+    ]
+    if regressions:
+        parts.append(
+            _table(
+                ["test", "runner", "was", "now", "message"],
+                [
+                    (
+                        r["name"],
+                        r["runner"],
+                        r["before"],
+                        r["after"] + (" (flaky)" if r["flaky"] else ""),
+                        _clip(r["message"]),
+                    )
+                    for r in regressions
+                ],
+            )
+        )
+    else:
+        parts.append("<p>None: nothing that worked in a runner's previous run fails now.</p>")
+    parts.append(f"<h2>Flaky tests ({len(flaky)})</h2>")
+    if flaky:
+        parts.append(
+            _table(
+                ["test", "runner", "why", "outcomes (oldest first)"],
+                [
+                    (f["name"], f["runner"], "; ".join(f["reasons"]), " → ".join(f["outcomes"]))
+                    for f in flaky
+                ],
+            )
+        )
+    else:
+        parts.append("<p>None.</p>")
+
+    parts.append(f"<h2>xfail removals ({len(proposals)})</h2>")
+    if proposals:
+        parts.append(
+            _table(
+                ["list", "key", "action", "dtypes after", "why"],
+                [
+                    (
+                        d["list"],
+                        d["key"],
+                        d["action"],
+                        "all" if d["new_dtypes"] is None else ", ".join(d["new_dtypes"]) or "–",
+                        d["reason"],
+                    )
+                    for d in proposals
+                ],
+            )
+        )
+    else:
+        parts.append(f"<p>{_e(summary['proposal_note'])}.</p>")
+    if summary["diff"]:
+        parts.append(f'<p>Ready to apply (<a href="{DIFF}">{DIFF}</a>):</p>')
+        parts.append(_diff_block(summary["diff"]))
+    if summary["candidates"]:
+        need = summary["min_passes"]
+        parts.append(f"<p>Xpassing everywhere, waiting for {need} nightlies in a row:</p>")
+        rows = []
+        for c in summary["candidates"]:
+            streaks = ", ".join(f"{d} {n}/{need}" for d, n in c["streaks"].items())
+            rows.append((c["list"], c["key"], streaks))
+        parts.append(_table(["list", "key", "dtypes (nightlies so far)"], rows))
+
+    parts.append("<h2>Latest results: operator × dtype</h2>")
+    parts.append(f'<div class="scroll">{heatmap(summary["table"])}</div>')
+
+    parts.append(f"<h2>Migration backlog ({backlog['total']})</h2>")
+    if backlog["error"]:
+        parts.append(f'<p class="warn">Unavailable: {_e(backlog["error"])}</p>')
+    else:
+        parts.append(bar_chart(backlog["counts"], WORKFLOW_LABELS))
+        parts.append("<p>Easiest first:</p>")
+        parts.append(
+            _table(
+                ["operator", "workflow", "overloads", "xfail dtypes", "functor", "MPS kernels"],
+                [
+                    (
+                        i["op"],
+                        i["workflow"],
+                        i["overloads"],
+                        i["xfail_dtypes"],
+                        "✓" if i["has_functor"] else "",
+                        ", ".join(i["mps_kernels"]),
+                    )
+                    for i in backlog["items"][:15]
+                ],
+            )
+        )
+    if summary["warnings"]:
+        parts.append("<h2>Warnings</h2><ul>")
+        parts += [f'<li class="warn">{_e(w)}</li>' for w in summary["warnings"]]
+        parts.append("</ul>")
+    parts.append(
+        f'<p class="caption">Also here: <a href="{SUMMARY_MD}">{SUMMARY_MD}</a> · '
+        f'<a href="{SUMMARY_JSON}">{SUMMARY_JSON}</a> · merged JUnit per runner in '
+        '<a href="junit/">junit/</a></p></body></html>'
+    )
+    return "\n".join(parts) + "\n"
+
+
+def write_dashboard(out_dir: Path, summary: Mapping[str, Any], markdown: str) -> tuple[Path, ...]:
+    """Write index.html, summary.md, summary.json and (when there is one) the xfail diff.
+
+    Each file is replaced atomically; a diff left by an earlier night is removed when
+    tonight has none. Returns the paths written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {
+        INDEX: render_html(summary),
+        SUMMARY_MD: markdown,
+        SUMMARY_JSON: json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
+    }
+    if summary["diff"]:
+        files[DIFF] = summary["diff"]
+    else:
+        (out_dir / DIFF).unlink(missing_ok=True)
+    written = []
+    for name, text in files.items():
+        write_atomic(out_dir / name, text)
+        written.append(out_dir / name)
+    return tuple(written)

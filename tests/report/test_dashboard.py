@@ -1,0 +1,229 @@
+"""The static nightly dashboard: inline SVG charts, escaped text, the files it writes."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pipeline.report import dashboard
+from pipeline.results.junit import CaseResult, Outcome
+from pipeline.results.table import merge_runs
+
+SVG = "{http://www.w3.org/2000/svg}"
+DIFF = "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,1 @@\n-    torch.int64,  # <script>\n     torch.int32,\n"
+EVIL = "mismatch <script>alert('pwn')</script> & \"quotes\""
+
+
+def case(stem: str, dtype: str, outcome: Outcome, message: str = "", flaky: bool = False):
+    name = f"test_output_match_{stem}_mps_{dtype}"
+    return CaseResult("TestConsistencyMPS", name, "output_match", stem, dtype, outcome, flaky,
+                      1, message, 0.1, "r.xml")  # fmt: skip
+
+
+def table_dict():
+    """atan2: float32 fails on one runner with an evil message; int64 flaky."""
+    runs = {
+        "macos-m1-14": [
+            case("atan2", "float32", Outcome.FAIL, EVIL),
+            case("atan2", "int64", Outcome.XPASS, flaky=True),
+        ],
+        "macos-m2-15": [
+            case("atan2", "float32", Outcome.PASS),
+            case("atan2", "int64", Outcome.XPASS),
+        ],
+    }
+    return merge_runs(runs, {"atan2": "atan2 <b>"}).to_dict()
+
+
+def summary(**overrides):
+    data = {
+        "schema": 1,
+        "started": "2026-03-02T03:17:00.000000Z",
+        "commit": "0123456789abcdef",
+        "source": "https://example.invalid/run/1?a=<x>",
+        "runners": ["macos-m1-14", "macos-m2-15"],
+        "required_runners": ["macos-m1-14", "macos-m2-15", "macos-m2-26"],
+        "missing_runners": ["macos-m2-26"],
+        "min_passes": 3,
+        "counts": {},
+        "pass_rate": {"macos-m1-14": 0.5, "macos-m2-15": 1.0},
+        "table": table_dict(),
+        "proposals": [
+            {
+                "list": "UNIMPLEMENTED_XFAILLIST",
+                "function": "mps_ops_modifier",
+                "key": "atan2",
+                "action": "drop_dtypes",
+                "old_dtypes": ["int64", "int32"],
+                "new_dtypes": ["int32"],
+                "reason": "int64: xpassed <everywhere>",
+            }
+        ],  # fmt: skip
+        "proposal_note": "",
+        "judged_nightlies": [],
+        "candidates": [
+            {"list": "ON_MPS_XFAILLIST", "function": "f", "key": "fmod", "streaks": {"float16": 2}}
+        ],
+        "diff": DIFF,
+        "regressions": [
+            {
+                "runner": "macos-m1-14",
+                "classname": "T",
+                "name": "test_output_match_atan2_mps_float32",
+                "stem": "atan2",
+                "dtype": "float32",
+                "before": "pass",
+                "after": "fail",
+                "flaky": False,
+                "message": EVIL,
+                "previous": "2026-03-01T03:17:00.000000Z",
+            }
+        ],  # fmt: skip
+        "flaky": [
+            {
+                "runner": "macos-m1-14",
+                "classname": "T",
+                "name": "test_output_match_atan2_mps_int64",
+                "stem": "atan2",
+                "dtype": "int64",
+                "reasons": ["attempts disagreed tonight"],
+                "outcomes": ["xpass"],
+            }
+        ],  # fmt: skip
+        "backlog": {
+            "error": None,
+            "counts": {"migrate": 250, "add": 40},
+            "total": 290,
+            "items": [
+                {
+                    "op": "atan2",
+                    "workflow": "migrate",
+                    "overloads": 1,
+                    "mps_kernels": ["atan2_out_mps"],
+                    "xfail_dtypes": 6,
+                    "has_functor": True,
+                    "has_opinfo": True,
+                }
+            ],  # fmt: skip
+        },
+        "history": [
+            {
+                "started": f"2026-03-0{d}T03:17:00.000000Z",
+                "runner": r,
+                "pass_rate": rate,
+                "counts": {"pass": 9, "fail": 1},
+            }
+            for d, rates in ((1, (0.9, 0.95)), (2, (0.5, 1.0)))
+            for r, rate in zip(("macos-m1-14", "macos-m2-15"), rates, strict=True)
+        ],  # fmt: skip
+        "warnings": ["a <warning>"],
+    }
+    data.update(overrides)
+    return data
+
+
+def parse_svg(text: str) -> ET.Element:
+    root = ET.fromstring(text)  # well-formed XML, or this raises
+    assert root.tag == f"{SVG}svg"
+    return root
+
+
+def test_page_has_svg_charts_and_escapes_every_message():
+    html = dashboard.render_html(summary())
+    assert html.count("<svg") == 3  # pass rate, heatmap, backlog
+    assert "<script" not in html
+    assert (
+        "mismatch &lt;script&gt;alert(&#x27;pwn&#x27;)&lt;/script&gt; &amp; &quot;quotes&quot;"
+        in html
+    )
+    assert "atan2 &lt;b&gt;" in html and "atan2 <b>" not in html
+    assert "&lt;everywhere&gt;" in html and "a &lt;warning&gt;" in html
+    assert "?a=&lt;x&gt;" in html
+    assert "default-src 'none'" in html  # no script could run even if one slipped through
+    assert "macos-m2-26: no results" in html
+    assert '<span class="del">-    torch.int64,  # &lt;script&gt;</span>' in html
+    assert "fmod" in html and "float16 2/3" in html
+
+
+def test_every_chart_is_well_formed_svg():
+    data = summary()
+    for svg in (
+        dashboard.pass_rate_chart(data["history"]),
+        dashboard.heatmap(data["table"]),
+        dashboard.bar_chart(data["backlog"]["counts"], dashboard.WORKFLOW_LABELS),
+    ):
+        parse_svg(svg)
+
+
+def test_heatmap_cells_stripes_and_tooltips():
+    root = parse_svg(dashboard.heatmap(table_dict()))
+    cells = root.findall(f"{SVG}g")
+    assert len(cells) == 2
+    by_title = {g.find(f"{SVG}title").text.split("\n")[0]: g for g in cells}
+    mixed = by_title["atan2 <b> float32: fail"]
+    # runners disagree: one stripe per runner, in runner order (fail, pass)
+    fills = [r.get("fill") for r in mixed.findall(f"{SVG}rect")]
+    assert fills == [dashboard.OUTCOME_COLORS["fail"], dashboard.OUTCOME_COLORS["pass"]]
+    assert EVIL in mixed.find(f"{SVG}title").text  # unescaped back by the XML parser
+    flaky = by_title["atan2 <b> int64: xpass (flaky)"]
+    assert [r.get("fill") for r in flaky.findall(f"{SVG}rect")] == [
+        dashboard.OUTCOME_COLORS["xpass"]
+    ]
+    assert flaky.find(f"{SVG}circle") is not None  # the flaky dot
+    labels = [t.text for t in root.iter(f"{SVG}text")]
+    assert "float32" in labels and "int64" in labels and "atan2 <b>" in labels
+
+
+def test_pass_rate_chart_has_a_line_and_points_per_runner_and_breaks_on_gaps():
+    history = [
+        {"started": "2026-03-01T03:17:00Z", "runner": "a", "pass_rate": 0.9, "counts": {}},
+        {"started": "2026-03-02T03:17:00Z", "runner": "a", "pass_rate": None, "counts": {}},
+        {"started": "2026-03-03T03:17:00Z", "runner": "a", "pass_rate": 0.8, "counts": {}},
+        {"started": "2026-03-01T03:17:00Z", "runner": "b", "pass_rate": 0.95, "counts": {}},
+        {"started": "2026-03-02T03:17:00Z", "runner": "b", "pass_rate": 0.97, "counts": {}},
+        {"started": "2026-03-03T03:17:00Z", "runner": "b", "pass_rate": 1.0, "counts": {}},
+    ]
+    root = parse_svg(dashboard.pass_rate_chart(history))
+    paths = [p.get("d") for p in root.iter(f"{SVG}path")]
+    assert len(paths) == 2
+    assert paths[0].count("M") == 2 and "L" not in paths[0]  # a's line breaks at the gap
+    assert paths[1].count("M") == 1 and paths[1].count("L") == 2
+    tips = [t.text for t in root.iter(f"{SVG}title")]
+    assert "a 2026-03-01T03:17: 90.0% ()" in tips and len(tips) == 5
+    assert "03-02" in [t.text for t in root.iter(f"{SVG}text")]
+
+
+def test_empty_inputs_draw_a_message():
+    assert "no nightly history yet" in dashboard.pass_rate_chart([])
+    assert "no consistency test results" in dashboard.heatmap(
+        {"rows": [], "dtypes": [], "runners": []}
+    )
+    html = dashboard.render_html(
+        summary(
+            proposals=[], diff="", candidates=[], regressions=[], flaky=[], history=[],
+            proposal_note="nothing xpassed", warnings=[],
+            backlog={"error": "no torch <here>", "counts": {}, "total": 0, "items": []},
+        )
+    )  # fmt: skip
+    assert "Unavailable: no torch &lt;here&gt;" in html
+    assert "nothing xpassed." in html and "xfail-removals.diff" not in html
+
+
+def test_write_dashboard_writes_the_files_and_drops_a_stale_diff(tmp_path):
+    out = tmp_path / "dash"
+    written = dashboard.write_dashboard(out, summary(), "# md\n")
+    assert [p.name for p in written] == ["index.html", "summary.md", "summary.json", dashboard.DIFF]
+    assert json.loads((out / "summary.json").read_text())["commit"] == "0123456789abcdef"
+    assert (out / dashboard.DIFF).read_text().startswith("--- a/x.py")
+    dashboard.write_dashboard(out, summary(diff=""), "# md\n")
+    assert not (out / dashboard.DIFF).exists()
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.42, 1.0])
+def test_pass_rate_axis_covers_the_lowest_point(rate):
+    history = [{"started": "2026-03-01T03:17:00Z", "runner": "a", "pass_rate": rate, "counts": {}}]
+    root = parse_svg(dashboard.pass_rate_chart(history))
+    (point,) = root.iter(f"{SVG}circle")
+    assert 0 <= float(point.get("cy")) <= float(root.get("height"))

@@ -1,0 +1,192 @@
+"""The nightly history database: real SQLite files in tmp_path."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from pipeline import history
+from pipeline.errors import PipelineError
+from pipeline.results.junit import CaseResult, Outcome
+
+CLS = "test_mps.TestConsistencyMPS"
+P, F, X, XP = Outcome.PASS, Outcome.FAIL, Outcome.XFAIL, Outcome.XPASS
+
+
+def case(stem: str, dtype: str, outcome: Outcome, *, flaky: bool = False) -> CaseResult:
+    name = f"test_output_match_{stem}_mps_{dtype}"
+    return CaseResult(
+        CLS, name, "output_match", stem, dtype, outcome, flaky, 1 + flaky, "m", 0.5, "x"
+    )
+
+
+def night(day: int) -> str:
+    return history.timestamp(f"2026-03-{day:02d}T03:17:00Z")
+
+
+@pytest.fixture
+def db(tmp_path):
+    conn = history.connect(tmp_path / "h" / "nightly.sqlite")
+    yield conn
+    conn.close()
+
+
+def test_new_file_has_the_schema_in_wal_mode(tmp_path):
+    path = tmp_path / "deep" / "dir" / "nightly.sqlite"
+    conn = history.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"schema_version", "runs", "tests", "results"} <= tables
+        indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert {"runs_by_runner", "runs_by_source", "tests_by_stem"} <= indexes
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+    finally:
+        conn.close()
+    # reopening does not add a second version row
+    again = history.connect(path)
+    assert again.execute("SELECT COUNT(*) FROM schema_version").fetchone() == (1,)
+    again.close()
+
+
+def test_newer_schema_and_foreign_files_are_refused(tmp_path):
+    path = tmp_path / "nightly.sqlite"
+    history.connect(path).close()
+    raw = sqlite3.connect(path)
+    with raw:
+        raw.execute("UPDATE schema_version SET version = 99")
+    raw.close()
+    with pytest.raises(PipelineError, match="schema version 99 is newer"):
+        history.connect(path)
+
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(PipelineError, match="not a usable history database"):
+        history.connect(junk)
+
+
+def test_record_run_round_trips_and_reads_flat(db):
+    cases = [case("atan2", "int64", XP), case("atan2", "float32", P, flaky=True)]
+    run_id = history.record_run(db, "macos-m1-14", "abc123", cases, started=night(1), source="s")
+    back = history.run_cases(db, run_id)
+    assert [(c.name, c.outcome, c.flaky, c.attempts) for c in back] == [
+        ("test_output_match_atan2_mps_int64", XP, False, 1),
+        ("test_output_match_atan2_mps_float32", P, True, 2),
+    ]
+    assert back[0].kind == "output_match" and back[0].stem == "atan2" and back[0].dtype == "int64"
+    flat = db.execute(
+        "SELECT run_id, classname, name, kind, stem, dtype, outcome, flaky, attempts "
+        "FROM results_flat ORDER BY name"
+    ).fetchall()
+    assert flat[0] == (run_id, CLS, "test_output_match_atan2_mps_float32", "output_match",
+                       "atan2", "float32", "pass", 1, 2)  # fmt: skip
+    (only,) = history.nightlies(db)
+    assert only.started == night(1) and only.runners == ("macos-m1-14",) and only.commit == "abc123"
+
+
+def test_run_cases_filters_by_stem_and_tests_are_stored_once(db):
+    for day in (1, 2):
+        history.record_run(
+            db,
+            "r",
+            "",
+            [case("atan2", "int64", XP), case("fmod", "float16", X)],
+            started=night(day),
+        )
+    assert db.execute("SELECT COUNT(*) FROM tests").fetchone() == (2,)
+    latest = history.nightlies(db, 1)[0].runs[0]
+    assert [c.stem for c in history.run_cases(db, latest.id, stems=["fmod"])] == ["fmod"]
+
+
+def test_nightlies_group_runs_by_start_newest_first(db):
+    for day in (3, 1, 2):  # recorded out of order: order is by time, not by insertion
+        history.record_nightly(
+            db, {"a": [case("add", "float32", P)], "b": [case("add", "float32", P)]},
+            commit=f"c{day}", started=night(day),
+        )  # fmt: skip
+    got = history.nightlies(db, 2)
+    assert [n.started for n in got] == [night(3), night(2)]
+    assert got[0].runners == ("a", "b") and got[0].commit == "c3"
+    assert [n.started for n in history.nightlies(db, until=night(2))] == [night(2), night(1)]
+    assert history.previous_run(db, "b", night(3)).started == night(2)
+    assert history.previous_run(db, "b", night(1)) is None
+
+
+def test_recording_the_same_source_again_replaces_the_nightly(db):
+    runs = {"a": [case("add", "float32", P)]}
+    history.record_nightly(db, runs, commit="x", started=night(1), source="run/1")
+    history.record_nightly(db, runs, commit="x", started=night(2), source="run/7")
+    history.record_nightly(db, {"a": [case("add", "float32", F)]}, commit="x", started=night(3),
+                           source="run/7")  # fmt: skip
+    assert [n.started for n in history.nightlies(db)] == [night(3), night(1)]
+    assert db.execute("SELECT COUNT(*) FROM results").fetchone() == (2,)  # cascade deleted
+
+
+def test_recent_outcomes_newest_first(db):
+    for day, outcome in ((1, X), (2, XP), (3, XP)):
+        history.record_nightly(
+            db, {"a": [case("atan2", "int64", outcome)], "b": [case("atan2", "int64", XP)]},
+            commit="", started=night(day),
+        )  # fmt: skip
+    got = history.recent_outcomes(db, kind="output_match", stem="atan2", dtype="int64", last_n=2)
+    assert got == (
+        (night(3), "a", XP, False), (night(3), "b", XP, False),
+        (night(2), "a", XP, False), (night(2), "b", XP, False),
+    )  # fmt: skip
+    only_a = history.recent_outcomes(
+        db, kind="output_match", stem="atan2", dtype="int64", runner="a", last_n=5
+    )
+    assert [o for _, _, o, _ in only_a] == [XP, XP, X]
+
+
+def test_transitions_between_two_runs(db):
+    first = history.record_run(db, "a", "", [case("add", "float32", P), case("sub", "int64", P)],
+                               started=night(1))  # fmt: skip
+    second = history.record_run(db, "a", "", [case("add", "float32", F), case("sub", "int64", P)],
+                                started=night(2))  # fmt: skip
+    (t,) = history.transitions(db, first, second)
+    assert (t.stem, t.dtype, t.before, t.after) == ("add", "float32", P, F)
+
+
+def test_flipping_needs_a_change_and_a_change_back(db):
+    series = {
+        "add": (P, F, P, P),  # flaky: two changes
+        "sub": (P, P, F, F),  # one change: a regression, not flakiness
+        "mul": (X, XP, X, XP),  # three changes
+    }
+    for day in range(4):
+        cases = [case(stem, "float32", outcomes[day]) for stem, outcomes in series.items()]
+        history.record_nightly(db, {"a": cases}, commit="", started=night(day + 1))
+    flips = history.flipping(db, 4)
+    assert [(s.stem, s.outcomes) for s in flips] == [
+        ("add", (P, F, P, P)),
+        ("mul", (X, XP, X, XP)),
+    ]
+    # the last three nightlies see add change once (F, P, P), mul twice (XP, X, XP)
+    assert [s.stem for s in history.flipping(db, 3)] == ["mul"]
+
+
+def test_outcome_counts_and_prune(db):
+    for day in range(1, 6):
+        history.record_nightly(
+            db, {"a": [case("add", "float32", P), case("sub", "float32", F if day == 5 else P)]},
+            commit="", started=night(day),
+        )  # fmt: skip
+    counts = history.outcome_counts(db, 2)
+    assert [(s, r, c["pass"], c["fail"]) for s, r, c in counts] == [
+        (night(4), "a", 2, 0),
+        (night(5), "a", 1, 1),
+    ]
+    assert history.prune(db, 3) == 2
+    assert [n.started for n in history.nightlies(db)] == [night(5), night(4), night(3)]
+    assert db.execute("SELECT COUNT(*) FROM results").fetchone() == (6,)
+    assert history.prune(db, 3) == 0
+
+
+def test_timestamp_is_canonical_utc():
+    assert history.timestamp("2026-03-01T04:17:00+01:00") == "2026-03-01T03:17:00.000000Z"
+    assert history.timestamp("2026-03-01 03:17") == "2026-03-01T03:17:00.000000Z"
+    assert history.timestamp().endswith("Z")
+    with pytest.raises(PipelineError, match="ISO 8601"):
+        history.timestamp("last tuesday")
