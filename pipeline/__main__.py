@@ -33,6 +33,7 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         p.add_argument("--root", help="PyTorch checkout (default: the bundled sandbox)")
         p.add_argument("--python", help="interpreter that can `import torch` (OpInfo metadata)")
         p.add_argument("--state-dir", help="where results, caches and doit's database live")
+        p.add_argument("--opinfo-table", help="static OpInfo table instead of importing torch")
         mod.add_arguments(p)
         p.set_defaults(module=mod)
     return parser
@@ -44,7 +45,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(command).parse_args(argv)
     try:
         settings = load_settings(
-            {"root": args.root, "python": args.python, "state_dir": args.state_dir}
+            {
+                "root": args.root,
+                "python": args.python,
+                "state_dir": args.state_dir,
+                "opinfo_table": args.opinfo_table,
+            }
         )
         return args.module.run(args, settings)
     except PipelineError as exc:
