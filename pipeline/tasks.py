@@ -14,17 +14,19 @@ import sys
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from doit import get_var
 from doit.exceptions import TaskFailed
-from rich.console import Console
 
-from pipeline.commands import migrate
+from pipeline import state
 from pipeline.config import OVERRIDABLE, Settings, load_settings
 from pipeline.errors import PipelineError
-from pipeline.report import render
 from pipeline.tree import common_mps, metal, native_yaml, objc
-from pipeline.tree.index import load_index
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 BUILD_READERS = (native_yaml, metal, objc)
 
@@ -61,17 +63,23 @@ def _opinfo_files() -> list[str]:
     return [str(table)] if table is not None and table.is_file() else []
 
 
-def _guard(fn: Callable[..., object]) -> Callable[[], object]:
-    """Run a stage; a PipelineError becomes doit's TaskFailed with our message, no traceback."""
+def _guard(fn: Callable[[ModuleType, Console], object]) -> Callable[[], object]:
+    """A doit action running ``fn(migrate, console)``; a PipelineError becomes TaskFailed.
+
+    ``pipeline.commands.migrate`` is imported only when a stage really runs: an up-to-date
+    `doit` run never pays for libcst, the runners and the renderers.
+    """
 
     def action() -> object:
+        from pipeline.commands import migrate
+        from pipeline.report.render import terminal
+
         try:
-            fn(render.terminal())
+            fn(migrate, terminal())
         except PipelineError as exc:
             return TaskFailed(str(exc))
         return None
 
-    action.__name__ = getattr(fn, "__name__", "stage")
     return action
 
 
@@ -97,15 +105,15 @@ def task_audit() -> dict:
     if op is None:
         return _need_op("audit")
     s = settings()
-    digest = migrate.op_dir(s, op) / "audit.digest"
+    digest = state.op_dir(s, op) / "audit.digest"
     return {
-        "actions": [_guard(lambda c: migrate.stage_audit(s, op, c))],
-        "targets": [str(migrate.op_dir(s, op) / "audit.json")],
+        "actions": [_guard(lambda m, c: m.stage_audit(s, op, c))],
+        "targets": [str(state.op_dir(s, op) / "audit.json")],
         # By content digest rather than file_dep: the edit stage refreshes the audit after
         # it edits, so its own edits do not make the audit stale.
         "uptodate": [
             not _explicitly_requested("audit"),
-            lambda: digest.is_file() and digest.read_text() == migrate.inputs_digest(s),
+            lambda: digest.is_file() and digest.read_text() == state.inputs_digest(s),
         ],
         "verbosity": 2,
     }
@@ -116,9 +124,12 @@ def task_backlog() -> dict:
     s = settings()
 
     def action() -> None:
-        from pipeline.commands import backlog  # only this task needs it: keep start-up lean
+        # imported here, as in _guard: only this task needs them
+        from pipeline.commands import backlog
+        from pipeline.report.render import terminal
+        from pipeline.tree.index import load_index
 
-        backlog.render(backlog.backlog(load_index(s)), render.terminal())
+        backlog.render(backlog.backlog(load_index(s)), terminal())
 
     return {"actions": [action], "uptodate": [False], "verbosity": 2}
 
@@ -131,10 +142,10 @@ def task_edit() -> dict:
     s = settings()
     force, body = _flag("force"), get_var("body")
     return {
-        "actions": [_guard(lambda c: migrate.stage_edit(s, op, c, force=force, body=body))],
-        "file_dep": [str(p) for p in migrate.edit_inputs(s)]
-        + [str(migrate.op_dir(s, op) / "audit.json")],
-        "targets": [str(migrate.op_dir(s, op) / "edit.json")],
+        "actions": [_guard(lambda m, c: m.stage_edit(s, op, c, force=force, body=body))],
+        "file_dep": [str(p) for p in state.edit_inputs(s)]
+        + [str(state.op_dir(s, op) / "audit.json")],
+        "targets": [str(state.op_dir(s, op) / "edit.json")],
         "verbosity": 2,
     }
 
@@ -147,7 +158,7 @@ def task_preview() -> dict:
     s = settings()
     body = get_var("body")
 
-    def stage(console: Console) -> None:
+    def stage(migrate: ModuleType, console: Console) -> None:
         migrate.stage_audit(s, op, console)
         migrate.stage_edit(s, op, console, dry_run=True, body=body)
 
@@ -158,9 +169,9 @@ def task_build() -> dict:
     """`ninja -C build torch_cpu`, only when a build input (.metal, .mm, yaml) changed."""
     s = settings()
     task = {
-        "actions": [_guard(lambda c: migrate.stage_build(s, c))],
+        "actions": [_guard(lambda m, c: m.stage_build(s, c))],
         "file_dep": _files(*BUILD_READERS),
-        "targets": [str(migrate.build_stamp(s))],
+        "targets": [str(state.build_stamp(s))],
         "verbosity": 2,
     }
     op = _op()
@@ -175,19 +186,16 @@ def task_test_op() -> dict:
     if op is None:
         return _need_op("test_op")
     s = settings()
-    digest = migrate.op_dir(s, op) / "xfail_digest"
     test_file = s.root / s.test_file
     return {
-        "actions": [_guard(lambda c: migrate.stage_test(s, op, c))],
-        "file_dep": [str(migrate.build_stamp(s))]
+        "actions": [_guard(lambda m, c: m.stage_test(s, op, c))],
+        "file_dep": [str(state.build_stamp(s))]
         + ([str(test_file)] if test_file.is_file() else [])
         + _opinfo_files(),
-        "targets": [str(migrate.op_dir(s, op) / "junit.xml")],
+        "targets": [str(state.op_dir(s, op) / "junit.xml")],
         # common_mps.py is tracked by content of *this operator's* entries, not by file hash:
         # dropping another operator's xfails must not re-run these tests.
-        "uptodate": [
-            lambda: digest.is_file() and digest.read_text() == migrate.xfail_digest(s, op)
-        ],
+        "uptodate": [lambda: state.expectations_current(s, op)],
         "verbosity": 2,
     }
 
@@ -198,9 +206,9 @@ def task_table() -> dict:
     if op is None:
         return _need_op("table")
     s = settings()
-    d = migrate.op_dir(s, op)
+    d = state.op_dir(s, op)
     return {
-        "actions": [_guard(lambda c: migrate.stage_table(s, op, c))],
+        "actions": [_guard(lambda m, c: m.stage_table(s, op, c))],
         "file_dep": [str(d / "junit.xml")],
         "targets": [str(d / "table.json"), str(d / "table.md")],
         "uptodate": [not _explicitly_requested("table")],
@@ -214,10 +222,10 @@ def task_drop_xfails() -> dict:
     if op is None:
         return _need_op("drop_xfails")
     s = settings()
-    d = migrate.op_dir(s, op)
+    d = state.op_dir(s, op)
     force = _flag("force")
     return {
-        "actions": [_guard(lambda c: migrate.stage_drop(s, op, c, force=force))],
+        "actions": [_guard(lambda m, c: m.stage_drop(s, op, c, force=force))],
         "file_dep": [str(d / "table.json")] + _files(common_mps),
         "targets": [str(d / "xfails.json")],
         "verbosity": 2,
@@ -230,11 +238,11 @@ def task_summary() -> dict:
     if op is None:
         return _need_op("summary")
     s = settings()
-    d = migrate.op_dir(s, op)
+    d = state.op_dir(s, op)
     return {
-        "actions": [_guard(lambda c: migrate.stage_summary(s, op, c))],
+        "actions": [_guard(lambda m, c: m.stage_summary(s, op, c))],
         "file_dep": [str(d / n) for n in ("edit.json", "table.json", "xfails.json")]
-        + [str(migrate.build_stamp(s))],
+        + [str(state.build_stamp(s))],
         "targets": [str(d / "summary.md")],
         "verbosity": 2,
     }
@@ -259,7 +267,7 @@ def task_pr_report() -> dict:
     s = settings()
     base, head, dry_run = get_var("base"), get_var("head"), _flag("dry_run")
 
-    def stage(_console: Console) -> None:
+    def stage(_migrate: ModuleType, _console: Console) -> None:
         # imported here: requests & co. would slow down every other doit command
         from pipeline.commands import pr_report
 
@@ -279,7 +287,7 @@ def task_affected() -> dict:
     s = settings()
     head = get_var("head")
 
-    def stage(console: Console) -> None:
+    def stage(_migrate: ModuleType, console: Console) -> None:
         # imported here: the impact analysis is not needed by any other task's start-up
         from pipeline.commands.affected import render_text
         from pipeline.impact import affected

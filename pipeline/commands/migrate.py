@@ -8,7 +8,6 @@ dependencies, and this command runs that same task graph through doit's API.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import shutil
@@ -31,7 +30,15 @@ from pipeline.results import junit
 from pipeline.results import table as tables
 from pipeline.run import build as build_runner
 from pipeline.run import tests as test_runner
-from pipeline.tree import common_mps, metal, native_yaml, objc
+from pipeline.state import (
+    build_log,
+    build_stamp,
+    inputs_digest,
+    op_dir,
+    record_expectations,
+    write_json,
+)
+from pipeline.tree import common_mps, native_yaml
 from pipeline.tree.common_mps import XfailEntry
 from pipeline.tree.index import OperatorRecord, find_references, load_index
 from pipeline.tree.opinfo import OpInfoRecord
@@ -48,25 +55,6 @@ TARGET_FILES = {
 }
 
 
-def op_dir(settings: Settings, op: str) -> Path:
-    """Where the stages of one operator keep their outputs."""
-    return settings.state_dir / "ops" / op
-
-
-def build_stamp(settings: Settings) -> Path:
-    return settings.state_dir / "build.json"
-
-
-def build_log(settings: Settings) -> Path:
-    """The whole output of the last build (``stage_build``)."""
-    return settings.state_dir / "logs" / "build.log"
-
-
-def _write_json(path: Path, data: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
 def exec_kind(record: OperatorRecord) -> str:
     """``unary`` or ``binary``, from the Tensor inputs of the operator's schemas."""
     counts = []
@@ -79,26 +67,6 @@ def exec_kind(record: OperatorRecord) -> str:
 # ---------------------------------------------------------------------------- audit
 
 
-def edit_inputs(settings: Settings) -> list[Path]:
-    """The files the audit and edit stages read: yaml, .metal, .mm and the OpInfo table."""
-    root = settings.root
-    files = [
-        p for r in (native_yaml, metal, objc) for pat in r.PATTERNS for p in sorted(root.glob(pat))
-    ]
-    if settings.opinfo_table is not None and settings.opinfo_table.is_file():
-        files.append(settings.opinfo_table)
-    return files
-
-
-def inputs_digest(settings: Settings) -> str:
-    """Content digest of :func:`edit_inputs`: when it matches, the recorded audit holds."""
-    h = hashlib.sha256()
-    for path in edit_inputs(settings):
-        h.update(f"{path}\0".encode())
-        h.update(hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()
-
-
 def stage_audit(settings: Settings, op: str, console: Console | None) -> OperatorRecord:
     """Print the checklist (unless ``console`` is None) and record it with its inputs' digest."""
     record = load_index(settings).record(op)
@@ -106,7 +74,7 @@ def stage_audit(settings: Settings, op: str, console: Console | None) -> Operato
     if console is not None:
         audit.render(record, items, console)
     d = op_dir(settings, record.op)
-    _write_json(d / "audit.json", audit.to_json(record, items))
+    write_json(d / "audit.json", audit.to_json(record, items))
     (d / "audit.digest").write_text(inputs_digest(settings))
     return record
 
@@ -230,7 +198,7 @@ def stage_edit(
     leftovers = find_references(settings.root, plan.old_names)
     for name, span in leftovers:
         console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)
-    _write_json(
+    write_json(
         op_dir(settings, record.op) / "edit.json",
         {
             "edited": [{"file": e.rel, "summary": e.summary} for e in plan.edits],
@@ -256,7 +224,7 @@ def stage_build(settings: Settings, console: Console) -> build_runner.BuildResul
         "steps": result.steps_total,
         "log": str(result.log_path),
     }
-    _write_json(build_stamp(settings), data)
+    write_json(build_stamp(settings), data)
     console.print(
         "build: up to date" if result.no_work else f"build: ok in {result.seconds:.1f}s",
         highlight=False,
@@ -265,14 +233,6 @@ def stage_build(settings: Settings, console: Console) -> build_runner.BuildResul
 
 
 # ----------------------------------------------------------------------------- test
-
-
-def xfail_digest(settings: Settings, op: str) -> str:
-    """Digest of the operator's xfail/skip entries: what decides its expected outcomes."""
-    index = load_index(settings)
-    record = index.record(op, find_references=False)
-    text = json.dumps([(e.list, e.function, e.key, e.dtypes) for e in record.xfails])
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def selectors(opinfos: Iterable[OpInfoRecord], kinds: Sequence[str]) -> tuple[str, ...]:
@@ -329,7 +289,7 @@ def stage_test(settings: Settings, op: str, console: Console) -> Path:
     target = op_dir(settings, record.op) / "junit.xml"
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(junit_path, target)
-    (op_dir(settings, record.op) / "xfail_digest").write_text(xfail_digest(settings, op))
+    record_expectations(settings, record.op)
     console.print(f"tests: {summary}; results in {junit_path.parent}", highlight=False)
     return target
 
@@ -424,8 +384,8 @@ def stage_drop(settings: Settings, op: str, console: Console, *, force: bool = F
         verified = summary
         console.print(f"verified: {summary}", highlight=False)
         # The tests have now run against the edited common_mps.py: results stay valid.
-        (d / "xfail_digest").write_text(xfail_digest(settings, op))
-    _write_json(
+        record_expectations(settings, record.op)
+    write_json(
         d / "xfails.json",
         {
             "decisions": [

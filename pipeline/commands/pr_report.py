@@ -29,6 +29,7 @@ from typing import Any
 
 from rich.console import Console
 
+from pipeline import state
 from pipeline.commands import affected as affected_cmd
 from pipeline.commands import migrate
 from pipeline.config import Settings
@@ -391,7 +392,7 @@ def collect(
         xfail_diff="",
     )
     if impact.build_needed:
-        log = migrate.build_log(settings)
+        log = state.build_log(settings)
         # a log left by an earlier build must not lend this failure its first error
         log.unlink(missing_ok=True)
         try:
