@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pipeline.dtypes import METAL_TO_DTYPE, sort_key
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import EditVerificationError, ParseError
-from pipeline.tree import metal
+from pipeline.tree import cpp, metal
 
 DTYPE_TO_METAL: dict[str, str] = {dtype: name for name, dtype in METAL_TO_DTYPE.items()}
 INTEGRAL: frozenset[str] = frozenset({"int64", "int32", "int16", "int8", "uint8", "bool"})
@@ -138,7 +138,7 @@ def validate_body(body: str) -> str:
     if not stripped:
         raise ValueError("the functor body is empty: write the operator() statements")
     try:
-        source = metal.lex(stripped, "<body>")
+        source = cpp.lex(stripped, "<body>")
     except ParseError as exc:
         raise ValueError(f"the functor body does not lex: {exc}") from None
     code = source.masked
@@ -180,7 +180,7 @@ def add_functor(
     wanted = _check_args(kernel, arity, dtypes)
     stmt = validate_body(body)
     before = metal.parse(text, path)
-    source = metal.lex(text, path)
+    source = cpp.lex(text, path)
     pairs = expected_pairs(wanted, integral_to_float=integral_to_float)
     existing = next((f for f in before.functors if f.name == kernel), None)
     if existing is not None or re.search(rf"\bstruct\s+{kernel}_functor\b", source.masked):
@@ -194,7 +194,7 @@ def add_functor(
             f"{path}: {kernel} is already registered for {clash[0].input} at {clash[0].span}; "
             "a second registration of the same kernel name does not compile"
         )
-    local, _ = metal.collect_macros(source)
+    local, _ = cpp.collect_macros(source)
     lines = registration_lines(
         kernel, arity, wanted, integral_to_float=integral_to_float, available=local
     )

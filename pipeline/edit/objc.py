@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import EditVerificationError, ParseError
-from pipeline.tree import metal, objc
+from pipeline.tree import cpp, objc
 from pipeline.tree.span import Span
 
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
@@ -64,8 +64,8 @@ def _remove_lines(text: str, start: int, end: int) -> str:
 
 def _check_whole_lines(text: str, path: str, span: Span, name: str) -> None:
     """Refuse when the lines of ``span`` also hold other declarations or namespace braces."""
-    source = metal.lex(text, path)
-    items, namespaces = metal.scan(source)
+    source = cpp.lex(text, path)
+    items, namespaces = cpp.scan(source)
     inside = [i for i in items if source.span(i.start, i.end).overlaps(span.start, span.end)]
     braces = [
         n
@@ -114,7 +114,7 @@ def remove_implementation(
 
 def _check_unreferenced(after: str, parsed: objc.ObjcFile, name: str, allowed: set[str]) -> None:
     """Refuse when code left in ``after`` still uses ``name`` (outside ``allowed`` ones)."""
-    source = metal.lex(after, parsed.path)
+    source = cpp.lex(after, parsed.path)
     for m in re.finditer(rf"\b{re.escape(name)}\b", source.masked):
         line = source.line_of(m.start())
         if any(i.name in allowed and i.span.contains(line) for i in parsed.implementations):
@@ -133,7 +133,7 @@ def include_still_needed(text: str, op: str) -> bool:
     any ``structured_OP``, any ``native::OP*`` and any MPS-style name starting with ``OP_``
     that is not a file-local kernel function counts as a use.
     """
-    source = metal.lex(text, "<text>")
+    source = cpp.lex(text, "<text>")
     local = {f.name for f in objc.parse(text, "<text>").functions}
     for m in re.finditer(r"((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)", source.masked):
         qualifier, name = m.group(1), m.group(2)
@@ -173,7 +173,7 @@ def remove_include(text: str, path: str, op: str) -> FileEdit:
     return FileEdit(path, text, after, f"remove #include <ATen/ops/{op}_native.h>")
 
 
-def _receiver(source: metal.Source, path: str) -> str:
+def _receiver(source: cpp.Source, path: str) -> str:
     """How this file calls the shader library (``lib.``), or refuse: the stub could not build."""
     seen = Counter(m.group(1) for m in _RECEIVER.finditer(source.masked))
     if seen:
@@ -186,7 +186,7 @@ def _receiver(source: metal.Source, path: str) -> str:
     )
 
 
-def _namespace_path(ns: metal.Namespace, namespaces: list[metal.Namespace]) -> str:
+def _namespace_path(ns: cpp.Namespace, namespaces: list[cpp.Namespace]) -> str:
     outer = sorted(
         (n for n in namespaces if n.open < ns.open and n.close > ns.close), key=lambda n: n.open
     )
@@ -229,8 +229,8 @@ def add_stub(
     registered = [s for s in before.stubs if s.stub == stub]
     if registered:
         return FileEdit(path, text, text, f"{stub} is already registered at {registered[0].span}")
-    source = metal.lex(text, path)
-    _, namespaces = metal.scan(source)
+    source = cpp.lex(text, path)
+    _, namespaces = cpp.scan(source)
     existing = next((f for f in before.functions if f.name == function), None)
     if existing is not None and (existing.exec_kind, existing.kernel_name) != (
         exec_kind,
@@ -297,8 +297,8 @@ def _function_place(
     lines: list[str],
     before: objc.ObjcFile,
     direct: list[objc.StubRegistration],
-    namespaces: list[metal.Namespace],
-    source: metal.Source,
+    namespaces: list[cpp.Namespace],
+    source: cpp.Source,
     path: str,
 ) -> tuple[int, list[str], list[str]]:
     """(line index to insert before, blank lines to lead with, blank lines to trail with)."""
@@ -362,14 +362,14 @@ def _verify_stub(
     )
     if list(new_stubs) != [want_stub]:
         problems.append(f"the new registration reads as {list(new_stubs)}")
-    source = metal.lex(after_text, path)
-    items, _ = metal.scan(source)
+    source = cpp.lex(after_text, path)
+    items, _ = cpp.scan(source)
     placed = [
         i
         for i in items
         if i.kind == "call"
         and i.name == "REGISTER_DISPATCH"
-        and metal.call_args(source, i)[:1] == [stub]
+        and cpp.call_args(source, i)[:1] == [stub]
     ]
     if not placed or not all(_in_native(i.namespace) for i in placed):
         problems.append("the registration is not inside namespace at::native")

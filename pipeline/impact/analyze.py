@@ -162,7 +162,7 @@ class _Side:
         """Changed lines holding code (``language`` "c" or "python"), comments skipped."""
         if language == "python":
             return self.changed_lines(pyscan.code_line_numbers(self.text).__contains__)
-        code = cscan.code_lines(self.text)
+        code = cscan.code_lines(self.text, self.path)
         return self.changed_lines(lambda n: cscan.is_code(code, n, n))
 
     def changed_lines(self, is_code: Callable[[int], bool]) -> Iterator[int]:
@@ -372,7 +372,7 @@ def _metal_file(side_view: TreeView, path: str, text: str) -> _MetalFile | None:
             model = metal.parse(text, path)
         except ParseError:
             return None
-    return _MetalFile(path, model, cscan.units(text))
+    return _MetalFile(path, model, cscan.units(text, path))
 
 
 def _hit_kernels(
@@ -464,7 +464,11 @@ def _host_ops(ctx: _Context, model: ObjcFile) -> set[str]:
 
 def _rule_header(change: ChangedFile, ctx: _Context) -> None:
     name = posixpath.basename(change.path)
-    lines = [line for side in _sides(change, ctx) for line in side.changed_code_lines("c")]
+    try:
+        lines = [line for side in _sides(change, ctx) for line in side.changed_code_lines("c")]
+    except ParseError as exc:
+        ctx.found.full(f"{exc}: cannot tell its code from its comments", build=True)
+        return
     if not lines and change.status != "D" and (change.new_ranges or change.old_ranges):
         return  # comments only
     where = f"{name}:{lines[0] if lines else 1}"
@@ -729,11 +733,17 @@ def _rule_shared_cpp(change: ChangedFile, ctx: _Context) -> None:
     (and helpers they name) count; the rest is other backends' business."""
     attributed = False
     for side in _sides(change, ctx):
-        units = cscan.units(side.text)
+        try:
+            units = cscan.units(side.text, side.path)
+            changed = side.changed_code_lines("c")
+        except ParseError as exc:
+            ctx.found.full(f"{exc}: its MPS code is unknown", build=True)
+            attributed = True
+            continue
         lines = side.text.splitlines()
         text_of = {u.start: "\n".join(lines[u.start - 1 : u.end]) for u in units}
         done: set[int] = set()
-        for line in side.changed_code_lines("c"):
+        for line in changed:
             unit = next((u for u in units if u.start <= line <= u.end), None)
             if unit is None or unit.start in done:
                 continue

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pipeline.tree import cpp
+
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _INCLUDE = re.compile(r'^\s*#\s*(?:include|import)\s*[<"]([^>"]+)[>"]')
 _DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)")
@@ -30,50 +32,14 @@ _KEYWORD_LIST = (
 _KEYWORDS = frozenset(_KEYWORD_LIST.split())
 
 
-def code_lines(text: str) -> list[str]:
-    """Each line of ``text`` with comments removed and string/char literals blanked.
+def code_lines(text: str, path: str = "<text>") -> list[str]:
+    """Each line of ``text`` with comments blanked (the ``code`` layer of :func:`cpp.lex`).
 
-    Index 0 is line 1. Block comments spanning lines are handled; line structure is kept,
-    so spans found on the result are spans in the original.
+    Index 0 is line 1; offsets are kept, so spans found on the result are spans in the
+    original. Literals stay: a line inside one, such as a shader in a multi-line raw string,
+    is code. Raises ParseError (naming ``path``) on an unterminated comment or literal.
     """
-    out: list[str] = []
-    cur: list[str] = []
-    i, n = 0, len(text)
-    in_block = False
-    while i < n:
-        ch = text[i]
-        if ch == "\n":
-            out.append("".join(cur))
-            cur = []
-            i += 1
-            continue
-        if in_block:
-            if text.startswith("*/", i):
-                in_block = False
-                i += 2
-            else:
-                i += 1
-            continue
-        if text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        if text.startswith("/*", i):
-            in_block = True
-            i += 2
-            continue
-        if ch in "\"'":
-            # a literal's contents are not code names, but the quotes keep the line non-blank
-            j = i + 1
-            while j < n and text[j] != ch and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            cur.append(ch + ch)
-            i = j + 1
-            continue
-        cur.append(ch)
-        i += 1
-    out.append("".join(cur))
-    return out
+    return cpp.lex(text, path).code.split("\n")
 
 
 def is_code(lines: list[str], start: int, end: int) -> bool:
@@ -150,14 +116,17 @@ def _statement_names(text: str) -> set[str]:
     return set()
 
 
-def units(text: str) -> tuple[Unit, ...]:
+def units(text: str, path: str = "<text>") -> tuple[Unit, ...]:
     """Split a C-family file into top-level units.
 
     Namespace blocks are transparent (their contents are top level). A macro call on its
     own line ends at its closing parenthesis even without a ``;``, as real files write
-    ``REGISTER_DISPATCH(...)`` both ways.
+    ``REGISTER_DISPATCH(...)`` both ways. Raises ParseError (naming ``path``) on an
+    unterminated comment or literal.
     """
-    lines = code_lines(text)
+    # comments and literal contents blanked: braces and words in them are neither
+    # structure nor names
+    lines = cpp.lex(text, path).plain.split("\n")
     result: list[Unit] = []
     transparent = 0  # open namespace braces
     i = 0

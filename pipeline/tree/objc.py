@@ -6,7 +6,7 @@ local macros), the MPSGraph-era implementations (``TORCH_IMPL_FUNC(x_out_mps)``,
 ``*_mps`` functions, macro-generated ones) and the per-operator ``_native.h`` includes.
 
 Braces are matched on a masked copy of the file (comments, string/char/raw-string literals
-and directives blanked; see :func:`pipeline.tree.metal.lex`), so ObjC blocks ``^(...){...}``,
+and directives blanked; see :func:`pipeline.tree.cpp.lex`), so ObjC blocks ``^(...){...}``,
 message sends ``[obj msg:arg]`` and strings or comments holding braces are all safe.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import ParseError
-from pipeline.tree.metal import (
+from pipeline.tree.cpp import (
     Macro,
     MacroError,
     MacroScope,
@@ -25,12 +25,12 @@ from pipeline.tree.metal import (
     TopItem,
     call_args,
     expand,
-    iter_files,
     lex,
     match_close,
     scan,
     split_args,
 )
+from pipeline.tree.metal import iter_files
 from pipeline.tree.span import Span, Unrecognised
 
 PATTERNS: tuple[str, ...] = ("aten/src/ATen/native/mps/operations/*.mm",)

@@ -283,6 +283,12 @@ def test_header_comment_only_affects_nothing(tree: Path) -> None:
     assert impact.operators == () and not impact.full_sweep and not impact.build_needed
 
 
+def test_header_that_does_not_lex_means_full_sweep(tree: Path) -> None:
+    impact = commit(tree, {"c10/metal/mathish.h": ("// Fixture stand-in", "/* Fixture stand-in")})
+    assert impact.full_sweep and impact.build_needed
+    assert impact.full_sweep_reasons[0].startswith("c10/metal/mathish.h:2: unterminated /*")
+
+
 # --- .mm host code -----------------------------------------------------------------------
 
 

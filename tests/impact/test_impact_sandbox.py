@@ -306,6 +306,14 @@ def test_shared_structured_kernel_in_cpp(sandbox_tree: Path) -> None:
     assert impact.operators == () and impact.ignored == (cpp,) and not impact.build_needed
 
 
+def test_shared_cpp_that_does_not_lex_means_full_sweep(sandbox_tree: Path) -> None:
+    cpp = "aten/src/ATen/native/BinaryOps.cpp"
+    copysign = "  copysign_stub(device_type(), *this);"
+    impact = commit(sandbox_tree, {cpp: (copysign, copysign + '\n  auto s = "open;')})
+    assert impact.full_sweep and impact.build_needed and impact.ignored == ()
+    assert "unterminated string literal: its MPS code is unknown" in impact.full_sweep_reasons[0]
+
+
 # --- selection figures -------------------------------------------------------------------
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from pipeline.errors import ParseError
 from pipeline.impact import cscan, pyscan
 
 C_SOURCE = """\
@@ -42,10 +45,44 @@ def test_units_find_definitions_names_and_uses() -> None:
     assert units[(20, 20)].defines == frozenset() and "k" in units[(20, 20)].mentions
 
 
-def test_code_lines_drop_comments_keep_structure() -> None:
+def test_code_lines_blank_comments_keep_lines_and_columns() -> None:
     code = cscan.code_lines("a; // x\n/* b\n c */ d;\n\n  // only\n")
-    assert code[:4] == ["a; ", "", " d;", ""]
-    assert cscan.is_code(code, 1, 1) and not cscan.is_code(code, 4, 5)
+    assert code == ["a;     ", "    ", "      d;", "", "         ", ""]
+    assert cscan.is_code(code, 1, 1) and not cscan.is_code(code, 2, 2)
+    assert not cscan.is_code(code, 4, 5)
+
+
+def test_code_lines_keep_line_structure_through_tricky_literals() -> None:
+    text = (
+        'auto s = R"SHADER(\n'
+        "kernel void k() { /* not a comment */ }\n"
+        '\n)SHADER";\n'
+        "int mask = 0b11'1111;\n"
+        'auto t = "a \\\n b";\n'
+        "// the end\n"
+    )
+    code = cscan.code_lines(text)
+    assert len(code) == text.count("\n") + 1
+    # the body of an inline shader is code; the blank line inside it is not
+    assert [cscan.is_code(code, n, n) for n in range(1, 9)] == [
+        True, True, False, True, True, True, True, False
+    ]  # fmt: skip
+    assert "/* not a comment */" in code[1]
+
+
+def test_units_blank_literals_and_raise_on_unterminated_comments() -> None:
+    text = '#include "Shared.h"\n#define NAME "exp_kernel"\nconstant char* s = "{";\n'
+    units = cscan.units(text)
+    assert [(u.start, u.kind) for u in units] == [
+        (1, "directive"),
+        (2, "define"),
+        (3, "definition"),
+    ]
+    assert units[0].mentions == frozenset()  # an include names a file, not code
+    assert units[1].mentions == {"define"}
+    assert units[2].defines == {"s"}
+    with pytest.raises(ParseError, match=r"x\.h:2: unterminated /\* comment"):
+        cscan.units("int a;\n/* never closed\n", "x.h")
 
 
 def test_include_matching_is_by_path_suffix() -> None:

@@ -1,4 +1,4 @@
-"""The Metal reader: lexing, macro expansion to core macros, functors, registrations."""
+"""The Metal reader: functors, registrations expanded down to the core macros, read()."""
 
 from __future__ import annotations
 
@@ -364,17 +364,6 @@ def test_tricky_literals_and_comments_do_not_unbalance_braces():
     assert pairs(f, "ok") == [("float32", "float32")]
 
 
-def test_lex_keeps_offsets_and_lines():
-    text = 'a = "x{";  // c {\n#define M(x) \\\n  x + 1\nb /* { */;\n'
-    src = metal.lex(text, "k.metal")
-    assert len(src.code) == len(src.masked) == len(text)
-    assert src.code.count("\n") == text.count("\n")
-    assert '"x{"' in src.code and "{" not in src.masked
-    (d,) = src.directives
-    assert (d.line, d.end_line, d.text) == (2, 3, "#define M(x) x + 1")
-    assert src.line_of(text.index("b /*")) == 4
-
-
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
@@ -389,27 +378,6 @@ def test_malformed_input_raises_parse_error_with_line(text, line, message):
     with pytest.raises(ParseError) as err:
         parse(text)
     assert err.value.line == line and message in str(err.value)
-
-
-def test_expand_supports_stringify_paste_variadics_and_empty_arguments():
-    macros = {
-        m.name: m
-        for m in map(
-            metal.parse_define,
-            [
-                "#define STR(x) #x",
-                "#define CAT(a, b) a##b",
-                "#define FIRST(x, ...) x: __VA_ARGS__",
-                "#define SUFFIX(n) n##_functor",
-            ],
-        )
-    }
-    assert metal.expand('STR(a "b")', macros) == '"a \\"b\\""'
-    assert metal.expand("CAT(half, 2)", macros) == "half2"
-    assert metal.expand("FIRST(1, 2, 3)", macros) == "1: 2, 3"
-    assert metal.expand("SUFFIX()", macros) == "_functor"
-    with pytest.raises(metal.MacroError):
-        metal.expand("CAT(1)", macros)
 
 
 # --- read() ---------------------------------------------------------------------------
