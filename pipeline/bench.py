@@ -429,10 +429,10 @@ def import_costs(importtime: str, module: str) -> dict[str, float]:
 
 def audit_in_process(settings: Settings, n: int) -> list[float]:
     """The audit task's own work, in this process: warm load_index, record, checklist."""
-    from pipeline.commands import migrate
+    from pipeline.commands import audit
 
     console = Console(file=io.StringIO(), width=100)
-    return timed(lambda: migrate.stage_audit(settings, AUDIT_OP, console), n)
+    return timed(lambda: audit.record_audit(settings, AUDIT_OP, console), n)
 
 
 def bench_audit(ctx: Context) -> Result:
@@ -500,7 +500,7 @@ def bench_audit(ctx: Context) -> Result:
                 if os.environ.get("PYTHONDONTWRITEBYTECODE")
                 else ""
             ),
-            "in-process: migrate.stage_audit (load_index from its cache, record, checklist, "
+            "in-process: audit.record_audit (load_index from its cache, record, checklist, "
             "render) timed in this process, no start-up or imports",
             "profile: one cProfile'd run each (inflated; read as shares of its total). import: "
             "-X importtime of pipeline.tasks after doit's modules (and of the CLI's audit module), "

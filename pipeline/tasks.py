@@ -10,6 +10,7 @@ Python test files never reaches ``build``, and a second run with nothing changed
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -63,19 +64,20 @@ def _opinfo_files() -> list[str]:
     return [str(table)] if table is not None and table.is_file() else []
 
 
-def _guard(fn: Callable[[ModuleType, Console], object]) -> Callable[[], object]:
-    """A doit action running ``fn(migrate, console)``; a PipelineError becomes TaskFailed.
+def _guard(
+    fn: Callable[[ModuleType, Console], object], module: str = "pipeline.commands.migrate"
+) -> Callable[[], object]:
+    """A doit action running ``fn(module, console)``; a PipelineError becomes TaskFailed.
 
-    ``pipeline.commands.migrate`` is imported only when a stage really runs: an up-to-date
-    `doit` run never pays for libcst, the runners and the renderers.
+    The stage's module is imported only when the stage really runs: an up-to-date `doit`
+    run never pays for libcst, the runners and the renderers.
     """
 
     def action() -> object:
-        from pipeline.commands import migrate
-        from pipeline.report.render import terminal
+        from pipeline.report.console import terminal
 
         try:
-            fn(migrate, terminal())
+            fn(importlib.import_module(module), terminal())
         except PipelineError as exc:
             return TaskFailed(str(exc))
         return None
@@ -107,7 +109,7 @@ def task_audit() -> dict:
     s = settings()
     digest = state.op_dir(s, op) / "audit.digest"
     return {
-        "actions": [_guard(lambda m, c: m.stage_audit(s, op, c))],
+        "actions": [_guard(lambda m, c: m.record_audit(s, op, c), "pipeline.commands.audit")],
         "targets": [str(state.op_dir(s, op) / "audit.json")],
         # By content digest rather than file_dep: the edit stage refreshes the audit after
         # it edits, so its own edits do not make the audit stale.
@@ -126,7 +128,7 @@ def task_backlog() -> dict:
     def action() -> None:
         # imported here, as in _guard: only this task needs them
         from pipeline.commands import backlog
-        from pipeline.report.render import terminal
+        from pipeline.report.console import terminal
         from pipeline.tree.index import load_index
 
         backlog.render(backlog.backlog(load_index(s)), terminal())
@@ -159,7 +161,7 @@ def task_preview() -> dict:
     body = get_var("body")
 
     def stage(migrate: ModuleType, console: Console) -> None:
-        migrate.stage_audit(s, op, console)
+        migrate.audit.record_audit(s, op, console)
         migrate.stage_edit(s, op, console, dry_run=True, body=body)
 
     return {"actions": [_guard(stage)], "uptodate": [False], "verbosity": 2}

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.markup import escape
 
+from pipeline import state
 from pipeline.config import Settings
 from pipeline.dtypes import sort_key
-from pipeline.report.render import terminal
+from pipeline.report.console import terminal
 from pipeline.tree.index import OperatorRecord, load_index
 from pipeline.tree.span import Span
 
@@ -277,6 +278,21 @@ def render(record: OperatorRecord, items: tuple[CheckItem, ...], console: Consol
             console.print(f"     {escape(d.text)}{where}", highlight=False, soft_wrap=True)
     done = sum(i.ok for i in items)
     console.print(f"{done}/{len(items)} checks pass", highlight=False)
+
+
+def record_audit(settings: Settings, op: str, console: Console | None) -> OperatorRecord:
+    """Print the checklist (unless ``console`` is None) and record it with its inputs' digest.
+
+    The migrate chain's first stage: the edit stage re-records it after editing.
+    """
+    record = load_index(settings).record(op)
+    items = checklist(record)
+    if console is not None:
+        render(record, items, console)
+    d = state.op_dir(settings, record.op)
+    state.write_json(d / "audit.json", to_json(record, items))
+    (d / "audit.digest").write_text(state.inputs_digest(settings))
+    return record
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

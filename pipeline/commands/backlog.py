@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.config import Settings
-from pipeline.report.render import terminal
+from pipeline.report.console import terminal
 from pipeline.tree.index import TreeIndex, load_index
 
 

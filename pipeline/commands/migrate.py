@@ -33,7 +33,6 @@ from pipeline.run import tests as test_runner
 from pipeline.state import (
     build_log,
     build_stamp,
-    inputs_digest,
     op_dir,
     record_expectations,
     write_json,
@@ -65,18 +64,6 @@ def exec_kind(record: OperatorRecord) -> str:
 
 
 # ---------------------------------------------------------------------------- audit
-
-
-def stage_audit(settings: Settings, op: str, console: Console | None) -> OperatorRecord:
-    """Print the checklist (unless ``console`` is None) and record it with its inputs' digest."""
-    record = load_index(settings).record(op)
-    items = audit.checklist(record)
-    if console is not None:
-        audit.render(record, items, console)
-    d = op_dir(settings, record.op)
-    write_json(d / "audit.json", audit.to_json(record, items))
-    (d / "audit.digest").write_text(inputs_digest(settings))
-    return record
 
 
 # ----------------------------------------------------------------------------- edit
@@ -194,7 +181,9 @@ def stage_edit(
     journal = Journal(settings.state_dir / "journal.json")
     apply_edits(settings.root, plan.edits, journal, force=force)
     # The audit stage's record now describes the edited tree, so it stays up to date.
-    record = stage_audit(settings, op, None) if plan.edits else load_index(settings).record(op)
+    record = (
+        audit.record_audit(settings, op, None) if plan.edits else load_index(settings).record(op)
+    )
     leftovers = find_references(settings.root, plan.old_names)
     for name, span in leftovers:
         console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)

@@ -44,6 +44,7 @@ from pipeline.config import Settings
 from pipeline.edit.xfails import apply_xfail_changes
 from pipeline.errors import PipelineError
 from pipeline.report import dashboard, render
+from pipeline.report.console import terminal
 from pipeline.results import decide, junit
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, merge_runs
@@ -686,5 +687,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
     else:
-        render_terminal(outcome.summary, outcome.files, render.terminal())
+        render_terminal(outcome.summary, outcome.files, terminal())
     return 1 if outcome.summary["regressions"] else 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -68,12 +67,6 @@ _ZWJ = "\u200d"
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _ISSUE_REF = re.compile(r"#(?=[0-9])")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-
-
-def terminal() -> Console:
-    """The console commands print to: on a pipe or CI log, wide enough that tables and
-    file:line locations don't wrap (rich would assume 80 columns there)."""
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
 def escape_markdown(text: str) -> str:
