@@ -36,6 +36,7 @@ from pipeline.config import Settings
 from pipeline.errors import BuildError, PipelineError
 from pipeline.impact import Impact, affected
 from pipeline.report import render
+from pipeline.report.console import terminal
 from pipeline.report.github import GitHubClient, token_from_env
 from pipeline.report.pr_comment import build_comment, code_span, commit_status_for
 from pipeline.results import decide, junit
@@ -480,11 +481,6 @@ def post(settings: Settings, results: PrResults, token: str, url: str | None) ->
     )
 
 
-def _console() -> Console:
-    # Progress and notes go to stderr: stdout carries the comment body alone (--dry-run).
-    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
-
-
 def report(
     settings: Settings,
     pr: int,
@@ -501,7 +497,7 @@ def report(
         raise PipelineError(f"--pr {pr}: a pull request number is a positive integer")
     if post_from is not None and (base or head):
         raise PipelineError("--base/--head do not go with --post-from: the results record them")
-    console = _console()
+    console = terminal(stderr=True)  # stdout carries the comment body alone (--dry-run)
     posting = not (dry_run or results_only)
     # Missing credentials fail now, not after hours of building and testing.
     token = token_from_env(settings.github.token_env) if posting else None

@@ -7,7 +7,8 @@ import sys
 from rich.console import Console
 
 
-def terminal() -> Console:
+def terminal(*, stderr: bool = False) -> Console:
     """On a pipe or CI log, wide enough that tables and file:line locations don't wrap
     (rich would assume 80 columns there)."""
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else 160)
