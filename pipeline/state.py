@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.tree import common_mps, metal, native_yaml, objc
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc
 
 
 def op_dir(settings: Settings, op: str) -> Path:
@@ -39,10 +39,14 @@ def _sha(path: Path) -> str:
 
 
 def edit_inputs(settings: Settings) -> list[Path]:
-    """The files the audit and edit stages read: yaml, .metal, .mm and the OpInfo table."""
+    """The files the audit and edit stages read: yaml, .metal, .mm, the native headers
+    declaring the stubs (their types shape a new kernel function) and the OpInfo table."""
     root = settings.root
     files = [
-        p for r in (native_yaml, metal, objc) for pat in r.PATTERNS for p in sorted(root.glob(pat))
+        p
+        for r in (native_yaml, metal, objc, dispatch)
+        for pat in r.PATTERNS
+        for p in sorted(root.glob(pat))
     ]
     if settings.opinfo_table is not None and settings.opinfo_table.is_file():
         files.append(settings.opinfo_table)

@@ -24,12 +24,12 @@ from doit.exceptions import TaskFailed
 from pipeline import state
 from pipeline.config import OVERRIDABLE, Settings, load_settings
 from pipeline.errors import PipelineError
-from pipeline.tree import common_mps, metal, native_yaml, objc
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-BUILD_READERS = (native_yaml, metal, objc)
+BUILD_READERS = (native_yaml, metal, objc, dispatch)
 
 
 @cache
@@ -168,7 +168,7 @@ def task_preview() -> dict:
 
 
 def task_build() -> dict:
-    """`ninja -C build torch_cpu`, only when a build input (.metal, .mm, yaml) changed."""
+    """`ninja -C build torch_cpu`, only when a build input (.metal, .mm, .h, yaml) changed."""
     s = settings()
     task = {
         "actions": [_guard(lambda m, c: m.stage_build(s, c))],

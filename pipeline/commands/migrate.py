@@ -13,7 +13,7 @@ import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -37,7 +37,7 @@ from pipeline.state import (
     record_expectations,
     write_json,
 )
-from pipeline.tree import common_mps, native_yaml
+from pipeline.tree import common_mps, dispatch, native_yaml
 from pipeline.tree.common_mps import XfailEntry
 from pipeline.tree.index import OperatorRecord, find_references, load_index
 from pipeline.tree.opinfo import OpInfoRecord
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 KERNELS = "aten/src/ATen/native/mps/kernels"
 OPERATIONS = "aten/src/ATen/native/mps/operations"
+# What structured kernels hand their stubs: the kernel type when no declaration says otherwise
+DEFAULT_ITERATOR = "TensorIteratorBase&"
 # exec kind -> (host file receiving the stub, Metal file receiving a new functor)
 TARGET_FILES = {
     "unary": (f"{OPERATIONS}/UnaryKernel.mm", f"{KERNELS}/UnaryKernel.metal"),
@@ -74,6 +76,40 @@ class EditPlan:
     edits: tuple[FileEdit, ...]
     notes: tuple[str, ...]  # what a human still has to do
     old_names: tuple[str, ...]  # the *_mps kernels the yaml dispatched to before
+
+
+def stub_param_type(record: OperatorRecord) -> tuple[str | None, list[str]]:
+    """The parameter type of the operator's new kernel function, and notes for a human.
+
+    It is the iterator the stub's ``DECLARE_DISPATCH`` type takes (``TensorIterator&`` or
+    ``TensorIteratorBase&``). None when that type takes more (``const Scalar& alpha``) or
+    something else: the function is then the contributor's to write. Without a readable
+    declaration, ``TensorIteratorBase&`` (what structured kernels pass), with a note.
+    """
+    stub, function = f"{record.op}_stub", f"{record.op}_mps_kernel"
+    decl = record.stub_decl
+    if decl is None:
+        unread = [
+            u
+            for u in record.unrecognised
+            if PurePosixPath(u.span.path).match(dispatch.PATTERNS[0]) and stub in u.text
+        ]
+        why = (
+            f"{unread[0].span}: the type {stub} is declared with is not understood "
+            f"({unread[0].reason})"
+            if unread
+            else f"no DECLARE_DISPATCH for {stub} found under {dispatch.PATTERNS[0]}"
+        )
+        return DEFAULT_ITERATOR, [
+            f"{why}; {function} takes {DEFAULT_ITERATOR}: check it against the stub's type"
+        ]
+    if decl.iterator_param is None:
+        return None, [
+            f"{decl.span}: {stub} is declared as {decl.fn_type}, taking "
+            f"({', '.join(decl.params)}): write {function} and REGISTER_DISPATCH({stub}, "
+            f"&{function}) in the host file by hand"
+        ]
+    return decl.iterator_param, []
 
 
 def _chain(edits: dict[str, FileEdit], new: FileEdit) -> None:
@@ -139,12 +175,21 @@ def plan_edits(settings: Settings, op: str, body: str | None = None) -> EditPlan
                 "remove that registration by hand (macro-generated)"
             )
     if needs_stub:
-        _chain(
-            edits,
-            objc_edit.add_stub(
-                read(stub_file), stub_file, f"{op}_stub", f"{op}_mps_kernel", kind, op
-            ),
-        )
+        param_type, stub_notes = stub_param_type(record)
+        notes += stub_notes
+        if param_type is not None:
+            _chain(
+                edits,
+                objc_edit.add_stub(
+                    read(stub_file),
+                    stub_file,
+                    f"{op}_stub",
+                    f"{op}_mps_kernel",
+                    kind,
+                    op,
+                    param_type=param_type,
+                ),
+            )
     for info in record.opinfos:
         for d in info.decorators:
             notes.append(

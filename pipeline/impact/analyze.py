@@ -30,7 +30,7 @@ from pipeline.impact.view import (
     load_view,
     view_from_texts,
 )
-from pipeline.tree import common_mps, metal, native_yaml, objc
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc
 from pipeline.tree.common_mps import CommonMps
 from pipeline.tree.metal import Functor, MetalFile
 from pipeline.tree.native_yaml import NativeFunction, NativeFunctions
@@ -780,12 +780,90 @@ def _cpp_users(units: Sequence[cscan.Unit], start: cscan.Unit) -> list[cscan.Uni
     return users
 
 
+# --- stub declarations in shared headers (aten/src/ATen/native/*.h) ----------------------
+
+_STUB_WORD = re.compile(r"\b\w+_stub\b")
+
+
+def _declared_with(decl: dispatch.StubDecl, alias: str, model: dispatch.DispatchHeader) -> bool:
+    """Whether ``decl``'s type is ``alias``, directly or through the file's other aliases."""
+    table = {a.name: a for a in reversed(model.aliases)}
+    current, seen = decl.fn_type.rsplit("::", 1)[-1], set()
+    while current not in seen:
+        if current == alias:
+            return True
+        seen.add(current)
+        found = table.get(current)
+        if found is None:
+            return False
+        current = found.target.rsplit("::", 1)[-1]
+    return False
+
+
+def _line_stubs(model: dispatch.DispatchHeader, line: int) -> list[tuple[str, str]]:
+    """(stub, what changed) for each stub whose declared type a header line is part of."""
+    found = [(d.stub, f"declaration of {d.stub}") for d in model.decls if d.span.contains(line)]
+    for u in model.unrecognised:  # a declaration whose type the reader could not resolve
+        if u.span.contains(line):
+            found += [(s, f"declaration of {s}") for s in _STUB_WORD.findall(u.text)]
+    for alias in model.aliases:
+        if alias.span.contains(line):
+            found += [
+                (d.stub, f"type alias {alias.name} of {d.stub}")
+                for d in model.decls
+                if _declared_with(d, alias.name, model)
+            ]
+    return found
+
+
+def _rule_shared_header(change: ChangedFile, ctx: _Context) -> None:
+    """A backend-shared native header. A changed ``DECLARE_DISPATCH`` of a stub MPS registers,
+    or a type alias it is declared with, changes what the MPS kernel function must take: a
+    build, and the stub's operator. Other code (helpers, CPU prototypes) is treated like a
+    shared .cpp's unattributed code: other backends' business."""
+    registered = {
+        s.stub for view in (ctx.new, ctx.old) for model in view.host.values() for s in model.stubs
+    }
+    attributed = False
+    for side in _sides(change, ctx):
+        try:
+            model = dispatch.parse(side.text, side.path)
+            changed = list(side.changed_code_lines("c"))
+        except ParseError as exc:
+            ctx.found.full(f"{exc}: its stub declarations are unknown", build=True)
+            attributed = True
+            continue
+        for line in changed:
+            for alias in model.aliases:
+                if (
+                    alias.params is not None
+                    and alias.span.contains(line)
+                    and not any(_declared_with(d, alias.name, model) for d in model.decls)
+                ):
+                    ctx.found.warnings.append(
+                        f"{side.where(line)}function type {alias.name} changed; stubs other "
+                        "headers declare with it are not followed"
+                    )
+            for stub, what in _line_stubs(model, line):
+                if stub not in registered:
+                    continue
+                ctx.found.hit(
+                    ctx.resolver.stub_operator(stub)[0],
+                    f"{side.where(line)}{what} changed (MPS registers it)",
+                    build=True,
+                    construct=("stub type", side.path, stub),
+                )
+                attributed = True
+    if not attributed:
+        ctx.found.ignored.append(change.path)
+
+
 # --- dispatch ---------------------------------------------------------------------------
 
 
 def classify(path: str) -> str:
     """Which rule handles ``path``: yaml, metal, header, host, mps_other, shared_cpp,
-    common_mps, opinfo, test_mps, testing or ignored."""
+    shared_header, common_mps, opinfo, test_mps, testing or ignored."""
     if path == NATIVE_YAML:
         return "yaml"
     if path.startswith(MPS_DIR + "kernels/") and path.endswith(".metal"):
@@ -799,6 +877,8 @@ def classify(path: str) -> str:
     rest = path.removeprefix(SHARED_NATIVE_DIR)
     if rest != path and rest.endswith(".cpp") and "/" not in rest:
         return "shared_cpp"
+    if rest != path and rest.endswith(".h") and "/" not in rest:
+        return "shared_header"
     if path == COMMON_MPS:
         return "common_mps"
     if path.endswith(".py") and (
@@ -834,6 +914,7 @@ _RULES: dict[str, Callable[[ChangedFile, _Context], None]] = {
     "common_mps": _rule_common_mps,
     "opinfo": _rule_opinfo_definitions,
     "shared_cpp": _rule_shared_cpp,
+    "shared_header": _rule_shared_header,
 }
 
 

@@ -27,6 +27,7 @@ TARGET_OUTPUT = "lib/torch_cpu.mpsim.json"
 BUILD_INPUTS = (
     "aten/src/ATen/native/native_functions.yaml",
     "aten/src/ATen/native/*.cpp",
+    "aten/src/ATen/native/*.h",
     "aten/src/ATen/native/mps/kernels/*.metal",
     "aten/src/ATen/native/mps/operations/*.mm",
 )

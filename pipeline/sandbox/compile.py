@@ -13,7 +13,9 @@ How an overload reaches MPS is followed as in the real build:
   ``TORCH_IMPL_FUNC(atan2_out)`` of ``aten/src/ATen/native/*.cpp``, which calls dispatch stubs;
   each stub's MPS registration (``REGISTER_DISPATCH`` in a ``.mm``) either runs a native Metal
   kernel through ``lib.exec_*_kernel(iter, "name")``, whose registered (input, output) dtype
-  pairs come from the ``.metal`` functor registrations, or an MPSGraph body.
+  pairs come from the ``.metal`` functor registrations, or an MPSGraph body. The registered
+  function must take the iterator type the stub's ``DECLARE_DISPATCH`` in
+  ``aten/src/ATen/native/*.h`` declares.
 
 Diagnostics are printed as ``path:line:col: error: message`` (paths relative to ROOT); any
 error means exit status 1 and an unchanged OUT, like a failed compile. The depfile lists every
@@ -33,7 +35,7 @@ from pathlib import Path
 
 from pipeline.dtypes import sort_key
 from pipeline.errors import ParseError
-from pipeline.tree import metal, native_yaml, objc
+from pipeline.tree import dispatch, metal, native_yaml, objc
 from pipeline.tree.span import Span
 
 ARTIFACT_FORMAT = 1
@@ -51,6 +53,7 @@ _IMPL_FUNC = re.compile(r"^TORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)", re.M)
 _FUNCTION = re.compile(r"^(?!namespace\b|using\b|#)[A-Za-z_][\w:<>,&*\s]*?[\s&*](\w+)\s*\(", re.M)
 _STUB_CALL = re.compile(r"\b(\w+_stub)\s*\(")
 _IMPL_FUNC_DEFINE = re.compile(r"TORCH_IMPL_FUNC\s*\(")
+_AT_QUALIFIER = re.compile(r"(?<![\w:])(?:::)?at::(?:native::)?")
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,7 @@ class _Tree:
         self.yaml = native_yaml.read(root)
         self.metal = metal.read(root)
         self.host = objc.read(root)
+        self.stubs = dispatch.read(root)
         self.cpp: dict[str, CppKernel] = {}
         self.cpp_files = sorted(root.glob(CPP_GLOB))
         for file in self.cpp_files:
@@ -167,6 +171,7 @@ class _Tree:
         files = [self.root / native_yaml.PATTERNS[0]]
         files += sorted(self.root.glob(metal.PATTERNS[0]))
         files += sorted(self.root.glob(objc.PATTERNS[0]))
+        files += sorted(self.root.glob(dispatch.PATTERNS[0]))
         files += self.cpp_files
         files += [self.root / d for d in SOURCE_DIRS]
         return tuple(dict.fromkeys(f for f in files if f.exists()))
@@ -383,6 +388,7 @@ def _check_host(tree: _Tree, reachable: set[str], diags: list[Diagnostic]) -> No
                 )
                 continue
             _stub_record(tree, reg.stub, diags)
+            _check_signature(tree, file, reg, diags)
             if reg.stub not in reachable:
                 line, col = tree.locate(reg.span, reg.stub)
                 kernels = callers.get(reg.stub)
@@ -414,6 +420,41 @@ def _check_host(tree: _Tree, reachable: set[str], diags: list[Diagnostic]) -> No
                     f"entry dispatches MPS to {impl.name}, so codegen does not declare it",
                 )
             )
+
+
+def _same_type(a: str, b: str) -> bool:
+    """Whether two parameter types name the same type, ``at::``/``at::native::`` aside."""
+    unqualified = [_AT_QUALIFIER.sub("", t).replace(" ", "") for t in (a, b)]
+    return unqualified[0] == unqualified[1]
+
+
+def _check_signature(
+    tree: _Tree, file: objc.ObjcFile, reg: objc.StubRegistration, diags: list[Diagnostic]
+) -> None:
+    """A registered kernel function must take what the stub's DECLARE_DISPATCH says.
+
+    Only the functions the reader sees are checked: one written in the file, not one a
+    local macro generates (its registration names a function no file defines).
+    """
+    decl = tree.stubs.stub(reg.stub)
+    name = re.sub(r"<.*", "", reg.function or "").rsplit("::", 1)[-1]
+    fn = next((f for f in file.functions if f.name == name), None)
+    if decl is None or fn is None:
+        return
+    if decl.params and _same_type(fn.param_type, decl.params[0]):
+        return
+    line, col = tree.locate(reg.span, fn.name)
+    diags.append(
+        Diagnostic(
+            reg.span.path,
+            line,
+            col,
+            "error",
+            f"cannot register '{fn.name}' for {reg.stub}: it takes '{fn.param_type}', but "
+            f"{reg.stub} is declared at {decl.span} as {decl.fn_type}, taking "
+            f"({', '.join(decl.params)})",
+        )
+    )
 
 
 def _declares_structured(tree: _Tree, impl: objc.Implementation) -> bool:
@@ -493,7 +534,7 @@ def build(root: Path) -> BuildOutput:
 def _fallback_inputs(root: Path) -> tuple[Path, ...]:
     """Inputs when the tree could not even be read: every file the readers would read."""
     files: list[Path] = [root / native_yaml.PATTERNS[0]]
-    for pattern in (metal.PATTERNS[0], objc.PATTERNS[0], CPP_GLOB):
+    for pattern in (metal.PATTERNS[0], objc.PATTERNS[0], dispatch.PATTERNS[0], CPP_GLOB):
         files += sorted(root.glob(pattern))
     files += [root / d for d in SOURCE_DIRS]
     return tuple(f for f in files if f.exists())

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.errors import UnknownOperatorError
-from pipeline.tree import common_mps, metal, native_yaml, objc, opinfo
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo
 from pipeline.tree.span import Span, Unrecognised
 
-READERS = (native_yaml, metal, objc, common_mps)
-CACHE_VERSION = 1
+READERS = (native_yaml, metal, objc, common_mps, dispatch)
+CACHE_VERSION = 2
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = ("aten/src/ATen/native", "torch/testing/_internal", "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
@@ -57,6 +57,8 @@ class OperatorRecord:
     opinfos: tuple[opinfo.OpInfoRecord, ...]
     tests: tuple[str, ...]
     unrecognised: tuple[Unrecognised, ...]
+    # DECLARE_DISPATCH of `<op>_stub`: the type a new MPS kernel function must have
+    stub_decl: dispatch.StubDecl | None = None
 
     @property
     def kernel_names(self) -> tuple[str, ...]:
@@ -96,6 +98,7 @@ class TreeIndex:
     native: native_yaml.NativeFunctions
     kernels: metal.MetalKernels
     host: objc.HostFiles
+    dispatch: dispatch.DispatchDecls
     xfails: common_mps.CommonMps
     opinfos: tuple[opinfo.OpInfoRecord, ...]
     test_kinds: tuple[str, ...] = ("output_match",)
@@ -106,7 +109,11 @@ class TreeIndex:
     @property
     def warnings(self) -> tuple[str, ...]:
         return (
-            self.native.warnings + self.kernels.warnings + self.host.warnings + self.xfails.warnings
+            self.native.warnings
+            + self.kernels.warnings
+            + self.host.warnings
+            + self.dispatch.warnings
+            + self.xfails.warnings
         )
 
     def operators(self) -> tuple[str, ...]:
@@ -176,6 +183,10 @@ class TreeIndex:
             for u in f.unrecognised
             if op in u.text or u.span.path in files
         )
+        stub_word = re.compile(rf"\b{re.escape(op)}_stub\b")
+        unrecognised += tuple(
+            u for f in self.dispatch.files for u in f.unrecognised if stub_word.search(u.text)
+        )
         return OperatorRecord(
             op=op,
             overloads=overloads,
@@ -193,6 +204,7 @@ class TreeIndex:
                 t for info in infos for kind in self.test_kinds for t in info.test_ids(kind)
             ),
             unrecognised=unrecognised,
+            stub_decl=self.dispatch.stub(f"{op}_stub"),
         )
 
     def _stubs_for(self, op: str) -> tuple[objc.StubRegistration, ...]:
@@ -269,6 +281,7 @@ def build_index(settings: Settings) -> TreeIndex:
         native=native_yaml.read(root),
         kernels=metal.read(root),
         host=objc.read(root),
+        dispatch=dispatch.read(root),
         xfails=common_mps.read(root),
         opinfos=opinfo.load_opinfos(settings),
         test_kinds=settings.test_kinds,

@@ -6,7 +6,14 @@ import subprocess
 from pathlib import Path
 
 from pipeline import sandbox
-from pipeline.impact import Impact, analyze, changed_files, load_view, selection_report
+from pipeline.impact import (
+    Impact,
+    analyze,
+    changed_files,
+    classify,
+    load_view,
+    selection_report,
+)
 from pipeline.impact.changes import ChangedFile
 from pipeline.tree import common_mps
 from pipeline.tree.opinfo import load_table
@@ -312,6 +319,44 @@ def test_shared_cpp_that_does_not_lex_means_full_sweep(sandbox_tree: Path) -> No
     impact = commit(sandbox_tree, {cpp: (copysign, copysign + '\n  auto s = "open;')})
     assert impact.full_sweep and impact.build_needed and impact.ignored == ()
     assert "unterminated string literal: its MPS code is unknown" in impact.full_sweep_reasons[0]
+
+
+def test_stub_declaration_in_a_shared_header(sandbox_tree: Path) -> None:
+    header = "aten/src/ATen/native/BinaryOps.h"
+    assert classify(header) == "shared_header"
+    assert classify("aten/src/ATen/native/cpu/Loops.h") == "ignored"
+    div_trunc = "DECLARE_DISPATCH(binary_fn, div_trunc_stub);"
+    line = (sandbox_tree / header).read_text().splitlines().index(div_trunc) + 1
+    impact = commit(
+        sandbox_tree, {header: (div_trunc, div_trunc.replace("binary_fn", "structured_binary_fn"))}
+    )
+    assert impact.operator_names == ("div",) and impact.build_needed and not impact.full_sweep
+    assert f"BinaryOps.h:{line} declaration of div_trunc_stub changed (MPS registers it)" in (
+        reasons(impact)
+    )
+    # an alias reaches every stub MPS registers that is declared with it
+    alias = "using structured_binary_fn = void (*)(TensorIteratorBase&);"
+    impact = commit(sandbox_tree, {header: (alias, alias.replace("&)", "& iter)"))})
+    assert impact.operator_names == ("copysign", "div", "maximum") and impact.build_needed
+    assert "type alias structured_binary_fn of copysign_stub changed" in reasons(impact)
+    # MPS registers no hypot_stub, and comments change no type
+    hypot = "DECLARE_DISPATCH(structured_binary_fn, hypot_stub)"
+    impact = commit(sandbox_tree, {header: (hypot, hypot + ";")})
+    assert impact.operators == () and impact.ignored == (header,) and not impact.build_needed
+    impact = commit(sandbox_tree, {header: ("#pragma once\n", "#pragma once\n// stubs\n")})
+    assert impact.operators == () and impact.ignored == (header,) and not impact.build_needed
+    # a function type no stub of this header uses: other headers' stubs are not followed
+    spare = "using spare_fn = void (*)(TensorIterator&);\n"
+    renamed = alias.replace("&)", "& iter)")
+    impact = commit(sandbox_tree, {header: (renamed, renamed + "\n" + spare)})
+    assert any("function type spare_fn changed" in w for w in impact.warnings)
+
+
+def test_shared_header_that_does_not_lex_means_full_sweep(sandbox_tree: Path) -> None:
+    header = "aten/src/ATen/native/UnaryOps.h"
+    impact = commit(sandbox_tree, {header: ("#pragma once\n", "#pragma once\n/* open\n")})
+    assert impact.full_sweep and impact.build_needed
+    assert "its stub declarations are unknown" in impact.full_sweep_reasons[0]
 
 
 # --- selection figures -------------------------------------------------------------------

@@ -9,6 +9,7 @@ BINARY_OPS = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
 UNARY_OPS = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
 BINARY_METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
 YAML = "aten/src/ATen/native/native_functions.yaml"
+BINARY_OPS_H = "aten/src/ATen/native/BinaryOps.h"
 ATAN2_STUB = """static void atan2_mps_kernel(TensorIteratorBase& iter) {
   lib.exec_binary_kernel(iter, "atan2");
 }

@@ -11,6 +11,7 @@ from tests.sandbox.edits import (
     BINARY_KERNEL,
     BINARY_METAL,
     BINARY_OPS,
+    BINARY_OPS_H,
     UNARY_OPS,
     YAML,
     add_atan2_stub,
@@ -196,6 +197,44 @@ def test_registration_without_functor_does_not_compile(sandbox_copy):
     )
 
 
+def test_kernel_function_must_take_the_declared_iterator(sandbox_copy):
+    # div_trunc_stub is declared binary_fn: void(*)(TensorIterator&)
+    edit(
+        sandbox_copy,
+        BINARY_KERNEL,
+        "div_trunc_mps_kernel(TensorIterator& iter)",
+        "div_trunc_mps_kernel(TensorIteratorBase& iter)",
+    )
+    (error,) = compile.build(sandbox_copy).errors
+    line, col = line_of(sandbox_copy, BINARY_KERNEL, "&div_trunc_mps_kernel")
+    assert (error.path, error.line, error.col) == (BINARY_KERNEL, line, col + 1)
+    declared, _ = line_of(sandbox_copy, BINARY_OPS_H, "div_trunc_stub")
+    assert error.message == (
+        "cannot register 'div_trunc_mps_kernel' for div_trunc_stub: it takes "
+        f"'TensorIteratorBase&', but div_trunc_stub is declared at {BINARY_OPS_H}:{declared} "
+        "as binary_fn, taking (TensorIterator&)"
+    )
+
+
+def test_changing_the_declared_type_breaks_the_registered_kernels(sandbox_copy):
+    edit(
+        sandbox_copy,
+        BINARY_OPS_H,
+        "using structured_binary_fn = void (*)(TensorIteratorBase&);",
+        "using structured_binary_fn = void (*)(at::TensorIterator&);",
+    )
+    errors = compile.build(sandbox_copy).errors
+    assert sorted(e.message.split("'")[1] for e in errors) == [
+        "copysign_mps_kernel",
+        "div_floor_mps_kernel",
+        "div_true_mps_kernel",
+        "maximum_mps_kernel",
+    ]
+    # a qualified spelling of the same type is the same type
+    edit(sandbox_copy, BINARY_OPS_H, "(at::TensorIterator&)", "(at::TensorIteratorBase&)")
+    assert compile.build(sandbox_copy).errors == ()
+
+
 def test_stub_registered_twice_is_a_duplicate_symbol(sandbox_copy):
     edit(
         sandbox_copy,
@@ -238,6 +277,8 @@ def test_depfile_lists_every_input_relative_to_the_cwd(sandbox_copy, monkeypatch
         "../aten/src/ATen/native/mps/operations/UnaryKernel.mm",
         "../aten/src/ATen/native/BinaryOps.cpp",
         "../aten/src/ATen/native/UnaryOps.cpp",
+        f"../{BINARY_OPS_H}",
+        "../aten/src/ATen/native/UnaryOps.h",
         "../aten/src/ATen/native/mps/kernels",
         "../aten/src/ATen/native/mps/operations",
     } <= listed

@@ -42,6 +42,27 @@ def test_workflows_of_the_sandbox_operators(sandbox_settings) -> None:
     assert "div_true" in div.kernel_names
 
 
+def test_records_carry_the_declared_stub_type(sandbox_settings) -> None:
+    index = load_index(sandbox_settings)
+    atan2 = index.record("atan2").stub_decl
+    assert atan2.stub == "atan2_stub" and atan2.params == ("TensorIteratorBase&",)
+    assert atan2.span.path == "aten/src/ATen/native/BinaryOps.h"
+    assert index.record("fmod").stub_decl.iterator_param == "TensorIterator&"
+    assert index.record("div").stub_decl is None  # its stubs are div_true_stub, ...
+    assert index.dispatch.stub("div_true_stub") is not None
+    assert not any(u.span.path.endswith(".h") for u in index.record("atan2").unrecognised)
+
+
+def test_unreadable_stub_declaration_joins_the_record(sandbox_settings) -> None:
+    header = sandbox_settings.root / "aten/src/ATen/native/BinaryOps.h"
+    text = header.read_text()
+    header.write_text(text.replace("(structured_binary_fn, hypot_stub)", "(hypot_fn, hypot_stub)"))
+    record = load_index(sandbox_settings).record("hypot")
+    assert record.stub_decl is None
+    (u,) = record.unrecognised
+    assert u.text == "DECLARE_DISPATCH(hypot_fn, hypot_stub)" and "hypot_fn" in u.reason
+
+
 def test_alias_and_unknown_operator(sandbox_settings) -> None:
     index = load_index(sandbox_settings)
     assert index.resolve("arctan2") == "atan2"
@@ -62,6 +83,10 @@ def test_cache_is_reused_until_an_input_changes(sandbox_settings, monkeypatch) -
     yaml.write_text(yaml.read_text() + "\n# a comment\n")
     load_index(sandbox_settings)
     assert len(calls) == 1
+    header = sandbox_settings.root / "aten/src/ATen/native/UnaryOps.h"
+    header.write_text(header.read_text() + "\n// a comment\n")
+    load_index(sandbox_settings)
+    assert len(calls) == 2
 
 
 def test_corrupt_cache_is_rebuilt(sandbox_settings) -> None:
