@@ -1,4 +1,4 @@
-// mps-pipeline sandbox: not PyTorch source. Written for this repository, under its license.
+// mps-pipeline sandbox: not PyTorch source; written for this repository in the same shape.
 //
 // The dispatch stubs the shared structured kernels of BinaryOps.cpp call. A backend's
 // REGISTER_DISPATCH must hand each stub a function of exactly the declared type.

@@ -1,4 +1,4 @@
-// mps-pipeline sandbox: not PyTorch source. Written for this repository, under its license.
+// mps-pipeline sandbox: not PyTorch source; written for this repository in the same shape.
 //
 // The dispatch stubs of the unary kernels in UnaryOps.cpp, and the CPU kernels' prototypes.
 #pragma once
