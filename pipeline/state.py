@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, reader_files
 
 
 def op_dir(settings: Settings, op: str) -> Path:
@@ -38,16 +38,19 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
 
 
+# What `ninja torch_cpu` compiles that the pipeline reads: yaml, .metal, .mm and the native
+# headers declaring the stubs (their types shape a new kernel function).
+BUILD_READERS = (native_yaml, metal, objc, dispatch)
+
+
+def build_inputs(settings: Settings) -> list[Path]:
+    """The build inputs the pipeline knows of: a change to anything else never starts ninja."""
+    return reader_files(settings.root, *BUILD_READERS)
+
+
 def edit_inputs(settings: Settings) -> list[Path]:
-    """The files the audit and edit stages read: yaml, .metal, .mm, the native headers
-    declaring the stubs (their types shape a new kernel function) and the OpInfo table."""
-    root = settings.root
-    files = [
-        p
-        for r in (native_yaml, metal, objc, dispatch)
-        for pat in r.PATTERNS
-        for p in sorted(root.glob(pat))
-    ]
+    """The files the audit and edit stages read: the build inputs and the OpInfo table."""
+    files = build_inputs(settings)
     if settings.opinfo_table is not None and settings.opinfo_table.is_file():
         files.append(settings.opinfo_table)
     return files

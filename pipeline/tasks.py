@@ -24,12 +24,10 @@ from doit.exceptions import TaskFailed
 from pipeline import state
 from pipeline.config import OVERRIDABLE, Settings, load_settings
 from pipeline.errors import PipelineError
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc
+from pipeline.tree import common_mps, reader_files
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-BUILD_READERS = (native_yaml, metal, objc, dispatch)
 
 
 @cache
@@ -52,11 +50,6 @@ def doit_config(state_dir: Path | None = None) -> dict:
 
 def _flag(name: str) -> bool:
     return (get_var(name) or "0").lower() in ("1", "true", "yes")
-
-
-def _files(*readers) -> list[str]:
-    root = settings().root
-    return [str(p) for r in readers for pat in r.PATTERNS for p in sorted(root.glob(pat))]
 
 
 def _opinfo_files() -> list[str]:
@@ -172,7 +165,7 @@ def task_build() -> dict:
     s = settings()
     task = {
         "actions": [_guard(lambda m, c: m.stage_build(s, c))],
-        "file_dep": _files(*BUILD_READERS),
+        "file_dep": [str(p) for p in state.build_inputs(s)],
         "targets": [str(state.build_stamp(s))],
         "verbosity": 2,
     }
@@ -228,7 +221,7 @@ def task_drop_xfails() -> dict:
     force = _flag("force")
     return {
         "actions": [_guard(lambda m, c: m.stage_drop(s, op, c, force=force))],
-        "file_dep": [str(d / "table.json")] + _files(common_mps),
+        "file_dep": [str(d / "table.json")] + [str(p) for p in reader_files(s.root, common_mps)],
         "targets": [str(d / "xfails.json")],
         "verbosity": 2,
     }

@@ -35,7 +35,8 @@ from pathlib import Path
 
 from pipeline.dtypes import sort_key
 from pipeline.errors import ParseError
-from pipeline.tree import dispatch, metal, native_yaml, objc
+from pipeline.state import BUILD_READERS
+from pipeline.tree import dispatch, metal, native_yaml, objc, reader_files
 from pipeline.tree.span import Span
 
 ARTIFACT_FORMAT = 1
@@ -168,10 +169,7 @@ class _Tree:
         self._lines: dict[str, list[str]] = {}
 
     def inputs(self) -> tuple[Path, ...]:
-        files = [self.root / native_yaml.PATTERNS[0]]
-        files += sorted(self.root.glob(metal.PATTERNS[0]))
-        files += sorted(self.root.glob(objc.PATTERNS[0]))
-        files += sorted(self.root.glob(dispatch.PATTERNS[0]))
+        files = reader_files(self.root, *BUILD_READERS)
         files += self.cpp_files
         files += [self.root / d for d in SOURCE_DIRS]
         return tuple(dict.fromkeys(f for f in files if f.exists()))
@@ -533,9 +531,7 @@ def build(root: Path) -> BuildOutput:
 
 def _fallback_inputs(root: Path) -> tuple[Path, ...]:
     """Inputs when the tree could not even be read: every file the readers would read."""
-    files: list[Path] = [root / native_yaml.PATTERNS[0]]
-    for pattern in (metal.PATTERNS[0], objc.PATTERNS[0], dispatch.PATTERNS[0], CPP_GLOB):
-        files += sorted(root.glob(pattern))
+    files = reader_files(root, *BUILD_READERS) + sorted(root.glob(CPP_GLOB))
     files += [root / d for d in SOURCE_DIRS]
     return tuple(f for f in files if f.exists())
 

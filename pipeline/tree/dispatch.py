@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import ParseError
+from pipeline.tree import iter_files
 from pipeline.tree.cpp import (
     Macro,
     MacroError,
@@ -36,7 +37,6 @@ from pipeline.tree.cpp import (
     match_close,
     split_args,
 )
-from pipeline.tree.metal import iter_files
 from pipeline.tree.span import Span, Unrecognised
 
 PATTERNS: tuple[str, ...] = ("aten/src/ATen/native/*.h",)

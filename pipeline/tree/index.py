@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.errors import UnknownOperatorError
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo, reader_files
 from pipeline.tree.span import Span, Unrecognised
 
 READERS = (native_yaml, metal, objc, common_mps, dispatch)
@@ -257,14 +257,6 @@ def find_references(root: Path, names: Iterable[str]) -> list[tuple[str, Span]]:
     return hits
 
 
-def _input_files(root: Path) -> list[Path]:
-    files: list[Path] = []
-    for reader in READERS:
-        for pattern in reader.PATTERNS:
-            files.extend(sorted(root.glob(pattern)))
-    return files
-
-
 def _fingerprint(settings: Settings, files: list[Path]) -> str:
     h = hashlib.sha256(f"{CACHE_VERSION}|{settings.root}|{settings.test_kinds}".encode())
     for path in files:
@@ -290,7 +282,7 @@ def build_index(settings: Settings) -> TreeIndex:
 
 def load_index(settings: Settings) -> TreeIndex:
     """The tree's index, from the on-disk cache when no input file changed."""
-    files = _input_files(settings.root)
+    files = reader_files(settings.root, *READERS)
     if settings.opinfo_table is not None and settings.opinfo_table.is_file():
         files.append(settings.opinfo_table)
     key = _fingerprint(settings, files)

@@ -10,11 +10,12 @@ Lexing, macro expansion and the namespace-scope scan are :mod:`pipeline.tree.cpp
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.dtypes import METAL_TO_DTYPE
+from pipeline.tree import iter_files
 from pipeline.tree.cpp import (
     Macro,
     MacroError,
@@ -293,16 +294,6 @@ def _duplicate_warnings(registrations: list[Registration]) -> list[str]:
         else:
             seen[key] = r
     return warnings
-
-
-def iter_files(root: Path, patterns: Iterable[str]) -> Iterator[tuple[str, Path] | str]:
-    """(relative posix path, file) for every match, or a warning string for empty patterns."""
-    for pattern in patterns:
-        matches = sorted(p for p in root.glob(pattern) if p.is_file())
-        if not matches:
-            yield f"no file matches {pattern} under {root}"
-        for p in matches:
-            yield p.relative_to(root).as_posix(), p
 
 
 def read(root: Path) -> MetalKernels:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import ParseError
+from pipeline.tree import iter_files
 from pipeline.tree.cpp import (
     Macro,
     MacroError,
@@ -30,7 +31,6 @@ from pipeline.tree.cpp import (
     scan,
     split_args,
 )
-from pipeline.tree.metal import iter_files
 from pipeline.tree.span import Span, Unrecognised
 
 PATTERNS: tuple[str, ...] = ("aten/src/ATen/native/mps/operations/*.mm",)
