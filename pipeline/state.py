@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, reader_files
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc
 
 
 def op_dir(settings: Settings, op: str) -> Path:
@@ -41,11 +41,15 @@ def _sha(path: Path) -> str:
 # What `ninja torch_cpu` compiles that the pipeline reads: yaml, .metal, .mm and the native
 # headers declaring the stubs (their types shape a new kernel function).
 BUILD_READERS = (native_yaml, metal, objc, dispatch)
+# The CPU-side structured kernels MPS shares: they call the stubs the .mm files register.
+SHARED_SOURCES = ("aten/src/ATen/native/*.cpp",)
+BUILD_PATTERNS = tuple(p for r in BUILD_READERS for p in r.PATTERNS) + SHARED_SOURCES
 
 
 def build_inputs(settings: Settings) -> list[Path]:
     """The build inputs the pipeline knows of: a change to anything else never starts ninja."""
-    return reader_files(settings.root, *BUILD_READERS)
+    root = settings.root
+    return [p for pattern in BUILD_PATTERNS for p in sorted(root.glob(pattern)) if p.is_file()]
 
 
 def edit_inputs(settings: Settings) -> list[Path]:

@@ -33,12 +33,16 @@ if TYPE_CHECKING:
 @cache
 def settings() -> Settings:
     """Settings from doit variables (root=, python=, state_dir=...), the env and configs/."""
-    return load_settings({k: get_var(k) for k in OVERRIDABLE})
+    try:
+        return load_settings({k: get_var(k) for k in OVERRIDABLE})
+    except PipelineError as exc:  # a bad root= or config: say so, no traceback from doit
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
 
 
 def doit_config(state_dir: Path | None = None) -> dict:
     """DOIT_CONFIG: sqlite3 backend (dbm/json lose results when two doit processes share it)."""
-    state = state_dir or Path(get_var("state_dir") or ".mps-pipeline")
+    state = state_dir or settings().state_dir
     state.mkdir(parents=True, exist_ok=True)
     return {
         "backend": "sqlite3",
@@ -87,11 +91,13 @@ def _op() -> str | None:
     return get_var("op")
 
 
+def _needs(message: str) -> dict:
+    """A task that fails with ``message``: a doit variable it needs was not given."""
+    return {"actions": [lambda: TaskFailed(message)], "uptodate": [False]}
+
+
 def _need_op(name: str) -> dict:
-    return {
-        "actions": [lambda: TaskFailed(f"{name} needs an operator: doit {name} op=atan2")],
-        "uptodate": [False],
-    }
+    return _needs(f"{name} needs an operator: doit {name} op=atan2")
 
 
 def task_audit() -> dict:
@@ -255,40 +261,34 @@ def task_pr_report() -> dict:
     """pr=N: the PR's affected operators, built if needed and tested, in one PR comment."""
     pr = get_var("pr")
     if pr is None:
-        return {
-            "actions": [lambda: TaskFailed("pr_report needs a PR number: doit pr_report pr=123")],
-            "uptodate": [False],
-        }
+        return _needs("pr_report needs a PR number: doit pr_report pr=123")
     s = settings()
     base, head, dry_run = get_var("base"), get_var("head"), _flag("dry_run")
 
-    def stage(_migrate: ModuleType, _console: Console) -> None:
-        # imported here: requests & co. would slow down every other doit command
-        from pipeline.commands import pr_report
-
+    def stage(pr_report: ModuleType, _console: Console) -> None:
         pr_report.report(s, pr_report.pr_number(pr), base=base, head=head, dry_run=dry_run)
 
-    return {"actions": [_guard(stage)], "uptodate": [False], "verbosity": 2}
+    return {
+        "actions": [_guard(stage, "pipeline.commands.pr_report")],
+        "uptodate": [False],
+        "verbosity": 2,
+    }
 
 
 def task_affected() -> dict:
     """base=REV [head=REV]: the operators and consistency tests a diff affects, and why."""
     base = get_var("base")
     if base is None:
-        return {
-            "actions": [lambda: TaskFailed("affected needs a base: doit affected base=main")],
-            "uptodate": [False],
-        }
+        return _needs("affected needs a base: doit affected base=main")
     s = settings()
     head = get_var("head")
 
-    def stage(_migrate: ModuleType, console: Console) -> None:
-        # imported here: the impact analysis is not needed by any other task's start-up
-        from pipeline.commands.affected import render_text
-        from pipeline.impact import affected
-        from pipeline.tree.opinfo import load_opinfos
+    def stage(command: ModuleType, console: Console) -> None:
+        impact = command.diff_impact(s, base, head)
+        console.print(command.render_text(impact), markup=False, highlight=False)
 
-        impact = affected(s.root, base, head, opinfos=load_opinfos(s), kinds=s.test_kinds)
-        console.print(render_text(impact), markup=False, highlight=False)
-
-    return {"actions": [_guard(stage)], "uptodate": [False], "verbosity": 2}
+    return {
+        "actions": [_guard(stage, "pipeline.commands.affected")],
+        "uptodate": [False],
+        "verbosity": 2,
+    }

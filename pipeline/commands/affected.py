@@ -49,20 +49,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tests", action="store_true", help="also list the selected test ids")
 
 
+def diff_impact(settings: Settings, base: str, head: str | None = None) -> Impact:
+    """The impact of ``git diff base..head`` (the work tree when ``head`` is None)."""
+    return affected(
+        settings.root, base, head, opinfos=opinfo.load_opinfos(settings), kinds=settings.test_kinds
+    )
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Print the impact of a diff (``--base``) or of a list of changed lines (``--changed``)."""
     if not args.base and not args.changed:
         raise PipelineError("affected: give --base REV (a git diff) or --changed PATH[:LINES]")
-    opinfos = opinfo.load_opinfos(settings)
-    root = settings.root
-    kinds = settings.test_kinds
     if args.changed:
+        root = settings.root
         changes: tuple[ChangedFile, ...] = changes_from_list(
             root, [parse_changed(spec) for spec in args.changed]
         )
-        impact = analyze(changes, opinfos=opinfos, view=load_view(root), kinds=kinds)
+        impact = analyze(
+            changes,
+            opinfos=opinfo.load_opinfos(settings),
+            view=load_view(root),
+            kinds=settings.test_kinds,
+        )
     else:
-        impact = affected(root, args.base, args.head, opinfos=opinfos, kinds=kinds)
+        impact = diff_impact(settings, args.base, args.head)
     if args.json:
         print(json.dumps(impact.to_dict(), indent=2))
     else:

@@ -289,7 +289,7 @@ def record_audit(settings: Settings, op: str, console: Console | None) -> Operat
     items = checklist(record)
     if console is not None:
         render(record, items, console)
-    d = state.op_dir(settings, record.op)
+    d = state.op_dir(settings, op)
     state.write_json(d / "audit.json", to_json(record, items))
     (d / "audit.digest").write_text(state.inputs_digest(settings))
     return record

@@ -17,9 +17,10 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 
 from pipeline.commands import audit
-from pipeline.config import Settings
+from pipeline.config import OVERRIDABLE, Settings
 from pipeline.edit import metal as metal_edit
 from pipeline.edit import native_yaml as yaml_edit
 from pipeline.edit import objc as objc_edit
@@ -212,7 +213,8 @@ def stage_edit(
     plan = plan_edits(settings, op, body)
     for edit in plan.edits:
         console.print(
-            f"[bold]{'would edit' if dry_run else 'edit'}[/bold] {edit.rel}: {edit.summary}",
+            f"[bold]{'would edit' if dry_run else 'edit'}[/bold] {edit.rel}: "
+            + escape(edit.summary),
             highlight=False,
         )
         if dry_run:
@@ -220,20 +222,18 @@ def stage_edit(
     if not plan.edits:
         console.print("nothing to edit: the mechanical steps are done", highlight=False)
     for note in plan.notes:
-        console.print(f"[yellow]manual:[/yellow] {note}", highlight=False)
+        console.print(f"[yellow]manual:[/yellow] {escape(note)}", highlight=False)
     if dry_run:
         return plan
     journal = Journal(settings.state_dir / "journal.json")
     apply_edits(settings.root, plan.edits, journal, force=force)
-    # The audit stage's record now describes the edited tree, so it stays up to date.
-    record = (
-        audit.record_audit(settings, op, None) if plan.edits else load_index(settings).record(op)
-    )
+    if plan.edits:  # re-record the audit: it now describes the edited tree, so stays current
+        audit.record_audit(settings, op, None)
     leftovers = find_references(settings.root, plan.old_names)
     for name, span in leftovers:
         console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)
     write_json(
-        op_dir(settings, record.op) / "edit.json",
+        op_dir(settings, op) / "edit.json",
         {
             "edited": [{"file": e.rel, "summary": e.summary} for e in plan.edits],
             "manual": list(plan.notes),
@@ -320,11 +320,13 @@ def stage_test(settings: Settings, op: str, console: Console) -> Path:
     """Run the operator's consistency tests; the JUnit file lands in the op's folder."""
     record = load_index(settings).record(op, find_references=False)
     junit_path, summary = _run_tests(settings, record)
-    target = op_dir(settings, record.op) / "junit.xml"
+    target = op_dir(settings, op) / "junit.xml"
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(junit_path, target)
-    record_expectations(settings, record.op)
-    console.print(f"tests: {summary}; results in {junit_path.parent}", highlight=False)
+    record_expectations(settings, op)
+    console.print(
+        f"tests: {summary}; results in {junit_path.parent}", markup=False, highlight=False
+    )
     return target
 
 
@@ -344,7 +346,7 @@ def load_table(
 ) -> tuple[OperatorRecord, tables.DtypeTable, tuple[str, ...]]:
     """The operator's record and per-dtype table from its last JUnit report (+ warnings)."""
     record = load_index(settings).record(op, find_references=False)
-    report = junit.parse_report(op_dir(settings, record.op) / "junit.xml")
+    report = junit.parse_report(op_dir(settings, op) / "junit.xml")
     table = tables.build_table(report.cases, names=display_names(record.opinfos))
     return record, table, report.warnings
 
@@ -353,9 +355,9 @@ def stage_table(settings: Settings, op: str, console: Console) -> tables.DtypeTa
     """Print the per-dtype table; write table.md and table.json beside the JUnit report."""
     record, table, warnings = load_table(settings, op)
     for w in warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
     render.render_terminal(table, console)
-    d = op_dir(settings, record.op)
+    d = op_dir(settings, op)
     (d / "table.md").write_text(render.render_markdown(table))
     (d / "table.json").write_text(render.render_json(table))
     return table
@@ -399,9 +401,11 @@ def stage_drop(settings: Settings, op: str, console: Console, *, force: bool = F
     record, table, _ = load_table(settings, op)
     decisions, edit = plan_xfail_drops(settings, record, table)
     for d in decisions:
-        console.print(f"xfail {d.list}[{d.key!r}]: {d.action} — {d.reason}", highlight=False)
+        console.print(
+            f"xfail {d.list}[{d.key!r}]: {d.action} — {d.reason}", markup=False, highlight=False
+        )
     journal = Journal(settings.state_dir / "journal.json")
-    d = op_dir(settings, record.op)
+    d = op_dir(settings, op)
     verified = None
     if edit is not None:
         apply_edits(settings.root, [edit], journal, force=force)
@@ -416,9 +420,9 @@ def stage_drop(settings: Settings, op: str, console: Console, *, force: bool = F
                 f"(first: {bad[0].name}); common_mps.py was restored. See {junit_path}"
             )
         verified = summary
-        console.print(f"verified: {summary}", highlight=False)
+        console.print(f"verified: {summary}", markup=False, highlight=False)
         # The tests have now run against the edited common_mps.py: results stay valid.
-        record_expectations(settings, record.op)
+        record_expectations(settings, op)
     write_json(
         d / "xfails.json",
         {
@@ -445,7 +449,7 @@ def stage_drop(settings: Settings, op: str, console: Console, *, force: bool = F
 def stage_summary(settings: Settings, op: str, console: Console) -> str:
     """What changed, what the checklist still lacks, and the next command; summary.md."""
     record = load_index(settings).record(op)
-    d = op_dir(settings, record.op)
+    d = op_dir(settings, op)
     edits = json.loads((d / "edit.json").read_text())
     drops = json.loads((d / "xfails.json").read_text())
     table = json.loads((d / "table.json").read_text())
@@ -515,11 +519,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     from pipeline import tasks
 
-    doit_vars = [
-        f"op={args.op}",
-        f"root={settings.root}",
-        f"python={settings.python}",
-        f"state_dir={settings.state_dir}",
+    # Pass on what the user gave, not the resolved settings: root=sandbox must stay "sandbox"
+    # (it selects the bundled OpInfo table), and unset keys keep their env/config values.
+    doit_vars = [f"op={args.op}"] + [
+        f"{key}={value}" for key in OVERRIDABLE if (value := getattr(args, key, None))
     ]
     doit_vars += ["force=1"] * args.force + ["dry_run=1"] * args.dry_run
     if args.body:

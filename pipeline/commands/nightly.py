@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from pipeline import history
 from pipeline.commands.backlog import BacklogItem, backlog
@@ -600,24 +601,28 @@ def render_terminal(summary: Mapping[str, Any], files: Sequence[Path], console: 
         pct = f"{rate:.1%}" if rate is not None else "–"
         console.print(f"  {runner}: pass rate {pct}  ({shown})", highlight=False)
     for w in summary["warnings"]:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
     console.print(f"[bold]regressions: {len(summary['regressions'])}[/bold]")
     for r in summary["regressions"]:
         console.print(
-            f"  [red]{r['name']}[/red] on {r['runner']}: {r['before']} → {r['after']}",
+            f"  [red]{escape(r['name'])}[/red] on {r['runner']}: {r['before']} → {r['after']}",
             highlight=False,
         )
     console.print(f"[bold]flaky: {len(summary['flaky'])}[/bold]")
     for f in summary["flaky"]:
-        console.print(f"  {f['name']} on {f['runner']}: {'; '.join(f['reasons'])}", highlight=False)
+        console.print(
+            f"  {f['name']} on {f['runner']}: {'; '.join(f['reasons'])}",
+            markup=False,
+            highlight=False,
+        )
     console.print(f"[bold]xfail removals: {len(summary['proposals'])}[/bold]")
     for d in summary["proposals"]:
         entry = f"{d['list']}[{d['key']!r}]"
-        console.print(f"  {entry}: {d['action']} — {d['reason']}", highlight=False)
+        console.print(f"  {entry}: {d['action']} — {d['reason']}", markup=False, highlight=False)
     if summary["diff"]:
         console.print(summary["diff"], markup=False, highlight=False)
     elif summary["proposal_note"]:
-        console.print(f"  {summary['proposal_note']}", highlight=False)
+        console.print(f"  {summary['proposal_note']}", markup=False, highlight=False)
     bl = summary["backlog"]
     counts = ", ".join(f"{w} {n}" for w, n in bl["counts"].items())
     console.print(

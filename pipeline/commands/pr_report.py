@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from pipeline import state
 from pipeline.commands import affected as affected_cmd
@@ -399,7 +400,7 @@ def collect(
         try:
             migrate.stage_build(settings, console)
         except BuildError as exc:
-            console.print(f"[red]build failed:[/red] {exc}", highlight=False)
+            console.print(f"[red]build failed:[/red] {escape(str(exc))}", highlight=False)
             return replace(result, build_ok=False, build_error=_build_error(settings, log, exc))
     if not chosen:
         return result
@@ -410,12 +411,12 @@ def collect(
     try:
         junit_path, summary = migrate.run_consistency_tests(settings, selectors, f"pr-{pr}")
     except PipelineError as exc:
-        console.print(f"[red]tests:[/red] {exc}", highlight=False)
+        console.print(f"[red]tests:[/red] {escape(str(exc))}", highlight=False)
         return replace(result, test_error=str(exc))
-    console.print(f"tests: {summary}", highlight=False)
+    console.print(f"tests: {summary}", markup=False, highlight=False)
     report = junit.parse_report(junit_path)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
     table = tables.build_table(report.cases, names=migrate.display_names(chosen))
     entries = common_mps.read(root).entries
     decisions, edit = migrate.plan_xfail_changes(settings, entries, chosen, table)
@@ -506,14 +507,14 @@ def report(
     else:
         results = collect(settings, pr, console, base=base, head=head)
         folder = write_results(results, results_folder(settings, pr))
-        console.print(f"results: {folder}", highlight=False)
+        console.print(f"results: {folder}", markup=False, highlight=False)
     url = run_url()
     if dry_run:
         sys.stdout.write(results.comment(footer=f"[workflow run]({url})" if url else ""))
         return 0
     if token is None:
         state, description = results.status()
-        console.print(f"status to post: {state}: {description}", highlight=False)
+        console.print(f"status to post: {state}: {description}", markup=False, highlight=False)
         return 0
     print(post(settings, results, token, url))
     return 0

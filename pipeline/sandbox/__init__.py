@@ -18,19 +18,12 @@ import tempfile
 from pathlib import Path
 
 from pipeline.errors import ConfigError
+from pipeline.state import BUILD_PATTERNS
 
 TREE: Path = Path(__file__).resolve().parent / "tree"
 OPINFO_TABLE = "torch/testing/_internal/opinfo_table.yaml"
 BUILD_DIR = "build"
 TARGET_OUTPUT = "lib/torch_cpu.mpsim.json"
-# What the compile reads; the depfile keeps the exact list up to date after each build.
-BUILD_INPUTS = (
-    "aten/src/ATen/native/native_functions.yaml",
-    "aten/src/ATen/native/*.cpp",
-    "aten/src/ATen/native/*.h",
-    "aten/src/ATen/native/mps/kernels/*.metal",
-    "aten/src/ATen/native/mps/operations/*.mm",
-)
 _GIT_IDENTITY = (
     "-c",
     "user.name=mps-pipeline",
@@ -63,7 +56,7 @@ def build_ninja(root: Path, python: str | None = None) -> str:
         "-m pipeline.sandbox.compile --root .. --out $out --depfile $out.d"
     )
     inputs = sorted(
-        {p.relative_to(root).as_posix() for pattern in BUILD_INPUTS for p in root.glob(pattern)}
+        {p.relative_to(root).as_posix() for pattern in BUILD_PATTERNS for p in root.glob(pattern)}
     )
     deps = " $\n    ".join(_ninja_path(f"../{rel}") for rel in inputs)
     return (

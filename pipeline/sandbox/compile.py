@@ -35,13 +35,13 @@ from pathlib import Path
 
 from pipeline.dtypes import sort_key
 from pipeline.errors import ParseError
-from pipeline.state import BUILD_READERS
+from pipeline.state import BUILD_READERS, SHARED_SOURCES
 from pipeline.tree import dispatch, metal, native_yaml, objc, reader_files
 from pipeline.tree.span import Span
 
 ARTIFACT_FORMAT = 1
 # The CPU-side files holding the shared structured kernels that call dispatch stubs.
-CPP_GLOB = "aten/src/ATen/native/*.cpp"
+CPP_GLOB = SHARED_SOURCES[0]
 # Directories whose listing is itself an input: a new .metal or .mm file means a rebuild.
 SOURCE_DIRS = (
     "aten/src/ATen/native",
