@@ -61,9 +61,10 @@ def edit_inputs(settings: Settings) -> list[Path]:
 
 
 def inputs_digest(settings: Settings) -> str:
-    """Content digest of :func:`edit_inputs`: when it matches, the recorded audit holds."""
+    """Content digest of what the audit reads (the edit inputs and common_mps.py): when it
+    matches the recorded one, the recorded audit holds."""
     h = hashlib.sha256()
-    for path in edit_inputs(settings):
+    for path in [*edit_inputs(settings), _common_mps(settings)]:
         h.update(f"{path}\0{_sha(path)}\n".encode())
     return h.hexdigest()
 

@@ -110,8 +110,8 @@ def task_audit() -> dict:
     return {
         "actions": [_guard(lambda m, c: m.record_audit(s, op, c), "pipeline.commands.audit")],
         "targets": [str(state.op_dir(s, op) / "audit.json")],
-        # By content digest rather than file_dep: the edit stage refreshes the audit after
-        # it edits, so its own edits do not make the audit stale.
+        # By content digest rather than file_dep: the edit and drop_xfails stages re-record
+        # the audit after they write, so the chain's own edits do not make it stale.
         "uptodate": [
             not _explicitly_requested("audit"),
             lambda: digest.is_file() and digest.read_text() == state.inputs_digest(s),
@@ -144,8 +144,8 @@ def task_edit() -> dict:
     force, body = _flag("force"), get_var("body")
     return {
         "actions": [_guard(lambda m, c: m.stage_edit(s, op, c, force=force, body=body))],
-        "file_dep": [str(p) for p in state.edit_inputs(s)]
-        + [str(state.op_dir(s, op) / "audit.json")],
+        "file_dep": [str(p) for p in state.edit_inputs(s)],
+        "task_dep": ["audit"],
         "targets": [str(state.op_dir(s, op) / "edit.json")],
         "verbosity": 2,
     }

@@ -5,14 +5,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import os
 import subprocess
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import DirtyFileError
+from pipeline.fsio import write_atomic
 
 
 @dataclass(frozen=True)
@@ -72,22 +71,6 @@ def git_dirty(root: Path, rel: str) -> bool:
         check=False,
     )
     return proc.returncode == 0 and bool(proc.stdout.strip())
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory and rename: never half-written."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def apply_edits(

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline.edit.atomic import write_atomic
+from pipeline.fsio import write_atomic
 
 INDEX = "index.html"
 SUMMARY_MD = "summary.md"

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from pipeline.dtypes import sort_key
 from pipeline.errors import ParseError
+from pipeline.fsio import write_atomic
 from pipeline.state import BUILD_READERS, SHARED_SOURCES
 from pipeline.tree import dispatch, metal, native_yaml, objc, reader_files
 from pipeline.tree.span import Span
@@ -548,13 +549,6 @@ def write_depfile(depfile: Path, target: str, inputs: Iterable[Path]) -> None:
     depfile.write_text(f"{target}: \\\n  {deps}\n", encoding="utf-8")
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m pipeline.sandbox.compile``; returns the exit status."""
     parser = argparse.ArgumentParser(
@@ -575,7 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         count = len(result.errors)
         print(f"{count} error{'s' if count != 1 else ''} generated.", file=sys.stderr)
         return 1
-    _write_atomic(args.out, json.dumps(result.artifact, indent=1, sort_keys=True) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(args.out, json.dumps(result.artifact, indent=1, sort_keys=True) + "\n")
     return 0
 
 

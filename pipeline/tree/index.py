@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.errors import UnknownOperatorError
+from pipeline.fsio import write_atomic
 from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo, reader_files
 from pipeline.tree.span import Span, Unrecognised
 
@@ -175,13 +176,19 @@ class TreeIndex:
         xfails = tuple(e for e in self.xfails.entries if e.key in keys)
         complex_sets = [s for s in self.xfails.sets if s.list == "SUPPORTED_COMPLEX_OPS"]
         refs = self._references(old_names) if find_references and old_names else ()
-        files = {s.path for s in (*(o.span for o in overloads), *(f.span for f in functors))}
+        # Only lines that name one of the op's kernels, as a whole identifier: a real
+        # BinaryKernel.metal holds dozens of ops, and "tan" must not claim atan2's lines.
+        names = re.compile(
+            r"(?<![A-Za-z0-9_])("
+            + "|".join(map(re.escape, dict.fromkeys(kernel_names)))
+            + r")(?![A-Za-z0-9])"
+        )
         unrecognised = tuple(
             u
             for fileset in (self.kernels.files, self.host.files)
             for f in fileset
             for u in f.unrecognised
-            if op in u.text or u.span.path in files
+            if names.search(u.text)
         )
         stub_word = re.compile(rf"\b{re.escape(op)}_stub\b")
         unrecognised += tuple(
@@ -258,7 +265,9 @@ def find_references(root: Path, names: Iterable[str]) -> list[tuple[str, Span]]:
 
 
 def _fingerprint(settings: Settings, files: list[Path]) -> str:
-    h = hashlib.sha256(f"{CACHE_VERSION}|{settings.root}|{settings.test_kinds}".encode())
+    h = hashlib.sha256(
+        f"{CACHE_VERSION}|{settings.root}|{settings.python}|{settings.test_kinds}".encode()
+    )
     for path in files:
         st = path.stat()
         h.update(f"{path}|{st.st_size}|{st.st_mtime_ns}\n".encode())
@@ -282,10 +291,9 @@ def build_index(settings: Settings) -> TreeIndex:
 
 def load_index(settings: Settings) -> TreeIndex:
     """The tree's index, from the on-disk cache when no input file changed."""
-    files = reader_files(settings.root, *READERS)
-    if settings.opinfo_table is not None and settings.opinfo_table.is_file():
-        files.append(settings.opinfo_table)
-    key = _fingerprint(settings, files)
+    key = _fingerprint(
+        settings, reader_files(settings.root, *READERS) + opinfo.source_files(settings)
+    )
     cache = settings.cache_dir / "index.pickle"
     if cache.is_file():
         try:
@@ -297,8 +305,5 @@ def load_index(settings: Settings) -> TreeIndex:
             pass  # stale format from another version: rebuild below
     index = build_index(settings)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
-    with tmp.open("wb") as fh:
-        pickle.dump((key, index), fh, protocol=pickle.HIGHEST_PROTOCOL)
-    tmp.replace(cache)
+    write_atomic(cache, pickle.dumps((key, index), protocol=pickle.HIGHEST_PROTOCOL))
     return index

@@ -58,8 +58,8 @@ import yaml
 
 from pipeline.config import Settings
 from pipeline.dtypes import TORCH_ALIASES, sort_key
-from pipeline.edit.atomic import write_atomic
 from pipeline.errors import ConfigError, ParseError
+from pipeline.fsio import write_atomic
 
 DUMP_SCRIPT = Path(__file__).with_name("opinfo_dump.py")
 MPS_GRAD_DTYPES: tuple[str, ...] = ("float32", "float16")
@@ -243,6 +243,14 @@ def _records_from_dump(data: dict) -> tuple[OpInfoRecord, ...]:
     )
 
 
+def source_files(settings: Settings) -> list[Path]:
+    """The files the OpInfos come from: the table, or op_db's Python sources."""
+    if settings.opinfo_table is not None:
+        return [settings.opinfo_table] if settings.opinfo_table.is_file() else []
+    internal = _source_dir(settings)
+    return sorted({p for pattern in SOURCE_GLOBS for p in internal.glob(pattern) if p.is_file()})
+
+
 def _source_dir(settings: Settings) -> Path:
     """torch/testing/_internal of the checkout, else of settings.python's torch package."""
     local = settings.root / INTERNAL
@@ -276,7 +284,7 @@ def _source_dir(settings: Settings) -> Path:
 def _source_hash(internal: Path) -> str:
     digest = hashlib.sha256(DUMP_SCRIPT.read_bytes())
     files = sorted({p for pattern in SOURCE_GLOBS for p in internal.glob(pattern) if p.is_file()})
-    for path in files:
+    for path in files:  # content, not mtimes: the cache may travel between CI machines
         digest.update(path.relative_to(internal).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()[:24]

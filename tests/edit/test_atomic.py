@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.edit.atomic import FileEdit, Journal, apply_edits, git_dirty, write_atomic
+from pipeline.edit.atomic import FileEdit, Journal, apply_edits, git_dirty
 from pipeline.errors import DirtyFileError
+from pipeline.fsio import write_atomic
 from tests.conftest import git_init
 
 
