@@ -113,3 +113,16 @@ def test_missing_files_are_warnings_not_crashes(sandbox_settings) -> None:
     index = build_index(sandbox_settings)
     assert any("common_mps.py" in w for w in index.warnings)
     assert index.record("atan2").xfails == ()
+
+
+def test_unrecognised_lines_belong_to_the_ops_they_name(sandbox_settings) -> None:
+    metal = sandbox_settings.root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    metal.write_text(
+        metal.read_text()
+        + "\nREGISTER_MYSTERY_OP(tan, float);\nREGISTER_MYSTERY_OP(atan2, half);\n"
+    )
+    index = load_index(sandbox_settings)
+    texts = [u.text for u in index.record("atan2").unrecognised]
+    assert any("atan2, half" in t for t in texts)
+    assert not any("(tan," in t for t in texts)  # "tan" is inside "atan2", not a name of it
+    assert index.record("hypot").unrecognised == ()  # same file, not named: not hypot's
