@@ -38,6 +38,7 @@ SCHEMA: dict[str, Any] = {
         "repo": (str, "pytorch/pytorch"),
         "status_context": (str, "mps/targeted"),
         "token_env": (str, "GITHUB_TOKEN"),
+        "bot_login": (str, "github-actions[bot]"),
     },
     "runners": (list, ["macos-m1-14", "macos-m2-15", "macos-m2-26"]),
 }
@@ -50,6 +51,8 @@ class GitHubSettings:
     repo: str
     status_context: str
     token_env: str
+    # the login the token posts as; only its comments are ever edited
+    bot_login: str
 
 
 @dataclass(frozen=True)

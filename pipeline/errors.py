@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipeline.run.build import CompilerError
+
 
 class PipelineError(Exception):
     """Base class: the CLI prints these without a traceback and exits 2."""
@@ -54,7 +59,15 @@ class MissingFunctorError(PipelineError):
 
 
 class BuildError(PipelineError):
-    """`ninja torch_cpu` failed; the message carries the first compiler error."""
+    """`ninja torch_cpu` failed; the message carries the first compiler error.
+
+    ``first_error`` is that error as data (None when the build could not start, timed out
+    or failed without a compiler error), so callers need not parse the log again.
+    """
+
+    def __init__(self, message: str, first_error: CompilerError | None = None) -> None:
+        super().__init__(message)
+        self.first_error = first_error
 
 
 class GitHubError(PipelineError):

@@ -5,8 +5,9 @@ runs only when a build input changed; one pytest run covers the selected operato
 (the whole consistency suite for a full sweep); the JUnit report becomes the per-dtype table
 and the xfail entries that can go, as a diff that is shown and never applied. The results
 land in ``<state_dir>/results/pr-<N>/`` (``results.json``, ``comment.md``); the comment is
-created or updated in place (one per PR, found by ``MARKER``), and the commit status
-``github.status_context`` is set on the PR's head commit.
+created or updated in place (one per PR: the comment of ``github.bot_login`` that carries
+``MARKER``), and the commit status ``github.status_context`` is set on the PR head that was
+tested (``--status-sha``; without it, on the PR's head as GitHub has it when posting).
 
 ci/workflows/mps-pr.yml splits this in two so that the write token never reaches the
 self-hosted Mac: ``--results-only`` there (no token), then ``--post-from DIR`` in a
@@ -30,7 +31,6 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from pipeline import state
 from pipeline.commands import affected as affected_cmd
 from pipeline.commands import migrate
 from pipeline.config import Settings
@@ -43,7 +43,6 @@ from pipeline.report.pr_comment import build_comment, code_span, commit_status_f
 from pipeline.results import decide, junit
 from pipeline.results import table as tables
 from pipeline.results.junit import Outcome
-from pipeline.run import build as build_runner
 from pipeline.tree import common_mps, opinfo
 from pipeline.tree.opinfo import OpInfoRecord
 
@@ -54,6 +53,7 @@ COMMENT_MD = "comment.md"
 # Where a PR branches off, tried in this order when no --base is given.
 BASE_BRANCHES = ("origin/main", "main")
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_STATUS_SHA = re.compile(r"[0-9a-fA-F]{40}")
 _RUN_SERVER = re.compile(r"https://[A-Za-z0-9.-]+(?::\d+)?")
 _RUN_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
@@ -343,17 +343,16 @@ def _decision(d: decide.XfailDecision) -> dict[str, Any]:
     }
 
 
-def _build_error(settings: Settings, log: Path, exc: BuildError) -> str:
-    """The build log's first compiler error (path relative to the tree), else the first line
-    of the build's own message (no build.ninja, ninja missing...)."""
-    if log.is_file():
-        found = build_runner.first_compiler_error(log.read_text(errors="replace").splitlines())
-        if found is not None:
-            path = Path(found.path)
-            if path.is_absolute() and path.is_relative_to(settings.root):
-                found = replace(found, path=path.relative_to(settings.root).as_posix())
-            return str(found)
-    return _first_line(str(exc)) or "the build failed"
+def _build_error(settings: Settings, exc: BuildError) -> str:
+    """The build's first compiler error (path relative to the tree), else the first line of
+    the build's own message (no build.ninja, ninja missing...)."""
+    found = exc.first_error
+    if found is None:
+        return _first_line(str(exc)) or "the build failed"
+    path = Path(found.path)
+    if path.is_absolute() and path.is_relative_to(settings.root):
+        found = replace(found, path=path.relative_to(settings.root).as_posix())
+    return str(found)
 
 
 def collect(
@@ -394,14 +393,11 @@ def collect(
         xfail_diff="",
     )
     if impact.build_needed:
-        log = state.build_log(settings)
-        # a log left by an earlier build must not lend this failure its first error
-        log.unlink(missing_ok=True)
         try:
             migrate.stage_build(settings, console)
         except BuildError as exc:
             console.print(f"[red]build failed:[/red] {escape(str(exc))}", highlight=False)
-            return replace(result, build_ok=False, build_error=_build_error(settings, log, exc))
+            return replace(result, build_ok=False, build_error=_build_error(settings, exc))
     if not chosen:
         return result
     selectors = (
@@ -467,13 +463,35 @@ def run_url(env: Mapping[str, str] = os.environ) -> str | None:
     return None
 
 
-def post(settings: Settings, results: PrResults, token: str, url: str | None) -> str:
-    """Create or update the PR's one comment and set the commit status; a line saying so."""
+def _status_commit(text: str) -> str:
+    """``text`` (``--status-sha``) as a full commit id, lower case."""
+    if not _STATUS_SHA.fullmatch(text):
+        raise PipelineError(
+            f"--status-sha {text!r}: pass the full 40-hex commit id of the tested PR head "
+            "(in a workflow: github.event.pull_request.head.sha)"
+        )
+    return text.lower()
+
+
+def post(
+    settings: Settings,
+    results: PrResults,
+    token: str,
+    url: str | None,
+    sha: str | None = None,
+) -> str:
+    """Create or update the PR's one comment and set the commit status on ``sha``; a line
+    saying so.
+
+    ``sha`` is the PR head that was tested. Without it (a local run) the status goes to the
+    PR's head as GitHub has it now, which is another commit if someone pushed meanwhile.
+    """
     github = settings.github
     client = GitHubClient(github.api_url, github.repo, token, token_env=github.token_env)
     body = results.comment(footer=f"[workflow run]({url})" if url else "")
-    comment_id, outcome = client.upsert_comment(results.pr, body, MARKER)
-    sha = client.pull_head_sha(results.pr)
+    comment_id, outcome = client.upsert_comment(results.pr, body, MARKER, author=github.bot_login)
+    if sha is None:
+        sha = client.pull_head_sha(results.pr)
     state, description = results.status()
     client.set_status(sha, state, description, github.status_context, target_url=url)
     return (
@@ -491,13 +509,18 @@ def report(
     dry_run: bool = False,
     results_only: bool = False,
     post_from: Path | None = None,
+    status_sha: str | None = None,
 ) -> int:
     """The whole command: collect (or load ``post_from``), write the results, then print the
-    comment (``dry_run``), stop (``results_only``) or post it with the commit status."""
+    comment (``dry_run``), stop (``results_only``) or post it with the commit status (on
+    ``status_sha``, else on the PR's current head)."""
     if pr < 1:
         raise PipelineError(f"--pr {pr}: a pull request number is a positive integer")
     if post_from is not None and (base or head):
         raise PipelineError("--base/--head do not go with --post-from: the results record them")
+    if status_sha is not None and results_only:
+        raise PipelineError("--status-sha does not go with --results-only: nothing is posted")
+    sha = None if status_sha is None else _status_commit(status_sha)
     console = terminal(stderr=True)  # stdout carries the comment body alone (--dry-run)
     posting = not (dry_run or results_only)
     # Missing credentials fail now, not after hours of building and testing.
@@ -516,7 +539,7 @@ def report(
         state, description = results.status()
         console.print(f"status to post: {state}: {description}", markup=False, highlight=False)
         return 0
-    print(post(settings, results, token, url))
+    print(post(settings, results, token, url, sha))
     return 0
 
 
@@ -557,6 +580,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="post the comment rebuilt from a folder --results-only wrote (CI's report job)",
     )
+    parser.add_argument(
+        "--status-sha",
+        metavar="SHA",
+        help="commit to set the status on: the PR head that was tested (default: the PR's "
+        "head when posting, which a push in between moves)",
+    )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -571,4 +600,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         dry_run=args.dry_run,
         results_only=args.results_only,
         post_from=args.post_from,
+        status_sha=args.status_sha,
     )

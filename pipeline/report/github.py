@@ -174,21 +174,35 @@ class GitHubClient:
         url = self._url(f"/repos/{self.repo}/issues/comments/{int(comment_id)}")
         return _comment(_json(self._request("PATCH", url, json={"body": body})))
 
-    def upsert_comment(self, pr: int, body: str, marker: str) -> tuple[int, str]:
+    def upsert_comment(self, pr: int, body: str, marker: str, *, author: str) -> tuple[int, str]:
         """Keep exactly one pipeline comment on PR ``pr``, identified by ``marker``.
 
-        Returns ``(comment_id, "created" | "updated" | "unchanged")``. With several marked
-        comments (left by older versions) the oldest is updated and no new one is added.
+        Only comments by ``author`` (the login the token posts as, e.g. github-actions[bot])
+        count: anyone can paste the marker into a comment of their own, and the bot must
+        not rewrite it. Returns ``(comment_id, "created" | "updated" | "unchanged")``. With
+        several of the bot's marked comments (left by older versions) the oldest is updated
+        and no new one is added.
         """
         if not MARKER_RE.fullmatch(marker):
             raise GitHubError(
                 f"comment marker {marker!r} must look like <!-- mps-pipeline:NAME -->"
             )
+        author = author.strip()
+        if not author:
+            raise GitHubError(
+                "github.bot_login is empty: set it to the login the token posts as "
+                "(github-actions[bot] for a workflow's GITHUB_TOKEN)"
+            )
         if marker not in body:
             body = f"{marker}\n{body}"
         posted_maybe = False
         for attempt in range(self.max_retries + 1):
-            existing = [c for c in self.list_comments(pr) if marker in c.body]
+            existing = [
+                c
+                for c in self.list_comments(pr)
+                # logins are case-insensitive on GitHub
+                if marker in c.body and c.user.casefold() == author.casefold()
+            ]
             if existing:
                 first, outcome = existing[0], "unchanged"
                 if _normalise(first.body) != _normalise(body):

@@ -79,9 +79,10 @@ class BuildResult:
     message: str = ""
 
     def check(self) -> BuildResult:
-        """Return self when the build succeeded; raise BuildError with the message if not."""
+        """Return self when the build succeeded; raise BuildError (message and first error)
+        if not."""
         if not self.ok:
-            raise BuildError(self.message)
+            raise BuildError(self.message, first_error=self.first_error)
         return self
 
 

@@ -17,13 +17,16 @@ from typing import Any
 import pytest
 import yaml
 
+from pipeline import sandbox
 from pipeline.config import load_raw
+from pipeline.impact.analyze import classify
 
 CI = Path(__file__).resolve().parents[2] / "ci"
 WORKFLOWS = sorted((CI / "workflows").glob("*.yml"))
 SCRIPTS = CI / "scripts"
 IN_CI = os.environ.get("MPS_PIPELINE_CI") == "1"
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
 def _tool(name: str) -> str | None:
@@ -149,17 +152,86 @@ def test_pr_workflow_is_label_gated():
     assert types == {"opened", "reopened", "synchronize", "labeled"}
 
 
-def test_pr_workflow_path_filters():
-    paths = _load("mps-pr.yml")["on"]["pull_request"]["paths"]
-    for path in (
-        "aten/src/ATen/native/native_functions.yaml",
-        "aten/src/ATen/native/mps/**",
-        "torch/testing/_internal/common_mps.py",
-        "torch/testing/_internal/common_methods_invocations.py",
-        "torch/testing/_internal/opinfo/**",
-        "test/test_mps.py",
-    ):
-        assert path in paths
+def _filter_regex(pattern: str) -> re.Pattern[str]:
+    """A GitHub `paths:` pattern as a regex: `*` stays in one directory, `**` crosses them,
+    `**/` also matches no directory at all. (The patterns here use no `?`, `+`, `[]` or `!`.)"""
+    assert not set("?+[]!") & set(pattern), f"{pattern}: teach _filter_regex this syntax"
+    out = ""
+    for part in re.split(r"(\*\*/|\*\*|\*)", pattern):
+        out += {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*"}.get(part, re.escape(part))
+    return re.compile(out)
+
+
+def test_filter_regex_follows_githubs_glob_rules():
+    assert _filter_regex("a/*.h").fullmatch("a/x.h")
+    assert not _filter_regex("a/*.h").fullmatch("a/b/x.h")
+    assert _filter_regex("a/**").fullmatch("a/b/c/x.h")
+    assert _filter_regex("a/**/*.py").fullmatch("a/x.py")
+    assert _filter_regex("a/**/*.py").fullmatch("a/b/c/x.py")
+    assert not _filter_regex("a/**/*.py").fullmatch("a/b/x.pyi")
+
+
+# What classify sees in PyTorch, one or more paths per rule, and paths it ignores.
+PATHS_CLASSIFY_SEES = (
+    "aten/src/ATen/native/native_functions.yaml",
+    "aten/src/ATen/native/mps/kernels/Activation.metal",
+    "aten/src/ATen/native/mps/kernels/Activation.h",
+    "aten/src/ATen/native/mps/operations/Activation.mm",
+    "aten/src/ATen/native/mps/OperationUtils.mm",
+    "aten/src/ATen/native/mps/MetalShaderLibrary.h",
+    "aten/src/ATen/native/mps/operations/README.md",
+    "aten/src/ATen/mps/MPSStream.mm",
+    "aten/src/ATen/mps/MPSAllocator.h",
+    "aten/src/ATen/mps/EmptyTensor.cpp",
+    "c10/metal/utils.h",
+    "c10/metal/special_math.h",
+    "c10/metal/CMakeLists.txt",
+    "aten/src/ATen/native/Activation.cpp",
+    "aten/src/ATen/native/Pow.h",
+    "torch/testing/_internal/common_mps.py",
+    "torch/testing/_internal/common_methods_invocations.py",
+    "torch/testing/_internal/opinfo/definitions/linalg.py",
+    "torch/testing/_internal/common_utils.py",
+    "torch/testing/_comparison.py",
+    "test/test_mps.py",
+)
+PATHS_CLASSIFY_IGNORES = (
+    "aten/src/ATen/native/cpu/Activation.cpp",
+    "aten/src/ATen/native/cuda/Activation.cu",
+    "aten/src/ATen/native/Activation.cu",
+    "aten/src/ATen/native/README.md",
+    "aten/src/ATen/Context.cpp",
+    "c10/core/TensorImpl.h",
+    "torch/testing/_internal/data/README.md",
+    "torch/nn/functional.py",
+    "test/test_nn.py",
+    "docs/source/mps.rst",
+)
+
+
+def test_pr_workflow_paths_are_exactly_what_the_impact_analysis_reads():
+    """A PR the filter skips must be one `classify` ignores, and the filter lets nothing else
+    in: checked on the sandbox tree and on PyTorch-shaped paths for every rule."""
+    filters = [_filter_regex(p) for p in _load("mps-pr.yml")["on"]["pull_request"]["paths"]]
+    tree = sandbox.TREE
+    in_tree = tuple(
+        f.relative_to(tree).as_posix()
+        for f in tree.rglob("*")
+        if f.is_file() and "__pycache__" not in f.parts
+    )
+    paths = {*in_tree, *PATHS_CLASSIFY_SEES, *PATHS_CLASSIFY_IGNORES}
+    kinds = {path: classify(path) for path in paths}
+    # every rule (classify's docstring lists them) is exercised, so a new rule without a
+    # filter entry cannot go unnoticed
+    rules = set(re.findall(r"\w+", classify.__doc__.split(":", 1)[1])) - {"or"}
+    assert len(rules) > 10 and set(kinds.values()) == rules
+    for path in PATHS_CLASSIFY_SEES:
+        assert kinds[path] != "ignored", path
+    for path in PATHS_CLASSIFY_IGNORES:
+        assert kinds[path] == "ignored", path
+    for path, kind in sorted(kinds.items()):
+        filtered_in = any(f.fullmatch(path) for f in filters)
+        assert filtered_in == (kind != "ignored"), f"{path}: classify says {kind}"
 
 
 def test_pr_concurrency_cancels_per_pr():
@@ -187,11 +259,21 @@ def test_actions_pinned_and_checkouts_keep_no_credentials(name):
 
 
 def test_no_pull_request_target_with_a_checkout_of_the_pr():
+    head_sha = "${{ github.event.pull_request.head.sha }}"
     for path in WORKFLOWS:
         text = path.read_text()
         assert "pull_request_target" not in text
         assert "workflow_run" not in text
-        assert "github.event.pull_request.head.sha" not in text
+        # the PR head's id only names where the status goes, in the hosted job's posting step
+        uses = [
+            (job_id, step.get("name"), key)
+            for job_id, _, step in _steps(_load(path.name))
+            for key, value in step.get("env", {}).items()
+            if value == head_sha
+        ]
+        expected = [("report", "Post the comment and the commit status", "PR_HEAD_SHA")]
+        assert uses == (expected if path.name == "mps-pr.yml" else [])
+        assert text.count("github.event.pull_request.head.sha") == len(uses)
 
 
 def test_self_hosted_jobs_clean_up_and_check_disk_first():
@@ -213,20 +295,23 @@ def _pr_report_calls() -> list[list[str]]:
         script = " ".join(step.get("run", "").replace("\\\n", " ").split())
         if "-m pipeline pr-report" in script:
             argv = shlex.split(script.split("-m pipeline ", 1)[1].split(">>")[0])
-            env = {"$PR_NUMBER": "7", "$GITHUB_REPOSITORY": "octo/pytorch"}
+            env = {"$PR_NUMBER": "7", "$GITHUB_REPOSITORY": "octo/pytorch", "$PR_HEAD_SHA": SHA}
             calls.append([env.get(arg, arg) for arg in argv])
     return calls
 
 
 def test_pr_commands_match_the_cli():
     runs = "\n".join(step.get("run", "") for _, _, step in _steps(_load("mps-pr.yml")))
-    assert "-m pipeline affected --base HEAD^1 --head HEAD --json" in runs
-    # the Mac job writes results and needs no token; the hosted job posts them
+    # pr-report computes (and records in results.json) the impact itself
+    assert "-m pipeline affected" not in runs
+    # the Mac job writes results and needs no token; the hosted job posts them, the status
+    # on the PR head that was tested
     assert _pr_report_calls() == [
         ["pr-report", "--pr", "7", "--base", "HEAD^1", "--head", "HEAD", "--results-only"],
-        ["pr-report", "--pr", "7", "--repo", "octo/pytorch", "--post-from", "results"],
+        ["pr-report", "--pr", "7", "--repo", "octo/pytorch", "--post-from", "results",
+         "--status-sha", SHA],
         ["pr-report", "--pr", "7", "--post-from", "results", "--dry-run"],
-    ]
+    ]  # fmt: skip
 
 
 def test_pr_commands_parse_with_the_cli():

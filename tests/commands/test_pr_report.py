@@ -21,11 +21,11 @@ from pipeline.__main__ import build_parser
 from pipeline.commands import migrate, pr_report
 from pipeline.commands.pr_report import MARKER, PrResults
 from pipeline.config import Settings, load_settings
-from pipeline.errors import GitHubError, PipelineError
+from pipeline.errors import BuildError, GitHubError, PipelineError
 from pipeline.report.pr_comment import commit_status_for
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import build_table
-from pipeline.run.build import find_ninja
+from pipeline.run.build import CompilerError, find_ninja
 from pipeline.sandbox import backend
 from tests.sandbox.edits import BINARY_KERNEL, add_atan2_stub, edit, line_of
 
@@ -38,6 +38,7 @@ COMMENTS = re.compile(rf"^/repos/{REPO}/issues/7/comments$")
 COMMENT = re.compile(rf"^/repos/{REPO}/issues/comments/(\d+)$")
 STATUSES = re.compile(rf"^/repos/{REPO}/statuses/([0-9a-f]+)$")
 SHA = "0123456789abcdef0123456789abcdef01234567"
+TESTED = "fedcba9876543210fedcba9876543210fedcba98"  # the PR head the run tested
 
 
 @dataclass
@@ -451,9 +452,87 @@ def test_post_from_rebuilds_the_comment_and_links_the_run(settings, github, tmp_
         {"sha": SHA, "state": state, "description": description, "context": "mps/targeted",
          "target_url": run}
     ]  # fmt: skip
+    assert github.count("GET", "/pulls/7$") == 1  # no --status-sha: the PR's head now
     assert not settings.results_dir.exists()  # nothing was collected locally
     with pytest.raises(PipelineError, match="not #8"):
         cli(settings, "--pr", "8", "--post-from", str(tmp_path / "artifact" / "pr-7"))
+
+
+def test_the_status_goes_on_the_tested_head_not_on_a_later_push(settings, github, tmp_path):
+    """A push while the Mac ran moved the PR to SHA; the results are those of TESTED."""
+    pr_report.write_results(sample(), tmp_path / "pr-7")
+    argv = ("--pr", "7", "--post-from", str(tmp_path / "pr-7"))
+    assert cli(settings, *argv, "--status-sha", TESTED.upper()) == 0
+    assert [s["sha"] for s in github.statuses] == [TESTED]
+    assert github.count("GET", "/pulls/") == 0
+    for bad in ("HEAD", TESTED[:12], TESTED + "0", "g" * 40):
+        with pytest.raises(PipelineError, match="full 40-hex commit id"):
+            cli(settings, *argv, "--status-sha", bad)
+    with pytest.raises(PipelineError, match="does not go with --results-only"):
+        cli(settings, "--pr", "7", "--results-only", "--status-sha", TESTED)
+    assert len(github.statuses) == 1
+
+
+def test_a_planted_marker_is_left_alone_and_bot_login_is_configurable(settings, github, tmp_path):
+    """Only the configured bot's marked comment is edited; a user's copy of the marker never."""
+    planted = github._add(f"{MARKER}\n**Build:** ✅ succeeded, all green", "mallory")
+    planted_body = planted["body"]
+    assert settings.github.bot_login == "github-actions[bot]"  # the configs/ default
+    runs = {
+        "one": sample(),
+        "two": sample(build_ok=False, build_error="K.metal:3: error: x", table=None),
+    }
+    for name, results in runs.items():
+        pr_report.write_results(results, tmp_path / name / "pr-7")
+
+    def post(which: str, config: Settings = settings) -> None:
+        argv = ("--post-from", str(tmp_path / which), "--status-sha", TESTED)
+        assert cli(config, "--pr", "7", *argv) == 0
+
+    post("one")
+    [mine] = [c for c in github.marked() if c["user"]["login"] == "github-actions[bot]"]
+    assert mine["body"] == runs["one"].comment() and planted["body"] == planted_body
+    post("two")
+    assert mine["body"] == runs["two"].comment() and planted["body"] == planted_body
+    assert github.count("POST", "/comments$") == 1
+    assert github.count("PATCH", rf"/comments/{mine['id']}$") == github.count("PATCH", "") == 1
+
+    # posting as another account: its marked comment is the one to keep up to date
+    app = replace(settings, github=replace(settings.github, bot_login="mps-ci[bot]"))
+    theirs = github._add(f"{MARKER}\nold", "mps-ci[bot]")
+    post("one", app)
+    assert theirs["body"] == runs["one"].comment()
+    assert mine["body"] == runs["two"].comment() and planted["body"] == planted_body
+    assert github.count("POST", "/comments$") == 1
+
+
+def test_a_failed_build_is_reported_from_the_error_it_raised(settings, tree, monkeypatch):
+    """The BuildError carries the first compiler error: no build log is parsed (or removed)."""
+    base = git(tree, "rev-parse", "HEAD")
+    add_atan2_stub(tree)
+    commit(tree, "atan2 stub")
+    stale = migrate.build_log(settings)
+    stale.parent.mkdir(parents=True)
+    stale.write_text("old.mm:1:1: error: an earlier build's error\n")
+
+    def fail(settings, console, error=None):
+        raise BuildError("build failed: whatever\nfull log: x", first_error=error)
+
+    def collect():
+        return pr_report.collect(settings, 7, Console(file=io.StringIO()), base=base)
+
+    error = CompilerError(str(tree / BINARY_KERNEL), 41, 3, "no member named 'atan3'")
+    monkeypatch.setattr(migrate, "stage_build", lambda s, c: fail(s, c, error))
+    results = collect()
+    assert not results.build_ok and results.selectors == () and results.table is None
+    assert results.build_error == f"{BINARY_KERNEL}:41: no member named 'atan3'"
+    assert stale.read_text() == "old.mm:1:1: error: an earlier build's error\n"
+
+    monkeypatch.setattr(migrate, "stage_build", lambda s, c: fail(s, c))
+    assert collect().build_error == "build failed: whatever"
+    outside = CompilerError("/usr/include/math.h", 7, None, "oops")
+    monkeypatch.setattr(migrate, "stage_build", lambda s, c: fail(s, c, outside))
+    assert collect().build_error == "/usr/include/math.h:7: oops"
 
 
 def test_post_from_dry_run_for_a_fork_prints_only(settings, github, tmp_path, capsys, monkeypatch):

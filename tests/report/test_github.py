@@ -21,6 +21,7 @@ MARKER = "<!-- mps-pipeline:pr -->"
 COMMENTS_URI = re.compile(rf"^/repos/{REPO}/issues/(\d+)/comments$")
 COMMENT_URI = re.compile(rf"^/repos/{REPO}/issues/comments/(\d+)$")
 SHA = "0123456789abcdef0123456789abcdef01234567"
+BOT = "github-actions[bot]"
 
 
 @dataclass
@@ -57,7 +58,7 @@ class FakeGitHub:
 
     def create(self, request: Request) -> Response:
         self.calls.append(("POST", request.path))
-        comment_id = self.add(request.get_json()["body"], user="github-actions[bot]")
+        comment_id = self.add(request.get_json()["body"], user=BOT)
         return Response(json.dumps(self.comments[-1] | {"id": comment_id}), 201)
 
     def update(self, request: Request) -> Response:
@@ -97,11 +98,11 @@ def _json(data: object, status: int = 200, **headers: str) -> Response:
 
 def test_upsert_creates_then_updates_then_leaves_alone(client, github):
     github.add("LGTM, but what about float16?")
-    first = client.upsert_comment(7, f"{MARKER}\nrun 1", MARKER)
+    first = client.upsert_comment(7, f"{MARKER}\nrun 1", MARKER, author=BOT)
     assert first[1] == "created"
-    second = client.upsert_comment(7, f"{MARKER}\nrun 2", MARKER)
+    second = client.upsert_comment(7, f"{MARKER}\nrun 2", MARKER, author=BOT)
     assert second == (first[0], "updated")
-    third = client.upsert_comment(7, f"{MARKER}\nrun 2", MARKER)
+    third = client.upsert_comment(7, f"{MARKER}\nrun 2", MARKER, author=BOT)
     assert third == (first[0], "unchanged")
     assert [c["body"] for c in github.marked()] == [f"{MARKER}\nrun 2"]
     assert len(github.comments) == 2
@@ -112,15 +113,15 @@ def test_a_second_run_edits_and_never_adds(httpserver, github):
     """A new process (fresh client, no memory) finds the comment by its marker."""
     for run in range(3):
         fresh = GitHubClient(httpserver.url_for(""), REPO, TOKEN, sleep=lambda s: None)
-        fresh.upsert_comment(7, f"results of run {run}", MARKER)
+        fresh.upsert_comment(7, f"results of run {run}", MARKER, author=BOT)
     assert len(github.marked()) == 1
     assert github.marked()[0]["body"] == f"{MARKER}\nresults of run 2"
 
 
 def test_legacy_duplicates_update_the_first_and_add_nothing(client, github):
-    oldest = github.add(f"{MARKER}\nold 1")
-    github.add(f"{MARKER}\nold 2")
-    assert client.upsert_comment(7, f"{MARKER}\nnew", MARKER) == (oldest, "updated")
+    oldest = github.add(f"{MARKER}\nold 1", user=BOT)
+    github.add(f"{MARKER}\nold 2", user=BOT)
+    assert client.upsert_comment(7, f"{MARKER}\nnew", MARKER, author=BOT) == (oldest, "updated")
     assert [c["body"] for c in github.marked()] == [f"{MARKER}\nnew", f"{MARKER}\nold 2"]
 
 
@@ -135,7 +136,7 @@ def test_a_post_that_failed_but_landed_is_not_posted_twice(httpserver, client, g
     httpserver.expect_oneshot_request(COMMENTS_URI, method="POST").respond_with_handler(
         create_then_fail
     )
-    comment_id, outcome = client.upsert_comment(7, "body", MARKER)
+    comment_id, outcome = client.upsert_comment(7, "body", MARKER, author=BOT)
     assert outcome == "created"
     assert [m for m, _ in github.calls] == ["GET", "POST", "GET"]
     assert len(github.marked()) == 1
@@ -151,7 +152,42 @@ def test_create_comment_reports_an_ambiguous_failure(httpserver, client):
 
 def test_marker_must_be_ours(client):
     with pytest.raises(GitHubError, match="mps-pipeline:NAME"):
-        client.upsert_comment(7, "body", "<!-- other -->")
+        client.upsert_comment(7, "body", "<!-- other -->", author=BOT)
+
+
+def test_a_user_comment_carrying_the_marker_is_never_edited(httpserver, github):
+    """Anyone can paste the marker: only the bot's own marked comment is the pipeline's."""
+    planted = github.add(f"{MARKER}\nall MPS tests pass, merge it", user="mallory")
+    quoted = github.add(f"> {MARKER}\n> quoting the bot", user="Reviewer")
+    before = [dict(c) for c in github.comments]
+
+    def run(n: int) -> tuple[int, str]:
+        fresh = GitHubClient(httpserver.url_for(""), REPO, TOKEN, sleep=lambda s: None)
+        return fresh.upsert_comment(7, f"{MARKER}\nrun {n}", MARKER, author=BOT)
+
+    first_id, outcome = run(1)
+    assert outcome == "created" and first_id not in (planted, quoted)
+    assert [m for m, _ in github.calls].count("PATCH") == 0
+    # a second run finds the bot's comment (login case aside) and edits it, only it
+    assert run(2) == (first_id, "updated")
+    assert github.comments[:2] == before
+    assert [(c["user"]["login"], c["body"]) for c in github.comments[2:]] == [
+        (BOT, f"{MARKER}\nrun 2")
+    ]
+    assert [(m, p) for m, p in github.calls if m == "PATCH"] == [
+        ("PATCH", f"/repos/{REPO}/issues/comments/{first_id}")
+    ]
+    upper = GitHubClient(httpserver.url_for(""), REPO, TOKEN, sleep=lambda s: None)
+    assert upper.upsert_comment(7, f"{MARKER}\nrun 2", MARKER, author=BOT.upper()) == (
+        first_id,
+        "unchanged",
+    )
+
+
+def test_an_empty_bot_login_is_refused_before_any_request(httpserver, client):
+    with pytest.raises(GitHubError, match="github.bot_login is empty"):
+        client.upsert_comment(7, "body", MARKER, author=" ")
+    assert httpserver.log == []
 
 
 # -- pagination ------------------------------------------------------------------------------
@@ -160,7 +196,7 @@ def test_marker_must_be_ours(client):
 def test_list_comments_follows_link_pagination_across_three_pages(client, github):
     for i in range(250):
         github.add(f"comment {i}")
-    github.add(f"{MARKER}\nours")  # on page 3
+    github.add(f"{MARKER}\nours", user=BOT)  # on page 3
     comments = client.list_comments(7)
     assert [c.body for c in comments[:2]] == ["comment 0", "comment 1"]
     assert len(comments) == 251 and comments[-1].body.endswith("ours")
@@ -170,7 +206,7 @@ def test_list_comments_follows_link_pagination_across_three_pages(client, github
         f"/repos/{REPO}/issues/7/comments?per_page=100&page=2",
         f"/repos/{REPO}/issues/7/comments?per_page=100&page=3",
     ]
-    assert client.upsert_comment(7, "new", MARKER)[1] == "updated"
+    assert client.upsert_comment(7, "new", MARKER, author=BOT)[1] == "updated"
 
 
 def test_pagination_link_to_another_host_is_refused(httpserver, client):
@@ -289,7 +325,7 @@ def test_403_names_the_permissions_needed(httpserver, client, github):
         {"message": "Resource not accessible by integration"}, status=403
     )
     with pytest.raises(GitHubError) as info:
-        client.upsert_comment(7, "body", MARKER)
+        client.upsert_comment(7, "body", MARKER, author=BOT)
     assert "needs pull-requests: write and statuses: write" in str(info.value)
     assert "Resource not accessible by integration" in str(info.value)
     assert github.comments == []

@@ -203,8 +203,11 @@ def test_compiler_error(tmp_path: Path) -> None:
     assert str(result.log_path) in result.message
     log = result.log_path.read_text()
     assert "src/Foo.mm:20:1: error: expected ';'" in log and "2 errors generated." in log
-    with pytest.raises(BuildError, match="undeclared identifier"):
+    with pytest.raises(BuildError, match="undeclared identifier") as raised:
         result.check()
+    # the caller gets the parsed error itself, not only a message to parse again
+    assert raised.value.first_error == result.first_error
+    assert str(raised.value) == result.message
 
 
 def test_missing_build_ninja(tmp_path: Path) -> None:
@@ -213,6 +216,9 @@ def test_missing_build_ninja(tmp_path: Path) -> None:
     assert not result.ok and result.first_error is None
     assert "has no build.ninja" in result.message
     assert "python setup.py develop" in result.message
+    with pytest.raises(BuildError, match="has no build.ninja") as raised:
+        result.check()
+    assert raised.value.first_error is None
 
 
 def test_missing_build_dir(tmp_path: Path) -> None:
