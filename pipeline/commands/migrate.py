@@ -385,9 +385,7 @@ def plan_xfail_changes(
     from pipeline.edit import xfails as xfail_edit
     from pipeline.results import decide
 
-    decisions = decide.decide_xfails(
-        entries, table, op_keys={info.key: info.stem for info in opinfos}
-    )
+    decisions = decide.decide_xfails(entries, table, opinfos=opinfos)
     changes = decide.to_changes([d for d in decisions if d.action != "keep"])
     if not changes:
         return decisions, None
@@ -428,17 +426,7 @@ def stage_drop(settings: Settings, op: str, console: Console, *, force: bool = F
     write_json(
         d / "xfails.json",
         {
-            "decisions": [
-                {
-                    "list": x.list,
-                    "key": x.key,
-                    "action": x.action,
-                    "reason": x.reason,
-                    "old_dtypes": x.old_dtypes,
-                    "new_dtypes": x.new_dtypes,
-                }
-                for x in decisions
-            ],
+            "decisions": [x.to_dict() for x in decisions],
             "diff": edit.diff() if edit else "",
             "verified": verified,
         },

@@ -50,7 +50,6 @@ from pipeline.results import decide, junit
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, merge_runs
 from pipeline.tree import common_mps
-from pipeline.tree.common_mps import XfailEntry
 from pipeline.tree.index import TreeIndex, load_index
 
 SCHEMA = 1
@@ -163,36 +162,6 @@ def _names(index: TreeIndex | None) -> dict[str, str]:
 # -------------------------------------------------------------------------- proposals
 
 
-def _gone(
-    entry: XfailEntry, decision: decide.XfailDecision, table: DtypeTable, stem: str
-) -> set[str]:
-    """The dtypes ``decision`` drops from ``entry``."""
-    if decision.action == "keep":
-        return set()
-    targets = entry.dtypes
-    if targets is None:
-        row = table.row(stem, decide.entry_kind(entry) or "")
-        targets = row.dtypes if row else ()
-    return set(targets) - set(decision.new_dtypes or ())
-
-
-def _final(
-    entry: XfailEntry, going: set[str], latest: DtypeTable, stem: str, reason: str
-) -> decide.XfailDecision:
-    """The decision that drops exactly ``going`` from ``entry``."""
-    old = entry.dtypes
-    if old is None:
-        row = latest.row(stem, decide.entry_kind(entry) or "")
-        remaining = tuple(d for d in (row.dtypes if row else ()) if d not in going)
-        action: decide.Action = "narrow_none" if remaining else "delete"
-    else:
-        remaining = tuple(d for d in old if d not in going)
-        action = "drop_dtypes" if remaining else "delete"
-    return decide.XfailDecision(
-        entry.list, entry.function, entry.key, action, old, remaining, reason
-    )
-
-
 def propose(
     db: sqlite3.Connection,
     index: TreeIndex,
@@ -203,26 +172,23 @@ def propose(
 ) -> Proposals:
     """xfail removals confirmed over ``window`` (the last nightlies, newest = ``latest``)."""
     starts = tuple(n.started for n in window)
-    op_keys = {info.key: info.stem for info in index.opinfos}
-    entries = [e for e in index.xfails.entries if e.key in op_keys]
-    tonight = decide.decide_xfails(entries, latest, required, op_keys=op_keys)
+    stem_of = {info.key: info.stem for info in index.opinfos}
+    entries = [e for e in index.xfails.entries if e.key in stem_of]
+    tonight = decide.decide_xfails(entries, latest, required, opinfos=index.opinfos)
     live = [(e, d) for e, d in zip(entries, tonight, strict=True) if d.action != "keep"]
     if not live:
         return Proposals((), (), "", starts, "nothing xpassed on every runner tonight")
     subset = [e for e, _ in live]
-    stems = {op_keys[e.key] for e in subset}
-    gone = [[_gone(e, d, latest, op_keys[e.key]) for e, d in live]]
+    stems = {stem_of[e.key] for e in subset}
+    gone = [[set(d.dropped) for _, d in live]]
     for night in window[1:min_passes]:
         runs = {r.runner: history.run_cases(db, r.id, stems=stems) for r in night.runs}
-        table = merge_runs(runs)
-        decisions = decide.decide_xfails(subset, table, required, op_keys=op_keys)
-        gone.append(
-            [_gone(e, d, table, op_keys[e.key]) for e, d in zip(subset, decisions, strict=True)]
-        )
+        decisions = decide.decide_xfails(subset, merge_runs(runs), required, opinfos=index.opinfos)
+        gone.append([set(d.dropped) for d in decisions])
 
     proposals, candidates = [], []
     span = f"{starts[min_passes - 1][:10]} … {starts[0][:10]}" if len(starts) >= min_passes else ""
-    for i, entry in enumerate(subset):
+    for i, (entry, decision) in enumerate(live):
         streaks: dict[str, int] = {}
         for dtype in sorted(gone[0][i]):
             streaks[dtype] = next(
@@ -234,7 +200,7 @@ def propose(
                 f"{', '.join(sorted(going))}: xpassed on {', '.join(required)} in each of "
                 f"the last {min_passes} nightlies ({span})"
             )
-            proposals.append(_final(entry, going, latest, op_keys[entry.key], reason))
+            proposals.append(decision.dropping_only(going, reason))
         waiting = {d: n for d, n in streaks.items() if n < min_passes}
         if waiting:
             candidates.append(Candidate(entry.list, entry.function, entry.key, waiting))
@@ -327,18 +293,6 @@ def _outcomes(values: Sequence[Outcome]) -> list[str]:
     return [o.value for o in values]
 
 
-def _decision_dict(d: decide.XfailDecision) -> dict[str, Any]:
-    return {
-        "list": d.list,
-        "function": d.function,
-        "key": d.key,
-        "action": d.action,
-        "old_dtypes": None if d.old_dtypes is None else list(d.old_dtypes),
-        "new_dtypes": None if d.new_dtypes is None else list(d.new_dtypes),
-        "reason": d.reason,
-    }
-
-
 def _backlog_dict(items: Sequence[BacklogItem] | None, error: str) -> dict[str, Any]:
     if items is None:
         return {"error": error, "counts": {}, "total": 0, "items": []}
@@ -381,7 +335,7 @@ def build_summary(
         "counts": counts,
         "pass_rate": {runner: pass_rate(c) for runner, c in counts.items()},
         "table": table.to_dict(),
-        "proposals": [_decision_dict(d) for d in proposals.decisions] if proposals else [],
+        "proposals": [d.to_dict() for d in proposals.decisions] if proposals else [],
         "proposal_note": proposals.note if proposals else "needs the tree index (see warnings)",
         "judged_nightlies": list(proposals.nightlies) if proposals else [],
         "candidates": [

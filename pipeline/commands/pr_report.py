@@ -40,7 +40,7 @@ from pipeline.report import render
 from pipeline.report.console import terminal
 from pipeline.report.github import GitHubClient, token_from_env
 from pipeline.report.pr_comment import build_comment, code_span, commit_status_for
-from pipeline.results import decide, junit
+from pipeline.results import junit
 from pipeline.results import table as tables
 from pipeline.results.junit import Outcome
 from pipeline.tree import common_mps, opinfo
@@ -330,19 +330,6 @@ def _selected(
     )
 
 
-def _decision(d: decide.XfailDecision) -> dict[str, Any]:
-    as_list = lambda dtypes: None if dtypes is None else list(dtypes)  # noqa: E731
-    return {
-        "list": d.list,
-        "function": d.function,
-        "key": d.key,
-        "action": d.action,
-        "reason": d.reason,
-        "old_dtypes": as_list(d.old_dtypes),
-        "new_dtypes": as_list(d.new_dtypes),
-    }
-
-
 def _build_error(settings: Settings, exc: BuildError) -> str:
     """The build's first compiler error (path relative to the tree), else the first line of
     the build's own message (no build.ninja, ninja missing...)."""
@@ -420,7 +407,7 @@ def collect(
         result,
         run=junit_path.parent.relative_to(settings.results_dir).as_posix(),
         table=table,
-        xfail_decisions=tuple(_decision(d) for d in decisions),
+        xfail_decisions=tuple(d.to_dict() for d in decisions),
         xfail_diff=edit.diff() if edit is not None else "",
     )
 

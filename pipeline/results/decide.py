@@ -2,24 +2,27 @@
 
 Only an xpass is evidence: a dtype leaves an entry when its test xpassed on every runner in
 scope (and on every required runner). Anything else keeps it: a flaky result, a dtype that
-was not run, a plain pass (the entry did not apply to that run), a failure. Skip lists are
-never touched (a skipped test proves nothing), sparse-only lists neither, and macOS-version
-lists only count runners on the versions they apply to. The result is one decision per
-entry with its reason, for people; ``to_changes`` turns the actionable ones into the
-editor's input.
+was not run, a plain pass (the entry did not apply to that run), a failure. An entry for all
+dtypes (None) is judged on every dtype its test is instantiated for (the OpInfo's), not only
+on those the results hold: a report cut short or a run filtered to some dtypes leaves the
+others "not run", and they keep the entry. Skip lists are never touched (a skipped test
+proves nothing), sparse-only lists neither, and macOS-version lists only count runners on
+the versions they apply to. The result is one decision per entry with its reason, for
+people; ``to_changes`` turns the actionable ones into the editor's input.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pipeline.dtypes import sort_key
 from pipeline.edit.xfails import XfailChange
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
+from pipeline.tree.opinfo import MPS_GRAD_DTYPES
 
 Action = Literal["keep", "drop_dtypes", "delete", "narrow_none"]
 
@@ -45,12 +48,24 @@ class XfailLike(Protocol):
     def dtypes(self) -> tuple[str, ...] | None: ...
 
 
+class OpInfoLike(Protocol):
+    """What decide needs of pipeline.tree.opinfo.OpInfoRecord."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def stem(self) -> str: ...
+    @property
+    def dtypes(self) -> tuple[str, ...]: ...
+
+
 @dataclass(frozen=True)
 class XfailDecision:
     """What to do with one xfail entry, and why.
 
     ``new_dtypes`` is what the entry should list afterwards: ``old_dtypes`` for "keep",
     ``()`` for "delete", the remaining/still-failing dtypes otherwise (None = all dtypes).
+    ``dropped`` is what leaves it: the dtypes that xpassed everywhere (``()`` for "keep").
     """
 
     list: str
@@ -60,6 +75,29 @@ class XfailDecision:
     old_dtypes: tuple[str, ...] | None
     new_dtypes: tuple[str, ...] | None
     reason: str
+    dropped: tuple[str, ...] = ()
+
+    def dropping_only(self, dtypes: Collection[str], reason: str) -> XfailDecision:
+        """This entry's decision when only ``dtypes`` of ``dropped`` go (the rest stay)."""
+        old = self.old_dtypes
+        # the dtypes this decision judged: for an all-dtypes entry, what stays plus what goes
+        judged = old if old is not None else (*(self.new_dtypes or ()), *self.dropped)
+        going = set(dtypes) & set(self.dropped)
+        return _dropping(self.list, self.function, self.key, old, judged, going, reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The decision as JSON data: every field, dtype tuples as lists (None = all dtypes)."""
+        as_list = lambda dtypes: None if dtypes is None else list(dtypes)  # noqa: E731
+        return {
+            "list": self.list,
+            "function": self.function,
+            "key": self.key,
+            "action": self.action,
+            "reason": self.reason,
+            "old_dtypes": as_list(self.old_dtypes),
+            "new_dtypes": as_list(self.new_dtypes),
+            "dropped": list(self.dropped),
+        }
 
 
 def runner_version(runner: str) -> tuple[int, ...] | None:
@@ -111,8 +149,42 @@ def _evidence(cell: Cell | None, scope: Sequence[str], required: Sequence[str]) 
     return list(by_outcome) == [Outcome.XPASS.value], seen
 
 
+def _instantiated(info: OpInfoLike, kind: str) -> tuple[str, ...]:
+    """The dtypes test_mps.py instantiates ``kind``'s test of ``info`` for."""
+    if kind == "output_grad_match":
+        return tuple(d for d in info.dtypes if d in MPS_GRAD_DTYPES)
+    return tuple(info.dtypes)
+
+
+def _dropping(
+    list_name: str,
+    function: str,
+    key: str,
+    old: tuple[str, ...] | None,
+    judged: Iterable[str],
+    gone: Collection[str],
+    reason: str,
+) -> XfailDecision:
+    """The decision removing ``gone`` from an entry listing ``old``, of which ``judged`` were
+    looked at (for an all-dtypes entry: every dtype the test runs for)."""
+    judged = tuple(judged)
+    dropped = tuple(d for d in judged if d in gone)
+    if not dropped:
+        return XfailDecision(list_name, function, key, "keep", old, old, reason)
+    remaining = tuple(d for d in judged if d not in gone)
+    action: Action
+    if not remaining:
+        action = "delete"
+    elif old is None:
+        remaining = tuple(sorted(remaining, key=sort_key))
+        action = "narrow_none"
+    else:
+        action = "drop_dtypes"
+    return XfailDecision(list_name, function, key, action, old, remaining, reason, dropped)
+
+
 def _decide(
-    entry: XfailLike, stem: str, table: DtypeTable, required: Sequence[str]
+    entry: XfailLike, info: OpInfoLike, table: DtypeTable, required: Sequence[str]
 ) -> XfailDecision:
     def keep(reason: str) -> XfailDecision:
         return XfailDecision(entry.list, entry.function, entry.key, "keep", old, old, reason)
@@ -129,9 +201,9 @@ def _decide(
     kind = entry_kind(entry)
     if kind is None:
         return keep(f"{entry.function} does not decorate the consistency tests")
-    row = table.row(stem, kind)
+    row = table.row(info.stem, kind)
     if row is None:
-        return keep(f"no {kind} results for {stem}")
+        return keep(f"no {kind} results for {info.stem}")
 
     scope: Sequence[str] = table.runners
     if "MACOS" in entry.list.upper():
@@ -145,7 +217,13 @@ def _decide(
 
     if old == ():
         return keep("the entry lists no dtypes: it xfails nothing")
-    targets = old if old is not None else row.dtypes
+    if old is not None:
+        targets = old
+    else:
+        # Every dtype the test runs for, not just those in the results: the missing ones
+        # are "not run" and keep the entry. The results' own dtypes count too, should the
+        # OpInfo metadata be older than the run.
+        targets = tuple(sorted({*_instantiated(info, kind), *row.dtypes}, key=sort_key))
     evidence = {d: _evidence(row.cell(d), scope, required) for d in targets}
     gone = {d for d, (xpassed, _) in evidence.items() if xpassed}
     # 'float16, int8: xpass on macos-m1-14, macos-m2-15; bool: not run'
@@ -153,17 +231,7 @@ def _decide(
     for dtype, (_, seen) in evidence.items():
         groups.setdefault(seen, []).append(dtype)
     summary = "; ".join(f"{', '.join(dtypes)}: {seen}" for seen, dtypes in groups.items())
-    if not gone:
-        return keep(summary)
-    remaining = tuple(d for d in targets if d not in gone)
-    if not remaining:
-        return XfailDecision(entry.list, entry.function, entry.key, "delete", old, (), summary)
-    if old is None:
-        remaining = tuple(sorted(remaining, key=sort_key))
-        action: Action = "narrow_none"
-    else:
-        action = "drop_dtypes"
-    return XfailDecision(entry.list, entry.function, entry.key, action, old, remaining, summary)
+    return _dropping(entry.list, entry.function, entry.key, old, targets, gone, summary)
 
 
 def decide_xfails(
@@ -171,29 +239,28 @@ def decide_xfails(
     results_by_runner: Mapping[str, Sequence[CaseResult]] | DtypeTable,
     required_runners: Sequence[str] = (),
     *,
-    op_keys: Mapping[str, str] | Iterable[str],
+    opinfos: Iterable[OpInfoLike],
 ) -> tuple[XfailDecision, ...]:
-    """One decision per xfail entry of the operator(s), in entry order.
+    """One decision per xfail entry of the OpInfos, in entry order.
 
-    ``op_keys`` maps each xfail key of the operator(s) (``op.name + op.variant_test_name``)
-    to its test stem (``OpInfoRecord.stem``); a plain collection of keys is read as keys
-    without a variant (stem = key with '.' -> '_'). Entries of other keys are not decided.
-    ``results_by_runner`` is runner name -> that runner's cases (or an already merged
-    table). With ``required_runners``, a dtype goes only when it xpassed on all of them.
+    ``opinfos`` are the operator(s)' OpInfos (``OpInfoRecord``): an entry belongs to the one
+    whose ``key`` it has, and is judged on its tests (``stem``) and, when it lists all
+    dtypes, on every dtype the test is instantiated for (``dtypes``; float32/float16 only
+    for the grad test). Entries of other keys are not decided. ``results_by_runner`` is
+    runner name -> that runner's cases (or an already merged table). With
+    ``required_runners``, a dtype goes only when it xpassed on all of them.
     """
     table = (
         results_by_runner
         if isinstance(results_by_runner, DtypeTable)
         else merge_runs(results_by_runner)
     )
-    stems = (
-        dict(op_keys)
-        if isinstance(op_keys, Mapping)
-        else {key: key.replace(".", "_") for key in op_keys}
-    )
+    by_key = {info.key: info for info in opinfos}
     required = tuple(required_runners)
     return tuple(
-        _decide(entry, stems[entry.key], table, required) for entry in entries if entry.key in stems
+        _decide(entry, by_key[entry.key], table, required)
+        for entry in entries
+        if entry.key in by_key
     )
 
 

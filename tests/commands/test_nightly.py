@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -215,7 +216,9 @@ def test_proposals_only_after_min_passes_nightlies_on_every_runner(settings, nig
     assert proposed(third) == {
         "atan2": ("drop_dtypes", ["int16", "int8", "uint8", "bool"]),
         "fmod": ("delete", []),
-        "hypot": ("narrow_none", ["float16"]),  # None (all dtypes) -> the one still failing
+        # None (all dtypes) -> the one still failing, and bfloat16: the sandbox's OpInfo has
+        # it, these runs do not, so it was not run
+        "hypot": ("narrow_none", ["float16", "bfloat16"]),
     }
     assert third["candidates"] == []
     assert "in each of the last 3 nightlies" in third["proposals"][0]["reason"]
@@ -223,7 +226,10 @@ def test_proposals_only_after_min_passes_nightlies_on_every_runner(settings, nig
     assert diff.startswith("--- a/torch/testing/_internal/common_mps.py\n")
     assert "-                torch.int64,\n-                torch.int32,\n" in diff
     assert '-            "fmod": [torch.float16]' in diff
-    assert '-            "hypot": None,\n+            "hypot": [torch.float16],' in diff
+    assert (
+        '-            "hypot": None,\n+            "hypot": [torch.float16, torch.bfloat16],'
+        in diff
+    )
     # a proposal, not an edit
     assert common_mps.read_text() == before
     written = (settings.state_dir / "dashboard" / nightly.DIFF_FILE).read_text()
@@ -376,9 +382,10 @@ def test_proposals_on_the_real_common_mps(real_common_mps, tmp_path):
     list entry and a macOS-version list entry (which counts only macos-m1-14)."""
     rel = common_mps.PATTERNS[0]
     text = real_common_mps.read_text()
-    infos = tuple(
-        OpInfoRecord(name, "", name, (), ("float32", "float16", "complex64"))
-        for name in ("heaviside", "_segment_reduce", "fft.hfft2")
+    infos = (
+        OpInfoRecord("heaviside", "", "heaviside", (), ("float32", "int64")),
+        OpInfoRecord("_segment_reduce", "", "_segment_reduce", (), ("float32", "float16", "int64")),
+        OpInfoRecord("fft.hfft2", "", "fft_hfft2", (), ("float32", "complex64")),
     )
     index = SimpleNamespace(opinfos=infos, xfails=common_mps.parse(text, rel))
     om, gm = "output_match", "output_grad_match"
@@ -405,8 +412,14 @@ def test_proposals_on_the_real_common_mps(real_common_mps, tmp_path):
             history.record_nightly(db, runs, commit="", started=started)
         window = history.nightlies(db, 3)
         got = nightly.propose(db, index, merge_runs(runs), window, RUNNERS, 3)
+        # heaviside also tested for complex64, which never ran: its None entry narrows
+        wider = (replace(infos[0], dtypes=("float32", "complex64", "int64")), *infos[1:])
+        index = SimpleNamespace(opinfos=wider, xfails=index.xfails)
+        narrowed = nightly.propose(db, index, merge_runs(runs), window, RUNNERS, 3)
     finally:
         db.close()
+    heaviside = next(d for d in narrowed.decisions if d.key == "heaviside")
+    assert (heaviside.action, heaviside.new_dtypes) == ("narrow_none", ("complex64",))
     assert {(d.list, d.key): (d.action, d.new_dtypes) for d in got.decisions} == {
         ("UNIMPLEMENTED_XFAILLIST", "heaviside"): ("delete", ()),
         ("XFAILLIST_GRAD", "_segment_reduce"): ("drop_dtypes", ("float16",)),

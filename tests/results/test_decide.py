@@ -8,9 +8,10 @@ import pytest
 
 from pipeline.edit.xfails import XfailChange, apply_xfail_changes
 from pipeline.results.decide import XfailDecision, decide_xfails, runner_version, to_changes
-from pipeline.results.junit import CaseResult, Outcome
-from pipeline.results.table import merge_runs
+from pipeline.results.junit import CaseResult, Outcome, parse_report
+from pipeline.results.table import build_table, merge_runs
 from pipeline.tree.common_mps import XfailEntry, parse
+from pipeline.tree.opinfo import OpInfoRecord
 from pipeline.tree.span import Span
 
 PATH = "torch/testing/_internal/common_mps.py"
@@ -53,8 +54,16 @@ def results(
     ]
 
 
-def decide_one(e: XfailEntry, runs, required=(), key_to_stem=None) -> XfailDecision:
-    (decision,) = decide_xfails([e], runs, required, op_keys=key_to_stem or [e.key])
+def info(key: str, *dtypes: str, variant: str = "") -> OpInfoRecord:
+    """The OpInfo whose xfail key is ``key`` (``name + variant``), tested for ``dtypes``."""
+    name = key.removesuffix(variant) if variant else key
+    return OpInfoRecord(name, variant, name, (), dtypes)
+
+
+def decide_one(e: XfailEntry, runs, required=(), opinfo=None) -> XfailDecision:
+    """``opinfo`` defaults to one tested for the entry's own dtypes."""
+    opinfo = opinfo or info(e.key, *(e.dtypes or ()))
+    (decision,) = decide_xfails([e], runs, required, opinfos=[opinfo])
     return decision
 
 
@@ -81,13 +90,83 @@ def test_delete_when_nothing_remains() -> None:
 
 def test_none_narrows_to_the_still_failing_tested_dtypes() -> None:
     runs = {M1: results("atan2", {"int8": X, "bool": XF, "float16": X, "float32": XF})}
-    d = decide_one(entry("atan2", None), runs)
+    atan2 = info("atan2", "bool", "int8", "float16", "float32")
+    d = decide_one(entry("atan2", None), runs, opinfo=atan2)
     assert (d.action, d.old_dtypes) == ("narrow_none", None)
     assert d.new_dtypes == ("float32", "bool")  # display order, whatever the results' order
+    assert d.dropped == ("float16", "int8")
 
 
 def test_none_all_xpassed_is_deleted() -> None:
-    d = decide_one(entry("atan2", None), {M1: results("atan2", {"float32": X, "int8": X})})
+    runs = {M1: results("atan2", {"float32": X, "int8": X})}
+    d = decide_one(entry("atan2", None), runs, opinfo=info("atan2", "float32", "int8"))
+    assert (d.action, d.new_dtypes, d.dropped) == ("delete", (), ("float32", "int8"))
+
+
+def test_none_is_judged_on_every_dtype_the_test_runs_for() -> None:
+    """Only float32 ran (a filtered run, a report cut short): the other dtypes the OpInfo
+    is tested for were not run, and keep the entry."""
+    atan2 = info("atan2", "float32", "float16", "int8")
+    d = decide_one(entry("atan2", None), {M1: results("atan2", {"float32": X})}, opinfo=atan2)
+    assert (d.action, d.new_dtypes, d.dropped) == ("narrow_none", ("float16", "int8"), ("float32",))
+    assert d.reason == f"float32: xpass on {M1}; float16, int8: not run"
+    # every dtype the test runs for xpassed: the entry goes
+    runs = {M1: results("atan2", {"float32": X, "float16": X, "int8": X})}
+    d = decide_one(entry("atan2", None), runs, opinfo=atan2)
+    assert (d.action, d.new_dtypes) == ("delete", ())
+
+
+def test_none_without_a_single_xpass_of_what_ran_keeps() -> None:
+    atan2 = info("atan2", "float32", "float16")
+    d = decide_one(entry("atan2", None), {M1: results("atan2", {"float32": XF})}, opinfo=atan2)
+    assert (d.action, d.new_dtypes, d.dropped) == ("keep", None, ())
+    assert d.reason == f"float32: xfail on {M1}; float16: not run"
+
+
+def test_none_counts_dtypes_that_ran_beyond_the_opinfo() -> None:
+    """OpInfo metadata older than the run: a dtype that ran and still fails keeps it."""
+    runs = {M1: results("atan2", {"float32": X, "bool": XF})}
+    d = decide_one(entry("atan2", None), runs, opinfo=info("atan2", "float32"))
+    assert (d.action, d.new_dtypes) == ("narrow_none", ("bool",))
+
+
+def test_none_grad_entry_is_judged_on_the_grad_dtypes() -> None:
+    """The grad test runs for float32 and float16 only, whatever else the OpInfo supports."""
+    grad = entry("atan2", None, list_name="XFAILLIST_GRAD", function="mps_ops_grad_modifier")
+    atan2 = info("atan2", "float32", "float16", "int8", "bool")
+    runs = {M1: results("atan2", {"float32": X}, kind="output_grad_match")}
+    d = decide_one(grad, runs, opinfo=atan2)
+    assert (d.action, d.new_dtypes) == ("narrow_none", ("float16",))
+    runs = {M1: results("atan2", {"float32": X, "float16": X}, kind="output_grad_match")}
+    assert decide_one(grad, runs, opinfo=atan2).action == "delete"
+
+
+def _strict_xpass(dtype: str) -> str:
+    return (
+        f'<testcase classname="test_mps.TestConsistencyMPS" '
+        f'name="test_output_match_atan2_mps_{dtype}" time="0.1">'
+        '<failure message="[XPASS(strict)] atan2 works now">XPASS</failure></testcase>'
+    )
+
+
+def test_a_truncated_report_keeps_the_dtypes_it_lost(tmp_path: Path) -> None:
+    """A runner killed mid-sweep: the parser keeps float32, float16's testcase is cut off."""
+    head = '<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="2">'
+    cut = tmp_path / "cut.xml"
+    cut.write_text(head + _strict_xpass("float32") + _strict_xpass("float16")[:90])
+    report = parse_report(cut)
+    assert [c.dtype for c in report.cases] == ["float32"] and report.warnings
+    atan2 = info("atan2", "float32", "float16")
+    (d,) = decide_xfails([entry("atan2", None)], {M1: report.cases}, opinfos=[atan2])
+    assert (d.action, d.new_dtypes) == ("narrow_none", ("float16",))
+    assert "float16: not run" in d.reason
+
+    whole = tmp_path / "whole.xml"
+    whole.write_text(
+        head + _strict_xpass("float32") + _strict_xpass("float16") + "</testsuite></testsuites>"
+    )
+    table = build_table(parse_report(whole).cases)
+    (d,) = decide_xfails([entry("atan2", None)], table, opinfos=[atan2])
     assert (d.action, d.new_dtypes) == ("delete", ())
 
 
@@ -234,19 +313,57 @@ def test_only_the_operators_keys_are_decided() -> None:
         entry("atan2", ("int8",)),
         entry("hypot", ("int8",)),
     ]
-    decisions = decide_xfails(
-        entries, runs, op_keys={"nn.functional.padreflect": "nn_functional_pad_reflect"}
-    )
+    pad = info("nn.functional.padreflect", "float16", variant="reflect")
+    assert pad.stem == "nn_functional_pad_reflect"
+    decisions = decide_xfails(entries, runs, opinfos=[pad])
     assert [(d.key, d.action) for d in decisions] == [("nn.functional.padreflect", "delete")]
-    # a plain list of keys: stems without a variant
-    decisions = decide_xfails(entries, runs, op_keys=["atan2", "hypot"])
+    decisions = decide_xfails(entries, runs, opinfos=[info("atan2", "int8"), info("hypot", "int8")])
     assert [(d.key, d.action) for d in decisions] == [("atan2", "delete"), ("hypot", "keep")]
 
 
 def test_accepts_a_merged_table() -> None:
     table = merge_runs({M1: results("atan2", {"int8": X})})
-    (d,) = decide_xfails([entry("atan2", ("int8",))], table, (M1,), op_keys=["atan2"])
+    (d,) = decide_xfails([entry("atan2", ("int8",))], table, (M1,), opinfos=[info("atan2", "int8")])
     assert d.action == "delete"
+
+
+def test_dropping_only_part_of_a_decision() -> None:
+    """What the nightly does with a decision whose xpasses history confirmed only in part."""
+    atan2 = info("atan2", "float32", "float16", "int8", "bool")
+    runs = {M1: results("atan2", {"float32": X, "float16": X, "int8": X, "bool": XF})}
+    none = decide_one(entry("atan2", None), runs, opinfo=atan2)
+    assert none.dropped == ("float32", "float16", "int8")
+    part = none.dropping_only({"int8", "float32"}, "confirmed")
+    assert (part.action, part.new_dtypes, part.dropped, part.reason) == (
+        "narrow_none",
+        ("float16", "bool"),
+        ("float32", "int8"),
+        "confirmed",
+    )
+    # dtypes the decision did not drop are not dropped by asking
+    assert none.dropping_only({"bool"}, "no").action == "keep"
+    listed = decide_one(entry("atan2", ("bool", "int8", "float16")), runs)
+    assert listed.dropping_only({"float16"}, "r").new_dtypes == ("bool", "int8")  # entry order
+    assert listed.dropping_only({"int8", "float16"}, "r").action == "drop_dtypes"
+    full = decide_one(entry("atan2", ("int8", "float16")), runs)
+    assert full.dropping_only({"int8", "float16"}, "r").action == "delete"
+
+
+def test_to_dict() -> None:
+    runs = {M1: results("atan2", {"float32": X, "int8": XF})}
+    d = decide_one(entry("atan2", None), runs, opinfo=info("atan2", "float32", "int8"))
+    assert d.to_dict() == {
+        "list": "UNIMPLEMENTED_XFAILLIST",
+        "function": "mps_ops_modifier",
+        "key": "atan2",
+        "action": "narrow_none",
+        "reason": f"float32: xpass on {M1}; int8: xfail on {M1}",
+        "old_dtypes": None,
+        "new_dtypes": ["int8"],
+        "dropped": ["float32"],
+    }
+    kept = decide_one(entry("atan2", ("int8",)), runs).to_dict()
+    assert (kept["old_dtypes"], kept["new_dtypes"], kept["dropped"]) == (["int8"], ["int8"], [])
 
 
 @pytest.mark.parametrize(
@@ -275,7 +392,7 @@ def test_to_changes() -> None:
             entry("atan2", ("int8",), list_name="SKIPLIST"),
         ],
         runs,
-        op_keys=["atan2"],
+        opinfos=[info("atan2", "float16", "int8", "bool")],
     )
     assert [d.action for d in decisions] == ["drop_dtypes", "delete", "narrow_none", "keep"]
     assert to_changes(decisions) == (
@@ -296,7 +413,9 @@ def test_real_common_mps_round_trip(real_common_mps: Path) -> None:
         r: results(stem, {"int64": X, "bfloat16": X, "float16": XF, "float32": P})
         for r in (M1, M2, M2_26)
     }
-    decisions = decide_xfails(model.entries, runs, (M1, M2, M2_26), op_keys={key: stem})
+    conv = info(key, "float32", "float16", "bfloat16", "int64")
+    assert conv.stem == stem
+    decisions = decide_xfails(model.entries, runs, (M1, M2, M2_26), opinfos=[conv])
     by_list = {(d.list, d.function): d for d in decisions}
     unimplemented = by_list[("UNIMPLEMENTED_XFAILLIST", "mps_ops_modifier")]
     assert (unimplemented.old_dtypes, unimplemented.action, unimplemented.new_dtypes) == (
@@ -316,6 +435,7 @@ def test_real_common_mps_round_trip(real_common_mps: Path) -> None:
 @pytest.mark.realdata
 def test_real_common_mps_without_results_keeps_everything(real_common_mps: Path) -> None:
     model = parse(real_common_mps.read_text(), PATH)
-    decisions = decide_xfails(model.entries, {M1: []}, op_keys={e.key for e in model.entries})
+    infos = [info(e.key, "float32", "float16") for e in model.entries]
+    decisions = decide_xfails(model.entries, {M1: []}, opinfos=infos)
     assert len(decisions) == len(model.entries) > 100
     assert {d.action for d in decisions} == {"keep"}
