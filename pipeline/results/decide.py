@@ -22,7 +22,6 @@ from pipeline.dtypes import sort_key
 from pipeline.edit.xfails import XfailChange
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
-from pipeline.tree.opinfo import MPS_GRAD_DTYPES
 
 Action = Literal["keep", "drop_dtypes", "delete", "narrow_none"]
 
@@ -55,8 +54,7 @@ class OpInfoLike(Protocol):
     def key(self) -> str: ...
     @property
     def stem(self) -> str: ...
-    @property
-    def dtypes(self) -> tuple[str, ...]: ...
+    def dtypes_for(self, kind: str) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -149,13 +147,6 @@ def _evidence(cell: Cell | None, scope: Sequence[str], required: Sequence[str]) 
     return list(by_outcome) == [Outcome.XPASS.value], seen
 
 
-def _instantiated(info: OpInfoLike, kind: str) -> tuple[str, ...]:
-    """The dtypes test_mps.py instantiates ``kind``'s test of ``info`` for."""
-    if kind == "output_grad_match":
-        return tuple(d for d in info.dtypes if d in MPS_GRAD_DTYPES)
-    return tuple(info.dtypes)
-
-
 def _dropping(
     list_name: str,
     function: str,
@@ -223,7 +214,7 @@ def _decide(
         # Every dtype the test runs for, not just those in the results: the missing ones
         # are "not run" and keep the entry. The results' own dtypes count too, should the
         # OpInfo metadata be older than the run.
-        targets = tuple(sorted({*_instantiated(info, kind), *row.dtypes}, key=sort_key))
+        targets = tuple(sorted({*info.dtypes_for(kind), *row.dtypes}, key=sort_key))
     evidence = {d: _evidence(row.cell(d), scope, required) for d in targets}
     gone = {d for d, (xpassed, _) in evidence.items() if xpassed}
     # 'float16, int8: xpass on macos-m1-14, macos-m2-15; bool: not run'

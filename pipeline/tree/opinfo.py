@@ -106,14 +106,19 @@ class OpInfoRecord:
         full = self.name + ("." + self.variant_test_name if self.variant_test_name else "")
         return full.replace(".", "_")
 
-    def test_ids(self, kind: str = "output_match") -> tuple[str, ...]:
-        """``TestConsistencyMPS::test_<kind>_<stem>_mps_<dtype>`` for each instantiated dtype."""
+    def dtypes_for(self, kind: str = "output_match") -> tuple[str, ...]:
+        """The dtypes test_mps.py instantiates ``kind``'s test for (grad: float32/16 only)."""
         if kind not in TEST_KINDS:
             raise ValueError(f"unknown test kind {kind!r}; expected one of {TEST_KINDS}")
-        dtypes = self.dtypes
         if kind == "output_grad_match":
-            dtypes = tuple(d for d in dtypes if d in MPS_GRAD_DTYPES)
-        return tuple(f"TestConsistencyMPS::test_{kind}_{self.stem}_mps_{d}" for d in dtypes)
+            return tuple(d for d in self.dtypes if d in MPS_GRAD_DTYPES)
+        return self.dtypes
+
+    def test_ids(self, kind: str = "output_match") -> tuple[str, ...]:
+        """``TestConsistencyMPS::test_<kind>_<stem>_mps_<dtype>`` for each instantiated dtype."""
+        return tuple(
+            f"TestConsistencyMPS::test_{kind}_{self.stem}_mps_{d}" for d in self.dtypes_for(kind)
+        )
 
 
 def _dtype(name: str) -> str:
