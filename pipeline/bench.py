@@ -50,12 +50,12 @@ from pipeline import sandbox
 from pipeline.config import Settings, load_settings
 from pipeline.errors import PipelineError
 from pipeline.impact.changes import ChangedFile
-from pipeline.tree import common_mps, metal, native_yaml, objc, opinfo
+from pipeline.tree import common_mps, metal, native_yaml, objc, opinfo, paths
 
 REPO = Path(__file__).resolve().parent.parent
 DODO = REPO / "dodo.py"
-NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
-COMMON_MPS = "torch/testing/_internal/common_mps.py"
+NATIVE_YAML = paths.NATIVE_YAML
+COMMON_MPS = paths.COMMON_MPS
 # tree path -> (package, path inside the installed package) of the torch 2.13.0 wheel
 WHEEL_FILES = {
     NATIVE_YAML: ("torchgen", "packaged/ATen/native/native_functions.yaml"),
@@ -235,7 +235,7 @@ def real_tree(ctx: Context) -> Path:
             raise BenchError(f"{package}/{inside} not found: install torch==2.13.0 (nox -s bench)")
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, root / rel)
-    patterns = (*metal.PATTERNS, *objc.PATTERNS, sandbox.OPINFO_TABLE)
+    patterns = (paths.KERNELS_METAL, paths.OPERATIONS_MM, paths.OPINFO_TABLE)
     for src in sorted(p for pattern in patterns for p in sandbox.TREE.glob(pattern)):
         dest = root / src.relative_to(sandbox.TREE)
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc
+from pipeline.tree import files, paths
 
 
 def op_dir(settings: Settings, op: str) -> Path:
@@ -38,26 +38,17 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
 
 
-# What `ninja torch_cpu` compiles that the pipeline reads: yaml, .metal, .mm and the native
-# headers declaring the stubs (their types shape a new kernel function).
-BUILD_READERS = (native_yaml, metal, objc, dispatch)
-# The CPU-side structured kernels MPS shares: they call the stubs the .mm files register.
-SHARED_SOURCES = ("aten/src/ATen/native/*.cpp",)
-BUILD_PATTERNS = tuple(p for r in BUILD_READERS for p in r.PATTERNS) + SHARED_SOURCES
-
-
 def build_inputs(settings: Settings) -> list[Path]:
     """The build inputs the pipeline knows of: a change to anything else never starts ninja."""
-    root = settings.root
-    return [p for pattern in BUILD_PATTERNS for p in sorted(root.glob(pattern)) if p.is_file()]
+    return files(settings.root, paths.BUILD_PATTERNS)
 
 
 def edit_inputs(settings: Settings) -> list[Path]:
     """The files the audit and edit stages read: the build inputs and the OpInfo table."""
-    files = build_inputs(settings)
+    inputs = build_inputs(settings)
     if settings.opinfo_table is not None and settings.opinfo_table.is_file():
-        files.append(settings.opinfo_table)
-    return files
+        inputs.append(settings.opinfo_table)
+    return inputs
 
 
 def inputs_digest(settings: Settings) -> str:
@@ -70,7 +61,7 @@ def inputs_digest(settings: Settings) -> str:
 
 
 def _common_mps(settings: Settings) -> Path:
-    return settings.root / common_mps.PATTERNS[0]
+    return settings.root / paths.COMMON_MPS
 
 
 def xfail_digest(settings: Settings, op: str) -> str:

@@ -24,7 +24,7 @@ from doit.exceptions import TaskFailed
 from pipeline import state
 from pipeline.config import OVERRIDABLE, Settings, load_settings
 from pipeline.errors import PipelineError
-from pipeline.tree import common_mps, reader_files
+from pipeline.tree import files, paths
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -227,7 +227,7 @@ def task_drop_xfails() -> dict:
     force = _flag("force")
     return {
         "actions": [_guard(lambda m, c: m.stage_drop(s, op, c, force=force))],
-        "file_dep": [str(d / "table.json")] + [str(p) for p in reader_files(s.root, common_mps)],
+        "file_dep": [str(d / "table.json")] + [str(p) for p in files(s.root, (paths.COMMON_MPS,))],
         "targets": [str(d / "xfails.json")],
         "verbosity": 2,
     }

@@ -38,7 +38,7 @@ from pipeline.state import (
     record_expectations,
     write_json,
 )
-from pipeline.tree import common_mps, dispatch, native_yaml
+from pipeline.tree import paths
 from pipeline.tree.common_mps import XfailEntry
 from pipeline.tree.index import OperatorRecord, find_references, load_index
 from pipeline.tree.opinfo import OpInfoRecord
@@ -46,8 +46,8 @@ from pipeline.tree.opinfo import OpInfoRecord
 if TYPE_CHECKING:
     from pipeline.results.decide import XfailDecision
 
-KERNELS = "aten/src/ATen/native/mps/kernels"
-OPERATIONS = "aten/src/ATen/native/mps/operations"
+KERNELS = paths.KERNELS_DIR
+OPERATIONS = paths.OPERATIONS_DIR
 # What structured kernels hand their stubs: the kernel type when no declaration says otherwise
 DEFAULT_ITERATOR = "TensorIteratorBase&"
 # exec kind -> (host file receiving the stub, Metal file receiving a new functor)
@@ -93,13 +93,13 @@ def stub_param_type(record: OperatorRecord) -> tuple[str | None, list[str]]:
         unread = [
             u
             for u in record.unrecognised
-            if PurePosixPath(u.span.path).match(dispatch.PATTERNS[0]) and stub in u.text
+            if PurePosixPath(u.span.path).match(paths.NATIVE_HEADERS) and stub in u.text
         ]
         why = (
             f"{unread[0].span}: the type {stub} is declared with is not understood "
             f"({unread[0].reason})"
             if unread
-            else f"no DECLARE_DISPATCH for {stub} found under {dispatch.PATTERNS[0]}"
+            else f"no DECLARE_DISPATCH for {stub} found under {paths.NATIVE_HEADERS}"
         )
         return DEFAULT_ITERATOR, [
             f"{why}; {function} takes {DEFAULT_ITERATOR}: check it against the stub's type"
@@ -153,7 +153,7 @@ def plan_edits(settings: Settings, op: str, body: str | None = None) -> EditPlan
             raise EditVerificationError(f"body=...: {exc}; nothing was written") from exc
         _chain(edits, functor)
 
-    yaml_rel = native_yaml.PATTERNS[0]
+    yaml_rel = paths.NATIVE_YAML
     fold = yaml_edit.fold_mps_dispatch(read(yaml_rel), yaml_rel, op)
     _chain(edits, fold.edit)
     notes += [f"{name}: {reason}" for name, reason in fold.manual]
@@ -389,7 +389,7 @@ def plan_xfail_changes(
     changes = decide.to_changes([d for d in decisions if d.action != "keep"])
     if not changes:
         return decisions, None
-    rel = common_mps.PATTERNS[0]
+    rel = paths.COMMON_MPS
     text = (settings.root / rel).read_text()
     return decisions, xfail_edit.apply_xfail_changes(text, rel, changes)
 

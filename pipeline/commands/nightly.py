@@ -49,8 +49,8 @@ from pipeline.report.console import terminal
 from pipeline.results import decide, junit
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, merge_runs
-from pipeline.tree import common_mps
 from pipeline.tree.index import TreeIndex, load_index
+from pipeline.tree.paths import COMMON_MPS
 
 SCHEMA = 1
 DEFAULT_MIN_PASSES = 3
@@ -216,7 +216,7 @@ def propose(
 
 
 def _diff(settings: Settings, decisions: Sequence[decide.XfailDecision]) -> str:
-    rel = common_mps.PATTERNS[0]
+    rel = COMMON_MPS
     text = (settings.root / rel).read_text(encoding="utf-8")
     return apply_xfail_changes(text, rel, decide.to_changes(decisions)).diff()
 

@@ -21,6 +21,7 @@ from pipeline.impact import cscan, pyscan
 from pipeline.impact.changes import ChangedFile, Range, changed_files
 from pipeline.impact.view import (
     C10_METAL_DIR,
+    KERNELS_DIR,
     MPS_DIR,
     NATIVE_YAML,
     OPERATIONS_DIR,
@@ -30,7 +31,7 @@ from pipeline.impact.view import (
     load_view,
     view_from_texts,
 )
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, paths
 from pipeline.tree.common_mps import CommonMps
 from pipeline.tree.metal import Functor, MetalFile
 from pipeline.tree.native_yaml import NativeFunction, NativeFunctions
@@ -38,7 +39,7 @@ from pipeline.tree.objc import ObjcFile
 from pipeline.tree.opinfo import OpInfoRecord
 from pipeline.tree.span import Span
 
-COMMON_MPS = "torch/testing/_internal/common_mps.py"
+COMMON_MPS = paths.COMMON_MPS
 OPINFO_DEFINITIONS = (
     "torch/testing/_internal/common_methods_invocations.py",
     "torch/testing/_internal/opinfo/",
@@ -48,7 +49,7 @@ TESTING_DIR = "torch/testing/"
 # MPS runtime outside native/mps: allocator, streams, device; nothing op-specific
 MPS_RUNTIME_DIR = "aten/src/ATen/mps/"
 # structured kernels shared by every backend (BinaryOps.cpp...); cpu/, cuda/... are not
-SHARED_NATIVE_DIR = "aten/src/ATen/native/"
+SHARED_NATIVE_DIR = paths.NATIVE_DIR + "/"
 _YAML_COMMENT = re.compile(r"(^|\s)#.*$")
 
 
@@ -866,7 +867,7 @@ def classify(path: str) -> str:
     shared_header, common_mps, opinfo, test_mps, testing or ignored."""
     if path == NATIVE_YAML:
         return "yaml"
-    if path.startswith(MPS_DIR + "kernels/") and path.endswith(".metal"):
+    if path.startswith(KERNELS_DIR) and path.endswith(".metal"):
         return "metal"
     if is_kernel_header(path):
         return "header"

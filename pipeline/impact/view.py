@@ -18,17 +18,18 @@ from types import MappingProxyType
 from pipeline.errors import ParseError
 from pipeline.impact import cscan
 from pipeline.impact.changes import _read_disk, list_revision, read_revision
-from pipeline.tree import metal, native_yaml, objc
+from pipeline.tree import metal, native_yaml, objc, paths
 from pipeline.tree.metal import MetalFile
 from pipeline.tree.native_yaml import NativeFunctions
 from pipeline.tree.objc import ObjcFile
 from pipeline.tree.opinfo import OpInfoRecord
 
-NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
-MPS_DIR = "aten/src/ATen/native/mps/"
-KERNELS_DIR = MPS_DIR + "kernels/"
-OPERATIONS_DIR = MPS_DIR + "operations/"
-C10_METAL_DIR = "c10/metal/"
+NATIVE_YAML = paths.NATIVE_YAML
+# directory prefixes of tree-relative paths, "/"-terminated for startswith()
+MPS_DIR = paths.MPS_DIR + "/"
+KERNELS_DIR = paths.KERNELS_DIR + "/"
+OPERATIONS_DIR = paths.OPERATIONS_DIR + "/"
+C10_METAL_DIR = paths.C10_METAL_DIR + "/"
 VIEW_PREFIXES = (NATIVE_YAML, MPS_DIR, C10_METAL_DIR)
 _SOURCE_SUFFIXES = (".metal", ".h", ".mm", ".yaml")
 # name endings that separate an implementation/stub/kernel name from its operator

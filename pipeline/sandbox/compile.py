@@ -36,19 +36,14 @@ from pathlib import Path
 from pipeline.dtypes import sort_key
 from pipeline.errors import ParseError
 from pipeline.fsio import write_atomic
-from pipeline.state import BUILD_READERS, SHARED_SOURCES
-from pipeline.tree import dispatch, metal, native_yaml, objc, reader_files
+from pipeline.tree import dispatch, files, metal, native_yaml, objc, paths
 from pipeline.tree.span import Span
 
 ARTIFACT_FORMAT = 1
 # The CPU-side files holding the shared structured kernels that call dispatch stubs.
-CPP_GLOB = SHARED_SOURCES[0]
+CPP_GLOB = paths.NATIVE_SOURCES
 # Directories whose listing is itself an input: a new .metal or .mm file means a rebuild.
-SOURCE_DIRS = (
-    "aten/src/ATen/native",
-    "aten/src/ATen/native/mps/kernels",
-    "aten/src/ATen/native/mps/operations",
-)
+SOURCE_DIRS = (paths.NATIVE_DIR, paths.KERNELS_DIR, paths.OPERATIONS_DIR)
 
 _IMPL_FUNC = re.compile(r"^TORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)", re.M)
 # A plain function definition starting at column 0: `Tensor& logit_out(const Tensor& ...`
@@ -170,10 +165,9 @@ class _Tree:
         self._lines: dict[str, list[str]] = {}
 
     def inputs(self) -> tuple[Path, ...]:
-        files = reader_files(self.root, *BUILD_READERS)
-        files += self.cpp_files
-        files += [self.root / d for d in SOURCE_DIRS]
-        return tuple(dict.fromkeys(f for f in files if f.exists()))
+        inputs = files(self.root, paths.BUILD_PATTERNS)
+        inputs += [self.root / d for d in SOURCE_DIRS]
+        return tuple(dict.fromkeys(f for f in inputs if f.exists()))
 
     def lines(self, path: str) -> list[str]:
         if path not in self._lines:
@@ -327,7 +321,7 @@ def _check_dispatch(tree: _Tree, diags: list[Diagnostic]) -> set[str]:
                         "error",
                         f"undefined symbol: at::native::{kernel} (the MPS kernel of "
                         f"{entry.full_name} is not defined in any "
-                        "aten/src/ATen/native/mps/operations/*.mm file)",
+                        f"{paths.OPERATIONS_MM} file)",
                     )
                 )
             continue
@@ -532,9 +526,9 @@ def build(root: Path) -> BuildOutput:
 
 def _fallback_inputs(root: Path) -> tuple[Path, ...]:
     """Inputs when the tree could not even be read: every file the readers would read."""
-    files = reader_files(root, *BUILD_READERS) + sorted(root.glob(CPP_GLOB))
-    files += [root / d for d in SOURCE_DIRS]
-    return tuple(f for f in files if f.exists())
+    inputs = files(root, paths.BUILD_PATTERNS)
+    inputs += [root / d for d in SOURCE_DIRS]
+    return tuple(f for f in inputs if f.exists())
 
 
 def write_depfile(depfile: Path, target: str, inputs: Iterable[Path]) -> None:

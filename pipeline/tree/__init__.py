@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from types import ModuleType
 
 
 def iter_files(root: Path, patterns: Iterable[str]) -> Iterator[tuple[str, Path] | str]:
@@ -29,6 +28,10 @@ def iter_files(root: Path, patterns: Iterable[str]) -> Iterator[tuple[str, Path]
             yield p.relative_to(root).as_posix(), p
 
 
-def reader_files(root: Path, *readers: ModuleType) -> list[Path]:
-    """Every existing file under ``root`` that ``readers`` read, in reader then path order."""
-    return [p for r in readers for pat in r.PATTERNS for p in sorted(root.glob(pat)) if p.is_file()]
+def files(root: Path, patterns: Iterable[str]) -> list[Path]:
+    """Every existing file under ``root`` matching ``patterns``, in pattern then path order.
+
+    Takes globs (a reader's ``PATTERNS`` or :mod:`pipeline.tree.paths`), not reader modules,
+    so callers on doit's start-up path need not import the readers.
+    """
+    return [p for pat in patterns for p in sorted(root.glob(pat)) if p.is_file()]

@@ -33,9 +33,10 @@ from pathlib import Path
 
 from pipeline.dtypes import TORCH_ALIASES
 from pipeline.errors import ParseError
+from pipeline.tree import paths
 from pipeline.tree.span import Span, Unrecognised
 
-PATTERNS: tuple[str, ...] = ("torch/testing/_internal/common_mps.py",)
+PATTERNS: tuple[str, ...] = (paths.COMMON_MPS,)
 
 _UPPER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 # A disabled entry (`# "kthvalue": None,`) is not a comment about the entry below it.

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import ParseError
-from pipeline.tree import iter_files
+from pipeline.tree import iter_files, paths
 from pipeline.tree.cpp import (
     Macro,
     MacroError,
@@ -39,12 +39,11 @@ from pipeline.tree.cpp import (
 )
 from pipeline.tree.span import Span, Unrecognised
 
-PATTERNS: tuple[str, ...] = ("aten/src/ATen/native/*.h",)
+PATTERNS: tuple[str, ...] = (paths.NATIVE_HEADERS,)
 
 DECLARE = "DECLARE_DISPATCH"
 # Where ATen's stubs live, and so where a backend's REGISTER_DISPATCH looks them up.
 NATIVE_NAMESPACE = "at::native"
-_NATIVE_DIR = posixpath.dirname(PATTERNS[0])
 
 _DECLARE = re.compile(rf"\b{DECLARE}\s*\(")
 _USING = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*(?:\[\[[^\]]*\]\]\s*)?=")
@@ -414,7 +413,7 @@ def _native_includes(source: Source) -> tuple[str, ...]:
             rel = "aten/src/" + target if target.startswith("ATen/") else None
         else:
             rel = posixpath.normpath(posixpath.join(here, target))
-        if rel and posixpath.dirname(rel) == _NATIVE_DIR and rel.endswith(".h"):
+        if rel and posixpath.dirname(rel) == paths.NATIVE_DIR and rel.endswith(".h"):
             found.append(rel)
     return tuple(dict.fromkeys(found))
 

@@ -19,13 +19,13 @@ from pathlib import Path
 from pipeline.config import Settings
 from pipeline.errors import UnknownOperatorError
 from pipeline.fsio import write_atomic
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo, reader_files
+from pipeline.tree import common_mps, dispatch, files, metal, native_yaml, objc, opinfo, paths
 from pipeline.tree.span import Span, Unrecognised
 
 READERS = (native_yaml, metal, objc, common_mps, dispatch)
 CACHE_VERSION = 2
 # Where to look for leftover references to an old `*_mps` name.
-REFERENCE_DIRS = ("aten/src/ATen/native", "torch/testing/_internal", "test")
+REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
 
 
@@ -264,11 +264,11 @@ def find_references(root: Path, names: Iterable[str]) -> list[tuple[str, Span]]:
     return hits
 
 
-def _fingerprint(settings: Settings, files: list[Path]) -> str:
+def _fingerprint(settings: Settings, inputs: list[Path]) -> str:
     h = hashlib.sha256(
         f"{CACHE_VERSION}|{settings.root}|{settings.python}|{settings.test_kinds}".encode()
     )
-    for path in files:
+    for path in inputs:
         st = path.stat()
         h.update(f"{path}|{st.st_size}|{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
@@ -291,9 +291,8 @@ def build_index(settings: Settings) -> TreeIndex:
 
 def load_index(settings: Settings) -> TreeIndex:
     """The tree's index, from the on-disk cache when no input file changed."""
-    key = _fingerprint(
-        settings, reader_files(settings.root, *READERS) + opinfo.source_files(settings)
-    )
+    readers = files(settings.root, (p for r in READERS for p in r.PATTERNS))
+    key = _fingerprint(settings, readers + opinfo.source_files(settings))
     cache = settings.cache_dir / "index.pickle"
     if cache.is_file():
         try:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.dtypes import METAL_TO_DTYPE
-from pipeline.tree import iter_files
+from pipeline.tree import iter_files, paths
 from pipeline.tree.cpp import (
     Macro,
     MacroError,
@@ -32,7 +32,7 @@ from pipeline.tree.cpp import (
 )
 from pipeline.tree.span import Span, Unrecognised
 
-PATTERNS: tuple[str, ...] = ("aten/src/ATen/native/mps/kernels/*.metal",)
+PATTERNS: tuple[str, ...] = (paths.KERNELS_METAL,)
 
 
 @dataclass(frozen=True)

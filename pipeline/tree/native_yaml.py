@@ -14,9 +14,10 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pipeline.errors import ParseError
+from pipeline.tree import paths
 from pipeline.tree.span import Span
 
-PATTERNS: tuple[str, ...] = ("aten/src/ATen/native/native_functions.yaml",)
+PATTERNS: tuple[str, ...] = (paths.NATIVE_YAML,)
 
 # The C loader is optional in PyYAML builds; the Python one gives identical nodes, only slower.
 _LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import ParseError
-from pipeline.tree import iter_files
+from pipeline.tree import iter_files, paths
 from pipeline.tree.cpp import (
     Macro,
     MacroError,
@@ -33,7 +33,7 @@ from pipeline.tree.cpp import (
 )
 from pipeline.tree.span import Span, Unrecognised
 
-PATTERNS: tuple[str, ...] = ("aten/src/ATen/native/mps/operations/*.mm",)
+PATTERNS: tuple[str, ...] = (paths.OPERATIONS_MM,)
 
 DISPATCH_MACROS = ("REGISTER_DISPATCH", "REGISTER_MPS_DISPATCH")
 
