@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from pipeline.dtypes import TEST_KINDS
 from pipeline.errors import ConfigError
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "pipeline.yaml"
@@ -42,7 +43,6 @@ SCHEMA: dict[str, Any] = {
     },
     "runners": (list, ["macos-m1-14", "macos-m2-15", "macos-m2-26"]),
 }
-TEST_KINDS = ("output_match", "output_grad_match")
 
 
 @dataclass(frozen=True)

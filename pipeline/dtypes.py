@@ -6,6 +6,10 @@ the canonical name; Metal type names and torch aliases are mapped here and nowhe
 
 from __future__ import annotations
 
+# The consistency-test kinds of test_mps.py (``test_<kind>_<op>_mps_<dtype>``), in display
+# order: config, OpInfo test ids, JUnit parsing and the sandbox backend all use this one.
+TEST_KINDS: tuple[str, ...] = ("output_match", "output_grad_match")
+
 METAL_TO_DTYPE: dict[str, str] = {
     "float": "float32",
     "half": "float16",

@@ -47,8 +47,6 @@ class Outcome(str, Enum):
 # Outcomes that make pytest rerun a test (a strict xpass is reported as a failure).
 FAILING: frozenset[Outcome] = frozenset({Outcome.FAIL, Outcome.ERROR, Outcome.XPASS})
 
-KINDS: tuple[str, ...] = ("output_match", "output_grad_match")
-
 
 @dataclass(frozen=True)
 class CaseResult:
@@ -129,7 +127,7 @@ def parse_test_id(name: str) -> tuple[str, str, str] | None:
     The dtype is whatever follows the last ``_mps_`` (stems contain underscores and may
     contain '-'); it must be a known dtype name, else the test is not a consistency test.
     """
-    # Written out rather than looped over KINDS: it runs once per testcase.
+    # Written out rather than looped over TEST_KINDS: it runs once per testcase.
     if name.startswith("test_output_match_"):
         kind, rest = "output_match", name[18:]
     elif name.startswith("test_output_grad_match_"):

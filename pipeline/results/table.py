@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from pipeline.dtypes import sort_key
-from pipeline.results.junit import KINDS, CaseResult, Outcome, combine_results
+from pipeline.dtypes import TEST_KINDS, sort_key
+from pipeline.results.junit import CaseResult, Outcome, combine_results
 
 LOCAL_RUNNER = "local"
 
@@ -85,7 +85,7 @@ class Row:
 
 def _kind_rank(row: Row) -> tuple[int, str]:
     """output_match before output_grad_match, any other kind after them."""
-    return (KINDS.index(row.kind) if row.kind in KINDS else len(KINDS), row.kind)
+    return (TEST_KINDS.index(row.kind) if row.kind in TEST_KINDS else len(TEST_KINDS), row.kind)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.results.junit import Outcome
 from pipeline.run.progress import ProgressDisplay, progress_display, stream, strip_ansi
 
 K_EXPRESSION_LIMIT = 8_000
@@ -40,8 +41,8 @@ _WORDS = {
     "XFAIL": "xfail",
     "XPASS": "xpass",
 }
-# Outcome names as in pipeline.results.junit.Outcome, in display order.
-OUTCOMES = ("pass", "fail", "error", "xfail", "xpass", "skip")
+# Outcome names in display order. junit is already loaded wherever this module is (migrate).
+OUTCOMES = tuple(o.value for o in Outcome)
 # pytest exit codes that mean "the tests ran" (1: some failed) or "nothing matched" (5).
 _RAN = (0, 1)
 _NOTHING_COLLECTED = 5

@@ -24,14 +24,13 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.dtypes import METAL_TO_DTYPE
+from pipeline.dtypes import METAL_TO_DTYPE, TEST_KINDS
 
 ARTIFACT = "lib/torch_cpu.mpsim.json"
 BUILD_DIR_ENV = "MPS_SIM_BUILD_DIR"
 MACOS_ENV = "MPS_SIM_MACOS_VERSION"
 DEFAULT_MACOS = "15.5"
 GAPS_FILE = Path(__file__).with_name("mpsgraph_gaps.yaml")
-TEST_KINDS = ("output_match", "output_grad_match")
 NOT_BUILT = "torch_cpu not built: run ninja -C build torch_cpu"
 
 _DTYPE_TO_METAL = {dtype: name for name, dtype in METAL_TO_DTYPE.items()}

@@ -57,13 +57,12 @@ from pathlib import Path
 import yaml
 
 from pipeline.config import Settings
-from pipeline.dtypes import TORCH_ALIASES, sort_key
+from pipeline.dtypes import TEST_KINDS, TORCH_ALIASES, sort_key
 from pipeline.errors import ConfigError, ParseError
 from pipeline.fsio import write_atomic
 
 DUMP_SCRIPT = Path(__file__).with_name("opinfo_dump.py")
 MPS_GRAD_DTYPES: tuple[str, ...] = ("float32", "float16")
-TEST_KINDS = ("output_match", "output_grad_match")
 SOURCE_GLOBS = ("common_methods_invocations.py", "common_dtype.py", "opinfo/**/*.py")
 INTERNAL = Path("torch", "testing", "_internal")
 DUMP_TIMEOUT = 600
