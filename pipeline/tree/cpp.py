@@ -617,3 +617,35 @@ def call_args(source: Source, item: TopItem, layer: str = "code") -> list[str]:
     open_, close = item.args
     inner = text[open_ + 1 : close]
     return [] if not inner.strip() else split_args(inner)
+
+
+# --------------------------------------------------------------------------------------
+# Declarations: what a parameter's type is, shared by the .mm and DECLARE_DISPATCH readers.
+# --------------------------------------------------------------------------------------
+
+_LAST_WORD = re.compile(r"\A(.*?)\b([A-Za-z_]\w*)\s*\Z", re.S)
+_DEFAULT = re.compile(r"\s*=.*\Z", re.S)
+_TYPE_WORDS = frozenset(
+    ("bool", "char", "double", "float", "int", "long", "short", "signed", "unsigned", "void")
+)
+_CV_WORDS = frozenset(("const", "volatile", "struct", "class", "enum", "typename"))
+
+
+def param_type(param: str) -> str:
+    """The type of one declared parameter: its name and default dropped, spacing normalised.
+
+    ``const Scalar& alpha`` -> ``const Scalar&``; ``const double`` and ``int64_t`` stay (a
+    trailing built-in type word, or a lone word after cv-qualifiers, is the type itself).
+    """
+    text = _DEFAULT.sub("", " ".join(param.split()))
+    named = _LAST_WORD.match(text)
+    if named:
+        prefix, word = named.group(1).rstrip(), named.group(2)
+        words = prefix.replace("&", " ").replace("*", " ").split()
+        is_name = bool(prefix) and (
+            prefix.endswith(("&", "*", ">"))
+            or (word not in _TYPE_WORDS and any(w not in _CV_WORDS for w in words))
+        )
+        if is_name and not prefix.endswith("::"):
+            text = prefix
+    return re.sub(r"\s+([&*])", r"\1", text).strip()

@@ -35,6 +35,7 @@ from pipeline.tree.cpp import (
     expand,
     lex,
     match_close,
+    param_type,
     split_args,
 )
 from pipeline.tree.span import Span, Unrecognised
@@ -57,8 +58,6 @@ _TYPEDEF_FN_POINTER = re.compile(
 _TYPEDEF_PLAIN = re.compile(r"\A(?P<target>.*\S)\s*\b(?P<name>[A-Za-z_]\w*)\s*\Z", re.S)
 _QUALIFIED = re.compile(r"\A(?:::)?(?:[A-Za-z_]\w*\s*::\s*)*([A-Za-z_]\w*)\Z")
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
-_LAST_WORD = re.compile(r"\A(.*?)\b([A-Za-z_]\w*)\s*\Z", re.S)
-_DEFAULT = re.compile(r"\s*=.*\Z", re.S)
 _STATEMENT_END = re.compile(r"[;(\[{)\]}]")
 _SEMICOLON = re.compile(r"\s*;")
 _REDEFINED = re.compile(r"#define (\w+) redefines")
@@ -77,10 +76,6 @@ _NAMESPACE_HEADER = re.compile(r"(\binline\s+)?\bnamespace\b\s*([\w:]*)\s*\Z")
 _ITERATOR_REF = re.compile(r"\A(?:(?:::)?at::)?TensorIterator(?:Base)?&\Z")
 _INCLUDE = re.compile(r'#\s*include\s*([<"])([^>"]+)[>"]')
 # Words that end a parameter type rather than name the parameter: `const double`, `long long`
-_TYPE_WORDS = frozenset(
-    ("bool", "char", "double", "float", "int", "long", "short", "signed", "unsigned", "void")
-)
-_CV_WORDS = frozenset(("const", "volatile", "struct", "class", "enum", "typename"))
 
 
 @dataclass(frozen=True)
@@ -180,26 +175,6 @@ def _squash(text: str) -> str:
     for pattern, replacement in _SQUASH:
         text = pattern.sub(replacement, text)
     return text
-
-
-def param_type(param: str) -> str:
-    """The type of one declared parameter: its name and default dropped, spacing normalised.
-
-    ``const Scalar& alpha`` -> ``const Scalar&``; ``const double`` and ``int64_t`` stay (a
-    trailing built-in type word, or a lone word after cv-qualifiers, is the type itself).
-    """
-    text = _DEFAULT.sub("", " ".join(param.split()))
-    named = _LAST_WORD.match(text)
-    if named:
-        prefix, word = named.group(1).rstrip(), named.group(2)
-        words = prefix.replace("&", " ").replace("*", " ").split()
-        is_name = bool(prefix) and (
-            prefix.endswith(("&", "*", ">"))
-            or (word not in _TYPE_WORDS and any(w not in _CV_WORDS for w in words))
-        )
-        if is_name and not prefix.endswith("::"):
-            text = prefix
-    return re.sub(r"\s+([&*])", r"\1", text).strip()
 
 
 def _split_params(text: str) -> list[str]:

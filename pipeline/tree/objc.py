@@ -28,6 +28,7 @@ from pipeline.tree.cpp import (
     expand,
     lex,
     match_close,
+    param_type,
     scan,
     split_args,
 )
@@ -124,7 +125,6 @@ _IMPL_FUNC = re.compile(r"\bTORCH_IMPL_FUNC\s*\(\s*([A-Za-z_]\w*)\s*\)\s*\(")
 _NAME_BEFORE_PAREN = re.compile(r"((?:[A-Za-z_]\w*\s*::\s*)*~?[A-Za-z_]\w*)\s*\Z")
 _NOT_FUNCTION = re.compile(r"\b(?:struct|class|union|enum|typedef|using)\b|=")
 _ITERATOR_PARAM = re.compile(r"\bTensorIterator(?:Base)?\s*&")
-_PARAM_NAME = re.compile(r"\A(.*?[\s&*])[A-Za-z_]\w*\s*(?:=.*)?\Z", re.S)
 _EXEC_CALL = re.compile(r"\bexec_(\w+?)_kernel\s*\(")
 _STRING_NAME = re.compile(r'"([A-Za-z_]\w*)"\Z')
 _FUNCTION_REF = re.compile(r"&?\s*((?:[A-Za-z_]\w*\s*::\s*)*([A-Za-z_]\w*))\s*(?:<[^<>]*>)?\Z")
@@ -187,12 +187,6 @@ def _first_call_paren(header: str) -> int | None:
     return None
 
 
-def _param_type(param: str) -> str:
-    named = _PARAM_NAME.match(param.strip())
-    text = named.group(1) if named else param
-    return re.sub(r"\s+([&*])", r"\1", " ".join(text.split()))
-
-
 def _exec_call(source: Source, start: int, end: int) -> tuple[str | None, str | None]:
     """(kind, kernel name) of the first ``exec_KIND_kernel(...)`` call in ``[start, end)``."""
     call = _EXEC_CALL.search(source.masked, start, end)
@@ -209,7 +203,7 @@ def _kernel_function(source: Source, d: _Definition) -> KernelFunction | None:
         return None
     kind, kernel = _exec_call(source, d.item.body[0], d.item.body[1])
     span = source.span(d.item.start, d.item.end)
-    return KernelFunction(d.name, _param_type(d.first_param), kind, kernel, span)
+    return KernelFunction(d.name, param_type(d.first_param), kind, kernel, span)
 
 
 def _implementation(d: _Definition, span: Span, macro: str | None) -> Implementation | None:

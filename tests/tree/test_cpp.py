@@ -37,3 +37,27 @@ def test_expand_supports_stringify_paste_variadics_and_empty_arguments():
     assert cpp.expand("SUFFIX()", macros) == "_functor"
     with pytest.raises(cpp.MacroError):
         cpp.expand("CAT(1)", macros)
+
+
+@pytest.mark.parametrize(
+    ("param", "expected"),
+    [
+        ("TensorIteratorBase&", "TensorIteratorBase&"),
+        ("TensorIterator & iter", "TensorIterator&"),
+        ("const Scalar& alpha", "const Scalar&"),
+        ("Scalar a", "Scalar"),
+        ("const double", "const double"),
+        ("double", "double"),
+        ("long long", "long long"),
+        ("unsigned long n", "unsigned long"),
+        ("const int64_t", "const int64_t"),
+        ("int64_t dim = -1", "int64_t"),
+        ("Generator *gen", "Generator*"),
+        ("std::optional<Generator> gen", "std::optional<Generator>"),
+        ("c10::Scalar", "c10::Scalar"),
+        ("at::TensorIteratorBase &it", "at::TensorIteratorBase&"),
+        ("TensorIteratorBase& iter", "TensorIteratorBase&"),
+    ],
+)
+def test_param_type_drops_names_and_defaults(param: str, expected: str) -> None:
+    assert cpp.param_type(param) == expected

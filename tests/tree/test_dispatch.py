@@ -35,29 +35,6 @@ def _types(header: dispatch.DispatchHeader) -> dict[str, tuple[str, tuple[str, .
     return {d.stub: (d.fn_type, d.params) for d in header.decls if d.namespace == "at::native"}
 
 
-@pytest.mark.parametrize(
-    ("param", "expected"),
-    [
-        ("TensorIteratorBase&", "TensorIteratorBase&"),
-        ("TensorIterator & iter", "TensorIterator&"),
-        ("const Scalar& alpha", "const Scalar&"),
-        ("Scalar a", "Scalar"),
-        ("const double", "const double"),
-        ("double", "double"),
-        ("long long", "long long"),
-        ("unsigned long n", "unsigned long"),
-        ("const int64_t", "const int64_t"),
-        ("int64_t dim = -1", "int64_t"),
-        ("Generator *gen", "Generator*"),
-        ("std::optional<Generator> gen", "std::optional<Generator>"),
-        ("c10::Scalar", "c10::Scalar"),
-        ("at::TensorIteratorBase &it", "at::TensorIteratorBase&"),
-    ],
-)
-def test_param_type_drops_names_and_defaults(param: str, expected: str) -> None:
-    assert dispatch.param_type(param) == expected
-
-
 def test_using_typedef_and_pointer_forms_resolve(binary) -> None:
     assert _types(binary) == {
         "logaddexp_stub": ("structured_binary_fn", ("TensorIteratorBase&",)),
