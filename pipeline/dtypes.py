@@ -23,6 +23,8 @@ METAL_TO_DTYPE: dict[str, str] = {
     "float2": "complex64",
     "half2": "complex32",
 }
+# canonical dtype name -> Metal type name
+DTYPE_TO_METAL: dict[str, str] = {dtype: name for name, dtype in METAL_TO_DTYPE.items()}
 
 # torch attribute names (``torch.half``) -> canonical dtype name
 TORCH_ALIASES: dict[str, str] = {

@@ -12,24 +12,22 @@ import re
 import textwrap
 from collections.abc import Iterable
 
-from pipeline.dtypes import METAL_TO_DTYPE, sort_key
+from pipeline.dtypes import DTYPE_TO_METAL, METAL_TO_DTYPE, sort_key
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import EditVerificationError, ParseError
 from pipeline.tree import cpp, metal
 
-DTYPE_TO_METAL: dict[str, str] = {dtype: name for name, dtype in METAL_TO_DTYPE.items()}
 INTEGRAL: frozenset[str] = frozenset({"int64", "int32", "int16", "int8", "uint8", "bool"})
-_FLOAT_GROUP = frozenset({"float32", "float16", "bfloat16"})
-_INT_GROUP_NO_BOOL = INTEGRAL - {"bool"}
 
 _PARAMS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
 _CORE = {1: "REGISTER_UNARY_OP", 2: "REGISTER_BINARY_OP", 3: "REGISTER_TERNARY_OP"}
-# convenience macro -> (dtypes it registers, whether integral inputs produce float)
-_CONVENIENCE: tuple[tuple[str, frozenset[str], bool], ...] = (
-    ("REGISTER_FLOAT_BINARY_OP", _FLOAT_GROUP, False),
-    ("REGISTER_INT2FLOAT_BINARY_OP", INTEGRAL, True),
-    ("REGISTER_INTEGER_BINARY_OP", INTEGRAL, False),
-    ("REGISTER_INTEGER_BINARY_OP_NO_BOOL", _INT_GROUP_NO_BOOL, False),
+# convenience macro -> (dtypes it registers, whether integral inputs produce float), for the
+# reader's macros that call the binary core macro with each input type mapped to itself or to
+# float (not the opmath or bool-output ones), in the reader's order
+_CONVENIENCE: tuple[tuple[str, frozenset[str], bool], ...] = tuple(
+    (name, frozenset(METAL_TO_DTYPE[i] for i, _ in pairs), any(o != i for i, o in pairs))
+    for name, (core, pairs) in metal.CONVENIENCE_MACROS.items()
+    if core == _CORE[2] and all(o in (i, "float") for i, o in pairs)
 )
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 

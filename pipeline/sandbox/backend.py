@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.dtypes import METAL_TO_DTYPE, TEST_KINDS
+from pipeline.dtypes import DTYPE_TO_METAL, TEST_KINDS
 
 ARTIFACT = "lib/torch_cpu.mpsim.json"
 BUILD_DIR_ENV = "MPS_SIM_BUILD_DIR"
@@ -33,7 +33,6 @@ DEFAULT_MACOS = "15.5"
 GAPS_FILE = Path(__file__).with_name("mpsgraph_gaps.yaml")
 NOT_BUILT = "torch_cpu not built: run ninja -C build torch_cpu"
 
-_DTYPE_TO_METAL = {dtype: name for name, dtype in METAL_TO_DTYPE.items()}
 # c10's ScalarType names, as MPS error messages spell them
 _SCALAR_TYPE = {
     "float32": "Float",
@@ -160,7 +159,7 @@ def _check_overload(op: str, dtype: str, record: dict, stubs: list[str] | None) 
             _check_mpsgraph(op, dtype)
             continue
         if dtype not in {pair[0] for pair in reg.get("pairs", ())}:
-            metal = _DTYPE_TO_METAL.get(dtype, dtype)
+            metal = DTYPE_TO_METAL.get(dtype, dtype)
             raise RuntimeError(
                 f"Failed to create function state object for: "
                 f"{reg.get('kernel_name')}_dense_{metal}_{metal}"

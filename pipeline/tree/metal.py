@@ -110,30 +110,32 @@ def _define(name: str, core: str, pairs: Iterable[tuple[str, str]]) -> str:
     return f"#define {name}(NAME) {calls}"
 
 
+# convenience macro -> (core macro it calls, the (input, output) Metal type pairs it registers);
+# the Metal editor picks its macros from this table too.
+CONVENIENCE_MACROS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    "REGISTER_FLOAT_BINARY_OP": ("REGISTER_BINARY_OP", tuple((t, t) for t in _FLOATS)),
+    "REGISTER_OPMATH_FLOAT_BINARY_OP": (
+        "REGISTER_OPMATH_BINARY_OP",
+        tuple((t, t) for t in _FLOATS),
+    ),
+    "REGISTER_INT2FLOAT_BINARY_OP": (
+        "REGISTER_BINARY_OP",
+        tuple((t, "float") for t in (*_INTEGERS, "bool")),
+    ),
+    "REGISTER_INTEGER_BINARY_OP": (
+        "REGISTER_BINARY_OP",
+        tuple((t, t) for t in (*_INTEGERS, "bool")),
+    ),
+    "REGISTER_INTEGER_BINARY_OP_NO_BOOL": ("REGISTER_BINARY_OP", tuple((t, t) for t in _INTEGERS)),
+    "REGISTER_COMPARISON_OP": (
+        "REGISTER_BINARY_OP",
+        tuple((t, "bool") for t in (*_FLOATS, *_INTEGERS, "bool")),
+    ),
+    "REGISTER_COMPLEX_EQ_OP": ("REGISTER_BINARY_OP", (("float2", "bool"), ("half2", "bool"))),
+}
+
 FALLBACK_DEFINES: tuple[str, ...] = (
-    _define("REGISTER_FLOAT_BINARY_OP", "REGISTER_BINARY_OP", ((t, t) for t in _FLOATS)),
-    _define(
-        "REGISTER_OPMATH_FLOAT_BINARY_OP", "REGISTER_OPMATH_BINARY_OP", ((t, t) for t in _FLOATS)
-    ),
-    _define(
-        "REGISTER_INT2FLOAT_BINARY_OP",
-        "REGISTER_BINARY_OP",
-        ((t, "float") for t in (*_INTEGERS, "bool")),
-    ),
-    _define(
-        "REGISTER_INTEGER_BINARY_OP", "REGISTER_BINARY_OP", ((t, t) for t in (*_INTEGERS, "bool"))
-    ),
-    _define(
-        "REGISTER_INTEGER_BINARY_OP_NO_BOOL", "REGISTER_BINARY_OP", ((t, t) for t in _INTEGERS)
-    ),
-    _define(
-        "REGISTER_COMPARISON_OP",
-        "REGISTER_BINARY_OP",
-        ((t, "bool") for t in (*_FLOATS, *_INTEGERS, "bool")),
-    ),
-    _define(
-        "REGISTER_COMPLEX_EQ_OP", "REGISTER_BINARY_OP", (("float2", "bool"), ("half2", "bool"))
-    ),
+    *(_define(name, core, pairs) for name, (core, pairs) in CONVENIENCE_MACROS.items()),
     # functor generators from c10/metal headers: only the generated name matters here
     "#define DEFINE_UNARY_FLOATING_FUNCTOR(NAME) struct NAME##_functor {}",
     "#define DEFINE_BINARY_COMPARISON_FUNCTOR(NAME, OP) struct NAME##_functor {}",
