@@ -86,10 +86,11 @@ class BuildResult:
         return self
 
 
-def parse_progress(line: str) -> tuple[int, int] | None:
-    """``(done, total)`` from a ninja status line ``[n/N] description``, else None."""
+def parse_progress(line: str) -> tuple[int, int, str] | None:
+    """``(done, total, description)`` from a ninja status line ``[n/N] description``, else
+    None."""
     match = _PROGRESS.match(strip_ansi(line))
-    return (int(match[1]), int(match[2])) if match else None
+    return (int(match[1]), int(match[2]), match[3]) if match else None
 
 
 def first_compiler_error(lines: Iterable[str]) -> CompilerError | None:
@@ -220,10 +221,10 @@ class _Watch:
         self.bar = ProgressDisplay()
 
     def on_line(self, line: str) -> None:
-        step = _PROGRESS.match(strip_ansi(line))
+        step = parse_progress(line)
         if step:
-            self.done, self.total = int(step[1]), int(step[2])
-            self.bar.update(self.done, self.total, step[3])
+            self.done, self.total, description = step
+            self.bar.update(self.done, self.total, description)
         elif line.strip() == NO_WORK:
             self.no_work = True
 

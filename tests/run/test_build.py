@@ -69,16 +69,23 @@ def request(tmp_path: Path, *target: str, timeout: float | None = None) -> Build
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("[1/3] STEP shaders.metallib", (1, 3)),
-        ("[2417/6012] Building CXX object caffe2/CMakeFiles/torch_cpu.dir/Foo.mm.o", (2417, 6012)),
-        ("\x1b[32m[5/9]\x1b[0m Linking CXX shared library lib/libtorch_cpu.dylib", (5, 9)),
+        ("[1/3] STEP shaders.metallib", (1, 3, "STEP shaders.metallib")),
+        (
+            "[2417/6012] Building CXX object caffe2/CMakeFiles/torch_cpu.dir/Foo.mm.o",
+            (2417, 6012, "Building CXX object caffe2/CMakeFiles/torch_cpu.dir/Foo.mm.o"),
+        ),
+        (
+            "\x1b[32m[5/9]\x1b[0m Linking CXX shared library lib/libtorch_cpu.dylib",
+            (5, 9, "Linking CXX shared library lib/libtorch_cpu.dylib"),
+        ),
+        ("[7/7]", (7, 7, "")),
         ("ninja: no work to do.", None),
         ("FAILED: [code=1] broken.o", None),
         ("  [1/2] indented is not a status line", None),
         ("", None),
     ],
 )
-def test_parse_progress(line: str, expected: tuple[int, int] | None) -> None:
+def test_parse_progress(line: str, expected: tuple[int, int, str] | None) -> None:
     assert parse_progress(line) == expected
 
 
