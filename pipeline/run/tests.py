@@ -331,18 +331,6 @@ def new_run_dir(results_dir: Path, label: str) -> Path:
     return results_dir / name
 
 
-def latest_run_dir(results_dir: Path) -> Path | None:
-    """The directory the last ``new_run_dir`` created, or None."""
-    link = results_dir / "latest"
-    if link.is_symlink() and link.resolve().is_dir():
-        return results_dir / os.readlink(link)
-    marker = results_dir / "LATEST"
-    if marker.is_file():
-        run_dir = results_dir / marker.read_text().strip()
-        return run_dir if run_dir.is_dir() else None
-    return None
-
-
 def _point_latest(results_dir: Path, name: str) -> None:
     tmp = results_dir / f".latest-{os.getpid()}"
     try:
