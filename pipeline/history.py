@@ -98,9 +98,6 @@ class Nightly:
     def commit(self) -> str:
         return next((run.commit for run in self.runs if run.commit), "")
 
-    def run(self, runner: str) -> Run | None:
-        return next((run for run in self.runs if run.runner == runner), None)
-
 
 @dataclass(frozen=True)
 class Transition:
@@ -213,23 +210,6 @@ def _insert_run(
     return run_id
 
 
-def record_run(
-    db: sqlite3.Connection,
-    runner: str,
-    commit: str,
-    cases: Iterable[CaseResult],
-    *,
-    started: str | None = None,
-    source: str = "",
-) -> int:
-    """Store one runner's results (one transaction); returns the new run's id.
-
-    ``started`` (see :func:`timestamp`) groups runs into a nightly; default: now.
-    """
-    with db:
-        return _insert_run(db, runner, commit, cases, started or timestamp(), source)
-
-
 def record_nightly(
     db: sqlite3.Connection,
     runs: Mapping[str, Sequence[CaseResult]],
@@ -314,32 +294,6 @@ def run_cases(
             query + " ORDER BY t.id", params
         )
     )
-
-
-def recent_outcomes(
-    db: sqlite3.Connection,
-    *,
-    kind: str,
-    stem: str,
-    dtype: str,
-    runner: str | None = None,
-    last_n: int = 10,
-) -> tuple[tuple[str, str, Outcome, bool], ...]:
-    """(started, runner, outcome, flaky) of one consistency test over the last ``last_n``
-    nightlies, newest first (one row per runner that ran it)."""
-    query = (
-        "SELECT r.started, r.runner, x.outcome, x.flaky "
-        "FROM results AS x JOIN runs AS r ON r.id = x.run_id JOIN tests AS t ON t.id = x.test_id "
-        "WHERE t.kind = ? AND t.stem = ? AND t.dtype = ? "
-        "AND r.started IN (SELECT started FROM runs GROUP BY started "
-        "                  ORDER BY started DESC LIMIT ?)"
-    )
-    params: list = [kind, stem, dtype, last_n]
-    if runner is not None:
-        query += " AND r.runner = ?"
-        params.append(runner)
-    rows = db.execute(query + " ORDER BY r.started DESC, r.id", params)
-    return tuple((s, r, Outcome(o), bool(f)) for s, r, o, f in rows)
 
 
 def transitions(db: sqlite3.Connection, before: int, after: int) -> tuple[Transition, ...]:

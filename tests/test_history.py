@@ -66,9 +66,12 @@ def test_newer_schema_and_foreign_files_are_refused(tmp_path):
         history.connect(junk)
 
 
-def test_record_run_round_trips_and_reads_flat(db):
+def test_record_nightly_round_trips_and_reads_flat(db):
     cases = [case("atan2", "int64", XP), case("atan2", "float32", P, flaky=True)]
-    run_id = history.record_run(db, "macos-m1-14", "abc123", cases, started=night(1), source="s")
+    recorded = history.record_nightly(
+        db, {"macos-m1-14": cases}, commit="abc123", started=night(1), source="s"
+    )
+    run_id = recorded.runs[0].id
     back = history.run_cases(db, run_id)
     assert [(c.name, c.outcome, c.flaky, c.attempts) for c in back] == [
         ("test_output_match_atan2_mps_int64", XP, False, 1),
@@ -87,11 +90,10 @@ def test_record_run_round_trips_and_reads_flat(db):
 
 def test_run_cases_filters_by_stem_and_tests_are_stored_once(db):
     for day in (1, 2):
-        history.record_run(
+        history.record_nightly(
             db,
-            "r",
-            "",
-            [case("atan2", "int64", XP), case("fmod", "float16", X)],
+            {"r": [case("atan2", "int64", XP), case("fmod", "float16", X)]},
+            commit="",
             started=night(day),
         )
     assert db.execute("SELECT COUNT(*) FROM tests").fetchone() == (2,)
@@ -123,29 +125,14 @@ def test_recording_the_same_source_again_replaces_the_nightly(db):
     assert db.execute("SELECT COUNT(*) FROM results").fetchone() == (2,)  # cascade deleted
 
 
-def test_recent_outcomes_newest_first(db):
-    for day, outcome in ((1, X), (2, XP), (3, XP)):
-        history.record_nightly(
-            db, {"a": [case("atan2", "int64", outcome)], "b": [case("atan2", "int64", XP)]},
-            commit="", started=night(day),
-        )  # fmt: skip
-    got = history.recent_outcomes(db, kind="output_match", stem="atan2", dtype="int64", last_n=2)
-    assert got == (
-        (night(3), "a", XP, False), (night(3), "b", XP, False),
-        (night(2), "a", XP, False), (night(2), "b", XP, False),
-    )  # fmt: skip
-    only_a = history.recent_outcomes(
-        db, kind="output_match", stem="atan2", dtype="int64", runner="a", last_n=5
-    )
-    assert [o for _, _, o, _ in only_a] == [XP, XP, X]
-
-
 def test_transitions_between_two_runs(db):
-    first = history.record_run(db, "a", "", [case("add", "float32", P), case("sub", "int64", P)],
-                               started=night(1))  # fmt: skip
-    second = history.record_run(db, "a", "", [case("add", "float32", F), case("sub", "int64", P)],
-                                started=night(2))  # fmt: skip
-    (t,) = history.transitions(db, first, second)
+    (first,) = history.record_nightly(
+        db, {"a": [case("add", "float32", P), case("sub", "int64", P)]}, commit="", started=night(1)
+    ).runs
+    (second,) = history.record_nightly(
+        db, {"a": [case("add", "float32", F), case("sub", "int64", P)]}, commit="", started=night(2)
+    ).runs
+    (t,) = history.transitions(db, first.id, second.id)
     assert (t.stem, t.dtype, t.before, t.after) == ("add", "float32", P, F)
 
 
