@@ -42,7 +42,6 @@ class Comment:
     id: int
     body: str
     user: str
-    html_url: str
 
 
 class _BearerAuth(requests.auth.AuthBase):
@@ -456,7 +455,6 @@ def _comment(item: Mapping[str, Any]) -> Comment:
         id=int(item["id"]),
         body=str(item.get("body") or ""),
         user=str((item.get("user") or {}).get("login", "")),
-        html_url=str(item.get("html_url", "")),
     )
 
 
