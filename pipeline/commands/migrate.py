@@ -66,9 +66,6 @@ def exec_kind(record: OperatorRecord) -> str:
     return "binary" if max(counts, default=1) >= 2 else "unary"
 
 
-# ---------------------------------------------------------------------------- audit
-
-
 # ----------------------------------------------------------------------------- edit
 
 
@@ -366,13 +363,6 @@ def stage_table(settings: Settings, op: str, console: Console) -> tables.DtypeTa
 # ------------------------------------------------------------------------ drop xfails
 
 
-def plan_xfail_drops(
-    settings: Settings, record: OperatorRecord, table: tables.DtypeTable
-) -> tuple[tuple[XfailDecision, ...], FileEdit | None]:
-    """Decide which of the operator's xfail entries go, and the common_mps.py edit for it."""
-    return plan_xfail_changes(settings, record.xfails, record.opinfos, table)
-
-
 def plan_xfail_changes(
     settings: Settings,
     entries: Iterable[XfailEntry],
@@ -397,7 +387,7 @@ def plan_xfail_changes(
 def stage_drop(settings: Settings, op: str, console: Console, *, force: bool = False) -> None:
     """Remove xfails that xpassed, then re-run the tests; revert if they do not all pass."""
     record, table, _ = load_table(settings, op)
-    decisions, edit = plan_xfail_drops(settings, record, table)
+    decisions, edit = plan_xfail_changes(settings, record.xfails, record.opinfos, table)
     for d in decisions:
         console.print(
             f"xfail {d.list}[{d.key!r}]: {d.action} — {d.reason}", markup=False, highlight=False
