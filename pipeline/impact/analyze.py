@@ -577,7 +577,7 @@ def _host_line(ctx: _Context, side: _Side, model: ObjcFile, line: int, done: set
 def _xfail_signature(model: CommonMps) -> dict[tuple[str, str, str], tuple[Any, ...]]:
     table: dict[tuple[str, str, str], list[Any]] = {}
     for entry in model.entries:
-        value = (entry.dtypes, getattr(entry, "raw", None))
+        value = (entry.dtypes, entry.raw)
         table.setdefault((entry.list, entry.function, entry.key), []).append(value)
     for member in model.sets:
         table.setdefault((member.list, member.function, member.key), []).append("member")
