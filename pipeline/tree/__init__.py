@@ -14,18 +14,29 @@ One module per file format, all with the same module-level interface:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
-def iter_files(root: Path, patterns: Iterable[str]) -> Iterator[tuple[str, Path] | str]:
-    """(relative posix path, file) for every match, or a warning string for empty patterns."""
+def parse_each(
+    root: Path, patterns: Iterable[str], parse: Callable[[str, str], T]
+) -> tuple[list[T], list[str]]:
+    """``parse(text, relative posix path)`` of every matching file, in pattern then path
+    order, and a warning for each pattern that matches nothing (a partial tree)."""
+    results: list[T] = []
+    warnings: list[str] = []
     for pattern in patterns:
         matches = sorted(p for p in root.glob(pattern) if p.is_file())
         if not matches:
-            yield f"no file matches {pattern} under {root}"
-        for p in matches:
-            yield p.relative_to(root).as_posix(), p
+            warnings.append(f"no file matches {pattern} under {root}")
+        for path in matches:
+            results.append(
+                parse(path.read_text(encoding="utf-8"), path.relative_to(root).as_posix())
+            )
+    return results, warnings
 
 
 def files(root: Path, patterns: Iterable[str]) -> list[Path]:

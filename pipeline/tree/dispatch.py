@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import ParseError
-from pipeline.tree import iter_files, paths
+from pipeline.tree import parse_each, paths
 from pipeline.tree.cpp import (
     Macro,
     MacroError,
@@ -518,14 +518,7 @@ def _tree_lookup(
 
 def read(root: Path) -> DispatchDecls:
     """Every native header under ``root``, aliases resolved across the headers."""
-    scanned: list[_Scanned] = []
-    warnings: list[str] = []
-    for entry in iter_files(root, PATTERNS):
-        if isinstance(entry, str):
-            warnings.append(entry)
-            continue
-        rel, p = entry
-        scanned.append(_scan(p.read_text(encoding="utf-8"), rel))
+    scanned, warnings = parse_each(root, PATTERNS, _scan)
     by_path = {s.path: s for s in scanned}
     everywhere: dict[str, list[TypeAlias]] = {}
     for s in scanned:

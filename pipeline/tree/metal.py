@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.dtypes import METAL_TO_DTYPE
-from pipeline.tree import iter_files, paths
+from pipeline.tree import parse_each, paths
 from pipeline.tree.cpp import (
     Macro,
     MacroError,
@@ -300,14 +300,6 @@ def _duplicate_warnings(registrations: list[Registration]) -> list[str]:
 
 def read(root: Path) -> MetalKernels:
     """Parse every .metal kernel file under ``root``."""
-    files: list[MetalFile] = []
-    warnings: list[str] = []
-    for entry in iter_files(root, PATTERNS):
-        if isinstance(entry, str):
-            warnings.append(entry)
-            continue
-        rel, p = entry
-        parsed = parse(p.read_text(encoding="utf-8"), rel)
-        files.append(parsed)
-        warnings += parsed.warnings
+    files, warnings = parse_each(root, PATTERNS, parse)
+    warnings += [w for f in files for w in f.warnings]
     return MetalKernels(tuple(files), tuple(warnings))

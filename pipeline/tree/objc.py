@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import ParseError
-from pipeline.tree import iter_files, paths
+from pipeline.tree import parse_each, paths
 from pipeline.tree.cpp import (
     Macro,
     MacroError,
@@ -386,14 +386,6 @@ def _duplicate_stubs(stubs: list[StubRegistration]) -> list[str]:
 
 def read(root: Path) -> HostFiles:
     """Parse every host .mm file under ``root``."""
-    files: list[ObjcFile] = []
-    warnings: list[str] = []
-    for entry in iter_files(root, PATTERNS):
-        if isinstance(entry, str):
-            warnings.append(entry)
-            continue
-        rel, p = entry
-        parsed = parse(p.read_text(encoding="utf-8"), rel)
-        files.append(parsed)
-        warnings += parsed.warnings
+    files, warnings = parse_each(root, PATTERNS, parse)
+    warnings += [w for f in files for w in f.warnings]
     return HostFiles(tuple(files), tuple(warnings))
