@@ -199,15 +199,20 @@ def match_close(masked: str, open_pos: int, path: str, source: Source | None = N
 _BRACKETS = {"(": re.compile(r"[()]"), "{": re.compile(r"[{}]"), "[": re.compile(r"[\[\]]")}
 
 
-def split_args(text: str) -> list[str]:
-    """Split a (masked or code) argument list on top-level commas; strip each."""
+def split_args(text: str, *, templates: bool = False) -> list[str]:
+    """Split a (masked or code) argument list on top-level commas; strip each.
+
+    ``templates``: also keep template arguments together (``std::array<bool, 3>``), right
+    in a parameter list, wrong in a macro call where ``<`` may be an operator.
+    """
+    opening, closing = ("([{<", ")]}>") if templates else ("([{", ")]}")
     args: list[str] = []
     depth = 0
     start = 0
     for i, ch in enumerate(text):
-        if ch in "([{":
+        if ch in opening:
             depth += 1
-        elif ch in ")]}":
+        elif ch in closing:
             depth -= 1
         elif ch == "," and depth == 0:
             args.append(text[start:i].strip())

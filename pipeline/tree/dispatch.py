@@ -177,29 +177,11 @@ def _squash(text: str) -> str:
     return text
 
 
-def _split_params(text: str) -> list[str]:
-    """Top-level comma split that, unlike :func:`cpp.split_args`, also keeps template
-    arguments together (``std::array<bool, 3>``): in a parameter list ``<`` opens one."""
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    for i, ch in enumerate(text):
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts]
-
-
 def _params(text: str) -> tuple[str, ...]:
     inner = text.strip()
     if inner in ("", "void"):
         return ()
-    return tuple(param_type(p) for p in _split_params(inner))
+    return tuple(param_type(p) for p in split_args(inner, templates=True))
 
 
 def _statement_end(source: Source, start: int) -> int | None:

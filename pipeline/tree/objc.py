@@ -252,21 +252,7 @@ def parse(text: str, path: str) -> ObjcFile:
     source = lex(text, path)
     items, _ = scan(source)
     scope = MacroScope(source, terminals=(*DISPATCH_MACROS, "TORCH_IMPL_FUNC"))
-    functions: list[KernelFunction] = []
-    implementations: list[Implementation] = []
-    for item in items:
-        if item.kind != "block":
-            continue
-        d = _definition(source, item)
-        if d is None:
-            continue
-        kernel = _kernel_function(source, d)
-        if kernel is not None:
-            functions.append(kernel)
-            continue
-        impl = _implementation(d, source.span(item.start, item.end), None)
-        if impl is not None:
-            implementations.append(impl)
+    functions, implementations = _definitions(source, items)
     by_name = {f.name: f for f in functions}
     stubs: list[StubRegistration] = []
     unrecognised: list[Unrecognised] = []
@@ -322,6 +308,33 @@ def parse(text: str, path: str) -> ObjcFile:
     )
 
 
+def _definitions(
+    source: Source, items: list[TopItem], span: Span | None = None, macro: str | None = None
+) -> tuple[list[KernelFunction], list[Implementation]]:
+    """The kernel functions and *_mps implementations among ``items``' blocks.
+
+    ``span``/``macro``: for code a macro call generated, where implementations point at the
+    call (their own text is not in the file).
+    """
+    functions: list[KernelFunction] = []
+    implementations: list[Implementation] = []
+    for item in items:
+        if item.kind != "block":
+            continue
+        d = _definition(source, item)
+        if d is None:
+            continue
+        kernel = _kernel_function(source, d)
+        if kernel is not None:
+            functions.append(kernel)
+            continue
+        where = span if span is not None else source.span(item.start, item.end)
+        impl = _implementation(d, where, macro)
+        if impl is not None:
+            implementations.append(impl)
+    return functions, implementations
+
+
 def _expand_call(
     source: Source,
     item: TopItem,
@@ -336,21 +349,8 @@ def _expand_call(
         inner_items, _ = scan(inner)
     except (MacroError, ParseError) as exc:
         return [], [], f"cannot expand {item.name}: {exc}"
-    generated: dict[str, KernelFunction] = {}
-    impls: list[Implementation] = []
-    for sub in inner_items:
-        if sub.kind != "block":
-            continue
-        d = _definition(inner, sub)
-        if d is None:
-            continue
-        kernel = _kernel_function(inner, d)
-        if kernel is not None:
-            generated[kernel.name] = kernel
-            continue
-        impl = _implementation(d, span, item.name)
-        if impl is not None:
-            impls.append(impl)
+    kernels, impls = _definitions(inner, inner_items, span, item.name)
+    generated = {k.name: k for k in kernels}
     stubs: list[StubRegistration] = []
     problems: list[str] = []
     for sub in inner_items:
