@@ -8,7 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from pipeline.config import load_settings
-from pipeline.errors import PipelineError
+from pipeline.errors import EXIT_INTERRUPTED, PipelineError
+from pipeline.workspace import prepare
 
 # command -> (module in pipeline.commands implementing add_arguments() and run(), help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -52,10 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "opinfo_table": args.opinfo_table,
             }
         )
-        return args.module.run(args, settings)
+        return args.module.run(args, prepare(settings))
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
+    except KeyboardInterrupt:
+        # Source edits are transactions (rolled back, or forward by the next run).
+        print("\ninterrupted: nothing half-written was left behind", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

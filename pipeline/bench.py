@@ -51,6 +51,7 @@ from pipeline.config import Settings, load_settings
 from pipeline.errors import PipelineError
 from pipeline.impact.changes import ChangedFile
 from pipeline.tree import common_mps, metal, native_yaml, objc, opinfo, paths
+from pipeline.workspace import prepare
 
 REPO = Path(__file__).resolve().parent.parent
 DODO = REPO / "dodo.py"
@@ -269,19 +270,19 @@ def bench_index(ctx: Context) -> Result:
     table = root / sandbox.OPINFO_TABLE
     settings = settings_for(root, ctx.work / "state-index", opinfo_table=table)
     n = ctx.repeats(5)
-    cold = timed(lambda: build_index(settings), n)
+    cold = timed(lambda: build_index(settings.tree), n)
     readers = {
         "native_yaml.read": lambda: native_yaml.read(root),
         "metal.read": lambda: metal.read(root),
         "objc.read": lambda: objc.read(root),
         "common_mps.read": lambda: common_mps.read(root),
-        "opinfo.load_opinfos (table)": lambda: opinfo.load_opinfos(settings),
+        "opinfo.load_opinfos (table)": lambda: opinfo.load_opinfos(settings.tree),
     }
     per_reader = {name: timed(fn, n) for name, fn in readers.items()}
-    load_index(settings)  # fills the cache
-    warm = timed(lambda: load_index(settings), n)
+    load_index(settings.tree)  # fills the cache
+    warm = timed(lambda: load_index(settings.tree), n)
     lines = len((root / NATIVE_YAML).read_text().splitlines())
-    index = build_index(settings)
+    index = build_index(settings.tree)
     figures = [
         Figure(f"cold build_index, median of {n}", _median(cold), "s", "< 1.5 s", True),
         *(Figure(f"  {name}", _median(s), "s") for name, s in per_reader.items()),
@@ -455,7 +456,7 @@ def bench_audit(ctx: Context) -> Result:
         n,
     )
     audit, cli_runs, floor, python = (samples[k] for k in ("audit", "cli", "floor", "python"))
-    settings = load_settings({"root": "sandbox", "state_dir": str(state)}, env={}, cwd=cwd)
+    settings = prepare(load_settings({"root": "sandbox", "state_dir": str(state)}, env={}, cwd=cwd))
     work = audit_in_process(settings, n)
     doit_args = argv[len(doit_command()) :]
     phases = profile_phases(ctx, ["doit", *doit_args], cwd, DOIT_PHASES)
@@ -621,7 +622,7 @@ def sandbox_cases(root: Path, settings: Settings) -> list[tuple[str, str, tuple[
     """
     from pipeline.tree.index import build_index
 
-    index = build_index(settings)
+    index = build_index(settings.tree)
     yaml_text = (root / NATIVE_YAML).read_text()
     cases = []
     for op in index.operators():
@@ -693,7 +694,7 @@ def real_opinfos(ctx: Context, root: Path) -> tuple[tuple[opinfo.OpInfoRecord, .
     settings = settings_for(root, ctx.cache, opinfo_table=None)
     before = set(settings.cache_dir.glob("opinfo-*.json"))
     start = time.perf_counter()
-    records = opinfo.load_opinfos(settings)
+    records = opinfo.load_opinfos(settings.tree)
     seconds = time.perf_counter() - start
     cold = bool(set(settings.cache_dir.glob("opinfo-*.json")) - before)
     return records, cold, seconds

@@ -13,6 +13,8 @@ import yaml
 
 from pipeline.dtypes import TEST_KINDS
 from pipeline.errors import ConfigError
+from pipeline.tree import paths
+from pipeline.tree.source import TreeSource
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "pipeline.yaml"
 SANDBOX = "sandbox"
@@ -27,6 +29,7 @@ SCHEMA: dict[str, Any] = {
     "build_dir": (str, "build"),
     "build_command": (list, ["ninja", "-C", "{build_dir}", "torch_cpu"]),
     "state_dir": (str, ".mps-pipeline"),
+    "lock_wait": ((int, float), 600),
     "test": {
         "file": (str, "test/test_mps.py"),
         "kinds": (list, ["output_match"]),
@@ -65,6 +68,8 @@ class Settings:
     build_dir: Path
     build_command: tuple[str, ...]
     state_dir: Path
+    # seconds a chain waits for another run editing the same tree before giving up
+    lock_wait: float
     test_file: str
     test_kinds: tuple[str, ...]
     test_timeout: float
@@ -76,6 +81,17 @@ class Settings:
     @property
     def cache_dir(self) -> Path:
         return self.state_dir / "cache"
+
+    @property
+    def tree(self) -> TreeSource:
+        """What the tree readers need (and nothing else of the settings)."""
+        return TreeSource(
+            root=self.root,
+            cache_dir=self.cache_dir,
+            python=self.python,
+            opinfo_table=self.opinfo_table,
+            test_kinds=self.test_kinds,
+        )
 
     @property
     def results_dir(self) -> Path:
@@ -124,8 +140,8 @@ def load_settings(
 ) -> Settings:
     """Resolve settings: overrides (doit vars / CLI) > environment > config file > defaults.
 
-    ``root == "sandbox"`` selects the bundled tree's private working copy, created on demand
-    under the state directory.
+    ``root == "sandbox"`` selects the bundled tree's private working copy under the state
+    directory. Loading is pure: :func:`pipeline.workspace.prepare` creates that copy.
     """
     env = os.environ if env is None else env
     cwd = (cwd or Path.cwd()).resolve()
@@ -147,9 +163,7 @@ def load_settings(
     state_dir = (cwd / raw["state_dir"]).resolve()
     is_sandbox = raw["root"] == SANDBOX
     if is_sandbox:
-        from pipeline import sandbox
-
-        root = sandbox.materialize(state_dir / "sandbox")
+        root = state_dir / SANDBOX
     else:
         root = (cwd / os.path.expanduser(raw["root"])).resolve()
         if not root.is_dir():
@@ -159,9 +173,7 @@ def load_settings(
             )
     opinfo_table = raw["opinfo_table"]
     if opinfo_table is None and is_sandbox:
-        from pipeline import sandbox
-
-        opinfo_table = sandbox.OPINFO_TABLE
+        opinfo_table = paths.OPINFO_TABLE
     build_dir = root / raw["build_dir"]
     return Settings(
         root=root,
@@ -172,6 +184,7 @@ def load_settings(
             str(arg).format(build_dir=build_dir, root=root) for arg in raw["build_command"]
         ),
         state_dir=state_dir,
+        lock_wait=float(raw["lock_wait"]),
         test_file=raw["test"]["file"],
         test_kinds=tuple(kinds),
         test_timeout=float(raw["test"]["timeout"]),

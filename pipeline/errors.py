@@ -8,8 +8,27 @@ if TYPE_CHECKING:
     from pipeline.run.build import CompilerError
 
 
+# The exit-code table, the same for `python -m pipeline` and doit (README, "Exit status").
+EXIT_OK = 0
+EXIT_WORK_LEFT = 1  # tests or checklist failed, a build failed, work is left for a human
+EXIT_INPUT = 2  # usage or input error: bad config, unknown operator, unreadable file
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+
+
 class PipelineError(Exception):
-    """Base class: the CLI prints these without a traceback and exits 2."""
+    """Base class: printed without a traceback; ``exit_code`` is what the command exits with.
+
+    The default is an input error (2); errors about the work itself say 1.
+    """
+
+    exit_code = EXIT_INPUT
+
+
+class WorkLeftError(PipelineError):
+    """The chain ran, but is not done: tests fail, checklist items or hand-written pieces
+    are left. The message says what."""
+
+    exit_code = EXIT_WORK_LEFT
 
 
 class ConfigError(PipelineError):
@@ -50,12 +69,35 @@ class DirtyFileError(PipelineError):
         )
 
 
+class ConcurrentChangeError(PipelineError):
+    """A file changed on disk between planning an edit and committing it; nothing was written."""
+
+    exit_code = EXIT_WORK_LEFT
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} was changed by another process since it was read; nothing was written "
+            "— re-run to plan the edit again"
+        )
+
+
+class TreeBusyError(PipelineError):
+    """Another run holds the tree's edit lock (and did not release it within the wait)."""
+
+    exit_code = EXIT_WORK_LEFT
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+        who = f"pid {pid}" if pid is not None else "pid unknown"
+        super().__init__(
+            f"another mps-pipeline run is editing this tree ({who}); "
+            "wait for it to finish or stop it"
+        )
+
+
 class EditVerificationError(PipelineError):
     """An edit, re-parsed, did not change exactly what was intended; nothing was written."""
-
-
-class MissingFunctorError(PipelineError):
-    """The Metal functor the host stub needs does not exist yet: the contributor writes it."""
 
 
 class BuildError(PipelineError):
@@ -64,6 +106,8 @@ class BuildError(PipelineError):
     ``first_error`` is that error as data (None when the build could not start, timed out
     or failed without a compiler error), so callers need not parse the log again.
     """
+
+    exit_code = EXIT_WORK_LEFT
 
     def __init__(self, message: str, first_error: CompilerError | None = None) -> None:
         super().__init__(message)

@@ -1,26 +1,75 @@
 """The state directory's layout: where each stage keeps what it wrote, and the digests that
 decide whether a stage is up to date.
 
-doit loads this on every run, so it imports nothing heavy at module level.
+doit loads this on every run, so it imports nothing heavy at module level. Every file here is
+written atomically (:func:`pipeline.fsio.write_atomic`): a killed run never leaves half of one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.config import Settings
+from pipeline.fsio import write_atomic
 from pipeline.tree import files, paths
 
+# ninja appends one line per command it ran to this file in the build directory.
+NINJA_LOG = ".ninja_log"
 
-def op_dir(settings: Settings, op: str) -> Path:
+
+@dataclass(frozen=True)
+class OpFiles:
+    """What the stages of one operator write, under ``<state_dir>/ops/<op>/``."""
+
+    dir: Path
+
+    @property
+    def audit(self) -> Path:
+        return self.dir / "audit.json"
+
+    @property
+    def audit_digest(self) -> Path:
+        return self.dir / "audit.digest"
+
+    @property
+    def edit(self) -> Path:
+        return self.dir / "edit.json"
+
+    @property
+    def junit(self) -> Path:
+        return self.dir / "junit.xml"
+
+    @property
+    def expectations(self) -> Path:
+        return self.dir / "expectations.json"
+
+    @property
+    def table_json(self) -> Path:
+        return self.dir / "table.json"
+
+    @property
+    def table_md(self) -> Path:
+        return self.dir / "table.md"
+
+    @property
+    def xfails(self) -> Path:
+        return self.dir / "xfails.json"
+
+    @property
+    def summary(self) -> Path:
+        return self.dir / "summary.md"
+
+
+def op_files(settings: Settings, op: str) -> OpFiles:
     """Where the stages of one operator keep their outputs."""
-    return settings.state_dir / "ops" / op
+    return OpFiles(settings.state_dir / "ops" / op)
 
 
 def build_stamp(settings: Settings) -> Path:
-    """Written by a successful build; what the test stage depends on."""
+    """The identity of the last build; what the test stage depends on."""
     return settings.state_dir / "build.json"
 
 
@@ -29,13 +78,44 @@ def build_log(settings: Settings) -> Path:
     return settings.state_dir / "logs" / "build.log"
 
 
-def write_json(path: Path, data: object) -> None:
+def write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_atomic(path, data)
+
+
+def write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text)
+
+
+def write_json(path: Path, data: object) -> None:
+    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+
+
+def build_identity(settings: Settings, *, did_work: bool) -> str:
+    """What was built: a digest of ninja's log (it grows exactly when ninja runs a command,
+    also for a build run by hand), else a counter bumped whenever the build did work."""
+    log = settings.build_dir / NINJA_LOG
+    if log.is_file():
+        return "ninja:" + _sha(log)
+    stamp = build_stamp(settings)
+    previous = json.loads(stamp.read_text()).get("build", "") if stamp.is_file() else ""
+    if not previous.startswith("count:"):
+        return "count:1"
+    count = int(previous.removeprefix("count:"))
+    return f"count:{count + 1}" if did_work else previous
+
+
+def write_build_stamp(settings: Settings, *, did_work: bool) -> None:
+    """Rewrite the stamp only when the identity changed, so an idle build changes nothing."""
+    identity = build_identity(settings, did_work=did_work)
+    stamp = build_stamp(settings)
+    if not stamp.is_file() or json.loads(stamp.read_text()).get("build") != identity:
+        write_json(stamp, {"build": identity})
 
 
 def build_inputs(settings: Settings) -> list[Path]:
@@ -51,24 +131,46 @@ def edit_inputs(settings: Settings) -> list[Path]:
     return inputs
 
 
-def inputs_digest(settings: Settings) -> str:
-    """Content digest of what the audit reads (the edit inputs and common_mps.py): when it
-    matches the recorded one, the recorded audit holds."""
-    h = hashlib.sha256()
-    for path in [*edit_inputs(settings), _common_mps(settings)]:
+def _digest(paths_: list[Path], extra: str = "") -> str:
+    h = hashlib.sha256(extra.encode())
+    for path in paths_:
         h.update(f"{path}\0{_sha(path)}\n".encode())
     return h.hexdigest()
 
 
-def _common_mps(settings: Settings) -> Path:
-    return settings.root / paths.COMMON_MPS
+def inputs_digest(settings: Settings) -> str:
+    """Content digest of what the audit reads (the edit inputs and common_mps.py): when it
+    matches the recorded one, the recorded audit holds."""
+    return _digest([*edit_inputs(settings), settings.root / paths.COMMON_MPS])
+
+
+def edit_digest(settings: Settings, body: str | None) -> str:
+    """What an edit plan is a function of: the files it edits or reads, and ``body=``.
+
+    common_mps.py is left out: the plan only notes that a later stage may write it, and
+    dropping xfails must not make the edit stage run again.
+    """
+    return _digest(edit_inputs(settings), f"{body or ''}\0")
+
+
+def edit_current(settings: Settings, op: str, body: str | None) -> bool:
+    """True when the operator's plan was last found empty for the tree exactly as it is.
+
+    The plan is a pure function of the tree and ``body``, so this memo of "the plan is
+    empty" is the rule itself; any change to the tree (a fold by hand, a half-done
+    migration) re-plans.
+    """
+    path = op_files(settings, op).edit
+    if not path.is_file():
+        return False
+    return json.loads(path.read_text()).get("inputs") == edit_digest(settings, body)
 
 
 def xfail_digest(settings: Settings, op: str) -> str:
     """Digest of the operator's xfail/skip entries: what decides its expected outcomes."""
     from pipeline.tree.index import load_index  # the slow path only
 
-    record = load_index(settings).record(op, find_references=False)
+    record = load_index(settings.tree).record(op, find_references=False)
     text = json.dumps([(e.list, e.function, e.key, e.dtypes) for e in record.xfails])
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -76,8 +178,11 @@ def xfail_digest(settings: Settings, op: str) -> str:
 def record_expectations(settings: Settings, op: str) -> None:
     """Note which expectations the operator's last test results were produced under."""
     write_json(
-        op_dir(settings, op) / "expectations.json",
-        {"common_mps": _sha(_common_mps(settings)), "entries": xfail_digest(settings, op)},
+        op_files(settings, op).expectations,
+        {
+            "common_mps": _sha(settings.root / paths.COMMON_MPS),
+            "entries": xfail_digest(settings, op),
+        },
     )
 
 
@@ -87,10 +192,20 @@ def expectations_current(settings: Settings, op: str) -> bool:
     Tracked by the operator's own entries, not the file's hash, so dropping another
     operator's xfails does not re-run these tests; the file hash is only the fast path.
     """
-    path = op_dir(settings, op) / "expectations.json"
+    path = op_files(settings, op).expectations
     if not path.is_file():
         return False
     recorded = json.loads(path.read_text())
-    if recorded["common_mps"] == _sha(_common_mps(settings)):
+    if recorded["common_mps"] == _sha(settings.root / paths.COMMON_MPS):
         return True
     return recorded["entries"] == xfail_digest(settings, op)
+
+
+def test_settings(settings: Settings) -> dict[str, object]:
+    """The settings that change which tests run or how: inputs of every test stage."""
+    return {
+        "kinds": list(settings.test_kinds),
+        "pytest_args": list(settings.pytest_args),
+        "file": settings.test_file,
+        "python": settings.python,
+    }

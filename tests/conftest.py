@@ -61,5 +61,6 @@ def sandbox_tree(tmp_path: Path) -> Path:
 def sandbox_settings(tmp_path: Path):
     """Settings on a private, freshly materialized sandbox (its own state dir)."""
     from pipeline.config import load_settings
+    from pipeline.workspace import prepare
 
-    return load_settings({"state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path)
+    return prepare(load_settings({"state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path))

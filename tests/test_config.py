@@ -9,6 +9,7 @@ import pytest
 from pipeline import sandbox
 from pipeline.config import load_raw, load_settings
 from pipeline.errors import ConfigError
+from pipeline.workspace import prepare
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -20,7 +21,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_bundled_config_is_valid_and_defaults_to_the_sandbox(tmp_path: Path) -> None:
     raw = load_raw()
     assert raw["root"] == "sandbox"
-    settings = load_settings({"state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path)
+    settings = prepare(load_settings({"state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path))
     assert settings.is_sandbox
     assert settings.root == tmp_path / "state" / "sandbox"
     assert (settings.root / "aten/src/ATen/native/native_functions.yaml").is_file()

@@ -52,7 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def diff_impact(settings: Settings, base: str, head: str | None = None) -> Impact:
     """The impact of ``git diff base..head`` (the work tree when ``head`` is None)."""
     return affected(
-        settings.root, base, head, opinfos=opinfo.load_opinfos(settings), kinds=settings.test_kinds
+        settings.root,
+        base,
+        head,
+        opinfos=opinfo.load_opinfos(settings.tree),
+        kinds=settings.test_kinds,
     )
 
 
@@ -67,7 +71,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
         impact = analyze(
             changes,
-            opinfos=opinfo.load_opinfos(settings),
+            opinfos=opinfo.load_opinfos(settings.tree),
             view=load_view(root),
             kinds=settings.test_kinds,
         )

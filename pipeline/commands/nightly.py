@@ -40,10 +40,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipeline import history
-from pipeline.commands.backlog import BacklogItem, backlog
 from pipeline.config import Settings
 from pipeline.edit.xfails import apply_xfail_changes
 from pipeline.errors import PipelineError
+from pipeline.guide.backlog import BacklogItem, backlog
 from pipeline.report import dashboard, render
 from pipeline.report.console import terminal
 from pipeline.results import decide, junit
@@ -298,12 +298,12 @@ def _backlog_dict(items: Sequence[BacklogItem] | None, error: str) -> dict[str, 
         return {"error": error, "counts": {}, "total": 0, "items": []}
     counts: dict[str, int] = {}
     for item in items:
-        counts[item.workflow] = counts.get(item.workflow, 0) + 1
+        counts[item.workflow.value] = counts.get(item.workflow.value, 0) + 1
     return {
         "error": None,
         "counts": counts,
         "total": len(items),
-        "items": [{**item.__dict__, "mps_kernels": list(item.mps_kernels)} for item in items],
+        "items": [item.to_dict() for item in items],
     }
 
 
@@ -483,7 +483,7 @@ def run_nightly(
     backlog_items: tuple[BacklogItem, ...] | None = None
     backlog_error = ""
     try:
-        index = load_index(settings)
+        index = load_index(settings.tree)
         backlog_items = backlog(index)
     except PipelineError as exc:
         backlog_error = str(exc)

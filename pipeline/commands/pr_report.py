@@ -32,9 +32,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipeline.commands import affected as affected_cmd
-from pipeline.commands import migrate
 from pipeline.config import Settings
 from pipeline.errors import BuildError, PipelineError
+from pipeline.guide import stages
+from pipeline.guide.xfails import plan_xfail_changes
 from pipeline.impact import Impact, affected
 from pipeline.report import render
 from pipeline.report.console import terminal
@@ -360,7 +361,7 @@ def collect(
     base_sha = resolve(root, base) if base else default_base(root, head)
     head_sha = resolve(root, head) if head else None
     kinds = settings.test_kinds
-    opinfos = opinfo.load_opinfos(settings)
+    opinfos = opinfo.load_opinfos(settings.tree)
     impact = affected(root, base_sha, head_sha, opinfos=opinfos, kinds=kinds)
     console.print(affected_cmd.render_text(impact), markup=False, highlight=False)
     chosen = _selected(impact, opinfos, kinds)
@@ -381,18 +382,18 @@ def collect(
     )
     if impact.build_needed:
         try:
-            migrate.stage_build(settings, console)
+            stages.run_build(settings, console)
         except BuildError as exc:
             console.print(f"[red]build failed:[/red] {escape(str(exc))}", highlight=False)
             return replace(result, build_ok=False, build_error=_build_error(settings, exc))
     if not chosen:
         return result
     selectors = (
-        tuple(f"test_{k}" for k in kinds) if impact.full_sweep else migrate.selectors(chosen, kinds)
+        tuple(f"test_{k}" for k in kinds) if impact.full_sweep else stages.selectors(chosen, kinds)
     )
     result = replace(result, selectors=selectors)
     try:
-        junit_path, summary = migrate.run_consistency_tests(settings, selectors, f"pr-{pr}")
+        junit_path, summary = stages.run_consistency_tests(settings, selectors, f"pr-{pr}")
     except PipelineError as exc:
         console.print(f"[red]tests:[/red] {escape(str(exc))}", highlight=False)
         return replace(result, test_error=str(exc))
@@ -400,9 +401,9 @@ def collect(
     report = junit.parse_report(junit_path)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
-    table = tables.build_table(report.cases, names=migrate.display_names(chosen))
+    table = tables.build_table(report.cases, names=stages.display_names(chosen))
     entries = common_mps.read(root).entries
-    decisions, edit = migrate.plan_xfail_changes(settings, entries, chosen, table)
+    decisions, edit = plan_xfail_changes(settings, entries, chosen, table)
     return replace(
         result,
         run=junit_path.parent.relative_to(settings.results_dir).as_posix(),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import EditVerificationError, ParseError, UnknownOperatorError
 from pipeline.tree import native_yaml
-from pipeline.tree.native_yaml import DispatchRow, NativeFunction
+from pipeline.tree.native_yaml import PENDING_KINDS, DispatchRow, MpsKind, NativeFunction
 
 # A block-style dispatch row: indent, comma-separated keys, then ": kernel" and anything after.
 _ROW = re.compile(
@@ -24,7 +24,6 @@ _ROW = re.compile(
 )
 _MPS_ROW = re.compile(r"^[ \t]*MPS[ \t]*:[ \t]*(?P<kernel>\S+)[ \t]*(?:#.*)?$")
 
-_FOLDABLE = ("mps_specific", "none")
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ def fold_mps_dispatch(text: str, path: str, operator: str) -> YamlFoldResult:
     plans: list[_Plan] = []
     manual: list[tuple[str, str]] = []
     for entry in ops[operator]:
-        if entry.mps_kind not in _FOLDABLE:
+        if entry.mps_kind not in PENDING_KINDS:
             continue
         plan = _plan(entry)
         if isinstance(plan, str):
@@ -107,7 +106,7 @@ def _plan(entry: NativeFunction) -> _Plan | str:
     if not match or _keys(match["keys"]) != shared.keys:
         return f"CPU row is not a plain `KEYS: kernel` line: {shared.text.strip()!r}"
     new_text = f"{match['indent']}{match['keys']}, MPS{match['rest']}"
-    if entry.mps_kind == "none":
+    if entry.mps_kind is MpsKind.NONE:
         return _Plan(entry, shared, new_text, None)
     mps_rows = [row for row in entry.dispatch if "MPS" in row.keys]
     drop = mps_rows[-1]
@@ -167,7 +166,7 @@ def _verify(
         if not (
             _fields(old) == _fields(now)
             and _effective(now) == expected
-            and now.mps_kind == "shared"
+            and now.mps_kind is MpsKind.SHARED
         ):
             raise EditVerificationError(
                 f"{now.span}: {now.full_name} did not become `MPS: {plan.shared.kernel}` "

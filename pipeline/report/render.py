@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pipeline.results.junit import Outcome
+from pipeline.results.junit import DISPLAY_ORDER, Outcome
 from pipeline.results.table import Cell, DtypeTable
 
 LABELS: dict[Outcome, str] = {
@@ -53,14 +53,6 @@ MARKDOWN_LABELS: dict[Outcome, str] = {
 }
 FLAKY = "~"
 _KIND_LABELS = {"output_match": "output", "output_grad_match": "grad"}
-_SUMMARY_ORDER = (
-    Outcome.PASS,
-    Outcome.XPASS,
-    Outcome.FAIL,
-    Outcome.ERROR,
-    Outcome.XFAIL,
-    Outcome.SKIP,
-)
 _MAX_MESSAGE_CHARS = 200
 
 _ZWJ = "\u200d"
@@ -111,7 +103,7 @@ def _markdown_cell(cell: Cell | None) -> str:
 def _summary(table: DtypeTable) -> str:
     """'pass 40 · XPASS 2 · xfail 7 · flaky 1': outcomes that occur, then flaky cells."""
     counts = table.counts()
-    parts = [f"{LABELS[o]} {counts[o.value]}" for o in _SUMMARY_ORDER if counts[o.value]]
+    parts = [f"{LABELS[o]} {counts[o.value]}" for o in DISPLAY_ORDER if counts[o.value]]
     return " · ".join([*parts, f"flaky {table.flaky_count}"])
 
 
@@ -119,7 +111,7 @@ def _legend(table: DtypeTable) -> str | None:
     """Explains per-runner glyphs, only when some cell needs them."""
     if not any(cell.mixed for row in table.rows for cell in row.cells):
         return None
-    glyphs = ", ".join(f"{GLYPHS[o]} {LABELS[o]}" for o in _SUMMARY_ORDER)
+    glyphs = ", ".join(f"{GLYPHS[o]} {LABELS[o]}" for o in DISPLAY_ORDER)
     return f"runners disagree: one glyph per runner ({', '.join(table.runners)}): {glyphs}"
 
 

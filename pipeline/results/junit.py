@@ -25,6 +25,7 @@ import gc
 import os
 import tempfile
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -44,8 +45,24 @@ class Outcome(str, Enum):
     SKIP = "skip"
 
 
-# Outcomes that make pytest rerun a test (a strict xpass is reported as a failure).
+# Outcomes that make pytest rerun a test (a strict xpass is reported as a failure), and
+# that leave an operator's chain unfinished.
 FAILING: frozenset[Outcome] = frozenset({Outcome.FAIL, Outcome.ERROR, Outcome.XPASS})
+# The order every count line, table summary and progress bar lists outcomes in.
+DISPLAY_ORDER: tuple[Outcome, ...] = (
+    Outcome.PASS,
+    Outcome.XPASS,
+    Outcome.FAIL,
+    Outcome.ERROR,
+    Outcome.XFAIL,
+    Outcome.SKIP,
+)
+
+
+def count_text(cases: Iterable[CaseResult]) -> str:
+    """``pass 3, xpass 6`` over ``cases``, in display order, zero counts left out."""
+    counts = Counter(c.outcome for c in cases)
+    return ", ".join(f"{o.value} {counts[o]}" for o in DISPLAY_ORDER if counts[o])
 
 
 @dataclass(frozen=True)

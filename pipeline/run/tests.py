@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.results.junit import Outcome
+from pipeline.results.junit import DISPLAY_ORDER
 from pipeline.run.progress import ProgressDisplay, progress_display, stream, strip_ansi
 
 K_EXPRESSION_LIMIT = 8_000
@@ -42,7 +42,7 @@ _WORDS = {
     "XPASS": "xpass",
 }
 # Outcome names in display order. junit is already loaded wherever this module is (migrate).
-OUTCOMES = tuple(o.value for o in Outcome)
+OUTCOMES = tuple(o.value for o in DISPLAY_ORDER)
 # pytest exit codes that mean "the tests ran" (1: some failed) or "nothing matched" (5).
 _RAN = (0, 1)
 _NOTHING_COLLECTED = 5

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.config import Settings
 from pipeline.errors import UnknownOperatorError
 from pipeline.fsio import write_atomic
 from pipeline.tree import common_mps, dispatch, files, metal, native_yaml, objc, opinfo, paths
+from pipeline.tree.source import TreeSource
 from pipeline.tree.span import Span, Unrecognised
 
 READERS = (native_yaml, metal, objc, common_mps, dispatch)
@@ -35,7 +35,7 @@ class Overload:
 
     func: str
     schema: str
-    kind: str
+    kind: native_yaml.MpsKind
     kernel: str | None
     span: Span
 
@@ -76,19 +76,9 @@ class OperatorRecord:
         return tuple(dict.fromkeys(d for info in self.opinfos for d in info.dtypes))
 
     @property
-    def workflow(self) -> str:
-        """Which of the guide's workflows applies: ``migrate``, ``add`` or ``done``."""
-        kinds = {o.kind for o in self.overloads}
-        if "mps_specific" in kinds or self.mpsgraph or any(not s.native for s in self.stubs):
-            return "migrate"
-        if "none" in kinds:
-            return "add"
-        return "done"
-
-    @property
     def pending_overloads(self) -> tuple[Overload, ...]:
         """Overloads whose MPS dispatch still has to move to the shared kernel."""
-        return tuple(o for o in self.overloads if o.kind in ("mps_specific", "none"))
+        return tuple(o for o in self.overloads if o.kind in native_yaml.PENDING_KINDS)
 
 
 @dataclass(frozen=True)
@@ -165,7 +155,11 @@ class TreeIndex:
             r for k in dict.fromkeys(kernel_names) for r in self.kernels.registrations_for(k)
         )
         old_names = tuple(
-            dict.fromkeys(o.kernel for o in overloads if o.kind == "mps_specific" and o.kernel)
+            dict.fromkeys(
+                o.kernel
+                for o in overloads
+                if o.kind is native_yaml.MpsKind.MPS_SPECIFIC and o.kernel
+            )
         )
         mpsgraph = tuple(
             impl for f in self.host.files for impl in f.implementations if impl.name in old_names
@@ -264,9 +258,9 @@ def find_references(root: Path, names: Iterable[str]) -> list[tuple[str, Span]]:
     return hits
 
 
-def _fingerprint(settings: Settings, inputs: list[Path]) -> str:
+def _fingerprint(source: TreeSource, inputs: list[Path]) -> str:
     h = hashlib.sha256(
-        f"{CACHE_VERSION}|{settings.root}|{settings.python}|{settings.test_kinds}".encode()
+        f"{CACHE_VERSION}|{source.root}|{source.python}|{source.test_kinds}".encode()
     )
     for path in inputs:
         st = path.stat()
@@ -274,9 +268,9 @@ def _fingerprint(settings: Settings, inputs: list[Path]) -> str:
     return h.hexdigest()
 
 
-def build_index(settings: Settings) -> TreeIndex:
-    """Parse every reader's files under ``settings.root`` (no cache)."""
-    root = settings.root
+def build_index(source: TreeSource) -> TreeIndex:
+    """Parse every reader's files under ``source.root`` (no cache)."""
+    root = source.root
     return TreeIndex(
         root=root,
         native=native_yaml.read(root),
@@ -284,16 +278,16 @@ def build_index(settings: Settings) -> TreeIndex:
         host=objc.read(root),
         dispatch=dispatch.read(root),
         xfails=common_mps.read(root),
-        opinfos=opinfo.load_opinfos(settings),
-        test_kinds=settings.test_kinds,
+        opinfos=opinfo.load_opinfos(source),
+        test_kinds=source.test_kinds,
     )
 
 
-def load_index(settings: Settings) -> TreeIndex:
+def load_index(source: TreeSource) -> TreeIndex:
     """The tree's index, from the on-disk cache when no input file changed."""
-    readers = files(settings.root, (p for r in READERS for p in r.PATTERNS))
-    key = _fingerprint(settings, readers + opinfo.source_files(settings))
-    cache = settings.cache_dir / "index.pickle"
+    readers = files(source.root, (p for r in READERS for p in r.PATTERNS))
+    key = _fingerprint(source, readers + opinfo.source_files(source))
+    cache = source.cache_dir / "index.pickle"
     if cache.is_file():
         try:
             with cache.open("rb") as fh:
@@ -302,7 +296,7 @@ def load_index(settings: Settings) -> TreeIndex:
                 return index
         except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
             pass  # stale format from another version: rebuild below
-    index = build_index(settings)
+    index = build_index(source)
     cache.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(cache, pickle.dumps((key, index), protocol=pickle.HIGHEST_PROTOCOL))
     return index

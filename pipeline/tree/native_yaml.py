@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 import yaml
@@ -28,6 +29,23 @@ _BREAK = re.compile("(\r\n|[\r\n\x85\u2028\u2029])")
 _STR_TAG = "tag:yaml.org,2002:str"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _NULL_TAG = "tag:yaml.org,2002:null"
+
+
+class MpsKind(str, Enum):
+    """How one native_functions.yaml entry serves MPS (a str, so JSON and tables show it)."""
+
+    SHARED = "shared"  # MPS in a shared row: `CPU, CUDA, MPS: atan2_out` (native Metal)
+    MPS_SPECIFIC = "mps_specific"  # a row of its own: `MPS: atan2_out_mps` (MPSGraph era)
+    DELEGATE = "delegate"  # structured_delegate: served by the .out entry
+    COMPOSITE = "composite"  # no dispatch, or a Composite* kernel: decomposes for MPS
+    NONE = "none"  # explicit dispatch without MPS: no MPS support
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# Kinds whose entry still needs the guide's dispatch step (fold or add MPS).
+PENDING_KINDS = frozenset({MpsKind.MPS_SPECIFIC, MpsKind.NONE})
 
 
 @dataclass(frozen=True)
@@ -73,21 +91,21 @@ class NativeFunction:
         return kernel
 
     @property
-    def mps_kind(self) -> str:
-        """How MPS is served: shared, mps_specific, delegate, composite or none."""
+    def mps_kind(self) -> MpsKind:
+        """How MPS is served by this entry."""
         mps = self.kernel_for("MPS")
         if mps is not None:
             shared = any(
                 row.kernel == mps and any(k != "MPS" for k in row.keys) for row in self.dispatch
             )
-            return "shared" if shared else "mps_specific"
+            return MpsKind.SHARED if shared else MpsKind.MPS_SPECIFIC
         if self.structured_delegate:
-            return "delegate"
+            return MpsKind.DELEGATE
         if not self.dispatch or any(
             k.startswith("Composite") for row in self.dispatch for k in row.keys
         ):
-            return "composite"
-        return "none"
+            return MpsKind.COMPOSITE
+        return MpsKind.NONE
 
 
 @dataclass(frozen=True)

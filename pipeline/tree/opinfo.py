@@ -2,7 +2,7 @@
 
 Two sources, chosen by :func:`load_opinfos`:
 
-- a static YAML table (``settings.opinfo_table``; the bundled sandbox has one), read by
+- a static YAML table (``source.opinfo_table``; the bundled sandbox has one), read by
   :func:`load_table`. Schema: a list of mappings::
 
       - name: atan2                  # required
@@ -18,8 +18,8 @@ Two sources, chosen by :func:`load_opinfos`:
 
   Unknown keys and duplicate ``name``+``variant_test_name`` pairs are errors.
 
-- the real ``op_db``, dumped by ``opinfo_dump.py`` in a subprocess under ``settings.python``
-  and cached as JSON in ``settings.cache_dir``.
+- the real ``op_db``, dumped by ``opinfo_dump.py`` in a subprocess under ``source.python``
+  and cached as JSON in ``source.cache_dir``.
 
 **Which dtypes test_mps.py instantiates.** ``TestConsistency`` (instantiated only for MPS
 as ``TestConsistencyMPS``) decorates ``test_output_match`` with
@@ -37,9 +37,9 @@ test_mps.py side (not in the wheel) is inferred from upstream versions of that f
 **Cache rule.** The cache file is named by a SHA-256 of the bytes of the files op_db is built
 from: ``common_methods_invocations.py``, ``common_dtype.py`` and ``opinfo/**/*.py`` under
 ``torch/testing/_internal/``, plus the dump script itself. Those files are taken from
-``settings.root`` when it is a PyTorch checkout (it has them), assuming ``settings.python``
+``source.root`` when it is a PyTorch checkout (it has them), assuming ``source.python``
 imports that checkout's torch, as a develop build does; otherwise from the torch package of
-``settings.python``, whose location is found once (``importlib.util.find_spec``, which does
+``source.python``, whose location is found once (``importlib.util.find_spec``, which does
 not import torch) and recorded in ``opinfo-locations.json`` in the cache directory. A warm
 load therefore only hashes about 2 MB and reads one JSON file; it never starts Python.
 """
@@ -56,10 +56,10 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.config import Settings
 from pipeline.dtypes import TEST_KINDS, TORCH_ALIASES, sort_key
 from pipeline.errors import ConfigError, ParseError
 from pipeline.fsio import write_atomic
+from pipeline.tree.source import TreeSource
 
 DUMP_SCRIPT = Path(__file__).with_name("opinfo_dump.py")
 MPS_GRAD_DTYPES: tuple[str, ...] = ("float32", "float16")
@@ -211,15 +211,15 @@ def _strict_dtypes(names: object, bad, name: str) -> tuple[str, ...]:
 # --- the real op_db, through a subprocess and a disk cache -------------------------------
 
 
-def load_opinfos(settings: Settings) -> tuple[OpInfoRecord, ...]:
-    """All OpInfos: from ``settings.opinfo_table`` when set, else op_db (cached, see docs)."""
-    if settings.opinfo_table is not None:
-        return load_table(settings.opinfo_table)
-    cache = settings.cache_dir / f"opinfo-{_source_hash(_source_dir(settings))}.json"
+def load_opinfos(source: TreeSource) -> tuple[OpInfoRecord, ...]:
+    """All OpInfos: from ``source.opinfo_table`` when set, else op_db (cached, see docs)."""
+    if source.opinfo_table is not None:
+        return load_table(source.opinfo_table)
+    cache = source.cache_dir / f"opinfo-{_source_hash(_source_dir(source))}.json"
     if cache.is_file():
         data = json.loads(cache.read_text(encoding="utf-8"))
     else:
-        data = _dump(settings.python)
+        data = _dump(source.python)
         cache.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(cache, json.dumps(data))
     return _records_from_dump(data)
@@ -247,26 +247,26 @@ def _records_from_dump(data: dict) -> tuple[OpInfoRecord, ...]:
     )
 
 
-def source_files(settings: Settings) -> list[Path]:
+def source_files(source: TreeSource) -> list[Path]:
     """The files the OpInfos come from: the table, or op_db's Python sources."""
-    if settings.opinfo_table is not None:
-        return [settings.opinfo_table] if settings.opinfo_table.is_file() else []
-    internal = _source_dir(settings)
+    if source.opinfo_table is not None:
+        return [source.opinfo_table] if source.opinfo_table.is_file() else []
+    internal = _source_dir(source)
     return sorted({p for pattern in SOURCE_GLOBS for p in internal.glob(pattern) if p.is_file()})
 
 
-def _source_dir(settings: Settings) -> Path:
-    """torch/testing/_internal of the checkout, else of settings.python's torch package."""
-    local = settings.root / INTERNAL
+def _source_dir(source: TreeSource) -> Path:
+    """torch/testing/_internal of the checkout, else of source.python's torch package."""
+    local = source.root / INTERNAL
     if (local / "common_methods_invocations.py").is_file():
         return local
-    locations = settings.cache_dir / "opinfo-locations.json"
+    locations = source.cache_dir / "opinfo-locations.json"
     known = json.loads(locations.read_text(encoding="utf-8")) if locations.is_file() else {}
-    found = known.get(settings.python)
+    found = known.get(source.python)
     if found and (Path(found) / "common_methods_invocations.py").is_file():
         return Path(found)
     package = _run(
-        settings.python,
+        source.python,
         [
             "-c",
             "import importlib.util as u; print(u.find_spec('torch').submodule_search_locations[0])",
@@ -276,10 +276,10 @@ def _source_dir(settings: Settings) -> Path:
     internal = Path(package) / "testing" / "_internal"
     if not (internal / "common_methods_invocations.py").is_file():
         raise ConfigError(
-            f"{settings.python} has torch at {package}, but without "
+            f"{source.python} has torch at {package}, but without "
             "testing/_internal/common_methods_invocations.py; set opinfo_table instead"
         )
-    known[settings.python] = str(internal)
+    known[source.python] = str(internal)
     locations.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(locations, json.dumps(known, indent=1, sort_keys=True))
     return internal

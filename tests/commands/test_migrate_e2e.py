@@ -65,7 +65,9 @@ def test_migrate_atan2_end_to_end_then_nothing_to_do(tmp_path: Path) -> None:
     second = doit(tmp_path, "migrate_op", "op=atan2")
     assert second.returncode == 0, second.stderr
     assert ran(second.stdout) == set()
-    assert {f"-- {t}" for t in TASKS} <= set(second.stdout.splitlines())
+    # per-operator stages are per-operator tasks; the build is the tree's
+    up_to_date = {"-- build" if t == "build" else f"-- {t}:atan2" for t in TASKS}
+    assert up_to_date <= set(second.stdout.splitlines())
 
     # the uncommitted migration, seen as a diff: atan2 only, and it needs a build
     affected = doit(tmp_path, "affected", "base=HEAD")
@@ -86,7 +88,10 @@ def test_python_only_change_never_starts_ninja(tmp_path: Path) -> None:
 
 def test_add_workflow_for_hypot(tmp_path: Path) -> None:
     result = doit(tmp_path, "migrate_op", "op=hypot")
-    assert result.returncode == 0, result.stdout + result.stderr
+    # The edits and output tests are done, but the grad xfail entry is left (its tests
+    # were not run): the chain says so and exits 1 rather than claiming success.
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "XFAILLIST_GRAD['hypot']" in result.stdout and "hypot is not done" in result.stdout
     root = tree(tmp_path)
     assert "REGISTER_DISPATCH(hypot_stub" in (root / BINARY_KERNEL).read_text()
     entries = read_common_mps(root).for_key("hypot")
@@ -105,7 +110,8 @@ def test_missing_functor_stops_before_any_edit(tmp_path: Path) -> None:
 def test_missing_functor_with_body(tmp_path: Path) -> None:
     body = "body=return static_cast<T>(a * ::metal::log(float(b)));"
     result = doit(tmp_path, "migrate_op", "op=xlogy", body)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 1, result.stdout + result.stderr  # the grad xfail is left
+    assert "0 failing test(s), 1 checklist item(s) left" in result.stdout
     metal = (tree(tmp_path) / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal").read_text()
     assert "struct xlogy_functor" in metal
 

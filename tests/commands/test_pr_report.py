@@ -16,17 +16,19 @@ from pytest_httpserver import HTTPServer
 from rich.console import Console
 from werkzeug import Request, Response
 
-from pipeline import sandbox
+from pipeline import sandbox, state
 from pipeline.__main__ import build_parser
-from pipeline.commands import migrate, pr_report
+from pipeline.commands import pr_report
 from pipeline.commands.pr_report import MARKER, PrResults
 from pipeline.config import Settings, load_settings
 from pipeline.errors import BuildError, GitHubError, PipelineError
+from pipeline.guide import graph, stages
 from pipeline.report.pr_comment import commit_status_for
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import build_table
 from pipeline.run.build import CompilerError, find_ninja
 from pipeline.sandbox import backend
+from pipeline.workspace import prepare
 from tests.sandbox.edits import BINARY_KERNEL, add_atan2_stub, edit, line_of
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -165,7 +167,7 @@ def cli(settings: Settings, *argv: str) -> int:
 
 def migrate_atan2(settings: Settings) -> str:
     """What `python -m pipeline migrate atan2 --stage edit` does, committed; the new HEAD."""
-    migrate.stage_edit(settings, "atan2", Console(file=io.StringIO()))
+    stages.edit(graph.Request(settings, "atan2"), Console(file=io.StringIO()))
     return commit(settings.root, "atan2: MPSGraph -> Metal")
 
 
@@ -333,8 +335,8 @@ def test_a_python_only_change_selects_tests_without_ninja(settings, httpserver, 
     assert data["tests"]["selectors"] == ["test_output_match_atan2_mps_"]
     assert data["tests"]["counts"] == {"pass": 3, "fail": 1, "xfail": 5}
     assert data["status"]["state"] == "failure"
-    assert not migrate.build_log(settings).exists(), "ninja ran"
-    assert not migrate.build_stamp(settings).exists()
+    assert not state.build_log(settings).exists(), "ninja ran"
+    assert not state.build_stamp(settings).exists()
     assert artifact.stat().st_mtime_ns == built
     assert httpserver.log == []
 
@@ -353,14 +355,14 @@ def test_a_change_to_test_mps_runs_the_whole_consistency_suite(settings, tree):
     assert data["tests"]["selectors"] == ["test_output_match"]
     assert sum(data["tests"]["counts"].values()) == data["impact"]["total"] > 100
     assert data["title"].startswith("MPS consistency tests: full sweep")
-    assert not migrate.build_log(settings).exists()
+    assert not state.build_log(settings).exists()
 
 
 @pytest.mark.slow
 def test_doit_pr_report_dry_run(tmp_path):
     state = tmp_path / "state"
     sandbox.materialize(state / "sandbox")
-    settings = load_settings({"root": "sandbox", "state_dir": str(state)}, env={})
+    settings = prepare(load_settings({"root": "sandbox", "state_dir": str(state)}, env={}))
     migrate_atan2(settings)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "MPS_PIPELINE"))}
     cwd = tmp_path / "cwd"
@@ -511,7 +513,7 @@ def test_a_failed_build_is_reported_from_the_error_it_raised(settings, tree, mon
     base = git(tree, "rev-parse", "HEAD")
     add_atan2_stub(tree)
     commit(tree, "atan2 stub")
-    stale = migrate.build_log(settings)
+    stale = state.build_log(settings)
     stale.parent.mkdir(parents=True)
     stale.write_text("old.mm:1:1: error: an earlier build's error\n")
 
@@ -522,16 +524,16 @@ def test_a_failed_build_is_reported_from_the_error_it_raised(settings, tree, mon
         return pr_report.collect(settings, 7, Console(file=io.StringIO()), base=base)
 
     error = CompilerError(str(tree / BINARY_KERNEL), 41, 3, "no member named 'atan3'")
-    monkeypatch.setattr(migrate, "stage_build", lambda s, c: fail(s, c, error))
+    monkeypatch.setattr(stages, "run_build", lambda s, c: fail(s, c, error))
     results = collect()
     assert not results.build_ok and results.selectors == () and results.table is None
     assert results.build_error == f"{BINARY_KERNEL}:41: no member named 'atan3'"
     assert stale.read_text() == "old.mm:1:1: error: an earlier build's error\n"
 
-    monkeypatch.setattr(migrate, "stage_build", lambda s, c: fail(s, c))
+    monkeypatch.setattr(stages, "run_build", lambda s, c: fail(s, c))
     assert collect().build_error == "build failed: whatever"
     outside = CompilerError("/usr/include/math.h", 7, None, "oops")
-    monkeypatch.setattr(migrate, "stage_build", lambda s, c: fail(s, c, outside))
+    monkeypatch.setattr(stages, "run_build", lambda s, c: fail(s, c, outside))
     assert collect().build_error == "/usr/include/math.h:7: oops"
 
 

@@ -1,4 +1,4 @@
-"""The one writer of source files: atomic, guarded against other people's uncommitted work."""
+"""FileEdit, git_dirty and the single-file writer; the guarded commit is in test_transaction."""
 
 from __future__ import annotations
 
@@ -7,24 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.edit.atomic import FileEdit, Journal, apply_edits, git_dirty
-from pipeline.errors import DirtyFileError
+from pipeline.edit.atomic import FileEdit, git_dirty
 from pipeline.fsio import write_atomic
-from tests.conftest import git_init
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "a.txt").write_text("one\n")
-    (root / "b.txt").write_text("two\n")
-    git_init(root)
-    return root
-
-
-def _journal(tmp_path: Path) -> Journal:
-    return Journal(tmp_path / "state" / "journal.json")
 
 
 def test_diff_and_changed() -> None:
@@ -45,36 +29,22 @@ def test_write_atomic_keeps_mode_and_leaves_no_temp_files(tmp_path: Path) -> Non
     assert [p.name for p in tmp_path.iterdir()] == ["f.sh"]
 
 
-def test_apply_writes_and_journals(repo: Path, tmp_path: Path) -> None:
-    journal = _journal(tmp_path)
-    written = apply_edits(repo, [FileEdit("a.txt", "one\n", "ONE\n", "up")], journal)
-    assert [e.rel for e in written] == ["a.txt"]
-    assert (repo / "a.txt").read_text() == "ONE\n"
-    assert git_dirty(repo, "a.txt")
-    # our own uncommitted edit is not "someone else's": a second edit goes through
-    apply_edits(repo, [FileEdit("a.txt", "ONE\n", "One\n", "again")], _journal(tmp_path))
-    assert (repo / "a.txt").read_text() == "One\n"
-
-
-def test_refuses_someone_elses_uncommitted_change_and_writes_nothing(
-    repo: Path, tmp_path: Path
+@pytest.mark.parametrize("where", ["fsync", "replace"])
+def test_write_atomic_interrupted_removes_its_temp_and_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    (repo / "b.txt").write_text("two, edited by hand\n")
-    edits = [
-        FileEdit("a.txt", "one\n", "ONE\n", "fine"),
-        FileEdit("b.txt", "two, edited by hand\n", "TWO\n", "refused"),
-    ]
-    with pytest.raises(DirtyFileError, match="b.txt has uncommitted changes.*force=1"):
-        apply_edits(repo, edits, _journal(tmp_path))
-    assert (repo / "a.txt").read_text() == "one\n"  # all-or-nothing
-    apply_edits(repo, edits, _journal(tmp_path), force=True)
-    assert (repo / "b.txt").read_text() == "TWO\n"
+    # Ctrl-C after the temp exists (during fsync) or just before the rename.
+    def interrupt(*args: object) -> None:
+        raise KeyboardInterrupt
 
-
-def test_refuses_when_the_file_changed_since_it_was_read(repo: Path, tmp_path: Path) -> None:
-    with pytest.raises(DirtyFileError):
-        apply_edits(repo, [FileEdit("a.txt", "stale\n", "x\n", "")], _journal(tmp_path))
-    assert (repo / "a.txt").read_text() == "one\n"
+    path = tmp_path / "cache.json"
+    path.write_text("old")
+    monkeypatch.setattr(os, where, interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(path, b"new")
+    monkeypatch.undo()
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["cache.json"]
 
 
 def test_outside_git_nothing_is_dirty(tmp_path: Path) -> None:

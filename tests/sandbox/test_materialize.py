@@ -11,6 +11,7 @@ import pytest
 
 from pipeline import sandbox
 from pipeline.config import load_settings
+from pipeline.workspace import prepare
 
 
 def digest(root: Path) -> str:
@@ -75,7 +76,7 @@ def test_ninja_escaping_of_paths_and_interpreters(tmp_path):
 
 
 def test_settings_use_the_materialized_sandbox(tmp_path):
-    settings = load_settings(cwd=tmp_path, env={})
+    settings = prepare(load_settings(cwd=tmp_path, env={}))
     assert settings.is_sandbox
     assert settings.root == (tmp_path / ".mps-pipeline" / "sandbox").resolve()
     assert settings.opinfo_table == settings.root / sandbox.OPINFO_TABLE

@@ -7,12 +7,13 @@ import pickle
 import pytest
 
 from pipeline.errors import UnknownOperatorError
+from pipeline.guide.workflow import of_record
 from pipeline.tree import index as index_mod
 from pipeline.tree.index import build_index, find_references, load_index
 
 
 def test_atan2_record_joins_every_reader(sandbox_settings) -> None:
-    record = load_index(sandbox_settings).record("atan2")
+    record = load_index(sandbox_settings.tree).record("atan2")
     kinds = {o.func: o.kind for o in record.overloads}
     assert kinds == {"atan2.out": "mps_specific", "atan2": "delegate", "atan2_": "delegate"}
     assert record.old_names == ("atan2_out_mps",)
@@ -26,24 +27,24 @@ def test_atan2_record_joins_every_reader(sandbox_settings) -> None:
     assert [(e.list, e.key) for e in record.xfails] == [("UNIMPLEMENTED_XFAILLIST", "atan2")]
     assert [i.aliases for i in record.opinfos] == [("arctan2",)]
     assert "TestConsistencyMPS::test_output_match_atan2_mps_int64" in record.tests
-    assert record.workflow == "migrate"
+    assert of_record(record) == "migrate"
     refs = {(name, span.path) for name, span in record.old_name_refs}
     assert ("atan2_out_mps", "aten/src/ATen/native/native_functions.yaml") in refs
     assert ("atan2_out_mps", "aten/src/ATen/native/mps/operations/BinaryOps.mm") in refs
 
 
 def test_workflows_of_the_sandbox_operators(sandbox_settings) -> None:
-    index = load_index(sandbox_settings)
-    assert index.record("hypot").workflow == "add"
-    assert index.record("copysign").workflow == "done"
-    assert index.record("trunc").workflow == "migrate"  # MPSGraph behind a stub
+    index = load_index(sandbox_settings.tree)
+    assert of_record(index.record("hypot")) == "add"
+    assert of_record(index.record("copysign")) == "done"
+    assert of_record(index.record("trunc")) == "migrate"  # MPSGraph behind a stub
     div = index.record("div")
     assert {i.variant_test_name for i in div.opinfos} >= {"no_rounding_mode", "trunc_rounding"}
     assert "div_true" in div.kernel_names
 
 
 def test_records_carry_the_declared_stub_type(sandbox_settings) -> None:
-    index = load_index(sandbox_settings)
+    index = load_index(sandbox_settings.tree)
     atan2 = index.record("atan2").stub_decl
     assert atan2.stub == "atan2_stub" and atan2.params == ("TensorIteratorBase&",)
     assert atan2.span.path == "aten/src/ATen/native/BinaryOps.h"
@@ -57,14 +58,14 @@ def test_unreadable_stub_declaration_joins_the_record(sandbox_settings) -> None:
     header = sandbox_settings.root / "aten/src/ATen/native/BinaryOps.h"
     text = header.read_text()
     header.write_text(text.replace("(structured_binary_fn, hypot_stub)", "(hypot_fn, hypot_stub)"))
-    record = load_index(sandbox_settings).record("hypot")
+    record = load_index(sandbox_settings.tree).record("hypot")
     assert record.stub_decl is None
     (u,) = record.unrecognised
     assert u.text == "DECLARE_DISPATCH(hypot_fn, hypot_stub)" and "hypot_fn" in u.reason
 
 
 def test_alias_and_unknown_operator(sandbox_settings) -> None:
-    index = load_index(sandbox_settings)
+    index = load_index(sandbox_settings.tree)
     assert index.resolve("arctan2") == "atan2"
     with pytest.raises(UnknownOperatorError) as info:
         index.resolve("atan3")
@@ -73,19 +74,19 @@ def test_alias_and_unknown_operator(sandbox_settings) -> None:
 
 
 def test_cache_is_reused_until_an_input_changes(sandbox_settings, monkeypatch) -> None:
-    first = load_index(sandbox_settings)
+    first = load_index(sandbox_settings.tree)
     assert (sandbox_settings.cache_dir / "index.pickle").is_file()
     calls = []
     monkeypatch.setattr(index_mod, "build_index", lambda s: calls.append(s) or first)
-    load_index(sandbox_settings)
+    load_index(sandbox_settings.tree)
     assert calls == []
     yaml = sandbox_settings.root / "aten/src/ATen/native/native_functions.yaml"
     yaml.write_text(yaml.read_text() + "\n# a comment\n")
-    load_index(sandbox_settings)
+    load_index(sandbox_settings.tree)
     assert len(calls) == 1
     header = sandbox_settings.root / "aten/src/ATen/native/UnaryOps.h"
     header.write_text(header.read_text() + "\n// a comment\n")
-    load_index(sandbox_settings)
+    load_index(sandbox_settings.tree)
     assert len(calls) == 2
 
 
@@ -93,7 +94,7 @@ def test_corrupt_cache_is_rebuilt(sandbox_settings) -> None:
     cache = sandbox_settings.cache_dir / "index.pickle"
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_bytes(b"not a pickle")
-    assert load_index(sandbox_settings).record("atan2").op == "atan2"
+    assert load_index(sandbox_settings.tree).record("atan2").op == "atan2"
     assert pickle.loads(cache.read_bytes())[1].root == sandbox_settings.root
 
 
@@ -110,7 +111,7 @@ def test_find_references_without_git(sandbox_settings, tmp_path) -> None:
 
 def test_missing_files_are_warnings_not_crashes(sandbox_settings) -> None:
     (sandbox_settings.root / "torch/testing/_internal/common_mps.py").unlink()
-    index = build_index(sandbox_settings)
+    index = build_index(sandbox_settings.tree)
     assert any("common_mps.py" in w for w in index.warnings)
     assert index.record("atan2").xfails == ()
 
@@ -121,7 +122,7 @@ def test_unrecognised_lines_belong_to_the_ops_they_name(sandbox_settings) -> Non
         metal.read_text()
         + "\nREGISTER_MYSTERY_OP(tan, float);\nREGISTER_MYSTERY_OP(atan2, half);\n"
     )
-    index = load_index(sandbox_settings)
+    index = load_index(sandbox_settings.tree)
     texts = [u.text for u in index.record("atan2").unrecognised]
     assert any("atan2, half" in t for t in texts)
     assert not any("(tan," in t for t in texts)  # "tan" is inside "atan2", not a name of it

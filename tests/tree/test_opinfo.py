@@ -93,7 +93,8 @@ def test_table_errors_name_file_and_line(tmp_path, text, line, message):
 
 def test_load_opinfos_uses_the_table_when_set(tmp_path):
     settings = settings_for(tmp_path, tmp_path, opinfo_table=TABLE, python="/nonexistent/python")
-    assert [r.key for r in load_opinfos(settings)][:2] == ["atan2", "nn.functional.interpolatearea"]
+    keys = [r.key for r in load_opinfos(settings.tree)]
+    assert keys[:2] == ["atan2", "nn.functional.interpolatearea"]
 
 
 # --- the op_db dump through a fake interpreter: cache behaviour without torch --------------
@@ -150,25 +151,25 @@ def test_checkout_sources_key_the_cache(tmp_path, fake_python):
     (internal / "common_utils.py").write_text("x = 1\n")
     settings = settings_for(tmp_path, root, python=str(fake_python))
 
-    (record,) = load_opinfos(settings)
+    (record,) = load_opinfos(settings.tree)
     assert record.dtypes == ("float32", "int64")
     assert record.decorators == (MpsDecorator("skip", None, ("float16",), "f.py:3"),)
     assert calls(tmp_path) == 1  # the dump only: no need to locate torch in a checkout
-    load_opinfos(settings)
+    load_opinfos(settings.tree)
     assert calls(tmp_path) == 1  # warm: no interpreter started
     (internal / "common_utils.py").write_text("x = 2\n")  # not an op_db source
-    load_opinfos(settings)
+    load_opinfos(settings.tree)
     assert calls(tmp_path) == 1
     (internal / "opinfo" / "definitions.py").write_text("more = []\n")
-    load_opinfos(settings)
+    load_opinfos(settings.tree)
     assert calls(tmp_path) == 2  # an op_db source changed: dumped again
 
 
 def test_installed_torch_is_located_once(tmp_path, fake_python):
     settings = settings_for(tmp_path, tmp_path, python=str(fake_python))
-    load_opinfos(settings)
+    load_opinfos(settings.tree)
     assert calls(tmp_path) == 2  # locate + dump
-    load_opinfos(settings)
+    load_opinfos(settings.tree)
     assert calls(tmp_path) == 2
     recorded = json.loads((settings.cache_dir / "opinfo-locations.json").read_text())
     assert recorded == {
@@ -181,9 +182,9 @@ def test_interpreter_failures_are_config_errors(tmp_path):
     broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named numpy' >&2\nexit 1\n")
     broken.chmod(0o755)
     with pytest.raises(ConfigError, match="No module named numpy"):
-        load_opinfos(settings_for(tmp_path, tmp_path, python=str(broken)))
+        load_opinfos(settings_for(tmp_path, tmp_path, python=str(broken)).tree)
     with pytest.raises(ConfigError, match="cannot locate torch"):
-        load_opinfos(settings_for(tmp_path, tmp_path, python=str(tmp_path / "missing")))
+        load_opinfos(settings_for(tmp_path, tmp_path, python=str(tmp_path / "missing")).tree)
 
 
 # --- the real op_db of the installed torch ------------------------------------------------
@@ -199,7 +200,7 @@ def real(tmp_path_factory):
         pytest.skip("op_db needs torch, numpy and expecttest in this interpreter")
     tmp = tmp_path_factory.mktemp("opinfo")
     settings = settings_for(tmp, tmp)
-    return settings, {r.key: r for r in load_opinfos(settings)}
+    return settings, {r.key: r for r in load_opinfos(settings.tree)}
 
 
 @pytest.mark.realdata
@@ -240,4 +241,4 @@ def test_real_op_db(real, monkeypatch):
         raise AssertionError("a warm load must not start an interpreter")
 
     monkeypatch.setattr(subprocess, "run", no_subprocess)
-    assert {r.key: r for r in load_opinfos(settings)} == records
+    assert {r.key: r for r in load_opinfos(settings.tree)} == records

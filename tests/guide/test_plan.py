@@ -3,8 +3,9 @@ in the sandbox's headers, and the sandbox compiler accepts what migrate writes."
 
 from __future__ import annotations
 
-from pipeline.commands import migrate
+from pipeline.guide import plan as migrate
 from pipeline.sandbox import compile
+from pipeline.tree.index import load_index
 from tests.sandbox.edits import BINARY_KERNEL, BINARY_OPS_H, edit
 
 UNARY_KERNEL = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
@@ -16,7 +17,8 @@ def _after(plan: migrate.EditPlan, rel: str) -> str:
 
 
 def test_binary_fn_stub_gets_a_tensor_iterator_kernel_that_compiles(sandbox_settings):
-    plan = migrate.plan_edits(sandbox_settings, "fmod")  # DECLARE_DISPATCH(binary_fn, fmod_stub)
+    # DECLARE_DISPATCH(binary_fn, fmod_stub)
+    plan = migrate.plan_edits(load_index(sandbox_settings.tree), "fmod")
     kernel = _after(plan, BINARY_KERNEL)
     assert "static void fmod_mps_kernel(TensorIterator& iter) {\n" in kernel
     assert "REGISTER_DISPATCH(fmod_stub, &fmod_mps_kernel)" in kernel
@@ -30,20 +32,28 @@ def test_binary_fn_stub_gets_a_tensor_iterator_kernel_that_compiles(sandbox_sett
 
 
 def test_structured_stub_keeps_tensor_iterator_base(sandbox_settings):
-    plan = migrate.plan_edits(sandbox_settings, "atan2")
+    plan = migrate.plan_edits(load_index(sandbox_settings.tree), "atan2")
     assert "static void atan2_mps_kernel(TensorIteratorBase& iter) {\n" in _after(
         plan, BINARY_KERNEL
     )
     assert not any("atan2_stub" in note for note in plan.notes)
 
 
-def test_stub_with_an_extra_argument_is_left_to_the_contributor(sandbox_settings):
-    plan = migrate.plan_edits(sandbox_settings, "logit", body="return x;")
+def test_stub_with_an_extra_argument_blocks_the_plan_with_a_host_skeleton(sandbox_settings):
+    plan = migrate.plan_edits(load_index(sandbox_settings.tree), "logit", body="return x;")
     assert UNARY_KERNEL not in {e.rel for e in plan.edits}
-    (note,) = [n for n in plan.notes if "logit_stub" in n]
-    assert note.startswith("aten/src/ATen/native/UnaryOps.h:")
-    assert "declared as unary_fn_with_scalar, taking (TensorIteratorBase&, const Scalar&)" in note
-    assert "write logit_mps_kernel and REGISTER_DISPATCH(logit_stub, &logit_mps_kernel)" in note
+    (blocker,) = [b for b in plan.blockers if "logit_stub" in b.what]
+    assert blocker.what.startswith("aten/src/ATen/native/UnaryOps.h:")
+    assert "declared as unary_fn_with_scalar, taking (TensorIteratorBase&, const Scalar&)" in (
+        blocker.what
+    )
+    # the skeleton takes exactly the declared parameters and passes them on
+    assert "static void logit_mps_kernel(TensorIteratorBase& iter, const Scalar& arg1) {" in (
+        blocker.skeleton
+    )
+    assert 'lib.exec_unary_kernel(iter, "logit", arg1);' in blocker.skeleton
+    assert "REGISTER_DISPATCH(logit_stub, &logit_mps_kernel);" in blocker.skeleton
+    assert not plan.empty
 
 
 def test_undeclared_stub_gets_the_default_and_a_note(sandbox_settings):
@@ -53,7 +63,7 @@ def test_undeclared_stub_gets_the_default_and_a_note(sandbox_settings):
         "DECLARE_DISPATCH(structured_binary_fn, hypot_stub)\n",
         "",
     )
-    plan = migrate.plan_edits(sandbox_settings, "hypot")
+    plan = migrate.plan_edits(load_index(sandbox_settings.tree), "hypot")
     assert "static void hypot_mps_kernel(TensorIteratorBase& iter) {\n" in _after(
         plan, BINARY_KERNEL
     )
@@ -71,7 +81,7 @@ def test_unreadable_declaration_gets_the_default_and_says_why(sandbox_settings):
         "(structured_binary_fn, hypot_stub)",
         "(hypot_fn, hypot_stub)",
     )
-    plan = migrate.plan_edits(sandbox_settings, "hypot")
+    plan = migrate.plan_edits(load_index(sandbox_settings.tree), "hypot")
     assert "hypot_mps_kernel(TensorIteratorBase& iter)" in _after(plan, BINARY_KERNEL)
     (note,) = [n for n in plan.notes if "hypot_stub" in n]
     assert note.startswith(f"{BINARY_OPS_H}:")

@@ -6,18 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands import migrate
 from pipeline.config import Settings, load_settings
+from pipeline.guide import xfails as migrate
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import build_table
 from pipeline.tree import common_mps, opinfo
+from pipeline.workspace import prepare
 
 M1 = "macos-m1-14"
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return load_settings({"state_dir": str(tmp_path / "state")})
+    return prepare(load_settings({"state_dir": str(tmp_path / "state")}))
 
 
 def xpasses(stem: str, *dtypes: str) -> list[CaseResult]:
@@ -41,7 +42,7 @@ def xpasses(stem: str, *dtypes: str) -> list[CaseResult]:
 
 def plan(settings: Settings, *dtypes: str):
     """Plan hypot's xfail changes after a run in which ``dtypes`` (only) xpassed."""
-    hypot = [i for i in opinfo.load_opinfos(settings) if i.key == "hypot"]
+    hypot = [i for i in opinfo.load_opinfos(settings.tree) if i.key == "hypot"]
     assert [i.dtypes for i in hypot] == [("float32", "float16", "bfloat16")]
     entries = common_mps.read(settings.root).for_key("hypot")
     return migrate.plan_xfail_changes(

@@ -1,0 +1,442 @@
+"""One edit stage = one transaction on the PyTorch tree, serialized per tree.
+
+The protocol (:func:`commit`), with a journal in :func:`tree_state_dir`:
+
+1. check every guard (before-text, other people's uncommitted work) — nothing written yet;
+2. journal ``prepared``: target, temp file and sha256 of the new content for every file;
+3. write each temp file next to its target (same directory, so the rename is atomic);
+4. journal ``committed`` — from here on the edit happens, whatever interrupts it;
+5. rename every temp onto its target, record ownership, delete the journal.
+
+A run killed anywhere leaves a journal that :func:`recover` resolves: ``prepared`` rolls
+back (the tree was never touched), ``committed`` rolls forward (temps are complete and
+fsynced). So every file of a stage is either entirely before or entirely after.
+
+Bookkeeping is per tree, not per state dir: two runs on one tree (with different state
+dirs) share the lock, the journal and the ownership record. Callers hold :func:`tree_lock`
+from reading the files they plan to edit until :func:`commit` returns; the lock is not
+reentrant (``flock`` locks of two descriptors conflict even within one process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from pipeline.edit.atomic import FileEdit, git_dirty
+from pipeline.errors import ConcurrentChangeError, DirtyFileError, PipelineError, TreeBusyError
+from pipeline.fsio import write_atomic
+
+__all__ = [
+    "Ownership",
+    "commit",
+    "recover",
+    "tree_lock",
+    "tree_state_dir",
+]
+
+_NON_GIT_DIR = ".mps-pipeline-tree"
+_LOCK = "lock"
+_JOURNAL = "journal.json"
+_OWNERSHIP = "ownership.json"
+_TMP_MARK = ".mps-pipeline-"  # temp files: .<name>.mps-pipeline-<txid>.tmp
+_POLL = 0.1  # seconds between attempts to take a busy lock
+
+
+def tree_state_dir(root: Path) -> Path:
+    """The directory for per-tree bookkeeping (lock, journal, ownership); created if missing.
+
+    Inside the git dir (``<git-dir>/mps-pipeline/``) when ``root`` is a git work tree, so it
+    never shows in ``git status``; else ``<root>/.mps-pipeline-tree/``.
+    """
+    root = Path(root).resolve()
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--absolute-git-dir", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except FileNotFoundError:  # no git installed: the tree cannot be a work tree either
+        proc = None
+    if proc is not None and proc.returncode == 0 and len(proc.stdout.splitlines()) == 2:
+        git_dir, top = proc.stdout.splitlines()
+        state = Path(git_dir) / "mps-pipeline"
+        if Path(top).resolve() != root:
+            # ``root`` is a sub-directory of a larger work tree: key it by its path, so that
+            # journals of two roots in one repository never mix (their rel paths differ).
+            rel = root.relative_to(Path(top).resolve()).as_posix()
+            state = state / "subtrees" / hashlib.sha256(rel.encode()).hexdigest()[:16]
+    else:
+        state = root / _NON_GIT_DIR
+    state.mkdir(parents=True, exist_ok=True)
+    return state
+
+
+# ---------------------------------------------------------------------------- the tree lock
+
+
+def _read_pid(fd: int) -> int | None:
+    # The holder writes its pid right after taking the lock: an empty file means we looked
+    # in between, so look again briefly rather than report "pid unknown".
+    for _ in range(20):
+        raw = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        if raw.isdigit():
+            return int(raw)
+        time.sleep(0.01)
+    return None
+
+
+@contextlib.contextmanager
+def tree_lock(
+    root: Path, *, wait: float, on_wait: Callable[[int | None], None] | None = None
+) -> Iterator[None]:
+    """Hold the tree's exclusive edit lock (``flock``) for the block; released on any exit.
+
+    When another process holds it, ``on_wait(pid)`` is called once (not when ``wait`` is 0:
+    there is no waiting to announce), then the lock is retried for up to ``wait`` seconds
+    before :class:`TreeBusyError` is raised.
+    """
+    path = tree_state_dir(root) / _LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + max(wait, 0.0)
+        waited = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+            if not waited:
+                waited = True
+                holder = _read_pid(fd)
+                if holder == os.getpid():  # would wait for ourselves until the timeout
+                    raise RuntimeError("tree_lock is not reentrant: this process holds it")
+                if on_wait is not None and wait > 0:
+                    on_wait(holder)
+            if time.monotonic() >= deadline:
+                raise TreeBusyError(_read_pid(fd))
+            time.sleep(min(_POLL, max(deadline - time.monotonic(), 0.0)))
+        try:
+            # The pid is only a hint for the message of whoever waits; the flock is the lock.
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------- filesystem steps (patchable)
+
+
+def _fs_step(
+    op: str, path: Path, data: bytes = b"", *, dest: Path | None = None, mode: int = 0o644
+) -> None:
+    """Perform one filesystem mutation of a commit or recovery; every one goes through here.
+
+    ``op`` is ``"write_temp"`` (create ``path`` exclusively, write ``data``, fsync, chmod
+    ``mode``), ``"write_atomic"`` (replace ``path`` by ``data`` via :func:`write_atomic`),
+    ``"replace"`` (``os.replace(path, dest)``) or ``"unlink"``. Kept as one module-level
+    function so a test can wrap it in a subprocess and kill the process after any step.
+    """
+    if op == "write_temp":
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    elif op == "write_atomic":
+        write_atomic(path, data)
+    elif op == "replace":
+        assert dest is not None
+        os.replace(path, dest)
+    elif op == "unlink":
+        path.unlink(missing_ok=True)
+    else:
+        raise ValueError(f"unknown filesystem step {op!r}")
+
+
+def _fsync_dir(path: Path) -> None:
+    # Renames and creations are durable only once their directory is synced (power loss).
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:  # some filesystems refuse fsync on a directory: best effort
+        pass
+    finally:
+        os.close(fd)
+
+
+def _sha_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _sha_file(path: Path) -> str | None:
+    try:
+        return _sha_bytes(path.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+# -------------------------------------------------------------------------------- ownership
+
+
+class Ownership:
+    """sha256 of what the pipeline itself last wrote, per file of one tree.
+
+    So the pipeline's own uncommitted edits are not taken for someone else's work. Stored in
+    :func:`tree_state_dir`, so every run on the tree (whatever its state dir) shares it.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.path = tree_state_dir(root) / _OWNERSHIP
+        try:
+            loaded = json.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            # Missing or unreadable: own nothing. The safe side: a dirty file is then refused
+            # (and --force still edits it) rather than silently overwritten.
+            loaded = {}
+        self._sha: dict[str, str] = loaded if isinstance(loaded, dict) else {}
+
+    def is_own(self, rel: str, content: bytes) -> bool:
+        """True when ``content`` is exactly what the pipeline last wrote to ``rel``."""
+        return self._sha.get(rel) == _sha_bytes(content)
+
+    def record(self, written: Mapping[str, str]) -> None:
+        """Remember ``{rel: sha256 of the content written}`` (one atomic write)."""
+        self._sha.update(written)
+        data = json.dumps(self._sha, indent=1, sort_keys=True).encode()
+        _fs_step("write_atomic", self.path, data)
+
+
+# ---------------------------------------------------------------------------------- journal
+
+
+@dataclass(frozen=True)
+class _Entry:
+    rel: str  # target, relative to the root
+    tmp: str  # temp file, relative to the root, in the target's directory
+    sha256: str  # of the new content
+
+
+def _journal_bytes(state: str, txid: str, entries: Sequence[_Entry]) -> bytes:
+    doc = {
+        "version": 1,
+        "state": state,
+        "txid": txid,
+        "pid": os.getpid(),
+        "files": [{"rel": e.rel, "tmp": e.tmp, "sha256": e.sha256} for e in entries],
+    }
+    return json.dumps(doc, indent=1).encode()
+
+
+def _safe_rel(rel: object) -> bool:
+    # A journal names files to rename and delete: never let one point outside the tree.
+    if not isinstance(rel, str) or not rel:
+        return False
+    p = PurePosixPath(rel)
+    return not p.is_absolute() and ".." not in p.parts
+
+
+def _load_journal(path: Path) -> tuple[str, list[_Entry]]:
+    def corrupt(why: str) -> PipelineError:
+        return PipelineError(
+            f"{path}: the edit journal is unreadable ({why}). An interrupted edit may be "
+            "half-applied: inspect the tree with `git status` / `git diff`, restore or keep "
+            "the files by hand, then delete the journal and re-run"
+        )
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise corrupt(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("state") not in ("prepared", "committed"):
+        raise corrupt("no state 'prepared' or 'committed'")
+    entries: list[_Entry] = []
+    for item in doc.get("files") or []:
+        if not (
+            isinstance(item, dict)
+            and _safe_rel(item.get("rel"))
+            and _safe_rel(item.get("tmp"))
+            and isinstance(item.get("sha256"), str)
+            and len(item["sha256"]) == 64
+        ):
+            raise corrupt(f"bad file entry {item!r}")
+        rel, tmp = PurePosixPath(item["rel"]), PurePosixPath(item["tmp"])
+        if tmp.parent != rel.parent or not tmp.name.startswith(f".{rel.name}{_TMP_MARK}"):
+            raise corrupt(f"temp file {item['tmp']!r} is not next to {item['rel']!r}")
+        entries.append(_Entry(item["rel"], item["tmp"], item["sha256"]))
+    return doc["state"], entries
+
+
+def _roll_back(root: Path, journal: Path, entries: Sequence[_Entry]) -> None:
+    # Temps first, journal last: if this is interrupted the journal still lists what is left.
+    for e in entries:
+        _fs_step("unlink", root / e.tmp)
+    _fs_step("unlink", journal)
+
+
+def _roll_forward(root: Path, journal: Path, entries: Sequence[_Entry]) -> None:
+    # Idempotent, so an interrupted roll-forward is finished by running it again.
+    for e in entries:
+        tmp, target = root / e.tmp, root / e.rel
+        if tmp.exists():
+            if _sha_file(tmp) != e.sha256:
+                raise PipelineError(
+                    f"{tmp}: the temp file of a committed edit does not match the journal "
+                    f"{journal}; inspect {e.rel} with `git diff`, then delete the journal and "
+                    "the temp file and re-run"
+                )
+            _fs_step("replace", tmp, dest=target)
+        elif _sha_file(target) != e.sha256:
+            raise PipelineError(
+                f"{e.rel}: neither the committed new content nor its temp file is there "
+                f"(journal {journal}); inspect it with `git diff`, then delete the journal "
+                "and re-run"
+            )
+    for parent in {(root / e.rel).parent for e in entries}:
+        _fsync_dir(parent)
+    Ownership(root).record({e.rel: e.sha256 for e in entries})
+    _fs_step("unlink", journal)
+
+
+def _remove_strays(root: Path, state_dir: Path, entries: Sequence[_Entry]) -> None:
+    # Leftovers of a kill inside a single write: our temps next to the targets (other
+    # txids) and write_atomic's temps of the journal/ownership files in the state dir.
+    for rel in {PurePosixPath(e.rel) for e in entries}:
+        parent = root / rel.parent
+        for stray in parent.glob(f".{glob.escape(rel.name)}{_TMP_MARK}*.tmp"):
+            _fs_step("unlink", stray)
+    for stray in state_dir.glob(".*.tmp"):
+        _fs_step("unlink", stray)
+
+
+# ----------------------------------------------------------------------------- the two verbs
+
+
+def commit(
+    root: Path,
+    edits: Sequence[FileEdit],
+    *,
+    force: bool = False,
+    guard_also: Sequence[str] = (),
+) -> list[FileEdit]:
+    """Write every changed edit as one all-or-nothing transaction; return the edits written.
+
+    All guards are checked before the first write: each file must still hold ``edit.before``
+    (else :class:`ConcurrentChangeError`), and unless ``force`` no file — edited or named in
+    ``guard_also`` (files a later stage of the same chain will write) — may carry uncommitted
+    changes that are not the pipeline's own last write (else :class:`DirtyFileError`).
+    Call it under :func:`tree_lock`, after :func:`recover`.
+    """
+    root = Path(root)
+    todo = [e for e in edits if e.changed]
+    rels = [e.rel for e in todo]
+    if len(set(rels)) != len(rels):
+        raise ValueError(f"two edits of one file in a single commit: {sorted(rels)}")
+    for edit in todo:
+        path = root / edit.rel
+        # Text comparison, as the editors read their input with read_text().
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        if current != edit.before:
+            raise ConcurrentChangeError(edit.rel)
+    if not force:
+        ownership = Ownership(root)
+        for rel in dict.fromkeys([*rels, *guard_also]):
+            path = root / rel
+            content = path.read_bytes() if path.exists() else b""
+            if git_dirty(root, rel) and not ownership.is_own(rel, content):
+                raise DirtyFileError(rel)
+    if not todo:
+        return []
+    _transact(root, todo)
+    return todo
+
+
+def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
+    state_dir = tree_state_dir(root)
+    journal = state_dir / _JOURNAL
+    if journal.exists():  # a caller skipped recover(): never stack a second transaction
+        raise PipelineError(
+            f"{journal}: an interrupted edit has not been recovered; run recover() first"
+        )
+    txid = secrets.token_hex(6)
+    entries: list[_Entry] = []
+    payload: list[tuple[bytes, int]] = []
+    for edit in todo:
+        rel = PurePosixPath(edit.rel)
+        tmp = (rel.parent / f".{rel.name}{_TMP_MARK}{txid}.tmp").as_posix()
+        data = edit.after.encode("utf-8")
+        target = root / edit.rel
+        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+        entries.append(_Entry(edit.rel, tmp, _sha_bytes(data)))
+        payload.append((data, mode))
+
+    committed = False
+    try:
+        _fs_step("write_atomic", journal, _journal_bytes("prepared", txid, entries))
+        for e, (data, mode) in zip(entries, payload, strict=True):
+            _fs_step("write_temp", root / e.tmp, data, mode=mode)
+        for parent in {(root / e.tmp).parent for e in entries}:
+            _fsync_dir(parent)
+        _fs_step("write_atomic", journal, _journal_bytes("committed", txid, entries))
+        committed = True
+        _roll_forward(root, journal, entries)
+    except BaseException:
+        # Before the commit point nothing is visible yet: undo. After it: finish, so a
+        # Ctrl-C mid-rename never leaves half the files new. Either way re-raise. If the
+        # clean-up itself fails, the journal stays and the next run's recover() resolves it.
+        with contextlib.suppress(BaseException):
+            # Decide as recover() would: by the journal on disk (the interrupt may have come
+            # right after the "committed" write returned, before ``committed`` was set).
+            if committed or _load_journal(journal)[0] == "committed":
+                _roll_forward(root, journal, entries)
+            else:
+                _roll_back(root, journal, entries)
+        raise
+
+
+def recover(root: Path) -> str | None:
+    """Resolve an edit interrupted by a kill; return what was done, None if nothing was.
+
+    A ``prepared`` journal is rolled back (temps deleted; the tree never changed), a
+    ``committed`` one rolled forward (remaining renames done, ownership recorded). Stray temp
+    files are removed. Call it under :func:`tree_lock`, before planning any edit.
+    """
+    root = Path(root)
+    state_dir = tree_state_dir(root)
+    journal = state_dir / _JOURNAL
+    if not journal.exists():
+        _remove_strays(root, state_dir, [])
+        return None
+    state, entries = _load_journal(journal)
+    names = ", ".join(e.rel for e in entries)
+    if state == "prepared":
+        _roll_back(root, journal, entries)
+        message = "rolled back an interrupted edit (nothing had been written)"
+    else:
+        _roll_forward(root, journal, entries)
+        files = "file" if len(entries) == 1 else "files"
+        message = f"rolled forward an interrupted edit of {len(entries)} {files}: {names}"
+    _remove_strays(root, state_dir, entries)
+    return message

@@ -1,0 +1,69 @@
+"""The migration backlog: operators still on MPSGraph or without MPS, easiest wins first."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from pipeline.guide.workflow import Workflow, of_record
+from pipeline.tree.index import TreeIndex
+from pipeline.tree.native_yaml import PENDING_KINDS
+
+
+@dataclass(frozen=True)
+class BacklogItem:
+    op: str
+    workflow: Workflow  # MIGRATE (MPSGraph -> Metal) or ADD (no MPS yet)
+    overloads: int  # overloads whose dispatch must change
+    mps_kernels: tuple[str, ...]  # the *_mps functions still dispatched to
+    xfail_dtypes: int  # dtypes xfailed/skipped across all lists (None counts as all tested)
+    has_functor: bool
+    has_opinfo: bool
+
+    @property
+    def effort(self) -> tuple[int, int, int, str]:
+        """Smaller is easier: a functor to reuse, few overloads, few xfails."""
+        return (0 if self.has_functor else 1, self.overloads, self.xfail_dtypes, self.op)
+
+    def to_dict(self) -> dict:
+        return {
+            **asdict(self),
+            "workflow": self.workflow.value,
+            "mps_kernels": list(self.mps_kernels),
+        }
+
+
+def backlog(index: TreeIndex) -> tuple[BacklogItem, ...]:
+    """Every operator whose workflow is not done; ``add`` ones only when an OpInfo tests them.
+
+    Candidates are found cheaply (a pending yaml row, or a stub registered with an MPSGraph
+    body); the workflow rule itself is :func:`pipeline.guide.workflow.of_record`, as in audit.
+    """
+    entries = index.entries_by_operator()
+    graph_stubs = {
+        s.stub.removesuffix("_stub") for f in index.host.files for s in f.stubs if not s.native
+    }
+    candidates = {op for op, es in entries.items() if {e.mps_kind for e in es} & PENDING_KINDS}
+    candidates |= graph_stubs & set(entries)
+    items = []
+    for op in sorted(candidates):
+        record = index.record(op, find_references=False)
+        flow = of_record(record)
+        has_opinfo = bool(record.opinfos)
+        if flow is Workflow.DONE or (flow is Workflow.ADD and not has_opinfo):
+            continue
+        xfail_dtypes = sum(
+            len(e.dtypes) if e.dtypes is not None else max(len(record.opinfo_dtypes), 1)
+            for e in record.xfails
+        )
+        items.append(
+            BacklogItem(
+                op=op,
+                workflow=flow,
+                overloads=len(record.pending_overloads),
+                mps_kernels=record.old_names,
+                xfail_dtypes=xfail_dtypes,
+                has_functor=bool(record.functors),
+                has_opinfo=has_opinfo,
+            )
+        )
+    return tuple(sorted(items, key=lambda i: i.effort))

@@ -1,0 +1,199 @@
+"""The one declaration of the migrate chain: each stage's name, action, inputs, outputs and
+up-to-date rule. The doit tasks, the CLI's ``--stage`` choices and dodo.py's exports are all
+derived from :data:`STAGES`.
+
+doit imports this on every start-up: it imports only the light modules (settings, state
+layout, paths); a stage's action imports :mod:`pipeline.guide.stages` when it really runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from pipeline import state
+from pipeline.config import Settings
+from pipeline.tree import files, paths
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# The variables the chain's tasks read (`doit migrate_op op=atan2 force=1`), one line each:
+# `doit help TASK` lists those of TASK.
+VARIABLES: dict[str, str] = {
+    "op": "op=NAME: operator name or OpInfo alias (op=atan2, op=arctan2)",
+    "root": "root=DIR: PyTorch checkout to work on (default: the bundled sandbox)",
+    "force": "force=1: edit files that have uncommitted changes of yours",
+    "dry_run": "dry_run=1: show every diff and what is left to write; write nothing",
+    "body": 'body="return ...;": operator() body of a Metal functor not written yet',
+    "python": "python=EXE: interpreter that can import torch (OpInfos, the tests)",
+    "state_dir": "state_dir=DIR: where results, caches and doit's database live",
+}
+SETTINGS_VARIABLES = ("root", "python", "state_dir")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one run of the chain was asked to do."""
+
+    settings: Settings
+    op: str
+    force: bool = False
+    dry_run: bool = False
+    body: str | None = None
+
+
+def _stages() -> ModuleType:
+    from pipeline.guide import stages  # the heavy part: only when a stage runs
+
+    return stages
+
+
+def _none(_: Request) -> list:
+    return []
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the chain. ``per_op`` stages are one doit task per operator
+    (``edit:atan2``), so one operator's record never answers for another's."""
+
+    name: str
+    doc: str
+    action: Callable[[Request, Console], None] | None
+    per_op: bool = True
+    # stage names this one runs after (doit task_dep), given the request
+    after: Callable[[Request], tuple[str, ...]] = lambda _: ()
+    inputs: Callable[[Request], list[Path]] = _none  # doit file_dep
+    outputs: Callable[[Request], list[Path]] = _none  # doit targets
+    # doit uptodate entries, besides file_dep; None: always run
+    uptodate: Callable[[Request], list[Any]] | None = _none
+    # also run when the user named the task on the command line, even if up to date
+    rerun_when_asked: bool = False
+    variables: tuple[str, ...] = ("op", "root", "python", "state_dir")
+
+
+def _op(request: Request) -> state.OpFiles:
+    return state.op_files(request.settings, request.op)
+
+
+def _opinfo_files(settings: Settings) -> list[Path]:
+    table = settings.opinfo_table
+    return [table] if table is not None and table.is_file() else []
+
+
+def _test_inputs(request: Request) -> list[Path]:
+    s = request.settings
+    test_file = s.root / s.test_file
+    return [state.build_stamp(s)] + ([test_file] if test_file.is_file() else []) + _opinfo_files(s)
+
+
+def _test_uptodate(request: Request) -> list[Any]:
+    from doit.tools import config_changed
+
+    return [
+        config_changed(state.test_settings(request.settings)),
+        # common_mps.py by content of *this operator's* entries, not by file hash:
+        # dropping another operator's xfails must not re-run these tests.
+        lambda: state.expectations_current(request.settings, request.op),
+    ]
+
+
+def _build_after(request: Request) -> tuple[str, ...]:
+    return () if request.dry_run or not request.op else ("edit",)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage(
+        "audit",
+        "The metal-kernel guide's checklist for op=NAME (always printed when asked for).",
+        lambda r, c: _stages().audit(r, c),
+        outputs=lambda r: [_op(r).audit],
+        # By content digest rather than file_dep: the edit and drop stages re-record the
+        # audit after they write, so the chain's own edits do not make it stale.
+        uptodate=lambda r: [
+            lambda: (
+                _op(r).audit_digest.is_file()
+                and _op(r).audit_digest.read_text() == state.inputs_digest(r.settings)
+            )
+        ],
+        rerun_when_asked=True,
+    ),
+    Stage(
+        "edit",
+        "Fold op=NAME's dispatch, remove its MPSGraph code, register its stub: all or nothing.",
+        lambda r, c: _stages().edit(r, c),
+        after=lambda _: ("audit",),
+        outputs=lambda r: [_op(r).edit],
+        # Up to date when the plan for this operator is empty, re-computed from the tree.
+        uptodate=lambda r: [lambda: state.edit_current(r.settings, r.op, r.body)],
+        variables=("op", "root", "force", "body", "python", "state_dir"),
+    ),
+    Stage(
+        "preview",
+        "Every diff op=NAME's edit would make and what is left to write by hand; writes nothing.",
+        lambda r, c: _stages().preview(r, c),
+        uptodate=None,
+        variables=("op", "root", "body", "python", "state_dir"),
+    ),
+    Stage(
+        "build",
+        "`ninja -C build torch_cpu`, only when a build input (.metal, .mm, .h, yaml) changed.",
+        lambda r, c: _stages().build(r, c),
+        per_op=False,
+        after=_build_after,
+        inputs=lambda r: state.build_inputs(r.settings),
+        outputs=lambda r: [state.build_stamp(r.settings)],
+        variables=("op", "root", "state_dir"),
+    ),
+    Stage(
+        "test_op",
+        "Run op=NAME's consistency tests (JUnit) after a rebuild, or when what they expect"
+        " or how they run changed.",
+        lambda r, c: _stages().test(r, c),
+        after=lambda _: ("build",),
+        inputs=_test_inputs,
+        outputs=lambda r: [_op(r).junit],
+        uptodate=_test_uptodate,
+    ),
+    Stage(
+        "table",
+        "Per-dtype pass table of op=NAME from its JUnit results (terminal, Markdown, JSON).",
+        lambda r, c: _stages().table(r, c),
+        after=lambda _: ("test_op",),
+        inputs=lambda r: [_op(r).junit],
+        outputs=lambda r: [_op(r).table_json, _op(r).table_md],
+        rerun_when_asked=True,
+    ),
+    Stage(
+        "drop_xfails",
+        "Remove op=NAME's xfail entries that now pass, verified by a re-run of its tests.",
+        lambda r, c: _stages().drop_xfails(r, c),
+        after=lambda _: ("table",),
+        inputs=lambda r: [_op(r).table_json] + files(r.settings.root, (paths.COMMON_MPS,)),
+        outputs=lambda r: [_op(r).xfails],
+        variables=("op", "root", "force", "python", "state_dir"),
+    ),
+    Stage(
+        "summary",
+        "What changed, what is still missing, the next command; exit 1 unless op=NAME is done.",
+        lambda r, c: _stages().summary(r, c),
+        after=lambda _: ("edit", "drop_xfails"),
+        inputs=lambda r: (
+            [_op(r).edit, _op(r).table_json, _op(r).xfails] + [state.build_stamp(r.settings)]
+        ),
+        outputs=lambda r: [_op(r).summary],
+    ),
+    Stage(
+        "migrate_op",
+        "The whole guide for op=NAME: edit, build, test, table, drop xfails, summary.",
+        None,
+        after=lambda r: ("preview",) if r.dry_run else ("summary",),
+        variables=tuple(VARIABLES),
+    ),
+)
+STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
+BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}

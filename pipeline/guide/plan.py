@@ -1,0 +1,239 @@
+"""The guide's mechanical edits for one operator, planned in memory: the edit plan.
+
+A plan is every edit the tree needs (dispatch fold on every overload, MPSGraph removal and
+its include, functor insertion, stub registration), each verified by re-parsing, plus what
+blocks it: pieces that cannot be written mechanically (a missing Metal functor without
+``body=``, a stub whose declared signature needs a hand-written host kernel). A plan with
+blockers is never applied, so the tree never ends half migrated. An empty plan (no edits,
+no blockers) is what "the edit stage is up to date" means.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from pipeline.edit import metal as metal_edit
+from pipeline.edit import native_yaml as yaml_edit
+from pipeline.edit import objc as objc_edit
+from pipeline.edit.atomic import FileEdit
+from pipeline.errors import EditVerificationError
+from pipeline.guide.checklist import required_dtypes
+from pipeline.tree import paths
+from pipeline.tree.index import OperatorRecord, TreeIndex
+
+# What structured kernels hand their stubs: the kernel type when no declaration says otherwise
+DEFAULT_ITERATOR = "TensorIteratorBase&"
+DEFAULT_DTYPES = ("float32", "float16", "bfloat16")
+# exec kind -> (host file receiving the stub, Metal file receiving a new functor)
+TARGET_FILES = {
+    "unary": (f"{paths.OPERATIONS_DIR}/UnaryKernel.mm", f"{paths.KERNELS_DIR}/UnaryKernel.metal"),
+    "binary": (
+        f"{paths.OPERATIONS_DIR}/BinaryKernel.mm",
+        f"{paths.KERNELS_DIR}/BinaryKernel.metal",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """A piece the migration needs that the contributor must write: what, where, a skeleton."""
+
+    what: str
+    file: str
+    skeleton: str
+
+    def render(self) -> str:
+        return f"{self.what}\n  in {self.file}:\n\n{self.skeleton.rstrip()}\n"
+
+
+@dataclass(frozen=True)
+class EditPlan:
+    """Every edit of the guide for one operator, verified, and what still blocks them."""
+
+    op: str
+    edits: tuple[FileEdit, ...]
+    blockers: tuple[Blocker, ...]
+    notes: tuple[str, ...]  # advice that does not block the edit (decorators to drop...)
+    old_names: tuple[str, ...]  # the *_mps kernels the yaml dispatched to before
+    # files a later stage of the chain will write (common_mps.py when xfails may go)
+    later_writes: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to edit and nothing blocking: the edit stage has nothing left to do."""
+        return not self.edits and not self.blockers
+
+
+def exec_kind(record: OperatorRecord) -> str:
+    """``unary`` or ``binary``, from the Tensor inputs of the operator's schemas."""
+    counts = []
+    for o in record.overloads:
+        args = o.schema.split("(", 1)[1].rsplit(") ->", 1)[0].split("*", 1)[0]
+        counts.append(len(re.findall(r"(?:^|,)\s*Tensor\b(?!\()", args)))
+    return "binary" if max(counts, default=1) >= 2 else "unary"
+
+
+def host_kernel_skeleton(record: OperatorRecord, kind: str) -> str:
+    """A host kernel with exactly the stub's declared parameters, passed on to the kernel."""
+    decl = record.stub_decl
+    assert decl is not None
+    stub, function = f"{record.op}_stub", f"{record.op}_mps_kernel"
+    names = ["iter"] + [f"arg{i}" for i in range(1, len(decl.params))]
+    params = ", ".join(f"{t} {n}" for t, n in zip(decl.params, names, strict=True))
+    extra = "".join(f", {n}" for n in names[1:])
+    return (
+        f"static void {function}({params}) {{\n"
+        f"  // TODO: pass what the Metal kernel needs of {', '.join(names[1:])}\n"
+        f'  lib.exec_{kind}_kernel(iter, "{record.op}"{extra});\n'
+        "}\n\n"
+        f"REGISTER_DISPATCH({stub}, &{function});\n"
+    )
+
+
+def stub_param_type(record: OperatorRecord) -> tuple[str | None, list[str]]:
+    """The iterator parameter type of the operator's new kernel function, and notes.
+
+    It is the iterator the stub's ``DECLARE_DISPATCH`` type takes (``TensorIterator&`` or
+    ``TensorIteratorBase&``). None when that type takes more (``const Scalar& alpha``): the
+    function is then the contributor's to write. Without a readable declaration,
+    ``TensorIteratorBase&`` (what structured kernels pass), with a note.
+    """
+    stub, function = f"{record.op}_stub", f"{record.op}_mps_kernel"
+    decl = record.stub_decl
+    if decl is None:
+        unread = [
+            u
+            for u in record.unrecognised
+            if PurePosixPath(u.span.path).match(paths.NATIVE_HEADERS) and stub in u.text
+        ]
+        why = (
+            f"{unread[0].span}: the type {stub} is declared with is not understood "
+            f"({unread[0].reason})"
+            if unread
+            else f"no DECLARE_DISPATCH for {stub} found under {paths.NATIVE_HEADERS}"
+        )
+        return DEFAULT_ITERATOR, [
+            f"{why}; {function} takes {DEFAULT_ITERATOR}: check it against the stub's type"
+        ]
+    return decl.iterator_param, []
+
+
+def _chain(edits: dict[str, FileEdit], new: FileEdit) -> None:
+    """Fold successive edits of one file into a single before→after edit."""
+    prev = edits.get(new.rel)
+    if prev is None:
+        edits[new.rel] = new
+    else:
+        edits[new.rel] = FileEdit(new.rel, prev.before, new.after, f"{prev.summary}; {new.summary}")
+
+
+def plan_edits(index: TreeIndex, op: str, body: str | None = None) -> EditPlan:
+    """Compute (and verify) every mechanical edit of the guide for ``op``; writes nothing.
+
+    Pieces the contributor must write become blockers, and planning goes on so the preview
+    shows every other edit too. ``body`` is the operator() body of a missing functor.
+    """
+    root = index.root
+    record = index.record(op)
+    op = record.op
+    edits: dict[str, FileEdit] = {}
+    notes: list[str] = []
+    blockers: list[Blocker] = []
+
+    def read(rel: str) -> str:
+        return edits[rel].after if rel in edits else (root / rel).read_text(encoding="utf-8")
+
+    kind = exec_kind(record)
+    stub_file, metal_file = TARGET_FILES[kind]
+    needs_stub = not any(s.native for s in record.stubs)
+    if needs_stub and not record.functors:
+        dtypes = required_dtypes(record) or DEFAULT_DTYPES
+        arity = 2 if kind == "binary" else 1
+        if body is None:
+            blockers.append(
+                Blocker(
+                    f"{op}: no Metal functor yet: write it (the math is yours), or pass "
+                    'body="return ...;" to have it inserted',
+                    metal_file,
+                    metal_edit.functor_skeleton(op, arity, dtypes),
+                )
+            )
+        else:
+            try:
+                functor = metal_edit.add_functor(
+                    read(metal_file), metal_file, op, arity, body, dtypes
+                )
+            except ValueError as exc:  # the contributor's body: say what is wrong with it
+                raise EditVerificationError(f"body=...: {exc}; nothing was written") from exc
+            _chain(edits, functor)
+
+    yaml_rel = paths.NATIVE_YAML
+    fold = yaml_edit.fold_mps_dispatch(read(yaml_rel), yaml_rel, op)
+    _chain(edits, fold.edit)
+    notes += [f"{name}: {reason}" for name, reason in fold.manual]
+
+    for impl in record.mpsgraph:
+        rel = impl.span.path
+        others = [i.name for i in record.mpsgraph if i.span.path == rel]
+        _chain(
+            edits, objc_edit.remove_implementation(read(rel), rel, impl.name, also_removing=others)
+        )
+        after = read(rel)
+        if any(i.op == op and i.span.path == rel for i in record.includes) and (
+            not objc_edit.include_still_needed(after, op)
+        ):
+            _chain(edits, objc_edit.remove_include(after, rel, op))
+    for stub in record.stubs:
+        if not stub.native:
+            # A second registration of one stub does not compile: never add one beside it.
+            blockers.append(
+                Blocker(
+                    f"{stub.span}: {stub.stub} is registered by {stub.macro} with an MPSGraph "
+                    "body; replace that registration with a native kernel",
+                    stub.span.path,
+                    f"// remove: {stub.macro}(...) for {stub.stub}\n",
+                )
+            )
+    if needs_stub:
+        param_type, stub_notes = stub_param_type(record)
+        notes += stub_notes
+        if param_type is None:
+            decl = record.stub_decl
+            assert decl is not None
+            blockers.append(
+                Blocker(
+                    f"{decl.span}: {op}_stub is declared as {decl.fn_type}, taking "
+                    f"({', '.join(decl.params)}): its MPS kernel must take the same parameters",
+                    stub_file,
+                    host_kernel_skeleton(record, kind),
+                )
+            )
+        else:
+            _chain(
+                edits,
+                objc_edit.add_stub(
+                    read(stub_file),
+                    stub_file,
+                    f"{op}_stub",
+                    f"{op}_mps_kernel",
+                    kind,
+                    op,
+                    param_type=param_type,
+                ),
+            )
+    for info in record.opinfos:
+        for d in info.decorators:
+            notes.append(
+                f"OpInfo {info.key}: MPS decorator {d.kind} {d.test or ''} ({d.where}) "
+                "should go once the tests pass"
+            )
+    return EditPlan(
+        op=op,
+        edits=tuple(e for e in edits.values() if e.changed),
+        blockers=tuple(blockers),
+        notes=tuple(notes),
+        old_names=record.old_names,
+        later_writes=(paths.COMMON_MPS,) if record.xfails else (),
+    )

@@ -1,0 +1,383 @@
+"""The stages of the guide for one operator: audit → edit → build → test → table → drop
+xfails → summary, as plain functions of a :class:`~pipeline.guide.graph.Request`.
+
+Which stage runs when, and what it reads and writes, is declared once in
+:mod:`pipeline.guide.graph`; this module is what the stages do. Every stage that touches the
+tree or its build holds the tree's lock, and the edit stages commit their files as one
+transaction (:mod:`pipeline.edit.transaction`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from pipeline import state
+from pipeline.config import Settings
+from pipeline.edit import transaction
+from pipeline.edit.atomic import FileEdit
+from pipeline.errors import PipelineError, WorkLeftError
+from pipeline.guide import checklist
+from pipeline.guide.graph import Request
+from pipeline.guide.plan import EditPlan, plan_edits
+from pipeline.guide.xfails import plan_xfail_changes
+from pipeline.report import render
+from pipeline.report.guide import render_checklist
+from pipeline.results import junit
+from pipeline.results import table as tables
+from pipeline.run import build as build_runner
+from pipeline.run import tests as test_runner
+from pipeline.tree.index import OperatorRecord, find_references, load_index
+from pipeline.tree.opinfo import OpInfoRecord
+
+# How many failing tests' messages the summary prints on the terminal (table.md has all).
+FIRST_FAILURES = 5
+
+
+@contextmanager
+def tree_locked(settings: Settings, console: Console) -> Iterator[None]:
+    """Hold the tree's lock; first finish (or undo) an edit a killed run left half done."""
+
+    def waiting(pid: int | None) -> None:
+        who = f" (pid {pid})" if pid else ""
+        console.print(f"waiting for another mps-pipeline run on this tree{who}…", highlight=False)
+
+    with transaction.tree_lock(settings.root, wait=settings.lock_wait, on_wait=waiting):
+        message = transaction.recover(settings.root)
+        if message:
+            console.print(f"[yellow]recovered:[/yellow] {escape(message)}", highlight=False)
+        yield
+
+
+# ---------------------------------------------------------------------------- audit
+
+
+def record_audit(settings: Settings, op: str, console: Console | None) -> OperatorRecord:
+    """Print the checklist (unless ``console`` is None) and record it with its inputs' digest.
+
+    The edit and drop stages re-record it after they write, so it stays current.
+    """
+    record = load_index(settings.tree).record(op)
+    items = checklist.checklist(record)
+    if console is not None:
+        render_checklist(record, items, console)
+    files = state.op_files(settings, op)
+    state.write_json(files.audit, checklist.to_json(record, items))
+    state.write_text(files.audit_digest, state.inputs_digest(settings))
+    return record
+
+
+def audit(request: Request, console: Console) -> None:
+    record_audit(request.settings, request.op, console)
+
+
+# ----------------------------------------------------------------------------- edit
+
+
+def _show_plan(plan: EditPlan, console: Console, *, dry_run: bool) -> None:
+    for edit in plan.edits:
+        verb = "would edit" if dry_run or plan.blockers else "edit"
+        console.print(f"[bold]{verb}[/bold] {edit.rel}: " + escape(edit.summary), highlight=False)
+        if dry_run:
+            console.print(edit.diff(), markup=False, highlight=False)
+    if plan.empty:
+        console.print("nothing to edit: the mechanical steps are done", highlight=False)
+    for note in plan.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
+    for blocker in plan.blockers:
+        console.print(f"[red]to write by hand:[/red] {escape(blocker.render())}", highlight=False)
+
+
+def _blocked(plan: EditPlan, *, dry_run: bool) -> WorkLeftError:
+    pieces = "; ".join(b.what for b in plan.blockers)
+    wrote = "a real run would write nothing" if dry_run else "nothing was written"
+    return WorkLeftError(
+        f"{plan.op}: {len(plan.blockers)} piece(s) must be written by hand first ({wrote}): "
+        f"{pieces}"
+    )
+
+
+def preview(request: Request, console: Console) -> None:
+    """Every diff the edit would make and what is left to write by hand; writes nothing."""
+    settings, op = request.settings, request.op
+    record_audit(settings, op, console)
+    plan = plan_edits(load_index(settings.tree), op, request.body)
+    _show_plan(plan, console, dry_run=True)
+    if plan.blockers:
+        raise _blocked(plan, dry_run=True)
+
+
+def edit(request: Request, console: Console) -> None:
+    """Plan the operator's edits from the tree as it is now and commit them, all or none."""
+    settings, op = request.settings, request.op
+    with tree_locked(settings, console):
+        plan = plan_edits(load_index(settings.tree), op, request.body)
+        _show_plan(plan, console, dry_run=False)
+        if plan.blockers:
+            raise _blocked(plan, dry_run=False)
+        transaction.commit(
+            settings.root, plan.edits, force=request.force, guard_also=plan.later_writes
+        )
+        if plan.edits:
+            after = plan_edits(load_index(settings.tree), op, request.body)
+            if after.edits:  # the readers disagree with the editors: say so, do not loop
+                raise PipelineError(
+                    f"{op}: after the edit, the tree still needs: "
+                    + "; ".join(e.summary for e in after.edits)
+                    + ". Please report this with `git diff`."
+                )
+            record_audit(settings, op, None)  # it now describes the edited tree
+    leftovers = find_references(settings.root, plan.old_names)
+    for name, span in leftovers:
+        console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)
+    files = state.op_files(settings, op)
+    edited = [{"file": e.rel, "summary": e.summary} for e in plan.edits]
+    if not edited and files.edit.is_file():  # a re-check: keep what the last edit did
+        edited = json.loads(files.edit.read_text()).get("edited", [])
+    state.write_json(
+        files.edit,
+        {
+            "inputs": state.edit_digest(settings, request.body),
+            "edited": edited,
+            "manual": list(plan.notes),
+            "old_name_refs": [{"name": n, "file": s.path, "line": s.start} for n, s in leftovers],
+        },
+    )
+
+
+# ---------------------------------------------------------------------------- build
+
+
+def run_build(settings: Settings, console: Console) -> build_runner.BuildResult:
+    """`ninja -C build torch_cpu` with a progress bar; BuildError when it fails.
+
+    The stamp holds the build's identity (what ninja's log says it built), so it changes
+    exactly when ninja did work and the tests that depend on it re-run then, and only then.
+    """
+    result = build_runner.run(
+        build_runner.BuildRequest(settings.build_command, settings.root, state.build_log(settings))
+    )
+    result.check()
+    state.write_build_stamp(settings, did_work=not result.no_work)
+    console.print(
+        "build: up to date" if result.no_work else f"build: ok in {result.seconds:.1f}s",
+        highlight=False,
+    )
+    return result
+
+
+def build(request: Request, console: Console) -> None:
+    with tree_locked(request.settings, console):
+        run_build(request.settings, console)
+
+
+# ----------------------------------------------------------------------------- test
+
+
+def selectors(opinfos: Iterable[OpInfoRecord], kinds: Sequence[str]) -> tuple[str, ...]:
+    """pytest -k substrings selecting exactly these OpInfos' consistency tests."""
+    return tuple(f"test_{k}_{info.stem}_mps_" for info in opinfos for k in kinds)
+
+
+def run_consistency_tests(
+    settings: Settings, test_selectors: Sequence[str], label: str
+) -> tuple[Path, str]:
+    """One pytest run of ``test_selectors`` into a new ``<results>/<time>-<label>/`` folder.
+
+    Returns (the JUnit report, one line of counts read from that report, as the table
+    counts); raises PipelineError when pytest wrote no report (nothing matched, a crash, a
+    timeout).
+    """
+    run_dir = test_runner.new_run_dir(settings.results_dir, label)
+    result = test_runner.run(
+        test_runner.TestRequest(
+            python=settings.python,
+            test_file=settings.test_file,
+            cwd=settings.root,
+            selectors=tuple(test_selectors),
+            junit_path=run_dir / "junit.xml",
+            log_path=run_dir / "pytest.log",
+            timeout=settings.test_timeout,
+            extra_args=settings.pytest_args,
+        )
+    )
+    if not result.ran or not result.junit_path.is_file():
+        raise PipelineError(
+            f"pytest produced no JUnit report: {result.message or 'see the log'}\n"
+            f"  full log: {result.log_path}"
+        )
+    junit_path = run_dir / "junit.xml"
+    if len(result.junit_paths) > 1:  # batched selections: one report for the stages below
+        junit.merge_reports(result.junit_paths, junit_path)
+    cases = junit.parse_report(junit_path).cases
+    return junit_path, f"{len(cases)} run in {result.seconds:.1f}s ({junit.count_text(cases)})"
+
+
+def _run_tests(settings: Settings, record: OperatorRecord) -> tuple[Path, str]:
+    if not record.opinfos:
+        raise PipelineError(f"{record.op}: no OpInfo, so no consistency tests to run")
+    return run_consistency_tests(
+        settings, selectors(record.opinfos, settings.test_kinds), record.op
+    )
+
+
+def test(request: Request, console: Console) -> None:
+    """Run the operator's consistency tests; the JUnit file lands in the op's folder."""
+    settings, op = request.settings, request.op
+    with tree_locked(settings, console):
+        record = load_index(settings.tree).record(op, find_references=False)
+        junit_path, summary = _run_tests(settings, record)
+    files = state.op_files(settings, op)
+    files.dir.mkdir(parents=True, exist_ok=True)
+    state.write_bytes(files.junit, junit_path.read_bytes())
+    state.record_expectations(settings, op)
+    console.print(
+        f"tests: {summary}; results in {junit_path.parent}", markup=False, highlight=False
+    )
+
+
+# ---------------------------------------------------------------------------- table
+
+
+def display_names(opinfos: Iterable[OpInfoRecord]) -> dict[str, str]:
+    """Test stem -> "name (variant)": the row labels of a per-dtype table."""
+    return {
+        info.stem: info.name + (f" ({info.variant_test_name})" if info.variant_test_name else "")
+        for info in opinfos
+    }
+
+
+def load_table(
+    settings: Settings, op: str
+) -> tuple[OperatorRecord, tables.DtypeTable, tuple[str, ...]]:
+    """The operator's record and per-dtype table from its last JUnit report (+ warnings)."""
+    record = load_index(settings.tree).record(op, find_references=False)
+    report = junit.parse_report(state.op_files(settings, op).junit)
+    table = tables.build_table(report.cases, names=display_names(record.opinfos))
+    return record, table, report.warnings
+
+
+def table(request: Request, console: Console) -> None:
+    """Print the per-dtype table; write table.md and table.json beside the JUnit report."""
+    _, dtype_table, warnings = load_table(request.settings, request.op)
+    for w in warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+    render.render_terminal(dtype_table, console)
+    files = state.op_files(request.settings, request.op)
+    state.write_text(files.table_md, render.render_markdown(dtype_table))
+    state.write_text(files.table_json, render.render_json(dtype_table))
+
+
+# ------------------------------------------------------------------------ drop xfails
+
+
+def drop_xfails(request: Request, console: Console) -> None:
+    """Remove xfails that xpassed, then re-run the tests; put them back if any does not pass."""
+    settings, op = request.settings, request.op
+    with tree_locked(settings, console):
+        record, dtype_table, _ = load_table(settings, op)
+        decisions, change = plan_xfail_changes(settings, record.xfails, record.opinfos, dtype_table)
+        for d in decisions:
+            console.print(
+                f"xfail {d.list}[{d.key!r}]: {d.action} — {d.reason}", markup=False, highlight=False
+            )
+        verified, verified_junit = None, None
+        if change is not None:
+            transaction.commit(settings.root, [change], force=request.force)
+            console.print(change.diff(), markup=False, highlight=False)
+            junit_path, summary = _run_tests(settings, record)
+            bad = [c for c in junit.parse_report(junit_path).cases if c.outcome in junit.FAILING]
+            if bad:
+                revert = FileEdit(change.rel, change.after, change.before, "revert xfail removal")
+                transaction.commit(settings.root, [revert], force=True)
+                raise WorkLeftError(
+                    f"after removing the xfails, {len(bad)} test(s) did not pass "
+                    f"(first: {bad[0].name}); common_mps.py was restored. See {junit_path}"
+                )
+            verified, verified_junit = summary, str(junit_path)
+            console.print(f"verified: {summary}", markup=False, highlight=False)
+            # The tests have now run against the edited common_mps.py: results stay valid,
+            # and the audit record is re-made so it shows the entries that are left.
+            state.record_expectations(settings, op)
+            record_audit(settings, op, None)
+    state.write_json(
+        state.op_files(settings, op).xfails,
+        {
+            "decisions": [x.to_dict() for x in decisions],
+            "diff": change.diff() if change else "",
+            "verified": verified,
+            # the re-run's report: what the tests say now that the entries are gone
+            "verified_junit": verified_junit,
+        },
+    )
+
+
+# -------------------------------------------------------------------------- summary
+
+
+def _failures(files: state.OpFiles, drops: dict) -> list[junit.CaseResult]:
+    """The failing tests of the latest run: the re-run after dropping xfails, if any."""
+    report = drops.get("verified_junit") or files.junit
+    return [c for c in junit.parse_report(report).cases if c.outcome in junit.FAILING]
+
+
+def summary(request: Request, console: Console) -> None:
+    """What changed, what the checklist still lacks, the next command; summary.md.
+
+    Fails (exit 1) when tests fail or checklist items are left: the chain is not done.
+    """
+    settings = request.settings
+    record = load_index(settings.tree).record(request.op)
+    files = state.op_files(settings, record.op)
+    edits = json.loads(files.edit.read_text())
+    drops = json.loads(files.xfails.read_text())
+    counts = json.loads(files.table_json.read_text()).get("counts", {})
+    missing = [i for i in checklist.checklist(record) if not i.ok]
+    failing = _failures(files, drops)
+    lines = [f"# {record.op}: migrate_op summary", ""]
+    lines += [f"- edited {e['file']}: {e['summary']}" for e in edits["edited"]] or [
+        "- no source edits were needed"
+    ]
+    lines += [f"- manual: {m}" for m in edits["manual"]]
+    lines.append("- tests: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v))
+    for x in drops["decisions"]:
+        if x["action"] != "keep":
+            lines.append(f"- xfail {x['list']}[{x['key']!r}]: {x['action']} ({x['reason']})")
+    if drops.get("verified"):
+        lines.append(f"- re-run after dropping xfails: {drops['verified']}")
+    lines.append("")
+    if failing:
+        lines.append(f"Failing tests ({len(failing)}):")
+        for case in failing[:FIRST_FAILURES]:
+            message = case.message.strip().splitlines()[0] if case.message.strip() else ""
+            lines.append(f"- {case.name} [{case.outcome.value}] {message[:200]}")
+        if len(failing) > FIRST_FAILURES:
+            lines.append(f"- … {len(failing) - FIRST_FAILURES} more in {files.table_md}")
+        lines.append("")
+    if missing:
+        lines.append("Still to do:")
+        for item in missing:
+            lines.append(f"- ✗ {item.title}")
+            lines += [f"    - {x.text}" + (f" ({x.span})" if x.span else "") for x in item.details]
+        lines.append("")
+    if missing or failing:
+        lines.append(f"Next: fix the items above, then `doit migrate_op op={record.op}` again.")
+    else:
+        lines.append("Every checklist item passes.")
+        lines.append(
+            "Next: review `git diff`, run `python test/test_mps.py -k "
+            f"test_output_match_{record.op}` on a Mac, and open the PR with the `ciflow/mps` label."
+        )
+    text = "\n".join(lines) + "\n"
+    state.write_text(files.summary, text)
+    console.print(text, markup=False, highlight=False)
+    if missing or failing:
+        raise WorkLeftError(
+            f"{record.op} is not done: {len(failing)} failing test(s), "
+            f"{len(missing)} checklist item(s) left (see {files.summary})"
+        )

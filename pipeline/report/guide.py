@@ -1,0 +1,51 @@
+"""The guide's results for a terminal: the checklist and the backlog."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pipeline.guide.workflow import of_record
+
+if TYPE_CHECKING:
+    from pipeline.guide.backlog import BacklogItem
+    from pipeline.guide.checklist import CheckItem
+    from pipeline.tree.index import OperatorRecord
+
+
+def render_checklist(record: OperatorRecord, items: Sequence[CheckItem], console: Console) -> None:
+    """The checklist for humans: ✓/✗ per item, evidence and file:line underneath."""
+    console.print(
+        f"[bold]{record.op}[/bold]  workflow: [cyan]{of_record(record)}[/cyan]  "
+        f"overloads: {len(record.overloads)}  consistency tests: {len(record.tests)}",
+        highlight=False,
+    )
+    for item in items:
+        mark = "[green]✓[/green]" if item.ok else "[red]✗[/red]"
+        console.print(f" {mark} {item.title}", highlight=False)
+        for d in item.details:
+            where = f"  [dim]{d.span}[/dim]" if d.span else ""
+            console.print(f"     {escape(d.text)}{where}", highlight=False, soft_wrap=True)
+    done = sum(i.ok for i in items)
+    console.print(f"{done}/{len(items)} checks pass", highlight=False)
+
+
+def render_backlog(items: Sequence[BacklogItem], console: Console) -> None:
+    """The backlog as a table, easiest first."""
+    table = Table(title=f"MPS migration backlog: {len(items)} operators, easiest first")
+    for col in ("operator", "workflow", "overloads", "xfail dtypes", "functor", "MPS kernels"):
+        table.add_column(col)
+    for i in items:
+        table.add_row(
+            i.op,
+            str(i.workflow),
+            str(i.overloads),
+            str(i.xfail_dtypes),
+            "✓" if i.has_functor else "",
+            ", ".join(i.mps_kernels),
+        )
+    console.print(table)
