@@ -39,7 +39,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from pipeline import history
+from pipeline.results import history
 from pipeline.commands.backlog import BacklogItem, backlog
 from pipeline.config import Settings
 from pipeline.edit.xfails import apply_xfail_changes

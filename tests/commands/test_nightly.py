@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from pipeline import history
+from pipeline.results import history
 from pipeline.__main__ import build_parser, main
 from pipeline.commands import nightly
 from pipeline.config import load_settings

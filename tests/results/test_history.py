@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from pipeline import history
+from pipeline.results import history
 from pipeline.errors import PipelineError
 from pipeline.results.junit import CaseResult, Outcome
 
