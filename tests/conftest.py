@@ -63,3 +63,19 @@ def sandbox_settings(tmp_path: Path):
     from pipeline.config import load_settings
 
     return load_settings({"state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path)
+
+
+@pytest.fixture(scope="session")
+def nightly_reports(tmp_path_factory) -> dict[str, tuple[Path, ...]]:
+    """JUnit files of real pytest runs by scenario (tests.results.nightly_runs.tiny_reports)."""
+    from tests.results.nightly_runs import tiny_reports
+
+    return tiny_reports(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture
+def nights(tmp_path: Path, nightly_reports):
+    """Night after night of results/<runner>/shard-<n>.xml, as the nightly workflow lays out."""
+    from tests.results.nightly_runs import Nights
+
+    return Nights(tmp_path / "results", nightly_reports)
