@@ -283,12 +283,13 @@ def task_affected() -> dict:
     s = settings()
     head = get_var("head")
 
-    def stage(command: ModuleType, console: Console) -> None:
-        impact = command.diff_impact(s, base, head)
-        console.print(command.render_text(impact), markup=False, highlight=False)
+    def stage(impact: ModuleType, console: Console) -> None:
+        from pipeline.report.impact import render_text
+
+        console.print(render_text(impact.diff_impact(s, base, head)), markup=False, highlight=False)
 
     return {
-        "actions": [_guard(stage, "pipeline.commands.affected")],
+        "actions": [_guard(stage, "pipeline.impact")],
         "uptodate": [False],
         "verbosity": 2,
     }
