@@ -269,7 +269,7 @@ def task_pr_report() -> dict:
         pr_report.report(s, pr_report.pr_number(pr), base=base, head=head, dry_run=dry_run)
 
     return {
-        "actions": [_guard(stage, "pipeline.commands.pr_report")],
+        "actions": [_guard(stage, "pipeline.report.pr")],
         "uptodate": [False],
         "verbosity": 2,
     }

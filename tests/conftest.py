@@ -46,6 +46,22 @@ def git_init(path: Path) -> None:
     run("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
 
 
+def git(root: Path, *args: str) -> str:
+    """``git args`` in ``root`` as a fixed test identity; its stripped output."""
+    identity = ["-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
+    proc = subprocess.run(
+        ["git", "-C", str(root), *identity, *args], capture_output=True, text=True, check=True
+    )
+    return proc.stdout.strip()
+
+
+def commit(root: Path, message: str) -> str:
+    """Commit everything in ``root``; the new HEAD."""
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message)
+    return git(root, "rev-parse", "HEAD")
+
+
 @pytest.fixture
 def sandbox_tree(tmp_path: Path) -> Path:
     """A fresh, git-committed copy of the bundled sandbox tree."""
