@@ -344,7 +344,7 @@ CLI_PHASES = {
     ("pipeline/config.py", "load_settings"): "load_settings",
     ("pipeline/tree/index.py", "load_index"): "load_index (warm cache)",
     ("pipeline/tree/index.py", "find_references"): "find_references (git grep)",
-    ("pipeline/commands/audit.py", "render"): "render the checklist",
+    ("pipeline/report/guide.py", "render_checklist"): "render the checklist",
 }
 
 
@@ -430,10 +430,10 @@ def import_costs(importtime: str, module: str) -> dict[str, float]:
 
 def audit_in_process(settings: Settings, n: int) -> list[float]:
     """The audit task's own work, in this process: warm load_index, record, checklist."""
-    from pipeline.commands import audit
+    from pipeline.guide import stages
 
     console = Console(file=io.StringIO(), width=100)
-    return timed(lambda: audit.record_audit(settings, AUDIT_OP, console), n)
+    return timed(lambda: stages.record_audit(settings, AUDIT_OP, console), n)
 
 
 def bench_audit(ctx: Context) -> Result:

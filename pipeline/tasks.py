@@ -178,7 +178,7 @@ def task_pr_report() -> dict:
     base, head, dry_run = var("base"), var("head"), flag("dry_run")
 
     def run(_console: Console) -> None:
-        from pipeline.commands import pr_report
+        from pipeline.report import pr as pr_report
 
         pr_report.report(settings(), pr_report.pr_number(pr), base=base, head=head, dry_run=dry_run)
 
@@ -193,10 +193,12 @@ def task_affected() -> dict:
     head = var("head")
 
     def run(console: Console) -> None:
-        from pipeline.commands import affected
+        from pipeline.impact import diff_impact
+        from pipeline.report.impact import render_text
 
-        impact = affected.diff_impact(settings(), base, head)
-        console.print(affected.render_text(impact), markup=False, highlight=False)
+        console.print(
+            render_text(diff_impact(settings(), base, head)), markup=False, highlight=False
+        )
 
     return {"actions": [guarded(run)], "uptodate": [False], "verbosity": 2}
 

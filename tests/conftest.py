@@ -46,6 +46,22 @@ def git_init(path: Path) -> None:
     run("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
 
 
+def git(root: Path, *args: str) -> str:
+    """``git args`` in ``root`` as a fixed test identity; its stripped output."""
+    identity = ["-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
+    proc = subprocess.run(
+        ["git", "-C", str(root), *identity, *args], capture_output=True, text=True, check=True
+    )
+    return proc.stdout.strip()
+
+
+def commit(root: Path, message: str) -> str:
+    """Commit everything in ``root``; the new HEAD."""
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message)
+    return git(root, "rev-parse", "HEAD")
+
+
 @pytest.fixture
 def sandbox_tree(tmp_path: Path) -> Path:
     """A fresh, git-committed copy of the bundled sandbox tree."""
@@ -64,3 +80,19 @@ def sandbox_settings(tmp_path: Path):
     from pipeline.workspace import prepare
 
     return prepare(load_settings({"state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path))
+
+
+@pytest.fixture(scope="session")
+def nightly_reports(tmp_path_factory) -> dict[str, tuple[Path, ...]]:
+    """JUnit files of real pytest runs by scenario (tests.results.nightly_runs.tiny_reports)."""
+    from tests.results.nightly_runs import tiny_reports
+
+    return tiny_reports(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture
+def nights(tmp_path: Path, nightly_reports):
+    """Night after night of results/<runner>/shard-<n>.xml, as the nightly workflow lays out."""
+    from tests.results.nightly_runs import Nights
+
+    return Nights(tmp_path / "results", nightly_reports)

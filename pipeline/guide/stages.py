@@ -244,21 +244,13 @@ def test(request: Request, console: Console) -> None:
 # ---------------------------------------------------------------------------- table
 
 
-def display_names(opinfos: Iterable[OpInfoRecord]) -> dict[str, str]:
-    """Test stem -> "name (variant)": the row labels of a per-dtype table."""
-    return {
-        info.stem: info.name + (f" ({info.variant_test_name})" if info.variant_test_name else "")
-        for info in opinfos
-    }
-
-
 def load_table(
     settings: Settings, op: str
 ) -> tuple[OperatorRecord, tables.DtypeTable, tuple[str, ...]]:
     """The operator's record and per-dtype table from its last JUnit report (+ warnings)."""
     record = load_index(settings.tree).record(op, find_references=False)
     report = junit.parse_report(state.op_files(settings, op).junit)
-    table = tables.build_table(report.cases, names=display_names(record.opinfos))
+    table = tables.build_table(report.cases, names=tables.display_names(record.opinfos))
     return record, table, report.warnings
 
 

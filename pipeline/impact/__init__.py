@@ -2,13 +2,23 @@
 
 - ``changes``: what changed (``changed_files`` from git, ``changes_from_list`` from a list)
 - ``view``: the tree's MPS sources at one version, for lookups across files
-- ``analyze``: the rules, one per kind of file, and the ``Impact`` they add up to
+- ``analyze``: the rules, one per kind of file, and the ``Impact`` they add up to; with the
+  settings, ``diff_impact`` (a git diff) and ``listed_impact`` (changed lines)
 - ``selection``: selected-versus-total figures for benchmarks
 """
 
 from __future__ import annotations
 
-from pipeline.impact.analyze import AffectedOp, Impact, affected, analyze, classify
+from pipeline.impact.analyze import (
+    AffectedOp,
+    Impact,
+    affected,
+    analyze,
+    classify,
+    diff_impact,
+    listed_impact,
+    selected_opinfos,
+)
 from pipeline.impact.changes import ChangedFile, changed_files, changes_from_list
 from pipeline.impact.selection import selection_report
 from pipeline.impact.view import TreeView, load_view, view_from_texts
@@ -23,7 +33,10 @@ __all__ = [
     "changed_files",
     "changes_from_list",
     "classify",
+    "diff_impact",
+    "listed_impact",
     "load_view",
+    "selected_opinfos",
     "selection_report",
     "view_from_texts",
 ]

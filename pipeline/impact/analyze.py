@@ -16,9 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.config import Settings
 from pipeline.errors import ParseError
 from pipeline.impact import cscan, pyscan
-from pipeline.impact.changes import ChangedFile, Range, changed_files
+from pipeline.impact.changes import (
+    ChangedFile,
+    Range,
+    changed_files,
+    changes_from_list,
+    parse_changed,
+)
 from pipeline.impact.view import (
     C10_METAL_DIR,
     KERNELS_DIR,
@@ -31,7 +38,7 @@ from pipeline.impact.view import (
     load_view,
     view_from_texts,
 )
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, paths
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo, paths
 from pipeline.tree.common_mps import CommonMps
 from pipeline.tree.metal import Functor, MetalFile
 from pipeline.tree.native_yaml import NativeFunction, NativeFunctions
@@ -991,3 +998,40 @@ def affected(
     """Analyse ``git diff base..head`` (the work tree when ``head`` is None) under ``root``."""
     changes = changed_files(root, base, head)
     return analyze(changes, opinfos=opinfos, view=load_view(root, head), kinds=kinds)
+
+
+# -- with the settings: the tree, its OpInfos and the test kinds ------------------------
+
+
+def diff_impact(settings: Settings, base: str, head: str | None = None) -> Impact:
+    """The impact of ``git diff base..head`` (the work tree when ``head`` is None)."""
+    return affected(
+        settings.root,
+        base,
+        head,
+        opinfos=opinfo.load_opinfos(settings.tree),
+        kinds=settings.test_kinds,
+    )
+
+
+def listed_impact(settings: Settings, specs: Sequence[str]) -> Impact:
+    """The impact of changed lines given as ``PATH[:A-B,...]`` specs, against the tree on disk."""
+    root = settings.root
+    return analyze(
+        changes_from_list(root, [parse_changed(spec) for spec in specs]),
+        opinfos=opinfo.load_opinfos(settings.tree),
+        view=load_view(root),
+        kinds=settings.test_kinds,
+    )
+
+
+def selected_opinfos(
+    impact: Impact, opinfos: Sequence[OpInfoRecord], kinds: Sequence[str]
+) -> tuple[OpInfoRecord, ...]:
+    """The OpInfos whose tests ``impact`` selected (whole OpInfos: every dtype and kind)."""
+    if impact.full_sweep:
+        return tuple(opinfos)
+    wanted = set(impact.test_ids)
+    return tuple(
+        info for info in opinfos if any(t in wanted for k in kinds for t in info.test_ids(k))
+    )

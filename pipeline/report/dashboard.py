@@ -1,7 +1,7 @@
 """The nightly dashboard: one static HTML page with inline SVG charts, no JavaScript.
 
 Everything is drawn from the nightly's summary (``summary.json``, built by
-``pipeline.commands.nightly``), so a dashboard can be redrawn from that file alone:
+``pipeline.results.nightly``), so a dashboard can be redrawn from that file alone:
 
 - pass rate over time, one line per runner configuration;
 - a heatmap of operator × dtype outcomes for the latest nightly (a cell is split into one

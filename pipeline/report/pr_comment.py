@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 from pipeline.report.render import escape_markdown
 
+# The hidden first line of the PR-report comment: how the pipeline finds its comment again
+# (github.GitHubClient.upsert_comment) instead of adding one per run.
+MARKER = "<!-- mps-pipeline:pr-report -->"
 GITHUB_COMMENT_LIMIT = 65_536
 # Headroom under GitHub's limit for the marker, notes and any counting difference.
 DEFAULT_BUDGET = 65_000

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.dtypes import TEST_KINDS, sort_key
 from pipeline.results.junit import CaseResult, Outcome, combine_results
+
+if TYPE_CHECKING:
+    from pipeline.tree.opinfo import OpInfoRecord
 
 LOCAL_RUNNER = "local"
 
@@ -162,6 +165,14 @@ class DtypeTable:
                 for row in self.rows
             ],
         }
+
+
+def display_names(opinfos: Iterable[OpInfoRecord]) -> dict[str, str]:
+    """Test stem -> "name (variant)": the row labels of a per-dtype table (``names=``)."""
+    return {
+        info.stem: info.name + (f" ({info.variant_test_name})" if info.variant_test_name else "")
+        for info in opinfos
+    }
 
 
 def build_table(

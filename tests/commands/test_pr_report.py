@@ -18,17 +18,16 @@ from werkzeug import Request, Response
 
 from pipeline import sandbox, state
 from pipeline.__main__ import build_parser
-from pipeline.commands import pr_report
-from pipeline.commands.pr_report import MARKER, PrResults
 from pipeline.config import Settings, load_settings
 from pipeline.errors import BuildError, GitHubError, PipelineError
 from pipeline.guide import graph, stages
-from pipeline.report.pr_comment import commit_status_for
-from pipeline.results.junit import CaseResult, Outcome
-from pipeline.results.table import build_table
+from pipeline.report import pr
+from pipeline.report.pr_comment import MARKER, commit_status_for
 from pipeline.run.build import CompilerError, find_ninja
 from pipeline.sandbox import backend
 from pipeline.workspace import prepare
+from tests.conftest import commit, git
+from tests.report.pr_samples import sample
 from tests.sandbox.edits import BINARY_KERNEL, add_atan2_stub, edit, line_of
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -122,20 +121,6 @@ class FakeGitHub:
 # -- fixtures and helpers -------------------------------------------------------------------
 
 
-def git(root: Path, *args: str) -> str:
-    identity = ["-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
-    proc = subprocess.run(
-        ["git", "-C", str(root), *identity, *args], capture_output=True, text=True, check=True
-    )
-    return proc.stdout.strip()
-
-
-def commit(root: Path, message: str) -> str:
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", message)
-    return git(root, "rev-parse", "HEAD")
-
-
 @pytest.fixture
 def tree(sandbox_tree: Path) -> Path:
     """The committed sandbox copy, with the build.ninja a materialized sandbox has (ignored)."""
@@ -179,50 +164,6 @@ def build_now(root: Path) -> None:
 
 def results_json(settings: Settings) -> dict:
     return json.loads((settings.results_dir / "pr-7" / "results.json").read_text())
-
-
-INTS = ("int64", "int32", "int16", "int8", "uint8", "bool")
-
-
-def case(dtype: str, outcome: Outcome, message: str = "") -> CaseResult:
-    name = f"test_output_match_atan2_mps_{dtype}"
-    return CaseResult("test_mps.TestConsistencyMPS", name, "output_match", "atan2", dtype,
-                      outcome, False, 1, message, 0.1, "junit.xml")  # fmt: skip
-
-
-def sample(**changes) -> PrResults:
-    """Results as a targeted run of atan2 writes them, without running anything."""
-    fields = {
-        "pr": 7,
-        "base": "a" * 40,
-        "head": "b" * 40,
-        "impact": {
-            "operators": [{"operator": "atan2", "reasons": ["BinaryKernel.mm:41 stub changed"]}],
-            "full_sweep": False,
-            "full_sweep_reasons": [],
-            "build_needed": True,
-            "ignored": [],
-            "selected": 9,
-            "total": 136,
-            "fraction": 0.066,
-            "test_ids": [],
-            "warnings": [],
-        },
-        "build_needed": True,
-        "build_ok": True,
-        "build_error": None,
-        "test_error": None,
-        "selectors": ("test_output_match_atan2_mps_",),
-        "run": "20250101T000000Z-pr-7",
-        "table": build_table(
-            [case(d, Outcome.PASS) for d in ("float32", "float16", "bfloat16")]
-            + [case(d, Outcome.XPASS, "Unexpected success @someone") for d in INTS],
-            names={"atan2": "atan2"},
-        ),
-        "xfail_decisions": (),
-        "xfail_diff": "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1 @@\n a\n-b\n",
-    }
-    return PrResults(**(fields | changes))
 
 
 # -- end to end on the sandbox --------------------------------------------------------------
@@ -379,68 +320,12 @@ def test_doit_pr_report_dry_run(tmp_path):
     assert "build: ok" in proc.stderr
 
 
-# -- results folder, posting and flags (no build, no tests) ---------------------------------
-
-
-def test_results_json_round_trips_and_is_checked():
-    results = sample()
-    data = json.loads(json.dumps(results.to_json()))
-    assert PrResults.from_json(data, 7) == results
-    assert data["status"] == {"state": "failure", "description": "6 unexpectedly passed, 3 passed"}
-    with pytest.raises(PipelineError, match="for PR #7, not #8"):
-        PrResults.from_json(data, 8)
-    for path, value, message in [
-        (("schema",), 2, "schema 2"),
-        (
-            ("table", "rows", 0, "cells", "int8", "runners", "local", "outcome"),
-            "pwned",
-            "outcome 'pwned' is unknown",
-        ),
-        (("table", "rows", 0, "name"), ["x"], r"table.rows\[0\].name must be str"),
-        (("build", "ok"), 1, "build.ok must be bool"),
-        (("head",), "main", "head is not a full commit id"),
-        (("impact", "operators"), [{"operator": 1, "reasons": []}], "operator must be str"),
-    ]:
-        bad = json.loads(json.dumps(data))
-        target = bad
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-        with pytest.raises(PipelineError, match=message):
-            PrResults.from_json(bad, 7)
-
-
-def test_a_tampered_results_folder_cannot_put_markdown_or_mentions_in_the_comment():
-    """The table is re-rendered from data: whatever a row name holds is shown literally."""
-    data = json.loads(json.dumps(sample().to_json()))
-    data["table"]["rows"][0]["name"] = "[approve](https://evil.example) <img src=x> @maintainer"
-    body = PrResults.from_json(data, 7).comment()
-    assert "\\[approve\\](https://evil.example) &lt;img src=x&gt; @\u200dmaintainer" in body
-    assert "<img" not in body and "[approve](" not in body
-    assert "Unexpected success @\u200dsomeone" in body
-
-
-def test_comment_and_status_of_a_failed_build_and_of_a_run_without_results():
-    broken = sample(build_ok=False, build_error="K.metal:3: error: x", selectors=(), table=None)
-    body = broken.comment()
-    assert body.startswith(MARKER)
-    assert "**Build:** ❌ failed: `K.metal:3: error: x`" in body
-    assert "_No tests ran: the build failed._" in body and "**Tests:**" not in body
-    assert broken.status() == commit_status_for({}, build_ok=False)
-    crashed = sample(
-        test_error="pytest produced no JUnit report: exit 2\n  full log: x", table=None
-    )
-    assert crashed.status() == (
-        "error",
-        "MPS tests could not run: pytest produced no JUnit report: exit 2",
-    )
-    assert "_The tests could not run:_ pytest produced no JUnit report" in crashed.comment()
-    assert "Tested `bbbbbbbbbbbb` against base `aaaaaaaaaaaa`" in body
+# -- posting and flags (no build, no tests) --------------------------------------------------
 
 
 def test_post_from_rebuilds_the_comment_and_links_the_run(settings, github, tmp_path, monkeypatch):
     results = sample()
-    pr_report.write_results(results, tmp_path / "artifact" / "pr-7")
+    pr.write_results(results, tmp_path / "artifact" / "pr-7")
     monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
     monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
     monkeypatch.setenv("GITHUB_RUN_ID", "123")
@@ -462,7 +347,7 @@ def test_post_from_rebuilds_the_comment_and_links_the_run(settings, github, tmp_
 
 def test_the_status_goes_on_the_tested_head_not_on_a_later_push(settings, github, tmp_path):
     """A push while the Mac ran moved the PR to SHA; the results are those of TESTED."""
-    pr_report.write_results(sample(), tmp_path / "pr-7")
+    pr.write_results(sample(), tmp_path / "pr-7")
     argv = ("--pr", "7", "--post-from", str(tmp_path / "pr-7"))
     assert cli(settings, *argv, "--status-sha", TESTED.upper()) == 0
     assert [s["sha"] for s in github.statuses] == [TESTED]
@@ -485,7 +370,7 @@ def test_a_planted_marker_is_left_alone_and_bot_login_is_configurable(settings, 
         "two": sample(build_ok=False, build_error="K.metal:3: error: x", table=None),
     }
     for name, results in runs.items():
-        pr_report.write_results(results, tmp_path / name / "pr-7")
+        pr.write_results(results, tmp_path / name / "pr-7")
 
     def post(which: str, config: Settings = settings) -> None:
         argv = ("--post-from", str(tmp_path / which), "--status-sha", TESTED)
@@ -521,7 +406,7 @@ def test_a_failed_build_is_reported_from_the_error_it_raised(settings, tree, mon
         raise BuildError("build failed: whatever\nfull log: x", first_error=error)
 
     def collect():
-        return pr_report.collect(settings, 7, Console(file=io.StringIO()), base=base)
+        return pr.collect(settings, 7, Console(file=io.StringIO()), base=base)
 
     error = CompilerError(str(tree / BINARY_KERNEL), 41, 3, "no member named 'atan3'")
     monkeypatch.setattr(stages, "run_build", lambda s, c: fail(s, c, error))
@@ -539,7 +424,7 @@ def test_a_failed_build_is_reported_from_the_error_it_raised(settings, tree, mon
 
 def test_post_from_dry_run_for_a_fork_prints_only(settings, github, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv(TOKEN_ENV)
-    pr_report.write_results(sample(), tmp_path / "pr-7")
+    pr.write_results(sample(), tmp_path / "pr-7")
     assert cli(settings, "--pr", "7", "--post-from", str(tmp_path / "pr-7"), "--dry-run") == 0
     assert capsys.readouterr().out == sample().comment()
     assert github.calls == []
@@ -565,28 +450,4 @@ def test_flags(settings):
     with pytest.raises(PipelineError, match="positive"):
         cli(settings, "--pr", "0", "--dry-run")
     with pytest.raises(PipelineError, match="pr='seven'"):
-        pr_report.pr_number("seven")
-
-
-def test_default_base_is_the_merge_base_with_origin_main_or_main(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "trunk")
-    (root / "f").write_text("1")
-    first = commit(root, "one")
-    with pytest.raises(PipelineError, match="neither origin/main nor main exists"):
-        pr_report.default_base(root)
-    git(root, "branch", "main")
-    git(root, "checkout", "-qb", "feature")
-    (root / "f").write_text("2")
-    commit(root, "feature work")
-    git(root, "checkout", "-q", "main")
-    (root / "g").write_text("main moved on")
-    main_tip = commit(root, "main moves")
-    git(root, "checkout", "-q", "feature")
-    assert pr_report.default_base(root) == first
-    git(root, "update-ref", "refs/remotes/origin/main", main_tip)
-    assert pr_report.default_base(root) == first
-    assert pr_report.default_base(root, "main") == main_tip
-    with pytest.raises(PipelineError, match="is not a commit"):
-        pr_report.resolve(root, "--output=/tmp/x")
+        pr.pr_number("seven")

@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from pipeline import history
 from pipeline.errors import PipelineError
+from pipeline.results import history
 from pipeline.results.junit import CaseResult, Outcome
 
 CLS = "test_mps.TestConsistencyMPS"

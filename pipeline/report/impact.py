@@ -1,0 +1,28 @@
+"""An impact analysis for the terminal: operators and why, the sweep, the selection figures."""
+
+from __future__ import annotations
+
+from pipeline.impact import Impact
+
+
+def render_text(impact: Impact, *, show_tests: bool = False) -> str:
+    """A terminal report: operators with reasons, the sweep, build and selection figures."""
+    out = []
+    pct = f"{impact.fraction:.1%}"
+    scope = "full sweep" if impact.full_sweep else f"{len(impact.operators)} operator(s)"
+    build = "build needed" if impact.build_needed else "no build needed"
+    out.append(
+        f"{scope}; {build}; {impact.selected:,} of {impact.total:,} consistency tests ({pct})"
+    )
+    for op in impact.operators:
+        out.append(f"  {op.operator}")
+        out.extend(f"    - {reason}" for reason in op.reasons)
+    if impact.full_sweep_reasons:
+        out.append("full sweep because:")
+        out.extend(f"  - {reason}" for reason in impact.full_sweep_reasons)
+    if impact.ignored:
+        out.append("ignored (no effect on MPS): " + ", ".join(impact.ignored))
+    out.extend(f"warning: {w}" for w in impact.warnings)
+    if show_tests:
+        out.extend(impact.test_ids)
+    return "\n".join(out)

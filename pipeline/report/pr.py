@@ -1,0 +1,419 @@
+"""A PR's affected operators, built and tested, in one PR comment (`pr-report --pr N`).
+
+The diff ``base..head`` is mapped to operators (``pipeline.impact``); ``ninja torch_cpu``
+runs only when a build input changed; one pytest run covers the selected operators' tests
+(the whole consistency suite for a full sweep); the JUnit report becomes the per-dtype table
+and the xfail entries that can go, as a diff that is shown and never applied. The results
+land in ``<state_dir>/results/pr-<N>/`` (``results.json``, ``comment.md``); the comment is
+created or updated in place (one per PR: the comment of ``github.bot_login`` that carries
+``MARKER``), and the commit status ``github.status_context`` is set on the PR head that was
+tested (``--status-sha``; without it, on the PR's head as GitHub has it when posting).
+
+ci/workflows/mps-pr.yml splits this in two so that the write token never reaches the
+self-hosted Mac: ``--results-only`` there (no token), then ``--post-from DIR`` in a
+GitHub-hosted job, which reads the uploaded folder as untrusted data. ``--dry-run`` prints
+the comment instead of posting it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from pipeline.config import Settings
+from pipeline.errors import BuildError, PipelineError
+
+# Re-point on merge: the build and test stages move to pipeline.guide.stages. Called as
+# stages.X (not imported by name) so that tests can monkeypatch them.
+from pipeline.guide import stages
+from pipeline.guide.xfails import plan_xfail_changes
+from pipeline.impact import affected, selected_opinfos
+from pipeline.report import render
+from pipeline.report.console import terminal
+from pipeline.report.github import GitHubClient, token_from_env
+from pipeline.report.impact import render_text
+from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
+from pipeline.results import junit
+from pipeline.results import table as tables
+from pipeline.results.pr import (
+    RESULTS_JSON,
+    SCHEMA,
+    commit_id,
+    read_results_json,
+    results_folder,
+    strings,
+    table_from_json,
+    want,
+)
+from pipeline.tree import common_mps, opinfo
+from pipeline.tree.git import default_base, resolve
+
+COMMENT_MD = "comment.md"
+_STATUS_SHA = re.compile(r"[0-9a-fA-F]{40}")
+_RUN_SERVER = re.compile(r"https://[A-Za-z0-9.-]+(?::\d+)?")
+_RUN_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class PrResults:
+    """What a PR's targeted run found: all the comment and the commit status are made of.
+
+    ``results.json`` holds exactly this (``to_json`` / ``from_json``), so the comment can be
+    rebuilt where neither the tree nor the tools are (``--post-from``).
+    """
+
+    pr: int
+    base: str  # commit id
+    head: str | None  # commit id; None: the work tree
+    impact: Mapping[str, Any]  # Impact.to_dict()
+    build_needed: bool
+    build_ok: bool
+    build_error: str | None  # the first compiler error, when the build failed
+    test_error: str | None  # why the selected tests gave no results
+    selectors: tuple[str, ...]  # the pytest -k selectors of the run
+    run: str | None  # the run's folder under the results directory (junit.xml, pytest.log)
+    table: tables.DtypeTable | None
+    xfail_decisions: tuple[Mapping[str, Any], ...]
+    xfail_diff: str  # unified diff of common_mps.py; never applied
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Tests per outcome, the ones that occur."""
+        return {k: n for k, n in self.table.counts().items() if n} if self.table else {}
+
+    def status(self) -> tuple[str, str]:
+        """The commit status ``(state, description)``."""
+        if self.build_ok and self.test_error is not None:
+            return "error", f"MPS tests could not run: {_first_line(self.test_error)}"
+        return commit_status_for(self.counts, self.build_ok)
+
+    def title(self) -> str:
+        """The comment's heading: what was selected, of how many consistency tests."""
+        impact = self.impact
+        selected, total = impact["selected"], impact["total"]
+        if impact["full_sweep"]:
+            return f"MPS consistency tests: full sweep ({selected:,} tests)"
+        if not selected:
+            return "MPS targeted tests: no consistency test affected"
+        ops = len(impact["operators"])
+        share = f"{selected / total:.1%}" if total else "?"
+        return (
+            f"MPS targeted tests: {ops} operator{'' if ops == 1 else 's'}, "
+            f"{selected:,} of {total:,} consistency tests ({share})"
+        )
+
+    def comment(self, footer: str = "") -> str:
+        """The comment's Markdown; ``footer`` is appended (a link to the workflow run)."""
+        notes = []
+        if self.impact["full_sweep"]:
+            why = "; ".join(self.impact["full_sweep_reasons"])
+            notes.append(f"Full sweep: {render.escape_markdown(why)}")
+        if not self.build_ok:
+            notes.append("_No tests ran: the build failed._")
+        elif self.test_error is not None:
+            error = render.escape_markdown(_first_line(self.test_error))
+            notes.append(f"_The tests could not run:_ {error}")
+        elif not self.selectors:
+            notes.append("_No MPS consistency test covers this change._")
+        # Rendered here, from data, also in --post-from: no Markdown is taken from the folder.
+        table = render.render_markdown(self.table) if self.table else ""
+        tested = "the work tree" if self.head is None else code_span(self.head[:12])
+        lines = [f"Tested {tested} against base {code_span(self.base[:12])}", footer.strip()]
+        return build_comment(
+            marker=MARKER,
+            title=self.title(),
+            build_ok=self.build_ok,
+            build_error=self.build_error,
+            operators=[(o["operator"], "; ".join(o["reasons"])) for o in self.impact["operators"]],
+            table="\n\n".join([*notes, table.strip()]).strip(),
+            xfail_diff=self.xfail_diff,
+            counts=self.counts,
+            footer=" · ".join(line for line in lines if line),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """results.json (schema 1); ``title`` and ``status`` are for readers, not read back."""
+        state, description = self.status()
+        return {
+            "schema": SCHEMA,
+            "pr": self.pr,
+            "base": self.base,
+            "head": self.head,
+            "title": self.title(),
+            "status": {"state": state, "description": description},
+            "impact": dict(self.impact),
+            "build": {"needed": self.build_needed, "ok": self.build_ok, "error": self.build_error},
+            "tests": {
+                "selectors": list(self.selectors),
+                "error": self.test_error,
+                "run": self.run,
+                "counts": self.counts,
+            },
+            "table": None if self.table is None else self.table.to_dict(),
+            "xfails": {
+                "decisions": [dict(d) for d in self.xfail_decisions],
+                "diff": self.xfail_diff,
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, pr: int) -> PrResults:
+        """Read results.json back, checking every field used: it is data from another job,
+        which ran the PR's code. Refuses results of another PR."""
+        want(data, dict, "the top level")
+        if data.get("schema") != SCHEMA:
+            raise PipelineError(
+                f"results.json has schema {data.get('schema')!r}, this version reads {SCHEMA}: "
+                "write and post the results with the same mps-pipeline version"
+            )
+        if want(data.get("pr"), int, "pr") != pr:
+            raise PipelineError(
+                f"the results are for PR #{data['pr']}, not #{pr}; refusing to post them"
+            )
+        base = commit_id(data.get("base"), "base")
+        head = None if data.get("head") is None else commit_id(data.get("head"), "head")
+        impact = want(data.get("impact"), dict, "impact")
+        for i, op in enumerate(want(impact.get("operators"), list, "impact.operators")):
+            want(op, dict, f"impact.operators[{i}]")
+            want(op.get("operator"), str, f"impact.operators[{i}].operator")
+            strings(op.get("reasons"), f"impact.operators[{i}].reasons")
+        want(impact.get("full_sweep"), bool, "impact.full_sweep")
+        strings(impact.get("full_sweep_reasons"), "impact.full_sweep_reasons")
+        want(impact.get("selected"), int, "impact.selected")
+        want(impact.get("total"), int, "impact.total")
+        build = want(data.get("build"), dict, "build")
+        tests = want(data.get("tests"), dict, "tests")
+        table = want(data.get("table"), (dict, type(None)), "table")
+        xfails = want(data.get("xfails"), dict, "xfails")
+        decisions = want(xfails.get("decisions"), list, "xfails.decisions")
+        for i, d in enumerate(decisions):
+            want(d, dict, f"xfails.decisions[{i}]")
+        return cls(
+            pr=pr,
+            base=base,
+            head=head,
+            impact=impact,
+            build_needed=want(build.get("needed"), bool, "build.needed"),
+            build_ok=want(build.get("ok"), bool, "build.ok"),
+            build_error=want(build.get("error"), (str, type(None)), "build.error"),
+            test_error=want(tests.get("error"), (str, type(None)), "tests.error"),
+            selectors=strings(tests.get("selectors"), "tests.selectors"),
+            run=want(tests.get("run"), (str, type(None)), "tests.run"),
+            table=None if table is None else table_from_json(table),
+            xfail_decisions=tuple(decisions),
+            xfail_diff=want(xfails.get("diff"), str, "xfails.diff"),
+        )
+
+
+def _first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped (an error's headline)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+# ------------------------------------------------------------------------ collecting
+
+
+def _build_error(settings: Settings, exc: BuildError) -> str:
+    """The build's first compiler error (path relative to the tree), else the first line of
+    the build's own message (no build.ninja, ninja missing...)."""
+    found = exc.first_error
+    if found is None:
+        return _first_line(str(exc)) or "the build failed"
+    path = Path(found.path)
+    if path.is_absolute() and path.is_relative_to(settings.root):
+        found = replace(found, path=path.relative_to(settings.root).as_posix())
+    return str(found)
+
+
+def collect(
+    settings: Settings,
+    pr: int,
+    console: Console,
+    *,
+    base: str | None = None,
+    head: str | None = None,
+) -> PrResults:
+    """Analyse the diff, build if a build input changed, run the selected tests, decide xfails.
+
+    A failed build or a test run without results is recorded in the result (the comment
+    says so), not raised. Tests always run in the work tree, so ``head`` should be what is
+    checked out (or None).
+    """
+    root = settings.root
+    base_sha = resolve(root, base) if base else default_base(root, head)
+    head_sha = resolve(root, head) if head else None
+    kinds = settings.test_kinds
+    opinfos = opinfo.load_opinfos(settings.tree)
+    impact = affected(root, base_sha, head_sha, opinfos=opinfos, kinds=kinds)
+    console.print(render_text(impact), markup=False, highlight=False)
+    chosen = selected_opinfos(impact, opinfos, kinds)
+    result = PrResults(
+        pr=pr,
+        base=base_sha,
+        head=head_sha,
+        impact=impact.to_dict(),
+        build_needed=impact.build_needed,
+        build_ok=True,
+        build_error=None,
+        test_error=None,
+        selectors=(),
+        run=None,
+        table=None,
+        xfail_decisions=(),
+        xfail_diff="",
+    )
+    if impact.build_needed:
+        try:
+            stages.run_build(settings, console)
+        except BuildError as exc:
+            console.print(f"[red]build failed:[/red] {escape(str(exc))}", highlight=False)
+            return replace(result, build_ok=False, build_error=_build_error(settings, exc))
+    if not chosen:
+        return result
+    selectors = (
+        tuple(f"test_{k}" for k in kinds) if impact.full_sweep else stages.selectors(chosen, kinds)
+    )
+    result = replace(result, selectors=selectors)
+    try:
+        junit_path, summary = stages.run_consistency_tests(settings, selectors, f"pr-{pr}")
+    except PipelineError as exc:
+        console.print(f"[red]tests:[/red] {escape(str(exc))}", highlight=False)
+        return replace(result, test_error=str(exc))
+    console.print(f"tests: {summary}", markup=False, highlight=False)
+    report = junit.parse_report(junit_path)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+    table = tables.build_table(report.cases, names=tables.display_names(chosen))
+    entries = common_mps.read(root).entries
+    decisions, edit = plan_xfail_changes(settings, entries, chosen, table)
+    return replace(
+        result,
+        run=junit_path.parent.relative_to(settings.results_dir).as_posix(),
+        table=table,
+        xfail_decisions=tuple(d.to_dict() for d in decisions),
+        xfail_diff=edit.diff() if edit is not None else "",
+    )
+
+
+def write_results(results: PrResults, folder: Path) -> Path:
+    """Write ``results.json`` and ``comment.md`` (the body without a run link) to ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(results.to_json(), indent=2, ensure_ascii=False) + "\n"
+    (folder / RESULTS_JSON).write_text(text, encoding="utf-8")
+    (folder / COMMENT_MD).write_text(results.comment(), encoding="utf-8")
+    return folder
+
+
+def load_results(folder: Path, pr: int) -> PrResults:
+    """PR ``pr``'s results from ``folder`` (or from ``folder/pr-<N>/``: a whole results dir)."""
+    return PrResults.from_json(read_results_json(folder, pr), pr)
+
+
+# ------------------------------------------------------------------------- posting
+
+
+def run_url(env: Mapping[str, str] = os.environ) -> str | None:
+    """The GitHub Actions run this process belongs to (for the footer and the status link)."""
+    server = env.get("GITHUB_SERVER_URL", "")
+    repo = env.get("GITHUB_REPOSITORY", "")
+    run_id = env.get("GITHUB_RUN_ID", "")
+    if _RUN_SERVER.fullmatch(server) and _RUN_REPO.fullmatch(repo) and run_id.isdigit():
+        return f"{server}/{repo}/actions/runs/{run_id}"
+    return None
+
+
+def _status_commit(text: str) -> str:
+    """``text`` (``--status-sha``) as a full commit id, lower case."""
+    if not _STATUS_SHA.fullmatch(text):
+        raise PipelineError(
+            f"--status-sha {text!r}: pass the full 40-hex commit id of the tested PR head "
+            "(in a workflow: github.event.pull_request.head.sha)"
+        )
+    return text.lower()
+
+
+def post(
+    settings: Settings,
+    results: PrResults,
+    token: str,
+    url: str | None,
+    sha: str | None = None,
+) -> str:
+    """Create or update the PR's one comment and set the commit status on ``sha``; a line
+    saying so.
+
+    ``sha`` is the PR head that was tested. Without it (a local run) the status goes to the
+    PR's head as GitHub has it now, which is another commit if someone pushed meanwhile.
+    """
+    github = settings.github
+    client = GitHubClient(github.api_url, github.repo, token, token_env=github.token_env)
+    body = results.comment(footer=f"[workflow run]({url})" if url else "")
+    comment_id, outcome = client.upsert_comment(results.pr, body, MARKER, author=github.bot_login)
+    if sha is None:
+        sha = client.pull_head_sha(results.pr)
+    state, description = results.status()
+    client.set_status(sha, state, description, github.status_context, target_url=url)
+    return (
+        f"PR #{results.pr}: comment {outcome} (id {comment_id}); "
+        f"{github.status_context} {state} on {sha[:12]}: {description}"
+    )
+
+
+def report(
+    settings: Settings,
+    pr: int,
+    *,
+    base: str | None = None,
+    head: str | None = None,
+    dry_run: bool = False,
+    results_only: bool = False,
+    post_from: Path | None = None,
+    status_sha: str | None = None,
+) -> int:
+    """The whole command: collect (or load ``post_from``), write the results, then print the
+    comment (``dry_run``), stop (``results_only``) or post it with the commit status (on
+    ``status_sha``, else on the PR's current head)."""
+    if pr < 1:
+        raise PipelineError(f"--pr {pr}: a pull request number is a positive integer")
+    if post_from is not None and (base or head):
+        raise PipelineError("--base/--head do not go with --post-from: the results record them")
+    if status_sha is not None and results_only:
+        raise PipelineError("--status-sha does not go with --results-only: nothing is posted")
+    sha = None if status_sha is None else _status_commit(status_sha)
+    console = terminal(stderr=True)  # stdout carries the comment body alone (--dry-run)
+    posting = not (dry_run or results_only)
+    # Missing credentials fail now, not after hours of building and testing.
+    token = token_from_env(settings.github.token_env) if posting else None
+    if post_from is not None:
+        results = load_results(post_from, pr)
+    else:
+        results = collect(settings, pr, console, base=base, head=head)
+        folder = write_results(results, results_folder(settings, pr))
+        console.print(f"results: {folder}", markup=False, highlight=False)
+    url = run_url()
+    if dry_run:
+        sys.stdout.write(results.comment(footer=f"[workflow run]({url})" if url else ""))
+        return 0
+    if token is None:
+        state, description = results.status()
+        console.print(f"status to post: {state}: {description}", markup=False, highlight=False)
+        return 0
+    print(post(settings, results, token, url, sha))
+    return 0
+
+
+def pr_number(text: str) -> int:
+    """``text`` (a doit variable) as a PR number."""
+    try:
+        return int(text)
+    except ValueError:
+        raise PipelineError(f"pr={text!r}: a pull request number is an integer") from None

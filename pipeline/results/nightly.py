@@ -1,0 +1,445 @@
+"""One nightly, analysed: every runner's JUnit → history → proposals, regressions, flakes.
+
+The nightly workflow downloads one folder per runner configuration: ``DIR/<runner>/
+shard-<n>.xml``. Any ``*.xml`` below a runner's folder is one of its shards; the runner is
+the nearest enclosing folder named like a configured runner (``settings.runners``), else the
+top-level folder. Each runner's shards are merged into one result set, and the night is
+recorded in the history database as one run per runner.
+
+Then, from the history:
+
+- **xfail removals**: a dtype's xfail goes only when the dtype xpassed, not flaky, on every
+  configured runner in each of the last ``min_passes`` nightlies. Each of those nights is
+  judged by :func:`pipeline.results.decide.decide_xfails` with ``required_runners`` (so
+  macOS-version lists, skip lists and "not run" keep their rules), and a dtype is proposed
+  when every one of them would drop it. The proposal is a unified diff of common_mps.py,
+  not applied.
+- **regressions**: a test that worked (pass or xpass) in a runner's previous run and fails
+  (fail, error, or xfail) now.
+- **flaky tests**: attempts that disagreed tonight (a rerun passed), or an outcome that
+  changed and changed back over the last ``flaky_window`` nightlies.
+- **migration backlog**: the ``backlog`` command's list, counted by workflow.
+
+:func:`run_nightly` does all of it and returns the night's ``summary.json`` data;
+:func:`pipeline.report.nightly.publish` turns that into the dashboard.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import Settings
+from pipeline.edit.xfails import apply_xfail_changes
+from pipeline.errors import PipelineError
+
+# Re-point on merge: the backlog moves to pipeline.guide.backlog.
+from pipeline.guide.backlog import BacklogItem, backlog
+from pipeline.results import decide, history, junit
+from pipeline.results.junit import CaseResult, Outcome
+from pipeline.results.table import DtypeTable, display_names, merge_runs
+from pipeline.tree.git import head_commit
+from pipeline.tree.index import TreeIndex, load_index
+from pipeline.tree.paths import COMMON_MPS
+
+SCHEMA = 1  # of summary.json
+DEFAULT_MIN_PASSES = 3
+DEFAULT_FLAKY_WINDOW = 5
+DEFAULT_KEEP = 180
+DEFAULT_DASHBOARD = "dashboard"  # relative to the state directory
+CHART_NIGHTLIES = 60
+
+WORKED = frozenset({Outcome.PASS, Outcome.XPASS})
+BROKEN = frozenset({Outcome.FAIL, Outcome.ERROR, Outcome.XFAIL})
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A test that worked in ``runner``'s previous run (``previous``) and fails now."""
+
+    runner: str
+    classname: str
+    name: str
+    stem: str | None
+    dtype: str | None
+    before: Outcome
+    after: Outcome
+    flaky: bool
+    message: str
+    previous: str  # started of the run it worked in
+
+
+@dataclass(frozen=True)
+class FlakyTest:
+    """A test whose result on ``runner`` cannot be trusted, and why."""
+
+    runner: str
+    classname: str
+    name: str
+    stem: str | None
+    dtype: str | None
+    reasons: tuple[str, ...]
+    outcomes: tuple[Outcome, ...]  # over the flaky window, oldest first (or tonight's only)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An entry some of whose dtypes xpass everywhere, but not yet for enough nightlies."""
+
+    list: str
+    function: str
+    key: str
+    streaks: dict[str, int]  # dtype -> consecutive nightlies, newest back, it would go
+
+
+@dataclass(frozen=True)
+class Proposals:
+    """What :func:`propose` found: the removals to make, the ones still waiting, the diff."""
+
+    decisions: tuple[decide.XfailDecision, ...]  # confirmed by history; actionable only
+    candidates: tuple[Candidate, ...]
+    diff: str
+    nightlies: tuple[str, ...]  # the window judged, newest first
+    note: str  # why there are none, when there are none
+
+
+# ---------------------------------------------------------------------------- results
+
+
+def collect_reports(
+    results: Path, runners: Sequence[str]
+) -> tuple[dict[str, tuple[Path, ...]], tuple[str, ...]]:
+    """Runner -> its JUnit files under ``results`` (configured runners first), and warnings."""
+    if not results.is_dir():
+        raise PipelineError(
+            f"--results {results}: no such directory; it should hold one folder per runner "
+            "configuration (results/<runner>/shard-<n>.xml)"
+        )
+    found: dict[str, list[Path]] = {}
+    warnings = []
+    for path in sorted(results.rglob("*.xml")):
+        folders = path.relative_to(results).parts[:-1]
+        if not folders:
+            warnings.append(f"{path}: not inside a runner folder (results/<runner>/...); ignored")
+            continue
+        runner = next((f for f in reversed(folders) if f in runners), folders[0])
+        found.setdefault(runner, []).append(path)
+    if not found:
+        raise PipelineError(
+            f"--results {results}: no JUnit reports (*.xml) in runner folders; expected "
+            "results/<runner>/shard-<n>.xml"
+        )
+    order = [r for r in runners if r in found] + sorted(r for r in found if r not in runners)
+    return {r: tuple(found[r]) for r in order}, tuple(warnings)
+
+
+# -------------------------------------------------------------------------- proposals
+
+
+def propose(
+    db: sqlite3.Connection,
+    index: TreeIndex,
+    latest: DtypeTable,
+    window: Sequence[history.Nightly],
+    required: Sequence[str],
+    min_passes: int,
+) -> Proposals:
+    """xfail removals confirmed over ``window`` (the last nightlies, newest = ``latest``)."""
+    starts = tuple(n.started for n in window)
+    stem_of = {info.key: info.stem for info in index.opinfos}
+    entries = [e for e in index.xfails.entries if e.key in stem_of]
+    tonight = decide.decide_xfails(entries, latest, required, opinfos=index.opinfos)
+    live = [(e, d) for e, d in zip(entries, tonight, strict=True) if d.action != "keep"]
+    if not live:
+        return Proposals((), (), "", starts, "nothing xpassed on every runner tonight")
+    subset = [e for e, _ in live]
+    stems = {stem_of[e.key] for e in subset}
+    gone = [[set(d.dropped) for _, d in live]]
+    for night in window[1:min_passes]:
+        runs = {r.runner: history.run_cases(db, r.id, stems=stems) for r in night.runs}
+        decisions = decide.decide_xfails(subset, merge_runs(runs), required, opinfos=index.opinfos)
+        gone.append([set(d.dropped) for d in decisions])
+
+    proposals, candidates = [], []
+    span = f"{starts[min_passes - 1][:10]} … {starts[0][:10]}" if len(starts) >= min_passes else ""
+    for i, (entry, decision) in enumerate(live):
+        streaks: dict[str, int] = {}
+        for dtype in sorted(gone[0][i]):
+            streaks[dtype] = next(
+                (n for n, night in enumerate(gone) if dtype not in night[i]), len(gone)
+            )
+        going = {d for d, n in streaks.items() if n >= min_passes}
+        if going:
+            reason = (
+                f"{', '.join(sorted(going))}: xpassed on {', '.join(required)} in each of "
+                f"the last {min_passes} nightlies ({span})"
+            )
+            proposals.append(decision.dropping_only(going, reason))
+        waiting = {d: n for d, n in streaks.items() if n < min_passes}
+        if waiting:
+            candidates.append(Candidate(entry.list, entry.function, entry.key, waiting))
+    note = ""
+    if not proposals:
+        note = (
+            f"xpasses are not yet confirmed: {min_passes} nightlies in a row are needed"
+            f" (history has {len(starts)} so far)"
+            if len(starts) < min_passes
+            else f"no xpass held on every runner for {min_passes} nightlies in a row"
+        )
+    return Proposals(tuple(proposals), tuple(candidates), "", starts, note)
+
+
+def _diff(settings: Settings, decisions: Sequence[decide.XfailDecision]) -> str:
+    """The unified diff of common_mps.py that ``decisions`` make (the tree is not touched)."""
+    rel = COMMON_MPS
+    text = (settings.root / rel).read_text(encoding="utf-8")
+    return apply_xfail_changes(text, rel, decide.to_changes(decisions)).diff()
+
+
+# ------------------------------------------------------------ regressions and flakes
+
+
+def find_regressions(
+    db: sqlite3.Connection,
+    night: history.Nightly,
+    cases: Mapping[str, Sequence[CaseResult]],
+) -> tuple[Regression, ...]:
+    """Tests that worked in each runner's previous run and fail in ``night``."""
+    found = []
+    for run in night.runs:
+        previous = history.previous_run(db, run.runner, night.started)
+        if previous is None:
+            continue
+        messages = {(c.classname, c.name): c.message for c in cases.get(run.runner, ())}
+        for t in history.transitions(db, previous.id, run.id):
+            if t.before in WORKED and t.after in BROKEN:
+                found.append(
+                    Regression(
+                        run.runner,
+                        t.classname,
+                        t.name,
+                        t.stem,
+                        t.dtype,
+                        t.before,
+                        t.after,
+                        t.flaky,
+                        messages.get((t.classname, t.name), ""),
+                        previous.started,
+                    )
+                )
+    return tuple(sorted(found, key=lambda r: (r.name, r.runner)))
+
+
+def find_flaky(
+    db: sqlite3.Connection, cases: Mapping[str, Sequence[CaseResult]], window: int
+) -> tuple[FlakyTest, ...]:
+    """Tonight's disagreeing attempts, and outcomes flipping back and forth over ``window``."""
+    found: dict[tuple[str, str, str], FlakyTest] = {}
+    for runner, runner_cases in cases.items():
+        for c in runner_cases:
+            if c.flaky:
+                reason = (
+                    f"attempts disagreed tonight ({c.attempts} attempts, ended {c.outcome.value})"
+                )
+                found[(runner, c.classname, c.name)] = FlakyTest(
+                    runner, c.classname, c.name, c.stem, c.dtype, (reason,), (c.outcome,)
+                )
+    for s in history.flipping(db, window):
+        reason = f"outcome flipped over the last {len(s.outcomes)} nightlies"
+        key = (s.runner, s.classname, s.name)
+        earlier = found.get(key)
+        reasons = (*earlier.reasons, reason) if earlier else (reason,)
+        found[key] = FlakyTest(s.runner, s.classname, s.name, s.stem, s.dtype, reasons, s.outcomes)
+    return tuple(sorted(found.values(), key=lambda f: (f.name, f.runner)))
+
+
+# ---------------------------------------------------------------------------- summary
+
+
+def pass_rate(counts: Mapping[str, int]) -> float | None:
+    """Share of the tests that ran (not skipped) whose op worked on MPS: pass or xpass."""
+    ran = sum(counts.values()) - counts.get(Outcome.SKIP.value, 0)
+    if ran <= 0:
+        return None
+    return (counts.get(Outcome.PASS.value, 0) + counts.get(Outcome.XPASS.value, 0)) / ran
+
+
+def _backlog_dict(items: Sequence[BacklogItem] | None, error: str) -> dict[str, Any]:
+    """summary.json's backlog: counts by workflow and the items, or why there are none."""
+    if items is None:
+        return {"error": error, "counts": {}, "total": 0, "items": []}
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.workflow.value] = counts.get(item.workflow.value, 0) + 1
+    return {
+        "error": None,
+        "counts": counts,
+        "total": len(items),
+        "items": [item.to_dict() for item in items],
+    }
+
+
+def build_summary(
+    *,
+    night: history.Nightly,
+    settings: Settings,
+    table: DtypeTable,
+    proposals: Proposals | None,
+    regressions: Sequence[Regression],
+    flaky: Sequence[FlakyTest],
+    backlog_items: Sequence[BacklogItem] | None,
+    backlog_error: str,
+    trend: Sequence[tuple[str, str, dict[str, int]]],
+    min_passes: int,
+    warnings: Sequence[str],
+) -> dict[str, Any]:
+    """The nightly's summary.json (schema 1): what the dashboard and --json show."""
+    counts = {runner: table.counts(runner) for runner in night.runners}
+    return {
+        "schema": SCHEMA,
+        "started": night.started,
+        "commit": night.commit,
+        "source": night.runs[0].source if night.runs else "",
+        "runners": list(night.runners),
+        "required_runners": list(settings.runners),
+        "missing_runners": [r for r in settings.runners if r not in night.runners],
+        "min_passes": min_passes,
+        "counts": counts,
+        "pass_rate": {runner: pass_rate(c) for runner, c in counts.items()},
+        "table": table.to_dict(),
+        "proposals": [d.to_dict() for d in proposals.decisions] if proposals else [],
+        "proposal_note": proposals.note if proposals else "needs the tree index (see warnings)",
+        "judged_nightlies": list(proposals.nightlies) if proposals else [],
+        "candidates": [
+            {"list": c.list, "function": c.function, "key": c.key, "streaks": c.streaks}
+            for c in (proposals.candidates if proposals else ())
+        ],
+        "diff": proposals.diff if proposals else "",
+        "regressions": [
+            {**r.__dict__, "before": r.before.value, "after": r.after.value} for r in regressions
+        ],
+        "flaky": [
+            {**f.__dict__, "reasons": list(f.reasons), "outcomes": [o.value for o in f.outcomes]}
+            for f in flaky
+        ],
+        "backlog": _backlog_dict(backlog_items, backlog_error),
+        "history": [
+            {"started": started, "runner": runner, "counts": c, "pass_rate": pass_rate(c)}
+            for started, runner, c in trend
+        ],
+        "warnings": list(warnings),
+    }
+
+
+# ------------------------------------------------------------------------------- run
+
+
+@dataclass(frozen=True)
+class NightlyOutcome:
+    """A recorded nightly: its summary.json data, its table, and where its dashboard goes."""
+
+    summary: dict[str, Any]
+    table: DtypeTable
+    dashboard_dir: Path
+    junit_files: tuple[Path, ...]  # one merged report per runner, in dashboard_dir/junit/
+
+
+def run_nightly(
+    settings: Settings,
+    results: Path,
+    *,
+    history_path: Path | None = None,
+    dashboard_dir: Path | None = None,
+    min_passes: int = DEFAULT_MIN_PASSES,
+    flaky_window: int = DEFAULT_FLAKY_WINDOW,
+    keep: int = DEFAULT_KEEP,
+    commit: str | None = None,
+    source: str = "",
+    started: str | None = None,
+) -> NightlyOutcome:
+    """Record one nightly in the history and analyse it; see the module docstring.
+
+    The merged JUnit reports are written to ``dashboard_dir/junit/`` (default
+    ``<state_dir>/dashboard``); the rest of the dashboard is the report layer's
+    (:func:`pipeline.report.nightly.publish`).
+    """
+    if min_passes < 1 or flaky_window < 2 or keep < max(min_passes, flaky_window):
+        raise PipelineError(
+            "nightly: --min-passes must be >= 1, --flaky-window >= 2, and --keep at least both"
+        )
+    history_path = history_path or settings.state_dir / history.DEFAULT_FILE
+    dashboard_dir = dashboard_dir or settings.state_dir / DEFAULT_DASHBOARD
+    reports, warnings = collect_reports(results, settings.runners)
+    warnings = list(warnings)
+    cases: dict[str, tuple[CaseResult, ...]] = {}
+    for runner, paths in reports.items():
+        parsed = junit.parse_reports(paths)
+        warnings.extend(parsed.warnings)
+        cases[runner] = parsed.cases
+    missing = [r for r in settings.runners if r not in cases]
+    if missing:
+        warnings.append(f"no results from {', '.join(missing)} (did its jobs run?)")
+
+    index: TreeIndex | None = None
+    backlog_items: tuple[BacklogItem, ...] | None = None
+    backlog_error = ""
+    try:
+        index = load_index(settings.tree)
+        backlog_items = backlog(index)
+    except PipelineError as exc:
+        backlog_error = str(exc)
+        warnings.append(f"cannot read the tree at {settings.root}: {exc}")
+    table = merge_runs(cases, display_names(index.opinfos) if index is not None else {})
+
+    db = history.connect(history_path)
+    try:
+        night = history.record_nightly(
+            db,
+            cases,
+            commit=head_commit(settings.root) if commit is None else commit,
+            started=started,
+            source=source,
+        )
+        proposals = None
+        if index is not None:
+            window = history.nightlies(db, min_passes, until=night.started)
+            proposals = propose(db, index, table, window, settings.runners, min_passes)
+            if proposals.decisions:
+                try:
+                    diff = _diff(settings, proposals.decisions)
+                    proposals = Proposals(
+                        proposals.decisions, proposals.candidates, diff, proposals.nightlies, ""
+                    )
+                except PipelineError as exc:
+                    warnings.append(f"could not write the xfail diff: {exc}")
+        regressions = find_regressions(db, night, cases)
+        flaky = find_flaky(db, cases, flaky_window)
+        trend = history.outcome_counts(db, CHART_NIGHTLIES)
+        pruned = history.prune(db, keep)
+        if pruned:
+            warnings.append(f"history: dropped the {pruned} oldest nightlies (keeping {keep})")
+    finally:
+        db.close()
+
+    merged = []
+    for runner, paths in reports.items():
+        out = dashboard_dir / "junit" / f"{runner}.xml"
+        warnings.extend(w for w in junit.merge_reports(paths, out) if w not in warnings)
+        merged.append(out)
+    summary = build_summary(
+        night=night,
+        settings=settings,
+        table=table,
+        proposals=proposals,
+        regressions=regressions,
+        flaky=flaky,
+        backlog_items=backlog_items,
+        backlog_error=backlog_error,
+        trend=trend,
+        min_passes=min_passes,
+        warnings=warnings,
+    )
+    return NightlyOutcome(summary, table, dashboard_dir, tuple(merged))

@@ -1,0 +1,112 @@
+"""A PR's targeted run on disk: where results.json lives, and the checks that read it back.
+
+``results.json`` is written on the self-hosted Mac, which ran the PR's code, and read in
+another job that holds a write token (``pr-report --post-from``): every field is checked
+before use, with a message naming where in the file it went wrong. The model that is
+written and read is :class:`pipeline.report.pr.PrResults`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import Settings
+from pipeline.errors import PipelineError
+from pipeline.results import table as tables
+from pipeline.results.junit import Outcome
+
+SCHEMA = 1
+RESULTS_JSON = "results.json"
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def results_folder(settings: Settings, pr: int) -> Path:
+    """``<state_dir>/results/pr-<N>/``: results.json and comment.md of PR ``pr``."""
+    return settings.results_dir / f"pr-{pr}"
+
+
+def read_results_json(folder: Path, pr: int) -> Any:
+    """The parsed results.json of PR ``pr`` in ``folder`` (or ``folder/pr-<N>/``: a whole
+    results directory); not checked yet (``PrResults.from_json`` does)."""
+    candidates = (folder / RESULTS_JSON, folder / f"pr-{pr}" / RESULTS_JSON)
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        raise PipelineError(
+            f"no {RESULTS_JSON} in {folder} or {folder / f'pr-{pr}'}: pass the folder that "
+            "`pr-report --results-only` wrote (<state_dir>/results/)"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PipelineError(f"{path} is not valid JSON: {exc}") from None
+    return data
+
+
+def want(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
+    """``value`` when it is of ``kind`` (a type or a tuple of them), else a PipelineError
+    naming ``where`` in results.json it sits."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    # bool is an int to isinstance, never to a reader of results.json
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise PipelineError(
+            f"results.json: {where} must be {names}, got {type(value).__name__}; "
+            "was the folder written by `pr-report --results-only`?"
+        )
+    return value
+
+
+def strings(value: Any, where: str) -> tuple[str, ...]:
+    """``value`` as a tuple of strings, checking it is a list of them."""
+    return tuple(want(v, str, f"{where}[{i}]") for i, v in enumerate(want(value, list, where)))
+
+
+def commit_id(value: Any, where: str) -> str:
+    """``value`` checked to be a full commit id (SHA-1 or SHA-256)."""
+    if not _SHA.fullmatch(want(value, str, where)):
+        raise PipelineError(f"results.json: {where} is not a full commit id")
+    return value
+
+
+def table_from_json(data: dict[str, Any]) -> tables.DtypeTable:
+    """A DtypeTable back from ``DtypeTable.to_dict()``, every field checked."""
+    rows = []
+    for i, row in enumerate(want(data.get("rows"), list, "table.rows")):
+        where = f"table.rows[{i}]"
+        want(row, dict, where)
+        cells = []
+        for dtype, cell in want(row.get("cells"), dict, f"{where}.cells").items():
+            runners = want(want(cell, dict, f"{where}.cells").get("runners"), dict, where)
+            results = []
+            for runner, r in runners.items():
+                at = f"{where}.cells[{dtype!r}].runners[{runner!r}]"
+                outcome = want(want(r, dict, at).get("outcome"), str, f"{at}.outcome")
+                if outcome not in {o.value for o in Outcome}:
+                    raise PipelineError(f"results.json: {at}.outcome {outcome!r} is unknown")
+                results.append(
+                    tables.RunnerResult(
+                        runner,
+                        Outcome(outcome),
+                        want(r.get("flaky"), bool, f"{at}.flaky"),
+                        want(r.get("attempts"), int, f"{at}.attempts"),
+                        want(r.get("message"), str, f"{at}.message"),
+                    )
+                )
+            cells.append(tables.Cell(dtype, tuple(results)))
+        rows.append(
+            tables.Row(
+                want(row.get("stem"), str, f"{where}.stem"),
+                want(row.get("kind"), str, f"{where}.kind"),
+                want(row.get("name"), str, f"{where}.name"),
+                tuple(cells),
+            )
+        )
+    return tables.DtypeTable(
+        tuple(rows),
+        strings(data.get("dtypes"), "table.dtypes"),
+        strings(data.get("runners"), "table.runners"),
+        want(data.get("ignored"), int, "table.ignored"),
+    )

@@ -1,0 +1,336 @@
+"""The nightly's analysis: real pytest JUnit → history → proposals, regressions, flaky.
+
+The reports come from :mod:`tests.results.nightly_runs`. The slow test runs the bundled
+sandbox's own test/test_mps.py, built with ninja, once per simulated macOS version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pipeline.config import load_settings
+from pipeline.edit.xfails import apply_xfail_changes
+from pipeline.report import dashboard
+from pipeline.results import decide, history, nightly
+from pipeline.results.junit import CaseResult, Outcome
+from pipeline.results.table import merge_runs
+from pipeline.sandbox import backend
+from pipeline.tree import common_mps
+from pipeline.tree.opinfo import OpInfoRecord
+from pipeline.workspace import prepare
+from tests.results.nightly_runs import RUNNERS, proposed, run
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return prepare(load_settings({"state_dir": str(tmp_path / "state")}))
+
+
+# ------------------------------------------------------------------------------ layout
+
+
+def test_collect_reports_matches_the_workflow_layout(tmp_path):
+    results = tmp_path / "results"
+    for rel in (
+        "macos-m2-15/shard-2.xml",
+        "macos-m2-15/shard-1.xml",
+        "macos-m1-14/shard-1.xml",
+        # an artifact downloaded without merge-multiple keeps its own folder on top
+        "junit-macos-m2-26-shard-1/macos-m2-26/shard-1.xml",
+        "macos-m4-26/shard-1.xml",  # a runner not configured (yet)
+        "stray.xml",
+        "macos-m1-14/notes.txt",
+    ):
+        (results / rel).parent.mkdir(parents=True, exist_ok=True)
+        (results / rel).write_text("<testsuites/>")
+    found, warnings = nightly.collect_reports(results, RUNNERS)
+    assert list(found) == ["macos-m1-14", "macos-m2-15", "macos-m2-26", "macos-m4-26"]
+    assert [p.name for p in found["macos-m2-15"]] == ["shard-1.xml", "shard-2.xml"]
+    assert len(found["macos-m2-26"]) == 1
+    assert len(warnings) == 1 and "stray.xml" in warnings[0]
+
+
+# --------------------------------------------------------------------------- proposals
+
+
+def test_proposals_only_after_min_passes_nightlies_on_every_runner(settings, nights):
+    common_mps = settings.root / "torch/testing/_internal/common_mps.py"
+    before = common_mps.read_text()
+    first = run(settings, nights.results())
+    assert first["proposals"] == [] and first["diff"] == ""
+    assert "history has 1 so far" in first["proposal_note"]
+    assert {c["key"]: c["streaks"] for c in first["candidates"]} == {
+        "atan2": {"int32": 1, "int64": 1},
+        "fmod": {"float16": 1},
+        "hypot": {"float32": 1},
+    }
+    second = run(settings, nights.results())
+    assert second["proposals"] == []
+    assert {c["key"]: c["streaks"] for c in second["candidates"]}["atan2"] == {
+        "int32": 2,
+        "int64": 2,
+    }
+
+    third = run(settings, nights.results())
+    assert proposed(third) == {
+        "atan2": ("drop_dtypes", ["int16", "int8", "uint8", "bool"]),
+        "fmod": ("delete", []),
+        # None (all dtypes) -> the one still failing, and bfloat16: the sandbox's OpInfo has
+        # it, these runs do not, so it was not run
+        "hypot": ("narrow_none", ["float16", "bfloat16"]),
+    }
+    assert third["candidates"] == []
+    assert "in each of the last 3 nightlies" in third["proposals"][0]["reason"]
+    diff = third["diff"]
+    assert diff.startswith("--- a/torch/testing/_internal/common_mps.py\n")
+    assert "-                torch.int64,\n-                torch.int32,\n" in diff
+    assert '-            "fmod": [torch.float16]' in diff
+    assert (
+        '-            "hypot": None,\n+            "hypot": [torch.float16, torch.bfloat16],'
+        in diff
+    )
+    # a proposal, not an edit
+    assert common_mps.read_text() == before
+    written = (settings.state_dir / "dashboard" / dashboard.DIFF).read_text()
+    assert written == diff
+
+
+def test_one_failing_runner_holds_the_dtype_back(settings, nights):
+    run(settings, nights.results())
+    run(settings, nights.results(macos_m2_26="bad"))
+    third = run(settings, nights.results())
+    # int32 xpassed everywhere three nights in a row; int64 failed on macos-m2-26 last night
+    assert proposed(third)["atan2"] == ("drop_dtypes", ["int64", "int16", "int8", "uint8", "bool"])
+    assert {c["key"]: c["streaks"] for c in third["candidates"]} == {"atan2": {"int64": 1}}
+    fourth = run(settings, nights.results())
+    assert {c["key"]: c["streaks"] for c in fourth["candidates"]} == {"atan2": {"int64": 2}}
+    fifth = run(settings, nights.results())
+    assert proposed(fifth)["atan2"] == ("drop_dtypes", ["int16", "int8", "uint8", "bool"])
+    assert fifth["candidates"] == []
+
+
+def test_a_missing_runner_blocks_every_proposal(settings, nights):
+    for _ in range(2):
+        run(settings, nights.results())
+    summary = run(settings, nights.results(macos_m2_26="missing"))
+    assert summary["missing_runners"] == ["macos-m2-26"]
+    assert summary["proposals"] == []
+    assert any("no results from macos-m2-26" in w for w in summary["warnings"])
+
+
+def test_min_passes_is_configurable(settings, nights):
+    summary = run(settings, nights.results(), min_passes=1)
+    assert set(proposed(summary)) == {"atan2", "fmod", "hypot"}
+
+
+def test_a_rerun_of_the_same_ci_run_does_not_count_twice(settings, nights):
+    results = nights.results()
+    for _ in range(3):
+        summary = run(settings, results, source="https://github.com/o/r/actions/runs/1")
+    assert summary["proposals"] == []
+    assert "history has 1 so far" in summary["proposal_note"]
+
+
+# ------------------------------------------------------------------ regressions, flaky
+
+
+def test_flaky_attempts_and_flipping_outcomes_are_flagged(settings, nights):
+    tonight = run(settings, nights.results(macos_m2_15="flaky"))
+    (flaky,) = tonight["flaky"]
+    assert (flaky["name"], flaky["runner"]) == ("test_output_match_sub_mps_float32", "macos-m2-15")
+    assert "attempts disagreed tonight (2 attempts, ended pass)" in flaky["reasons"][0]
+
+    run(settings, nights.results(macos_m2_26="bad"))
+    flipped = run(settings, nights.results())
+    got = {(f["name"], f["runner"]): f["outcomes"] for f in flipped["flaky"]}
+    assert got == {
+        ("test_output_match_atan2_mps_float32", "macos-m2-26"): ["pass", "fail", "pass"],
+        ("test_output_match_atan2_mps_int64", "macos-m2-26"): ["xpass", "xfail", "xpass"],
+    }
+    assert all(
+        f["reasons"] == ["outcome flipped over the last 3 nightlies"] for f in flipped["flaky"]
+    )
+    assert flipped["regressions"] == []
+
+
+# ------------------------------------------------------------------ backlog and outputs
+
+
+def test_backlog_and_dashboard_files(settings, nights, tmp_path):
+    dash = tmp_path / "dash"
+    summary = run(settings, nights.results(), dashboard_dir=dash, commit="f00d" * 10)
+    # ceil and trunc are served by MPSGraph behind a stub: audit and backlog agree on it
+    assert summary["backlog"]["counts"] == {"migrate": 7, "add": 2}
+    assert summary["backlog"]["items"][0]["op"] == "exp2"  # easiest first
+    assert summary["commit"] == "f00d" * 10
+    for name in ("index.html", "summary.md", "summary.json", "junit/macos-m1-14.xml"):
+        assert (dash / name).is_file(), name
+    assert json.loads((dash / "summary.json").read_text()) == summary
+    markdown = (dash / "summary.md").read_text()
+    assert "## Migration backlog (9)" in markdown and "| Operator |" in markdown
+    html = (dash / "index.html").read_text()
+    assert "<svg" in html and "Migration backlog (9)" in html
+    # the merged JUnit keeps both shards of a runner
+    merged = (dash / "junit" / "macos-m1-14.xml").read_text()
+    assert "test_output_match_atan2_mps_int64" in merged
+    assert "test_output_match_sub_mps_float32" in merged
+
+
+def test_an_unreadable_tree_still_records_the_night(tmp_path, nights):
+    tree = tmp_path / "not-pytorch"
+    tree.mkdir()
+    settings = load_settings(
+        {"root": str(tree), "python": str(tmp_path / "no-python"), "state_dir": str(tmp_path / "s")}
+    )
+    summary = run(settings, nights.results())
+    assert summary["backlog"]["error"] and summary["proposals"] == []
+    assert any("cannot read the tree" in w for w in summary["warnings"])
+    assert summary["counts"]["macos-m1-14"]["xpass"] == 4
+    assert (settings.state_dir / "history" / "nightly.sqlite").is_file()
+
+
+# ------------------------------------------------------------ the wheel's common_mps.py
+
+
+def _case(kind: str, stem: str, dtype: str, outcome: Outcome) -> CaseResult:
+    name = f"test_{kind}_{stem}_mps_{dtype}"
+    return CaseResult("TestConsistencyMPS", name, kind, stem, dtype, outcome, False, 1, "", 0, "x")
+
+
+@pytest.mark.realdata
+def test_proposals_on_the_real_common_mps(real_common_mps, tmp_path):
+    """Three nights of xpasses against torch 2.13's common_mps.py: a None entry, a grad
+    list entry and a macOS-version list entry (which counts only macos-m1-14)."""
+    rel = common_mps.PATTERNS[0]
+    text = real_common_mps.read_text()
+    infos = (
+        OpInfoRecord("heaviside", "", "heaviside", (), ("float32", "int64")),
+        OpInfoRecord("_segment_reduce", "", "_segment_reduce", (), ("float32", "float16", "int64")),
+        OpInfoRecord("fft.hfft2", "", "fft_hfft2", (), ("float32", "complex64")),
+    )
+    index = SimpleNamespace(opinfos=infos, xfails=common_mps.parse(text, rel))
+    om, gm = "output_match", "output_grad_match"
+    runs = {
+        runner: [
+            _case(om, "heaviside", "float32", Outcome.XPASS),
+            _case(om, "heaviside", "int64", Outcome.XPASS),
+            _case(gm, "_segment_reduce", "float32", Outcome.XPASS),
+            _case(gm, "_segment_reduce", "float16", Outcome.XFAIL),
+            # the list applies before macOS 14.4 only: elsewhere the test is a plain pass
+            _case(
+                om,
+                "fft_hfft2",
+                "complex64",
+                Outcome.XPASS if runner == RUNNERS[0] else Outcome.PASS,
+            ),
+        ]
+        for runner in RUNNERS
+    }
+    db = history.connect(tmp_path / "h.sqlite")
+    try:
+        for day in (1, 2, 3):
+            started = history.timestamp(f"2026-03-0{day}T03:17:00")
+            history.record_nightly(db, runs, commit="", started=started)
+        window = history.nightlies(db, 3)
+        got = nightly.propose(db, index, merge_runs(runs), window, RUNNERS, 3)
+        # heaviside also tested for complex64, which never ran: its None entry narrows
+        wider = (replace(infos[0], dtypes=("float32", "complex64", "int64")), *infos[1:])
+        index = SimpleNamespace(opinfos=wider, xfails=index.xfails)
+        narrowed = nightly.propose(db, index, merge_runs(runs), window, RUNNERS, 3)
+    finally:
+        db.close()
+    heaviside = next(d for d in narrowed.decisions if d.key == "heaviside")
+    assert (heaviside.action, heaviside.new_dtypes) == ("narrow_none", ("complex64",))
+    assert {(d.list, d.key): (d.action, d.new_dtypes) for d in got.decisions} == {
+        ("UNIMPLEMENTED_XFAILLIST", "heaviside"): ("delete", ()),
+        ("XFAILLIST_GRAD", "_segment_reduce"): ("drop_dtypes", ("float16",)),
+        ("MACOS_BEFORE_14_4_XFAILLIST", "fft.hfft2"): ("delete", ()),
+    }
+    diff = apply_xfail_changes(text, rel, decide.to_changes(got.decisions)).diff()
+    removed = [line for line in diff.splitlines() if line.startswith("-") and "---" not in line]
+    added = [line for line in diff.splitlines() if line.startswith("+") and "+++" not in line]
+    assert removed == [
+        "-            # These ops work fine in 14.4 but fail in 14.2 or 13.x",
+        '-            "fft.hfft2": [torch.complex64],',
+        '-            "heaviside": None,',
+        '-            "_segment_reduce": [torch.float16, torch.float32],',
+    ]
+    assert added == ['+            "_segment_reduce": [torch.float16],']
+
+
+# ------------------------------------------------------------- the sandbox's test_mps.py
+
+
+SANDBOX_TESTS = "test_output_match_hypot or test_output_match_maximum"
+HYPOT_STUB = textwrap.dedent(
+    """\
+    static void hypot_mps_kernel(TensorIteratorBase& iter) {
+      lib.exec_binary_kernel(iter, "hypot");
+    }
+
+    REGISTER_DISPATCH(hypot_stub, &hypot_mps_kernel)
+    """
+)
+
+
+def edit(root: Path, rel: str, old: str, new: str) -> None:
+    """Replace ``old`` (which must occur once at least) in one file of the sandbox copy."""
+    text = (root / rel).read_text()
+    assert old in text, f"{old!r} not in {rel}"
+    (root / rel).write_text(text.replace(old, new, 1))
+
+
+MACOS = {"macos-m1-14": "14.0", "macos-m2-15": "15.0", "macos-m2-26": "26.0"}
+
+
+@pytest.mark.slow
+def test_sandbox_test_mps_on_three_simulated_runners(tmp_path, monkeypatch):
+    """Add MPS hypot in a built sandbox, sweep it per runner: after 2 nights it proposes
+    deleting hypot's xfail; maximum's macOS<14.4 xfail stays (it still fails on 14.0)."""
+    monkeypatch.delenv(backend.BUILD_DIR_ENV, raising=False)
+    settings = prepare(load_settings({"state_dir": str(tmp_path / "state")}))
+    root = settings.root
+    edit(root, "aten/src/ATen/native/native_functions.yaml",
+         "CPU, CUDA, XPU: hypot_out", "CPU, CUDA, XPU, MPS: hypot_out")  # fmt: skip
+    anchor = "REGISTER_DISPATCH(copysign_stub"
+    edit(root, "aten/src/ATen/native/mps/operations/BinaryKernel.mm", anchor, HYPOT_STUB + anchor)
+    ninja = shutil.which("ninja") or str(Path(sys.executable).parent / "ninja")
+    build = subprocess.run(
+        [ninja, "-C", "build", "torch_cpu"], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+
+    results = tmp_path / "results"
+    sweeps = []
+    for runner, version in MACOS.items():  # the three runners, side by side
+        report = results / runner / "shard-1.xml"
+        report.parent.mkdir(parents=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "test/test_mps.py", "-k", SANDBOX_TESTS,
+             f"--junitxml={report}"],
+            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", backend.MACOS_ENV: version},
+        )  # fmt: skip
+        sweeps.append((proc, report))
+    for proc, report in sweeps:
+        output, _ = proc.communicate(timeout=120)
+        assert proc.returncode in (0, 1) and report.is_file(), output
+
+    first = run(settings, results, min_passes=2)
+    assert first["proposals"] == []
+    m1 = first["counts"]["macos-m1-14"]
+    assert m1["xpass"] == 3 and m1["xfail"] == 1  # hypot x3; maximum bfloat16 before 14.4
+    second = run(settings, results, min_passes=2)
+    assert proposed(second) == {"hypot": ("delete", [])}
+    assert '-            "hypot": None,\n' in second["diff"]
+    assert "maximum" not in second["diff"]
