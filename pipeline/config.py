@@ -19,6 +19,8 @@ from pipeline.tree.source import TreeSource
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "pipeline.yaml"
 SANDBOX = "sandbox"
 ENV_VARS = {"root": "MPS_PIPELINE_ROOT", "python": "MPS_PIPELINE_PYTHON"}
+# a config file to read instead of the bundled configs/pipeline.yaml
+CONFIG_ENV = "MPS_PIPELINE_CONFIG"
 # keys a doit variable or CLI flag may set
 OVERRIDABLE = ("root", "python", "state_dir", "build_dir", "opinfo_table")
 
@@ -145,6 +147,10 @@ def load_settings(
     """
     env = os.environ if env is None else env
     cwd = (cwd or Path.cwd()).resolve()
+    if config_path is None and env.get(CONFIG_ENV):
+        config_path = Path(env[CONFIG_ENV])
+        if not config_path.is_file():
+            raise ConfigError(f"{CONFIG_ENV}={config_path}: no such file")
     raw = load_raw(config_path)
     for key, var in ENV_VARS.items():
         if env.get(var):

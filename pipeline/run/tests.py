@@ -28,6 +28,9 @@ from pipeline.results.junit import DISPLAY_ORDER
 from pipeline.run.progress import ProgressDisplay, progress_display, stream, strip_ansi
 
 K_EXPRESSION_LIMIT = 8_000
+# The plugin that makes pytest's verbose line say XPASS where the JUnit report does.
+PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
+PLUGIN = "mps_pipeline_outcomes"
 # What pytest's -k grammar accepts as one identifier (plus nothing that is a keyword).
 _SELECTOR = re.compile(r"[\w:+\-.\[\]\\/]+")
 _KEYWORDS = {"or", "and", "not", "true", "false", "none"}
@@ -193,6 +196,8 @@ def pytest_command(request: TestRequest, selectors: Sequence[str], junit_path: P
         f"--junitxml={junit_path}",
         "-p",
         "no:cacheprovider",
+        "-p",
+        PLUGIN,
         "-v",
         "-rN",
         "--color=no",
@@ -212,6 +217,8 @@ def run(request: TestRequest, *, progress: bool = True) -> TestRunResult:
     batches = selector_batches(request.selectors, K_EXPRESSION_LIMIT) or ((),)
     request.junit_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**(request.env or {}), "PYTHONUNBUFFERED": "1"}
+    inherited = env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), inherited) if p)
     junit_paths: list[Path] = []
     returncodes: list[int] = []
     seconds = 0.0

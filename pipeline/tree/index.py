@@ -154,16 +154,16 @@ class TreeIndex:
         registrations = tuple(
             r for k in dict.fromkeys(kernel_names) for r in self.kernels.registrations_for(k)
         )
-        old_names = tuple(
-            dict.fromkeys(
-                o.kernel
-                for o in overloads
-                if o.kind is native_yaml.MpsKind.MPS_SPECIFIC and o.kernel
-            )
-        )
+        dispatched = [
+            o.kernel for o in overloads if o.kind is native_yaml.MpsKind.MPS_SPECIFIC and o.kernel
+        ]
+        # MPSGraph code is found by the names it has or had, not only by the yaml rows that
+        # still name it: a dispatch folded by hand leaves TORCH_IMPL_FUNC(NAME_out_mps) behind.
+        legacy = set(dispatched) | legacy_names(entries)
         mpsgraph = tuple(
-            impl for f in self.host.files for impl in f.implementations if impl.name in old_names
+            impl for f in self.host.files for impl in f.implementations if impl.name in legacy
         )
+        old_names = tuple(dict.fromkeys([*dispatched, *(i.name for i in mpsgraph)]))
         includes = tuple(i for f in self.host.files for i in f.includes if i.op == op)
         infos = self.opinfos_for(op)
         keys = {info.key for info in infos} | {op}
@@ -221,6 +221,17 @@ class TreeIndex:
 
     def _references(self, names: Iterable[str]) -> tuple[tuple[str, Span], ...]:
         return tuple(find_references(self.root, names))
+
+
+def legacy_names(entries: Iterable[native_yaml.NativeFunction]) -> set[str]:
+    """The MPSGraph-era names an operator's entries have or had: ``NAME_mps`` and
+    ``NAME_OVERLOAD_mps`` (``atan2_out_mps``, ``atan2__mps``) for every entry."""
+    names = set()
+    for e in entries:
+        names.add(f"{e.name}_mps")
+        if e.overload:
+            names.add(f"{e.name}_{e.overload}_mps")
+    return names
 
 
 def find_references(root: Path, names: Iterable[str]) -> list[tuple[str, Span]]:
