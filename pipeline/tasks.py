@@ -72,7 +72,7 @@ def _params(names: tuple[str, ...]) -> list[dict]:
     return [{"name": n, "long": n, "type": str, "default": "", "help": VARIABLES[n]} for n in names]
 
 
-def guarded(fn: Callable[[Console], None]) -> Callable[[], object]:
+def guarded(fn: Callable[[Console], None], name: str) -> Callable[[], object]:
     """A doit action running ``fn(console)``: errors become doit's failures, no tracebacks."""
 
     def action() -> object:
@@ -86,7 +86,7 @@ def guarded(fn: Callable[[Console], None]) -> Callable[[], object]:
         except KeyboardInterrupt:
             # Edits are transactions: an interrupted one was rolled back or will be rolled
             # forward by the next run, so there is nothing more to say than this line.
-            print("\ninterrupted: nothing half-written was left behind", file=sys.stderr)
+            print(f"\ninterrupted during {name}: no file was left half-written", file=sys.stderr)
             raise SystemExit(EXIT_INTERRUPTED) from None
         return None
 
@@ -124,7 +124,7 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
         }
         if stage.action is not None:
             action = stage.action
-            task["actions"] = [guarded(lambda c: action(request, c))]
+            task["actions"] = [guarded(lambda c: action(request, c), stage.name)]
             task["file_dep"] = [str(p) for p in stage.inputs(request)]
             task["targets"] = [str(p) for p in stage.outputs(request)]
             if stage.uptodate is None:
@@ -167,7 +167,7 @@ def task_backlog() -> dict:
 
         render_backlog(backlog(load_index(settings().tree)), console)
 
-    return {"actions": [guarded(run)], "uptodate": [False], "verbosity": 2}
+    return {"actions": [guarded(run, "backlog")], "uptodate": [False], "verbosity": 2}
 
 
 def task_pr_report() -> dict:
@@ -182,7 +182,7 @@ def task_pr_report() -> dict:
 
         pr_report.report(settings(), pr_report.pr_number(pr), base=base, head=head, dry_run=dry_run)
 
-    return {"actions": [guarded(run)], "uptodate": [False], "verbosity": 2}
+    return {"actions": [guarded(run, "pr_report")], "uptodate": [False], "verbosity": 2}
 
 
 def task_affected() -> dict:
@@ -200,7 +200,7 @@ def task_affected() -> dict:
             render_text(diff_impact(settings(), base, head)), markup=False, highlight=False
         )
 
-    return {"actions": [guarded(run)], "uptodate": [False], "verbosity": 2}
+    return {"actions": [guarded(run, "affected")], "uptodate": [False], "verbosity": 2}
 
 
 # Every task dodo.py exports: the chain's stages, then the other commands.

@@ -25,7 +25,6 @@ _ROW = re.compile(
 _MPS_ROW = re.compile(r"^[ \t]*MPS[ \t]*:[ \t]*(?P<kernel>\S+)[ \t]*(?:#.*)?$")
 
 
-
 @dataclass(frozen=True)
 class YamlFoldResult:
     """What :func:`fold_mps_dispatch` did; ``edit`` is unchanged when there was nothing to do."""
