@@ -49,6 +49,7 @@ from rich.table import Table
 from pipeline import sandbox
 from pipeline.config import Settings, load_settings
 from pipeline.errors import PipelineError
+from pipeline.fsio import write_atomic
 from pipeline.impact.changes import ChangedFile
 from pipeline.tree import common_mps, metal, native_yaml, objc, opinfo, paths
 from pipeline.workspace import prepare
@@ -62,7 +63,7 @@ WHEEL_FILES = {
     NATIVE_YAML: ("torchgen", "packaged/ATen/native/native_functions.yaml"),
     COMMON_MPS: ("torch", "testing/_internal/common_mps.py"),
 }
-BENCHMARKS = ("index", "audit", "migrate", "junit", "selection")
+BENCHMARKS = ("index", "audit", "migrate", "transaction", "junit", "selection")
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
 REAL_FOLDS = ("logit", "pow", "addbmm")
@@ -571,6 +572,66 @@ def bench_migrate(ctx: Context) -> Result:
     )
 
 
+# --- 3b. the edit transaction's cost -----------------------------------------------------------
+
+
+def bench_transaction(ctx: Context) -> Result:
+    """What the tree lock and the journaled commit cost, against plain atomic writes."""
+    from pipeline.edit import transaction
+    from pipeline.guide.plan import plan_edits
+    from pipeline.tree.index import load_index
+
+    n = ctx.repeats(15)
+    root = sandbox.materialize(ctx.work / "txn-tree")
+    settings = settings_for(root, ctx.work / "txn-state", opinfo_table=root / sandbox.OPINFO_TABLE)
+    edits = plan_edits(load_index(settings.tree), AUDIT_OP).edits
+    back = [dataclasses.replace(e, before=e.after, after=e.before) for e in edits]
+
+    def lock() -> None:
+        with transaction.tree_lock(root, wait=0):
+            pass
+
+    def recover_idle() -> None:
+        with transaction.tree_lock(root, wait=0):
+            transaction.recover(root)
+
+    flip = [False]
+
+    def commit() -> None:  # alternate forward and back, so every call writes every file
+        transaction.commit(root, back if flip[0] else edits, force=True)
+        flip[0] = not flip[0]
+
+    def plain() -> None:
+        for e in back if flip[0] else edits:
+            write_atomic(root / e.rel, e.after)
+        flip[0] = not flip[0]
+
+    samples = round_robin(
+        {"lock": lock, "recover": recover_idle, "commit": commit, "plain": plain}, n
+    )
+    m = {k: _median(v) for k, v in samples.items()}
+    figures = [
+        Figure(f"tree lock, take and release, median of {n}", m["lock"], "s"),
+        Figure(
+            "  lock + recover() with no journal (every writing stage pays this)", m["recover"], "s"
+        ),
+        Figure(f"journaled commit of {AUDIT_OP}'s {len(edits)} files", m["commit"], "s"),
+        Figure(f"  plain atomic writes of the same {len(edits)} files", m["plain"], "s"),
+        Figure("  commit / plain writes", m["commit"] / m["plain"], "x", headline=True),
+        Figure("  journal's cost (commit - plain)", m["commit"] - m["plain"], "s"),
+    ]
+    return Result(
+        "transaction",
+        "edit transaction",
+        "in-process cost of the per-tree lock (flock + git rev-parse for the tree's git dir) "
+        "and of one journaled commit (guards incl. git status, journal, temps, renames, "
+        "ownership) against writing the same files with fsio.write_atomic",
+        tuple(figures),
+        ("the calls alternate (round robin); the commit's guards run `git status` per file",),
+        {k: v for k, v in samples.items()},
+    )
+
+
 # --- 4. JUnit ingestion -----------------------------------------------------------------------
 
 
@@ -790,6 +851,7 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "index": bench_index,
     "audit": bench_audit,
     "migrate": bench_migrate,
+    "transaction": bench_transaction,
     "junit": bench_junit,
     "selection": bench_selection,
 }

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,11 +203,21 @@ def expectations_current(settings: Settings, op: str) -> bool:
     return recorded["entries"] == xfail_digest(settings, op)
 
 
+def interpreter_identity(python: str) -> str:
+    """Which interpreter ``python`` is: its directory (a venv's bin/) and the binary it is.
+
+    ``.venv/bin/python`` and ``.venv/bin/python3`` are one interpreter; two venvs of one
+    base Python are not (their site-packages differ).
+    """
+    path = shutil.which(python) or python
+    return f"{Path(path).absolute().parent}|{os.path.realpath(path)}"
+
+
 def test_settings(settings: Settings) -> dict[str, object]:
     """The settings that change which tests run or how: inputs of every test stage."""
     return {
         "kinds": list(settings.test_kinds),
         "pytest_args": list(settings.pytest_args),
         "file": settings.test_file,
-        "python": settings.python,
+        "python": interpreter_identity(settings.python),
     }
