@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.fsio import write_atomic
+from pipeline.results.junit import DISPLAY_ORDER
 
 INDEX = "index.html"
 SUMMARY_MD = "summary.md"
@@ -38,7 +39,7 @@ OUTCOME_COLORS: dict[str, str] = {
     "fail": "#cf222e",
     "error": "#82071e",
 }
-OUTCOME_ORDER = ("pass", "xpass", "xfail", "skip", "fail", "error")
+OUTCOME_ORDER = tuple(o.value for o in DISPLAY_ORDER)
 NOT_RUN = "#ffffff"
 RUNNER_COLORS = ("#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e", "#57606a")
 WORKFLOW_LABELS = {"migrate": "migrate (MPSGraph → Metal)", "add": "add (no MPS kernel yet)"}

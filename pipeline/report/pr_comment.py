@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pipeline.report.render import escape_markdown
+from pipeline.results.junit import DISPLAY_ORDER, FAILING
 
 # The hidden first line of the PR-report comment: how the pipeline finds its comment again
 # (github.GitHubClient.upsert_comment) instead of adding one per run.
@@ -34,7 +35,7 @@ OUTCOME_LABELS = (
     ("xfail", "xfailed"),
     ("skip", "skipped"),
 )
-_BAD_OUTCOMES = ("fail", "error", "xpass")
+_BAD_OUTCOMES = tuple(o.value for o in DISPLAY_ORDER if o in FAILING)
 
 # The same zero-width joiner escape_markdown puts after "@" and "#": one convention.
 _ZWJ = "\u200d"

@@ -48,6 +48,10 @@ class Outcome(str, Enum):
 # Outcomes that make pytest rerun a test (a strict xpass is reported as a failure), and
 # that leave an operator's chain unfinished.
 FAILING: frozenset[Outcome] = frozenset({Outcome.FAIL, Outcome.ERROR, Outcome.XPASS})
+# A test "worked" (pass, or an expected failure that now passes) or is broken: what a
+# regression moves between from one night to the next.
+WORKED: frozenset[Outcome] = frozenset({Outcome.PASS, Outcome.XPASS})
+BROKEN: frozenset[Outcome] = frozenset({Outcome.FAIL, Outcome.ERROR, Outcome.XFAIL})
 # The order every count line, table summary and progress bar lists outcomes in.
 DISPLAY_ORDER: tuple[Outcome, ...] = (
     Outcome.PASS,

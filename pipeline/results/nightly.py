@@ -52,8 +52,6 @@ DEFAULT_KEEP = 180
 DEFAULT_DASHBOARD = "dashboard"  # relative to the state directory
 CHART_NIGHTLIES = 60
 
-WORKED = frozenset({Outcome.PASS, Outcome.XPASS})
-BROKEN = frozenset({Outcome.FAIL, Outcome.ERROR, Outcome.XFAIL})
 
 
 @dataclass(frozen=True)
@@ -215,7 +213,7 @@ def find_regressions(
             continue
         messages = {(c.classname, c.name): c.message for c in cases.get(run.runner, ())}
         for t in history.transitions(db, previous.id, run.id):
-            if t.before in WORKED and t.after in BROKEN:
+            if t.before in junit.WORKED and t.after in junit.BROKEN:
                 found.append(
                     Regression(
                         run.runner,
