@@ -375,3 +375,82 @@ def _verify_stub(
         problems.append("the registration is not inside namespace at::native")
     if problems:
         raise EditVerificationError(f"{path}: {'; '.join(problems)}; nothing was written")
+
+
+def _registrations(parsed: objc.ObjcFile, stub: str) -> list[objc.StubRegistration]:
+    return [s for s in parsed.stubs if s.stub == stub]
+
+
+def add_macro_registration(
+    text: str,
+    path: str,
+    stub: str,
+    like: objc.StubRegistration,
+    kernel_name: str,
+) -> FileEdit | None:
+    """Register ``stub`` with the file's own macro, as ``like`` (a native registration through
+    that macro) registers its stub: ``REGISTER_UNARY_TI_DISPATCH(exp2);`` after its last use.
+
+    The macro's arguments are ``like``'s with its stub's base name replaced by ``stub``'s.
+    Kept only when the file, re-parsed, registers ``stub`` once, natively, with the
+    kernel-name string it needs; None when the macro does not fit. (The caller checks that
+    ``like``'s stub takes the same parameter type.)
+    """
+    lines = text.splitlines(keepends=True)
+    written = "".join(lines[like.span.start - 1 : like.span.end])
+    old, new = like.stub.removesuffix("_stub"), stub.removesuffix("_stub")
+    call = re.match(rf"(\s*){re.escape(like.macro)}\s*\((.*)\)\s*(;?)\s*$", written, re.S)
+    if call is None:
+        return None
+    args = [a.strip() for a in cpp.split_args(call[2])]
+    if old not in args:
+        return None
+    args = [new if a == old else a for a in args]
+    last = max(s.span.end for s in objc.parse(text, path).stubs if s.macro == like.macro)
+    indent = re.match(r"[ \t]*", written)[0]
+    line = f"{indent}{like.macro}({', '.join(args)}){call[3]}\n"
+    after = "".join(lines[:last] + [line] + lines[last:])
+    try:
+        parsed = objc.parse(after, path)
+    except ParseError:
+        return None
+    got = _registrations(parsed, stub)
+    if not (len(got) == 1 and got[0].native and got[0].kernel_name == kernel_name):
+        return None
+    return FileEdit(path, text, after, f"register {stub} with {like.macro}({', '.join(args)})")
+
+
+def remove_registration(text: str, path: str, stub: str) -> FileEdit:
+    """Delete the registration of ``stub`` whose body is MPSGraph (a macro line such as
+    ``REGISTER_MPS_UNARY_STUB(ceil, ceil);`` takes the function it generates with it).
+
+    Verified by re-parsing: the stub is no longer registered in the file, and every other
+    registration, function and implementation is unchanged.
+    """
+    before = _parse(text, path, "the file")
+    found = [r for r in _registrations(before, stub) if not r.native]
+    if len(found) != 1:
+        raise EditVerificationError(
+            f"{path}: {len(found)} MPSGraph registrations of {stub}; remove them by hand"
+        )
+    registration = found[0]
+    span = registration.span
+    _check_whole_lines(text, path, span, stub)
+    after = _remove_lines(text, span.start, span.end)
+    parsed = _parse(after, path, "the edited file")
+
+    def kept(entries: Iterable[object]) -> Counter:  # what lies outside the removed lines
+        return _unplaced(e for e in entries if not span.overlaps(e.span.start, e.span.end))
+
+    same = all(
+        kept(getattr(before, k)) == _unplaced(getattr(parsed, k))
+        for k in ("stubs", "functions", "implementations")
+    )
+    if not same or _same(before, parsed, skip=("stubs", "functions", "implementations")):
+        raise EditVerificationError(
+            f"{path}: removing {registration.macro} for {stub} also changed other code; "
+            "nothing was written"
+        )
+    return FileEdit(
+        path, text, after, f"remove {registration.macro} registration of {stub} (MPSGraph body)"
+    )

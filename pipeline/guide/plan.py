@@ -11,6 +11,7 @@ no blockers) is what "the edit stage is up to date" means.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -20,7 +21,7 @@ from pipeline.edit import objc as objc_edit
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import EditVerificationError
 from pipeline.guide.checklist import required_dtypes
-from pipeline.tree import paths
+from pipeline.tree import objc, paths
 from pipeline.tree.index import OperatorRecord, TreeIndex
 
 # What structured kernels hand their stubs: the kernel type when no declaration says otherwise
@@ -75,8 +76,9 @@ def exec_kind(record: OperatorRecord) -> str:
     return "binary" if max(counts, default=1) >= 2 else "unary"
 
 
-def host_kernel_skeleton(record: OperatorRecord, kind: str) -> str:
-    """A host kernel with exactly the stub's declared parameters, passed on to the kernel."""
+def host_kernel_skeleton(record: OperatorRecord, kind: str, kernel: str) -> str:
+    """A host kernel with exactly the stub's declared parameters, passed on to the kernel
+    (the guide's "With Scalar Parameter" pattern)."""
     decl = record.stub_decl
     assert decl is not None
     stub, function = f"{record.op}_stub", f"{record.op}_mps_kernel"
@@ -86,7 +88,7 @@ def host_kernel_skeleton(record: OperatorRecord, kind: str) -> str:
     return (
         f"static void {function}({params}) {{\n"
         f"  // TODO: pass what the Metal kernel needs of {', '.join(names[1:])}\n"
-        f'  lib.exec_{kind}_kernel(iter, "{record.op}"{extra});\n'
+        f'  lib.exec_{kind}_kernel(iter, "{kernel}"{extra});\n'
         "}\n\n"
         f"REGISTER_DISPATCH({stub}, &{function});\n"
     )
@@ -118,6 +120,61 @@ def stub_param_type(record: OperatorRecord) -> tuple[str | None, list[str]]:
             f"{why}; {function} takes {DEFAULT_ITERATOR}: check it against the stub's type"
         ]
     return decl.iterator_param, []
+
+
+def host_file(index: TreeIndex, record: OperatorRecord, default: str) -> str:
+    """Where the operator's stub is registered for MPS: the host file that registers most of
+    the other stubs declared in the same ``native/*.h`` header (``UnaryOps.h`` →
+    UnaryKernel.mm), else ``default``."""
+    decl = record.stub_decl
+    if decl is None:
+        return default
+    header = next((f for f in index.dispatch.files if f.path == decl.span.path), None)
+    siblings = {d.stub for d in header.decls} - {decl.stub} if header else set()
+    counts = Counter(
+        s.span.path for f in index.host.files for s in f.stubs if s.native and s.stub in siblings
+    )
+    return counts.most_common(1)[0][0] if counts else default
+
+
+def _register_with_file_macro(
+    index: TreeIndex, text: str, rel: str, stub: str, kernel: str, param_type: str
+) -> FileEdit | None:
+    """The registration in the file's own convention: its local macro (the most used one
+    first) when that macro's expansion fits the stub (a stub of the same parameter type,
+    the same kernel-name string), else None."""
+    parsed = objc.parse(text, rel)
+    native = [s for s in parsed.stubs if s.native and s.macro not in objc.DISPATCH_MACROS]
+    for macro, _ in Counter(s.macro for s in native).most_common():
+        for like in (s for s in native if s.macro == macro):
+            decl = index.dispatch.stub(like.stub)
+            if decl is None or not _same_type(decl.iterator_param, param_type):
+                continue
+            edit = objc_edit.add_macro_registration(text, rel, stub, like, kernel)
+            if edit is not None:
+                return edit
+            break  # the macro itself does not fit: try the next one
+    return None
+
+
+def _same_type(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and a.replace(" ", "") == b.replace(" ", "")
+
+
+def _check_registered_once(index: TreeIndex, stub: str, edits: dict[str, FileEdit]) -> None:
+    """The invariant of every plan: after it, ``stub`` is registered exactly once for MPS."""
+    count = 0
+    for f in index.host.files:
+        parsed = objc.parse(edits[f.path].after, f.path) if f.path in edits else f
+        count += len([s for s in parsed.stubs if s.stub == stub])
+    for rel, edit in edits.items():  # a host file the tree did not have yet
+        if rel.endswith(".mm") and all(f.path != rel for f in index.host.files):
+            count += len([s for s in objc.parse(edit.after, rel).stubs if s.stub == stub])
+    if count != 1:
+        raise EditVerificationError(
+            f"{stub} would be registered {count} times for MPS after the edit; nothing was "
+            "written. Please report this with the files involved."
+        )
 
 
 def _chain(edits: dict[str, FileEdit], new: FileEdit) -> None:
@@ -185,44 +242,51 @@ def plan_edits(index: TreeIndex, op: str, body: str | None = None) -> EditPlan:
             not objc_edit.include_still_needed(after, op)
         ):
             _chain(edits, objc_edit.remove_include(after, rel, op))
-    for stub in record.stubs:
-        if not stub.native:
-            # A second registration of one stub does not compile: never add one beside it.
+    stub_name = f"{op}_stub"
+    for rel in dict.fromkeys(s.span.path for s in record.stubs if not s.native):
+        # A second registration of one stub does not compile: replace, never add beside it.
+        try:
+            _chain(edits, objc_edit.remove_registration(read(rel), rel, stub_name))
+        except EditVerificationError as exc:
             blockers.append(
-                Blocker(
-                    f"{stub.span}: {stub.stub} is registered by {stub.macro} with an MPSGraph "
-                    "body; replace that registration with a native kernel",
-                    stub.span.path,
-                    f"// remove: {stub.macro}(...) for {stub.stub}\n",
-                )
+                Blocker(f"{exc}: remove the MPSGraph registration of {stub_name}", rel, "")
             )
     if needs_stub:
+        stub_file = host_file(index, record, stub_file)
         param_type, stub_notes = stub_param_type(record)
         notes += stub_notes
+        kernel = record.functors[0].name if record.functors else op
         if param_type is None:
             decl = record.stub_decl
             assert decl is not None
             blockers.append(
                 Blocker(
-                    f"{decl.span}: {op}_stub is declared as {decl.fn_type}, taking "
+                    f"{decl.span}: {stub_name} is declared as {decl.fn_type}, taking "
                     f"({', '.join(decl.params)}): its MPS kernel must take the same parameters",
                     stub_file,
-                    host_kernel_skeleton(record, kind),
+                    host_kernel_skeleton(record, kind, kernel),
                 )
             )
         else:
+            text = read(stub_file)
+            registered = _register_with_file_macro(
+                index, text, stub_file, stub_name, kernel, param_type
+            )
             _chain(
                 edits,
-                objc_edit.add_stub(
-                    read(stub_file),
+                registered
+                or objc_edit.add_stub(
+                    text,
                     stub_file,
-                    f"{op}_stub",
+                    stub_name,
                     f"{op}_mps_kernel",
                     kind,
-                    op,
+                    kernel,
                     param_type=param_type,
                 ),
             )
+    if (needs_stub or record.stubs) and not blockers:
+        _check_registered_once(index, stub_name, edits)
     for info in record.opinfos:
         for d in info.decorators:
             notes.append(

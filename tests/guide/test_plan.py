@@ -3,12 +3,15 @@ in the sandbox's headers, and the sandbox compiler accepts what migrate writes."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pipeline.guide import plan as migrate
 from pipeline.sandbox import compile
 from pipeline.tree.index import load_index
 from tests.sandbox.edits import BINARY_KERNEL, BINARY_OPS_H, edit
 
 UNARY_KERNEL = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+UPSTREAM = Path(__file__).resolve().parents[1] / "fixtures" / "upstream"
 
 
 def _after(plan: migrate.EditPlan, rel: str) -> str:
@@ -86,3 +89,75 @@ def test_unreadable_declaration_gets_the_default_and_says_why(sandbox_settings):
     (note,) = [n for n in plan.notes if "hypot_stub" in n]
     assert note.startswith(f"{BINARY_OPS_H}:")
     assert "the type hypot_stub is declared with is not understood (no `using hypot_fn" in note
+
+
+# -- the file's own conventions -------------------------------------------------------------
+
+
+def test_stub_is_registered_with_the_host_files_own_macro(sandbox_settings):
+    plan = migrate.plan_edits(load_index(sandbox_settings.tree), "exp2")
+    after = _after(plan, UNARY_KERNEL)
+    assert "REGISTER_UNARY_TI_DISPATCH(sinc);\nREGISTER_UNARY_TI_DISPATCH(exp2);\n" in after
+    assert "static void exp2_mps_kernel" not in after  # not a second style beside the macro
+
+
+def test_mpsgraph_stub_macro_is_replaced_not_doubled(sandbox_settings):
+    plan = migrate.plan_edits(load_index(sandbox_settings.tree), "ceil", body="return x;")
+    assert not plan.blockers
+    ops = _after(plan, "aten/src/ATen/native/mps/operations/UnaryOps.mm")
+    assert "REGISTER_MPS_UNARY_STUB(ceil, ceil);" not in ops
+    assert "REGISTER_MPS_UNARY_STUB(trunc, truncate);" in ops  # its neighbour stays
+    assert "REGISTER_UNARY_TI_DISPATCH(ceil);" in _after(plan, UNARY_KERNEL)
+    root = sandbox_settings.root
+    for e in plan.edits:
+        (root / e.rel).write_text(e.after)
+    registrations = [s for f in load_index(sandbox_settings.tree).host.files for s in f.stubs]
+    assert [s.native for s in registrations if s.stub == "ceil_stub"] == [True]
+
+
+def test_a_macro_whose_kernel_name_does_not_fit_is_not_used(sandbox_settings):
+    from pipeline.edit import objc as objc_edit
+    from pipeline.tree import objc
+
+    text = (sandbox_settings.root / UNARY_KERNEL).read_text()
+    (like, *_) = objc.parse(text, UNARY_KERNEL).stubs
+    fits = objc_edit.add_macro_registration(text, UNARY_KERNEL, "exp2_stub", like, "exp2")
+    assert fits is not None and "REGISTER_UNARY_TI_DISPATCH(exp2);" in fits.after
+    # a functor called otherwise (special_erfcx_stub runs "erfcx"): the macro would call the
+    # kernel "exp2", which does not exist
+    assert (
+        objc_edit.add_macro_registration(text, UNARY_KERNEL, "exp2_stub", like, "exp_two") is None
+    )
+
+
+def _fixture_index(tmp_path, *ops: str):
+    """The index of the upstream-shaped fixture tree, with a small OpInfo table of ``ops``."""
+    import shutil
+
+    from pipeline.tree.source import TreeSource
+
+    root = tmp_path / "tree"
+    shutil.copytree(UPSTREAM, root)
+    table = tmp_path / "opinfo.yaml"
+    table.write_text(
+        "".join(
+            f"- name: {op}\n  variant_test_name: ''\n  aten_name: {op}\n  aliases: []\n"
+            "  dtypes: [float32, float16, bfloat16, int64, int32, int16, int8, uint8, bool]\n"
+            "  decorators: []\n"
+            for op in ops
+        )
+    )
+    return load_index(TreeSource(root, tmp_path / "cache", "python", table))
+
+
+def test_upstream_shape_acosh_moves_from_the_mpsgraph_macro_to_the_unary_kernel_macro(
+    tmp_path,
+):
+    index = _fixture_index(tmp_path, "acosh")
+    plan = migrate.plan_edits(index, "acosh", body="return x;")
+    ops = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
+    # UnaryOps.h's other stubs are registered in UnaryKernel.mm, with its one-line macro
+    assert "REGISTER_UNARY_TI_DISPATCH(acosh);" in _after(plan, UNARY_KERNEL)
+    assert "REGISTER_MPS_UNARY_STUB(acosh, acosh);" not in _after(plan, ops)
+    assert "REGISTER_MPS_UNARY_STUB(asinh, asinh);" in _after(plan, ops)
+    assert not plan.blockers
