@@ -7,12 +7,16 @@ with :mod:`pipeline.tree.common_mps`.
 
 Layout rules:
 
-- Deleting an entry removes its key, value, trailing comment and, when the entry ends its
-  comment group, the comment lines directly above it. A comment block above an entry that is
-  immediately followed (no blank line, no comment of its own) by a surviving entry is a
-  heading for that group (``# CPU Errors:``, ``# GEMM ... integral types``) and stays, now
-  above the next entry. Comments above the next entry always stay. Removing the last entry
-  keeps the dict's trailing-comma style.
+- Deleting an entry removes its key, value and trailing comment. The comment block directly
+  above it (the reader's ``comment_span``: contiguous comment lines, no blank line) heads a
+  *group*: that entry and the entries right after it, up to the next blank line, the next
+  entry with a comment block of its own, or the end of the dict. Commented-out entries
+  (``# "kthvalue": None,``) stay in the group and are never removed. The block goes only
+  when every entry of its group is deleted in the same change; otherwise it is a heading
+  for the rest (``# CPU Errors:``, ``# GEMM ... integral types``) and stays, now above the
+  next survivor. Comments above other entries always stay. Where a removal brings two blank
+  lines together one of them goes, and so does a blank line it brings next to a bracket.
+  Removing the last entry keeps the dict's trailing-comma style.
 - Narrowing a literal list keeps the surviving elements as written (``torch.half`` stays
   ``torch.half``) and the list's layout. When a new list has to be written (the old value was
   ``None``, or gains a dtype), each dtype is spelled as the entry already spells it, else as
@@ -89,7 +93,7 @@ def apply_xfail_changes(text: str, path: str, changes: Sequence[XfailChange]) ->
     the intended entries.
     """
     before = common_mps.parse(text, path)
-    ops = _plan(before, path, changes)
+    ops = _plan(before, text.splitlines(), path, changes)
     if not ops:
         return FileEdit(path, text, text, "xfail lists: nothing to change")
     wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
@@ -105,7 +109,9 @@ def apply_xfail_changes(text: str, path: str, changes: Sequence[XfailChange]) ->
     return FileEdit(path, text, after, _summary(ops.values()))
 
 
-def _plan(model: CommonMps, path: str, changes: Sequence[XfailChange]) -> dict[tuple, _Op]:
+def _plan(
+    model: CommonMps, lines: list[str], path: str, changes: Sequence[XfailChange]
+) -> dict[tuple, _Op]:
     by_target: dict[tuple[str, str, str], XfailChange] = {}
     for change in changes:
         if by_target.setdefault(change.target, change) != change:
@@ -132,7 +138,7 @@ def _plan(model: CommonMps, path: str, changes: Sequence[XfailChange]) -> dict[t
             if not change.delete and _same(entry.dtypes, change.new_dtypes):
                 continue
             above, drop = entry.comment_span, 0
-            if change.delete and above and _ends_comment_group(entry, model, deleted):
+            if change.delete and above and _ends_comment_group(entry, model, deleted, lines):
                 drop = above.end - above.start + 1
             ops[(entry.span.start, entry.key)] = _Op(change, entry, drop)
     return ops
@@ -144,7 +150,9 @@ def _same(old: tuple[str, ...] | None, new: tuple[str, ...] | None) -> bool:
     return set(old) == set(new)
 
 
-def _ends_comment_group(entry: XfailEntry, model: CommonMps, deleted: set) -> bool:
+def _ends_comment_group(
+    entry: XfailEntry, model: CommonMps, deleted: set, lines: list[str]
+) -> bool:
     """True when the comment block above ``entry`` goes with it (see the module docs)."""
     if entry.comment_span is None:
         return False
@@ -159,7 +167,8 @@ def _ends_comment_group(entry: XfailEntry, model: CommonMps, deleted: set) -> bo
     )
     previous_end = entry.span.end
     for sibling in siblings:
-        if sibling.span.start != previous_end + 1 or sibling.comment_span is not None:
+        gap = lines[previous_end : sibling.span.start - 1]
+        if sibling.comment_span is not None or not all(map(common_mps.is_disabled_entry, gap)):
             return True
         if (sibling.span.start, sibling.key) not in deleted:
             return False
@@ -313,7 +322,7 @@ def _remove_elements(elements: list, opening, closing, drops: dict[int, int]):
     for index, element in enumerate(elements):
         after = gaps[index + 1]
         if index in drops:
-            gap = _merge(gap, after, drops[index], last=index == len(elements) - 1)
+            gap = _merge(gap, after, drops[index], first=not kept, last=index == len(elements) - 1)
         else:
             kept.append([element, gap])
             gap = after
@@ -341,8 +350,12 @@ def _remove_elements(elements: list, opening, closing, drops: dict[int, int]):
     return out, kept[0][1], gap
 
 
-def _merge(before, after, drop_lines: int, *, last: bool):
-    """The whitespace that replaces ``before + <removed element> + after``."""
+def _merge(before, after, drop_lines: int, *, first: bool, last: bool):
+    """The whitespace that replaces ``before + <removed element> + after``.
+
+    ``first``: nothing precedes ``before`` but the opening bracket; ``last``: ``after`` is the
+    whitespace before the closing bracket.
+    """
     paren = cst.ParenthesizedWhitespace
     if isinstance(before, paren):
         lines = list(before.empty_lines)
@@ -352,9 +365,15 @@ def _merge(before, after, drop_lines: int, *, last: bool):
                 "comment lines above a deleted entry were not where expected"
             )
         lines = lines[: len(lines) - drop_lines]
+        following = list(after.empty_lines) if isinstance(after, paren) else []
+        # the blank lines that framed the removed lines must not pile up at the seam
+        if following and _blank(following[0]) and (_blank(lines[-1]) if lines else first):
+            following.pop(0)
+        if last and not following and lines and _blank(lines[-1]):
+            lines.pop()
         if isinstance(after, paren):
             return before.with_changes(
-                empty_lines=lines + list(after.empty_lines),
+                empty_lines=lines + following,
                 indent=after.indent,
                 last_line=after.last_line,
             )
@@ -365,6 +384,10 @@ def _merge(before, after, drop_lines: int, *, last: bool):
             first_line=cst.TrailingWhitespace(newline=after.first_line.newline)
         )
     return after if last else before
+
+
+def _blank(line: cst.EmptyLine) -> bool:
+    return line.comment is None
 
 
 # --- verification ------------------------------------------------------------------------

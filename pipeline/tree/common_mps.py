@@ -280,11 +280,19 @@ class _Reader:
         above = line - 1
         while above >= 1:
             stripped = self.lines[above - 1].strip()
-            if not stripped.startswith("#") or _COMMENTED_ENTRY.match(stripped):
+            if not stripped.startswith("#") or is_disabled_entry(stripped):
                 break
             start = above
             above -= 1
         return Span(self.path, start, line - 1) if start is not None else None
+
+
+def is_disabled_entry(line: str) -> bool:
+    """True for a commented-out entry line such as ``# "kthvalue": None,``.
+
+    A disabled entry is not a comment about the entry below it.
+    """
+    return bool(_COMMENTED_ENTRY.match(line.strip()))
 
 
 def _is_literal(node: ast.expr) -> bool:

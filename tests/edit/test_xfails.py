@@ -254,3 +254,202 @@ def test_real_file_delete_keeps_section_heading(real_common_mps):
     assert removed[-1].endswith("# \"addmv_impl_cpu\" not implemented for 'Half'")
     assert len(removed) == 8 and added == []
     assert '            # CPU Errors:\n            "as_stridedpartial_views"' in edit.after
+
+
+# --- the comments that go with a deleted entry (comments.py: the wheel's layouts) ----------
+
+
+@pytest.fixture(scope="module")
+def commented() -> str:
+    return (FIXTURES / "comments.py").read_text()
+
+
+def entries(model) -> list[tuple]:
+    return [(e.list, e.function, e.key, e.dtypes) for e in model.entries]
+
+
+def heading(entry, model, lines: list[str]) -> list[str]:
+    """The comment lines that head ``entry``'s group, found by reading upwards over the
+    entries of its dict and commented-out entries to the first comment block."""
+    start_of = {
+        line: e.span.start
+        for e in model.entries
+        if (e.list, e.function) == (entry.list, entry.function)
+        for line in range(e.span.start, e.span.end + 1)
+    }
+    number = entry.span.start - 1
+    while number >= 1:
+        line = lines[number - 1].strip()
+        if number in start_of:
+            number = start_of[number] - 1
+        elif common_mps.is_disabled_entry(line):
+            number -= 1
+        elif line.startswith("#"):
+            block = []
+            while number >= 1 and lines[number - 1].strip().startswith("#"):
+                if common_mps.is_disabled_entry(lines[number - 1]):
+                    break
+                block.insert(0, lines[number - 1].strip())
+                number -= 1
+            return block
+        else:
+            return []
+    return []
+
+
+def assert_only_deleted(before_text: str, edit, deleted: set[tuple[str, str]]) -> None:
+    """The result re-parses; exactly ``deleted`` (list, key) are gone; every survivor keeps
+    its value and the comment lines that headed it."""
+    before = common_mps.parse(before_text, REL)
+    after = common_mps.parse(edit.after, REL)
+    survivors = [e for e in before.entries if (e.list, e.key) not in deleted]
+    assert entries(after) == [(e.list, e.function, e.key, e.dtypes) for e in survivors]
+    old_lines, new_lines = before_text.splitlines(), edit.after.splitlines()
+    for old, new in zip(survivors, after.entries, strict=True):
+        assert heading(new, after, new_lines) == heading(old, before, old_lines), old.key
+
+
+def test_a_comment_above_one_entry_goes_with_it(commented):
+    change = delete("UNIMPLEMENTED_XFAILLIST", "grid_sampler_3d", "mps_ops_modifier")
+    edit = apply_xfail_changes(commented, REL, [change])
+    assert changed_lines(edit) == (
+        [
+            "        # The sampler reads past the end of the input",
+            "        # when the grid leaves the image.",
+            '        "grid_sampler_3d": [torch.float16],',
+        ],
+        [],
+    )
+    assert_only_deleted(commented, edit, {("UNIMPLEMENTED_XFAILLIST", "grid_sampler_3d")})
+
+
+def test_a_lone_comment_goes_with_a_multiline_entry_and_its_element_comments(commented):
+    edit = apply_xfail_changes(commented, REL, [delete("UNIMPLEMENTED_XFAILLIST", "round")])
+    removed, added = changed_lines(edit)
+    assert removed[0] == "        # CPU rounds half to even, MPS rounds half up"
+    assert removed[2] == "            torch.float16,  # ties only"
+    assert len(removed) == 5 and added == []
+    assert_only_deleted(commented, edit, {("UNIMPLEMENTED_XFAILLIST", "round")})
+
+
+def test_a_group_heading_stays_when_one_of_its_entries_goes(commented):
+    for key, survivor in (("cholesky_inverse", "ormqr"), ("addbmm", "baddbmm")):
+        edit = apply_xfail_changes(commented, REL, [delete("UNIMPLEMENTED_XFAILLIST", key)])
+        removed, added = changed_lines(edit)
+        assert len(removed) == 1 and removed[0].startswith(f'        "{key}": ') and not added
+        assert_only_deleted(commented, edit, {("UNIMPLEMENTED_XFAILLIST", key)})
+        # the heading now sits directly above the next entry of its group
+        assert common_mps.parse(edit.after, REL).for_key(survivor)[0].comment_span is not None
+
+
+def test_a_heading_goes_when_its_whole_group_goes(commented):
+    keys = ("nn.functional.max_unpool1d", "nn.functional.max_unpool2d")
+    edit = apply_xfail_changes(
+        commented, REL, [delete("UNIMPLEMENTED_XFAILLIST", key) for key in keys]
+    )
+    removed, added = changed_lines(edit)
+    assert removed[0] == "        # Pooling of integers"
+    assert len(removed) == 3 and added == []
+    assert_only_deleted(commented, edit, {("UNIMPLEMENTED_XFAILLIST", key) for key in keys})
+
+
+def test_a_commented_out_entry_is_part_of_the_group_and_stays(commented):
+    keys = ["cholesky_inverse", "ormqr"]
+    kept = apply_xfail_changes(
+        commented, REL, [delete("UNIMPLEMENTED_XFAILLIST", key) for key in keys]
+    )
+    assert "# No Metal kernel has been written for these" in kept.after
+    assert_only_deleted(commented, kept, {("UNIMPLEMENTED_XFAILLIST", key) for key in keys})
+
+    keys.append("histogramdd")
+    gone = apply_xfail_changes(
+        commented, REL, [delete("UNIMPLEMENTED_XFAILLIST", key) for key in keys]
+    )
+    removed, added = changed_lines(gone)
+    assert removed[0] == "        # No Metal kernel has been written for these"
+    assert len(removed) == 4 and added == []
+    assert '        # "lu_solve": None,\n        # The sampler' in gone.after
+
+
+def test_trailing_comments_go_with_their_entry(commented):
+    one_line = apply_xfail_changes(commented, REL, [delete("UNIMPLEMENTED_XFAILLIST", "cummax")])
+    assert changed_lines(one_line) == (
+        ['        "cummax": [torch.bool],  # MPS sorts bools as bytes'],
+        [],
+    )
+    multi = apply_xfail_changes(commented, REL, [delete("UNIMPLEMENTED_XFAILLIST", "cummin")])
+    removed, added = changed_lines(multi)
+    assert removed[-1] == "        ],  # same as cummax"
+    assert len(removed) == 4 and added == []
+    for edit, key in ((one_line, "cummax"), (multi, "cummin")):
+        assert_only_deleted(commented, edit, {("UNIMPLEMENTED_XFAILLIST", key)})
+
+
+def test_narrowing_keeps_every_comment_of_the_entry(commented):
+    changes = [
+        narrow("UNIMPLEMENTED_XFAILLIST", "addbmm", ("int8",)),
+        narrow("UNIMPLEMENTED_XFAILLIST", "round", ("float16",)),
+        narrow("UNIMPLEMENTED_XFAILLIST", "cummin", ("bool",)),
+        narrow("SKIPLIST", "cross", None),
+    ]
+    removed, added = changed_lines(apply_xfail_changes(commented, REL, changes))
+    assert all("#" not in line for line in removed + added)
+    assert removed == [
+        "            torch.bfloat16,",
+        '        "addbmm": [torch.int8, torch.int16],',
+        "            torch.uint8,",
+        '        "cross": [torch.int64],',
+    ]
+    assert added == ['        "addbmm": [torch.int8],', '        "cross": None,']
+
+
+def test_a_removal_between_blank_lines_leaves_one_blank_line(commented):
+    middle = apply_xfail_changes(
+        commented, REL, [delete("UNDEFINED_XFAILLIST", "index_reduceamax")]
+    )
+    removed, added = changed_lines(middle)
+    assert sorted(removed) == [
+        "",
+        '        "index_reduceamax": [torch.float16, torch.int32],',
+        "        # Reads uninitialised memory",
+    ]
+    assert added == []
+    assert '"polar": None,\n\n        "diag_embed"' in middle.after
+    first = apply_xfail_changes(commented, REL, [delete("UNDEFINED_XFAILLIST", "polar")])
+    assert "UNDEFINED_XFAILLIST = {\n        # Reads uninitialised memory\n" in first.after
+    last = apply_xfail_changes(commented, REL, [delete("SKIPLIST", "cross")])
+    assert changed_lines(last) == (
+        ["        # Hangs the GPU on M1", '        "cross": [torch.int64],'],
+        [],
+    )
+    for edit, key in ((middle, "index_reduceamax"), (first, "polar")):
+        assert_only_deleted(commented, edit, {("UNDEFINED_XFAILLIST", key)})
+
+
+@pytest.mark.realdata
+def test_real_file_each_commented_entry_deleted_alone(real_common_mps):
+    text = real_common_mps.read_text()
+    model = common_mps.parse(text, REL)
+    commented_entries = [e for e in model.entries if e.comment_span is not None]
+    assert len(commented_entries) >= 30
+    dropped_comments = kept_comments = 0
+    for entry in commented_entries:
+        change = XfailChange(entry.list, entry.function, entry.key, None, delete=True)
+        edit = apply_xfail_changes(text, REL, [change])
+        before = [e for e in model.entries if e is not entry]
+        after = common_mps.parse(edit.after, REL)
+        assert len(after.entries) == len(model.entries) - 1, entry.key
+        assert entries(after) == [(e.list, e.function, e.key, e.dtypes) for e in before]
+        old_lines, new_lines = text.splitlines(), edit.after.splitlines()
+        for old, new in zip(before, after.entries, strict=True):
+            assert heading(new, after, new_lines) == heading(old, model, old_lines), (
+                f"deleting {entry.key!r} changed the comments heading {old.key!r}"
+            )
+        own = entry.comment_span.end - entry.comment_span.start + 1
+        removed, _ = changed_lines(edit)
+        if len(removed) > entry.span.end - entry.span.start + 1:
+            assert len(removed) == entry.span.end - entry.span.start + 1 + own
+            dropped_comments += 1
+        else:
+            kept_comments += 1
+    assert dropped_comments and kept_comments
