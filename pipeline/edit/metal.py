@@ -52,14 +52,10 @@ _METAL_TRAITS = {"floating": "is_floating_point_v", "integral": "is_integral_v"}
 
 _PARAMS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
 _CORE = {1: "REGISTER_UNARY_OP", 2: "REGISTER_BINARY_OP", 3: "REGISTER_TERNARY_OP"}
-# The core macros a registration macro may expand to for it to be used: the plain
-# instantiation, and the castout companion REGISTER_COMPARISON_OP emits beside it. The
-# opmath variants compute in a wider type: choosing them is the contributor's call.
-_USABLE_CORES = {
-    1: frozenset({"REGISTER_UNARY_OP"}),
-    2: frozenset({"REGISTER_BINARY_OP", "REGISTER_BINARY_CASTOUT_OP"}),
-    3: frozenset({"REGISTER_TERNARY_OP"}),
-}
+# Core macros a registration macro may emit beside the plain one: the castout companion
+# of REGISTER_COMPARISON_OP. (The opmath variants compute in a wider type: choosing them
+# is the contributor's call.)
+_COMPANIONS = {1: frozenset(), 2: frozenset({"REGISTER_BINARY_CASTOUT_OP"}), 3: frozenset()}
 _COLUMNS = 80  # clang-format's limit in aten/src/ATen/native/mps
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 _SCALAR_TRAIT_USE = re.compile(r"\bis_scalar_\w+_v\b")
@@ -119,14 +115,17 @@ def _probe(
     ]
 
 
-def _groups(text: str | None, path: str, kernel: str, arity: int) -> list[tuple[str, set[Pair]]]:
-    """The convenience macros able to register ``kernel``, with the pairs each registers.
+def _groups(
+    text: str | None, path: str, kernel: str, arity: int
+) -> list[tuple[str, set[Pair], bool]]:
+    """The convenience macros able to register ``kernel``: name, pairs, whether plain.
 
     The candidates are the file's one-parameter ``#define``s (``text`` None: the reader's
     fallback definitions of the well-known ones, as BinaryKernel.metal has them). Each is
     called with the kernel name and read back: it counts when all it expands to is usable
-    core calls of this arity registering ``kernel`` with Metal dtypes, so lists of other ops
-    taking a dtype parameter (``INSTANTIATE_UNARY_KERNELS_VEC2(DTYPE)``) and opmath ones do not.
+    core calls of this arity (plain: nothing but ``_CORE[arity]``; else with companions)
+    registering ``kernel`` with Metal dtypes, so lists of other ops taking a dtype parameter
+    (``INSTANTIATE_UNARY_KERNELS_VEC2(DTYPE)``) and opmath ones do not.
     """
     if text is None:
         base, names = "", list(metal.CONVENIENCE_MACROS)
@@ -140,9 +139,11 @@ def _groups(text: str | None, path: str, kernel: str, arity: int) -> list[tuple[
         if (
             regs
             and clean
-            and all(r.kernel == kernel and r.core_macro in _USABLE_CORES[arity] for r in regs)
+            and all(r.kernel == kernel for r in regs)
+            and {r.core_macro for r in regs} - _COMPANIONS[arity] == {_CORE[arity]}
         ):
-            groups.append((name, {(r.input, r.output) for r in regs}))
+            plain = all(r.core_macro == _CORE[arity] for r in regs)
+            groups.append((name, {(r.input, r.output) for r in regs}, plain))
     return groups
 
 
@@ -157,15 +158,20 @@ def registration_lines(
     """Registration lines (one call each) covering exactly the pairs of ``outputs``.
 
     A convenience macro defined in ``text`` (None: the well-known ones, as in
-    BinaryKernel.metal) is used when every pair it registers is wanted, the largest first;
-    each pair left gets one core-macro line. List macros (a line in a ``#define`` body) are
-    :func:`add_functor`'s: a line of its own cannot extend one.
+    BinaryKernel.metal) is used when every pair it registers is wanted, the largest first
+    (one emitting castout kernels too, like REGISTER_COMPARISON_OP, only when it registers
+    exactly the wanted pairs); each pair left gets one core-macro line. List macros (a line
+    in a ``#define`` body) are :func:`add_functor`'s: a line of its own cannot extend one.
     """
-    wanted = set(_check_args(kernel, arity, outputs).items())
+    every = set(_check_args(kernel, arity, outputs).items())
+    wanted = set(every)
     chosen: list[tuple[str, set[Pair]]] = []
     # the largest group first, so REGISTER_INTEGER_BINARY_OP wins over its _NO_BOOL part
-    for name, pairs in sorted(_groups(text, path, kernel, arity), key=lambda g: -len(g[1])):
-        if pairs <= wanted:
+    groups = sorted(_groups(text, path, kernel, arity), key=lambda g: -len(g[1]))
+    for name, pairs, plain in groups:
+        # A group with companion kernels must cover every pair alone: beside core lines,
+        # some dtypes would get the castout kernels and others not.
+        if pairs <= wanted and (plain or pairs == every):
             chosen.append((name, pairs))
             wanted -= pairs
     # in dtype order, as the guide writes them: REGISTER_FLOAT_BINARY_OP before INT2FLOAT
@@ -253,11 +259,7 @@ def _plan(text: str, path: str, kernel: str, arity: int, outputs: dict[str, str]
         ):
             current, parsed, left = candidate, read, left - pairs
             macro_lines.insert(0, (name, line))
-    lines = (
-        registration_lines(kernel, arity, {i: o for i, o in left}, text=current, path=path)
-        if left
-        else []
-    )
+    lines = registration_lines(kernel, arity, dict(left), text=current, path=path) if left else []
     anchor = None
     if macro_lines:
         # before the first invocation that instantiates it, after the functors above it
