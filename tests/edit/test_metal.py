@@ -205,3 +205,199 @@ def test_add_functor_verifies_by_reparsing(binary_text, monkeypatch):
     )  # drops every line but the first: coverage must not pass
     with pytest.raises(EditVerificationError, match="do not cover exactly"):
         edit.add_functor(binary_text, BINARY, "atan2", 2, ATAN2, SAME)
+
+
+# --- against the upstream-shaped fixtures ---------------------------------------------
+
+UP_UNARY = (UPSTREAM / UNARY).read_text()
+UP_BINARY = (UPSTREAM / BINARY).read_text()
+KERNELS2_BODY_END = (
+    "  REGISTER_UNARY_OP(sqrt, DTYPE1, DTYPE0);         \\\n"
+    "  REGISTER_UNARY_OP(sin, DTYPE1, DTYPE0)\n"
+)
+
+
+def _new_registrations(after: str, path: str, kernel: str) -> list[metal.Registration]:
+    return [r for r in metal.parse(after, path).registrations if r.kernel == kernel]
+
+
+def test_an_int_to_float_unary_op_joins_the_instantiate_macro_body():
+    result = edit.add_functor(UP_UNARY, UNARY, "expm1", 1, "return x;", TO_FLOAT)
+    # one line at the end of the #define body, `\` kept in the column, no `;` on the last
+    assert (
+        "  REGISTER_UNARY_OP(sqrt, DTYPE1, DTYPE0);         \\\n"
+        "  REGISTER_UNARY_OP(sin, DTYPE1, DTYPE0);          \\\n"
+        "  REGISTER_UNARY_OP(expm1, DTYPE1, DTYPE0)\n"
+        "\nINSTANTIATE_UNARY_KERNELS2(bfloat, bfloat);\n"
+    ) in result.after
+    # the invocation lines do not change, and no line of its own registers expm1
+    assert result.after.count("INSTANTIATE_UNARY_KERNELS2(") == UP_UNARY.count(
+        "INSTANTIATE_UNARY_KERNELS2("
+    )
+    assert "REGISTER_UNARY_OP(expm1, float" not in result.after
+    regs = _new_registrations(result.after, UNARY, "expm1")
+    assert {(r.input, r.output) for r in regs} == edit.expected_pairs(TO_FLOAT)
+    assert {r.written_macro for r in regs} == {"INSTANTIATE_UNARY_KERNELS2"}
+    # the functor (the file's scalar traits, the body in both overloads) goes after the
+    # functors, before the macro is first invoked
+    functor = (
+        "DEFINE_UNARY_FLOATING_FUNCTOR(erfcx);\n\n"
+        "struct expm1_functor {\n"
+        "  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>\n"
+        "  inline T operator()(const T x) {\n"
+        "    return x;\n"
+        "  }\n"
+        "  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>\n"
+        "  inline float operator()(const T x) {\n"
+        "    return x;\n"
+        "  }\n"
+        "};\n\n"
+        "REGISTER_UNARY_OP(neg, int, int);\n"
+    )
+    assert functor in result.after
+    # nothing else moved: removing the two additions gives the file back
+    restored = result.after.replace(
+        functor, "DEFINE_UNARY_FLOATING_FUNCTOR(erfcx);\n\nREGISTER_UNARY_OP(neg, int, int);\n"
+    )
+    assert (
+        restored.replace(
+            "  REGISTER_UNARY_OP(sin, DTYPE1, DTYPE0);          \\\n"
+            "  REGISTER_UNARY_OP(expm1, DTYPE1, DTYPE0)\n",
+            "  REGISTER_UNARY_OP(sin, DTYPE1, DTYPE0)\n",
+        )
+        == UP_UNARY
+    )
+    assert "via INSTANTIATE_UNARY_KERNELS2" in result.summary
+
+
+def test_a_same_type_unary_op_gets_one_core_line_per_dtype():
+    outputs = same(d for d in ALL_REAL if d != "bool")  # like neg
+    result = edit.add_functor(UP_UNARY, UNARY, "negative", 1, "return -x;", outputs)
+    assert KERNELS2_BODY_END in result.after and result.after.startswith(UP_UNARY)
+    assert result.after.endswith(
+        "struct negative_functor {\n"
+        "  template <typename T>\n"
+        "  inline T operator()(const T x) {\n"
+        "    return -x;\n"
+        "  }\n"
+        "};\n\n"
+        + "".join(
+            f"REGISTER_UNARY_OP(negative, {t}, {t});\n"
+            for t in ("float", "half", "bfloat", "long", "int", "short", "char", "uchar")
+        )
+    )
+
+
+def test_a_unary_op_needing_other_pairs_than_the_macro_gives_gets_core_lines():
+    outputs = {d: o for d, o in TO_FLOAT.items() if d != "bfloat16"}  # no bfloat
+    result = edit.add_functor(UP_UNARY, UNARY, "expm1", 1, "return x;", outputs)
+    assert KERNELS2_BODY_END in result.after and result.after.startswith(UP_UNARY)
+    added = result.after[len(UP_UNARY) :]
+    assert "REGISTER_UNARY_OP(expm1, float, float);\n" in added
+    assert "REGISTER_UNARY_OP(expm1, long, float);\n" in added
+    assert "bfloat" not in added
+    regs = _new_registrations(result.after, UNARY, "expm1")
+    assert {(r.input, r.output) for r in regs} == set(outputs.items())
+
+
+def test_complex_pairs_join_the_vec2_macro_and_get_a_complex_overload():
+    outputs = {**TO_FLOAT, "complex64": "complex64", "complex32": "complex32"}
+    result = edit.add_functor(UP_UNARY, UNARY, "expm1", 1, "return x;", outputs)
+    assert "  REGISTER_UNARY_OP(expm1, DTYPE##2, DTYPE##2)\n" in result.after
+    assert "  REGISTER_UNARY_OP(expm1, DTYPE1, DTYPE0)\n" in result.after
+    assert "template <typename T, enable_if_t<is_complex_v<T>, bool> = true>" in result.after
+    assert "via INSTANTIATE_UNARY_KERNELS2 via INSTANTIATE_UNARY_KERNELS_VEC2" in result.summary
+    # only complex64: the VEC2 macro would register complex32 too
+    partial = edit.add_functor(
+        UP_UNARY, UNARY, "expm1", 1, "return x;", {**TO_FLOAT, "complex64": "complex64"}
+    )
+    assert partial.after.endswith("REGISTER_UNARY_OP(expm1, float2, float2);\n")
+
+
+def test_an_int_to_float_binary_op_uses_float_and_int2float_macros():
+    result = edit.add_functor(UP_BINARY, BINARY, "xlogy", 2, ATAN2, TO_FLOAT)
+    assert result.after.startswith(UP_BINARY)
+    assert result.after[len(UP_BINARY) :] == (
+        "\nstruct xlogy_functor {\n"
+        "  template <typename T, enable_if_t<is_floating_point_v<T>, bool> = true>\n"
+        "  inline T operator()(const T a, const T b) {\n"
+        f"    {ATAN2}\n"
+        "  }\n"
+        "  template <typename T, enable_if_t<is_integral_v<T>, bool> = true>\n"
+        "  inline float operator()(const T a, const T b) {\n"
+        f"    {ATAN2}\n"
+        "  }\n"
+        "};\n\n"
+        "REGISTER_FLOAT_BINARY_OP(xlogy);\n"
+        "REGISTER_INT2FLOAT_BINARY_OP(xlogy);\n"
+    )
+
+
+def test_a_same_type_integer_binary_op_uses_the_integer_macro():
+    ints = same(d for d in ALL_REAL if d not in edit.FLOATING)
+    result = edit.add_functor(UP_BINARY, BINARY, "gcd", 2, "return a;", ints)
+    assert "  template <typename T>\n  inline T operator()(const T a, const T b) {\n" in (
+        result.after
+    )
+    assert result.after.endswith("};\n\nREGISTER_INTEGER_BINARY_OP(gcd);\n")
+    both = edit.registration_lines("gcd", 2, SAME, text=UP_BINARY)
+    assert both == ["REGISTER_FLOAT_BINARY_OP(gcd);", "REGISTER_INTEGER_BINARY_OP(gcd);"]
+    no_bool = {d: d for d in ints if d != "bool"}
+    assert edit.registration_lines("shl", 2, no_bool, text=UP_BINARY) == [
+        "REGISTER_INTEGER_BINARY_OP_NO_BOOL(shl);"
+    ]
+
+
+def test_bool_outputs_use_the_comparison_macro_only_when_its_group_matches():
+    # the fixture's REGISTER_COMPARISON_OP: float, half, long, bool, with castout kernels
+    group = {d: "bool" for d in ("float32", "float16", "int64", "bool")}
+    result = edit.add_functor(UP_BINARY, BINARY, "gt", 2, "return a > b;", group)
+    assert "  template <typename T>\n  inline bool operator()(const T a, const T b) {\n" in (
+        result.after
+    )
+    assert result.after.endswith("REGISTER_COMPARISON_OP(gt);\n")
+    # more dtypes: core lines with a bool output, not the macro plus lines without castout
+    lines = edit.registration_lines("gt", 2, {d: "bool" for d in ALL_REAL}, text=UP_BINARY)
+    assert lines[0] == "REGISTER_BINARY_OP(gt, float, bool);" and len(lines) == len(ALL_REAL)
+
+
+def test_skeleton_edit_is_the_whole_file_diff_with_a_todo_body():
+    result = edit.functor_skeleton_edit(UP_UNARY, UNARY, "expm1", 1, TO_FLOAT)
+    assert result.before == UP_UNARY and "TODO: the math" in result.summary
+    diff = result.diff()
+    assert diff.startswith(f"--- a/{UNARY}\n+++ b/{UNARY}\n")
+    assert "+    // TODO: the math: return expm1(x) as float\n" in diff
+    assert "+  REGISTER_UNARY_OP(expm1, DTYPE1, DTYPE0)\n" in diff
+    # shown as text, the macro line is said in words
+    text = edit.functor_skeleton("expm1", 1, TO_FLOAT, text=UP_UNARY)
+    assert text.endswith(
+        "// add to the body of #define INSTANTIATE_UNARY_KERNELS2: "
+        "REGISTER_UNARY_OP(expm1, DTYPE1, DTYPE0)\n"
+    )
+
+
+def test_complex_beside_floating_overloads_use_qualified_scalar_traits_in_binary_files():
+    outputs = {**TO_FLOAT, "complex64": "complex64"}
+    text = edit.functor_skeleton("xlogy", 2, outputs, text=UP_BINARY)
+    # metal's is_floating_point_v holds for float2 too; the file has no c10::metal using
+    assert "enable_if_t<c10::metal::is_scalar_floating_point_v<T>, bool> = true>" in text
+    assert "enable_if_t<c10::metal::is_complex_v<T>, bool> = true>" in text
+    assert "  template <\n      typename T,\n" in text  # too long for one line
+
+
+def test_a_kind_of_input_with_two_results_is_refused():
+    with pytest.raises(ValueError, match="integral inputs give int64, bool->float32"):
+        edit.functor_skeleton("odd", 1, {"int64": "int64", "bool": "float32"})
+
+
+def test_verification_catches_a_macro_edit_that_touches_other_registrations(monkeypatch):
+    real = edit._extend_macro
+
+    def clobber(text, directive, line):  # also renames the op on the old last line
+        return real(text, directive, line).replace(
+            "REGISTER_UNARY_OP(sin, DTYPE1", "REGISTER_UNARY_OP(sinx, DTYPE1"
+        )
+
+    monkeypatch.setattr(edit, "_extend_macro", clobber)
+    with pytest.raises(EditVerificationError, match="existing registrations changed"):
+        edit.add_functor(UP_UNARY, UNARY, "expm1", 1, "return x;", TO_FLOAT)
