@@ -3,10 +3,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import subprocess
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from pipeline.tree.span import Span
+
+# the span of an entry compared regardless of where it sits
+NOWHERE = Span("", 0, 0)
+
+
+def unplaced(entries: Iterable[object]) -> Counter:
+    """Entries with their spans blanked: what must survive an edit that moves lines."""
+    return Counter(dataclasses.replace(e, span=NOWHERE) for e in entries)
 
 
 @dataclass(frozen=True)

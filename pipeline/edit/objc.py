@@ -7,12 +7,11 @@ entries changed.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from pipeline.edit.atomic import FileEdit
+from pipeline.edit.atomic import NOWHERE, FileEdit, unplaced
 from pipeline.errors import EditVerificationError, ParseError
 from pipeline.tree import cpp, objc
 from pipeline.tree.span import Span
@@ -20,7 +19,6 @@ from pipeline.tree.span import Span
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 _PARAM_TYPE = re.compile(r"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*\s*&\Z")
 _RECEIVER = re.compile(r"([A-Za-z_][\w:]*(?:\.|->))exec_\w+_kernel\s*\(")
-_NOWHERE = Span("", 0, 0)
 
 
 def _parse(text: str, path: str, what: str) -> objc.ObjcFile:
@@ -30,18 +28,13 @@ def _parse(text: str, path: str, what: str) -> objc.ObjcFile:
         raise EditVerificationError(f"{path}: {what} does not parse: {exc}") from None
 
 
-def _unplaced(entries: Iterable[object]) -> Counter:
-    """Entries with their spans blanked: what must survive an edit that moves lines."""
-    return Counter(dataclasses.replace(e, span=_NOWHERE) for e in entries)
-
-
 def _same(before: objc.ObjcFile, after: objc.ObjcFile, *, skip: Sequence[str] = ()) -> list[str]:
     """Names of the entry kinds (other than ``skip``) that differ between two parses."""
     kinds = ("functions", "stubs", "implementations", "includes", "unrecognised")
     return [
         k
         for k in kinds
-        if k not in skip and _unplaced(getattr(before, k)) != _unplaced(getattr(after, k))
+        if k not in skip and unplaced(getattr(before, k)) != unplaced(getattr(after, k))
     ] + ([] if "warnings" in skip or before.warnings == after.warnings else ["warnings"])
 
 
@@ -100,8 +93,8 @@ def remove_implementation(
     parsed = _parse(after, path, "the edited file")
     _check_unreferenced(after, parsed, name, set(also_removing) - {name})
     changed = _same(before, parsed, skip=("implementations",))
-    expected = _unplaced(before.implementations) - _unplaced([impl])
-    if changed or _unplaced(parsed.implementations) != expected:
+    expected = unplaced(before.implementations) - unplaced([impl])
+    if changed or unplaced(parsed.implementations) != expected:
         raise EditVerificationError(
             f"{path}: removing {name} also changed {', '.join(changed) or 'other implementations'}"
             "; nothing was written"
@@ -348,17 +341,17 @@ def _verify_stub(
 ) -> None:
     after = _parse(after_text, path, "the edited file")
     problems = _same(before, after, skip=("functions", "stubs"))
-    new_fns = _unplaced(after.functions) - _unplaced(before.functions)
-    new_stubs = _unplaced(after.stubs) - _unplaced(before.stubs)
-    if _unplaced(before.functions) - _unplaced(after.functions) or (
-        _unplaced(before.stubs) - _unplaced(after.stubs)
+    new_fns = unplaced(after.functions) - unplaced(before.functions)
+    new_stubs = unplaced(after.stubs) - unplaced(before.stubs)
+    if unplaced(before.functions) - unplaced(after.functions) or (
+        unplaced(before.stubs) - unplaced(after.stubs)
     ):
         problems.append("existing kernel functions or registrations changed")
-    want_fn = objc.KernelFunction(function, param_type, exec_kind, kernel_name, _NOWHERE)
+    want_fn = objc.KernelFunction(function, param_type, exec_kind, kernel_name, NOWHERE)
     if set(new_fns) - {want_fn}:
         problems.append(f"unexpected kernel functions {sorted(f.name for f in new_fns)}")
     want_stub = objc.StubRegistration(
-        stub, function, "REGISTER_DISPATCH", True, kernel_name, exec_kind, _NOWHERE
+        stub, function, "REGISTER_DISPATCH", True, kernel_name, exec_kind, NOWHERE
     )
     if list(new_stubs) != [want_stub]:
         problems.append(f"the new registration reads as {list(new_stubs)}")

@@ -214,13 +214,13 @@ def plan_edits(index: TreeIndex, op: str, body: str | None = None) -> EditPlan:
                     f"{op}: no Metal functor yet: write it (the math is yours), or pass "
                     'body="return ...;" to have it inserted',
                     metal_file,
-                    metal_edit.functor_skeleton(op, arity, dtypes),
+                    metal_edit.functor_skeleton(op, arity, {d: d for d in dtypes}),
                 )
             )
         else:
             try:
                 functor = metal_edit.add_functor(
-                    read(metal_file), metal_file, op, arity, body, dtypes
+                    read(metal_file), metal_file, op, arity, body, {d: d for d in dtypes}
                 )
             except ValueError as exc:  # the contributor's body: say what is wrong with it
                 raise EditVerificationError(f"body=...: {exc}; nothing was written") from exc
