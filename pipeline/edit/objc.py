@@ -433,10 +433,10 @@ def remove_registration(text: str, path: str, stub: str) -> FileEdit:
     parsed = _parse(after, path, "the edited file")
 
     def kept(entries: Iterable[object]) -> Counter:  # what lies outside the removed lines
-        return _unplaced(e for e in entries if not span.overlaps(e.span.start, e.span.end))
+        return unplaced(e for e in entries if not span.overlaps(e.span.start, e.span.end))
 
     same = all(
-        kept(getattr(before, k)) == _unplaced(getattr(parsed, k))
+        kept(getattr(before, k)) == unplaced(getattr(parsed, k))
         for k in ("stubs", "functions", "implementations")
     )
     if not same or _same(before, parsed, skip=("stubs", "functions", "implementations")):

@@ -53,7 +53,6 @@ DEFAULT_DASHBOARD = "dashboard"  # relative to the state directory
 CHART_NIGHTLIES = 60
 
 
-
 @dataclass(frozen=True)
 class Regression:
     """A test that worked in ``runner``'s previous run (``previous``) and fails now."""
