@@ -87,7 +87,13 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 Detail(f"{f.name}_functor" + (f" (via {f.macro})" if f.macro else ""), f.span)
                 for f in record.functors
             )
-            or (Detail(f"no {record.op}_functor in aten/src/ATen/native/mps/kernels/"),),
+            or (
+                Detail(
+                    "no "
+                    + " or ".join(f"{k}_functor" for k in record.kernel_names)
+                    + " in aten/src/ATen/native/mps/kernels/"
+                ),
+            ),
         )
     )
 
