@@ -169,6 +169,11 @@ class TreeIndex:
         )
         old_names = tuple(dict.fromkeys([*dispatched, *(i.name for i in mpsgraph)]))
         includes = tuple(i for f in self.host.files for i in f.includes if i.op == op)
+        # The guide removes an op's include together with its MPSGraph code; in a file that
+        # still holds MPSGraph code it is left over (a kernel file may need its own).
+        leftover_includes = tuple(
+            i for f in self.host.files if f.holds_mpsgraph for i in f.includes if i.op == op
+        )
         infos = self.opinfos_for(op)
         keys = {info.key for info in infos} | {op}
         xfails = tuple(e for e in self.xfails.entries if e.key in keys)
@@ -209,6 +214,7 @@ class TreeIndex:
             unrecognised=unrecognised,
             stub_decl=self.dispatch.stub(f"{op}_stub"),
             kernel_names=kernel_names,
+            leftover_includes=leftover_includes,
         )
 
     def _stub_of(self, op: str, stub: str) -> bool:
@@ -259,13 +265,21 @@ def _alias_names(info: opinfo.OpInfoRecord) -> set[str]:
 
 
 def legacy_names(entries: Iterable[native_yaml.NativeFunction]) -> set[str]:
-    """The MPSGraph-era names an operator's entries have or had: ``NAME_mps`` and
-    ``NAME_OVERLOAD_mps`` (``atan2_out_mps``, ``atan2__mps``) for every entry."""
+    """The MPSGraph-era names an operator's entries have or had.
+
+    ``NAME_mps`` and ``NAME_OVERLOAD_mps`` for every entry (``atan2_out_mps``,
+    ``atan2__mps``), and the other spellings of the 2.13.0 yaml's MPS rows: an out kernel
+    ``OP_out_mps``/``OP_mps_out`` whatever the overload is called (``kthvalue.values:
+    kthvalue_out_mps``, ``tril.out: tril_mps_out``, the old ``atan2_mps_out``) and an
+    in-place one ``OP_mps_`` (``relu_: relu_mps_``).
+    """
     names = set()
     for e in entries:
-        names.add(f"{e.name}_mps")
+        names |= {f"{e.name}_mps", f"{e.operator}_out_mps", f"{e.operator}_mps_out"}
         if e.overload:
             names.add(f"{e.name}_{e.overload}_mps")
+        if e.name != e.operator:
+            names.add(f"{e.operator}_mps_")
     return names
 
 
