@@ -87,7 +87,13 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 Detail(f"{f.name}_functor" + (f" (via {f.macro})" if f.macro else ""), f.span)
                 for f in record.functors
             )
-            or (Detail(f"no {record.op}_functor in aten/src/ATen/native/mps/kernels/"),),
+            or (
+                Detail(
+                    "no "
+                    + " or ".join(f"{k}_functor" for k in record.kernel_names)
+                    + " in aten/src/ATen/native/mps/kernels/"
+                ),
+            ),
         )
     )
 
@@ -129,12 +135,25 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
         )
     )
 
+    implemented_in = {i.span.path for i in record.mpsgraph}
     items.append(
         CheckItem(
             "mpsgraph",
-            not record.mpsgraph,
+            not (record.mpsgraph or graph_stubs or record.leftover_includes),
             "no MPSGraph implementation left",
-            tuple(Detail(f"{i.kind} {i.name}", i.span) for i in record.mpsgraph),
+            tuple(Detail(f"{i.kind} {i.name}", i.span) for i in record.mpsgraph)
+            + tuple(
+                Detail(f"{s.macro}: {s.stub} registered with an MPSGraph body", s.span)
+                for s in graph_stubs
+            )
+            + tuple(
+                Detail(
+                    f"#include <ATen/ops/{i.op}_native.h>"
+                    + ("" if i.span.path in implemented_in else " left without an implementation"),
+                    i.span,
+                )
+                for i in record.leftover_includes
+            ),
         )
     )
 

@@ -29,8 +29,9 @@ class Workflow(str, Enum):
 def workflow(kinds: Iterable[MpsKind], *, mpsgraph_left: bool) -> Workflow:
     """The workflow from the overloads' MPS kinds and whether MPSGraph code serves the op.
 
-    ``mpsgraph_left`` covers what no yaml row shows: an MPSGraph implementation, or a stub
-    registered with an MPSGraph body (``REGISTER_MPS_UNARY_STUB``).
+    ``mpsgraph_left`` covers what no yaml row shows: an MPSGraph implementation, a stub
+    registered with an MPSGraph body (``REGISTER_MPS_UNARY_STUB``), or the op's
+    ``_native.h`` include left beside MPSGraph code (a half-done migration).
     """
     kinds = set(kinds)
     if MpsKind.MPS_SPECIFIC in kinds or mpsgraph_left:
@@ -44,5 +45,6 @@ def of_record(record: OperatorRecord) -> Workflow:
     """The workflow of one operator's joined record."""
     return workflow(
         (o.kind for o in record.overloads),
-        mpsgraph_left=bool(record.mpsgraph) or any(not s.native for s in record.stubs),
+        mpsgraph_left=bool(record.mpsgraph or record.leftover_includes)
+        or any(not s.native for s in record.stubs),
     )

@@ -60,12 +60,10 @@ class OperatorRecord:
     unrecognised: tuple[Unrecognised, ...]
     # DECLARE_DISPATCH of `<op>_stub`: the type a new MPS kernel function must have
     stub_decl: dispatch.StubDecl | None = None
-
-    @property
-    def kernel_names(self) -> tuple[str, ...]:
-        """Metal kernel names the operator uses: its own name plus what its stubs call."""
-        names = [self.op] + [s.kernel_name for s in self.stubs if s.kernel_name]
-        return tuple(dict.fromkeys(names))
+    # the Metal kernel names its functors and registrations were looked up by
+    kernel_names: tuple[str, ...] = ()
+    # `_native.h` includes of the op left in files that hold MPSGraph code
+    leftover_includes: tuple[objc.OpInclude, ...] = ()
 
     @property
     def registered_dtypes(self) -> tuple[str, ...]:
@@ -119,19 +117,27 @@ class TreeIndex:
 
     def opinfos_for(self, op: str) -> tuple[opinfo.OpInfoRecord, ...]:
         return tuple(
-            info for info in self.opinfos if op in (info.name, info.aten_name) or op in info.aliases
+            info
+            for info in self.opinfos
+            if op in (info.name, info.aten_name) or op in _alias_names(info)
         )
 
     def resolve(self, name: str) -> str:
         """Map an operator name or OpInfo alias to the operator; suggest close names if none.
 
         An OpInfo alias wins over the alias's own (composite) yaml entries: `arctan2` means
-        the operator whose kernels implement it, `atan2`.
+        the operator whose kernels implement it, `atan2`, and `special_erf` (the aten name of
+        the alias `special.erf`) means `erf`. A name whose own entries have kernels is the
+        operator itself, even when an OpInfo lists it as an alias: op_db's `min` (binary)
+        has the alias `minimum`, but `minimum.out` is what MPS dispatches and
+        `minimum_functor` is its kernel.
         """
-        for info in self.opinfos:
-            if name in info.aliases:
-                return info.aten_name or info.name
         ops = self.entries_by_operator()
+        if name in ops and any(e.mps_kind is not native_yaml.MpsKind.COMPOSITE for e in ops[name]):
+            return name
+        for info in self.opinfos:
+            if name in _alias_names(info):
+                return info.aten_name or info.name
         if name in ops:
             return name
         for info in self.opinfos:
@@ -149,11 +155,9 @@ class TreeIndex:
             for e in entries
         )
         stubs = self._stubs_for(op)
-        kernel_names = [op] + [s.kernel_name for s in stubs if s.kernel_name]
-        functors = tuple(f for k in dict.fromkeys(kernel_names) if (f := self.kernels.functor(k)))
-        registrations = tuple(
-            r for k in dict.fromkeys(kernel_names) for r in self.kernels.registrations_for(k)
-        )
+        kernel_names = self._kernel_names(op, stubs)
+        functors = tuple(f for k in kernel_names if (f := self.kernels.functor(k)))
+        registrations = tuple(r for k in kernel_names for r in self.kernels.registrations_for(k))
         dispatched = [
             o.kernel for o in overloads if o.kind is native_yaml.MpsKind.MPS_SPECIFIC and o.kernel
         ]
@@ -165,6 +169,11 @@ class TreeIndex:
         )
         old_names = tuple(dict.fromkeys([*dispatched, *(i.name for i in mpsgraph)]))
         includes = tuple(i for f in self.host.files for i in f.includes if i.op == op)
+        # The guide removes an op's include together with its MPSGraph code; in a file that
+        # still holds MPSGraph code it is left over (a kernel file may need its own).
+        leftover_includes = tuple(
+            i for f in self.host.files if f.holds_mpsgraph for i in f.includes if i.op == op
+        )
         infos = self.opinfos_for(op)
         keys = {info.key for info in infos} | {op}
         xfails = tuple(e for e in self.xfails.entries if e.key in keys)
@@ -173,9 +182,7 @@ class TreeIndex:
         # Only lines that name one of the op's kernels, as a whole identifier: a real
         # BinaryKernel.metal holds dozens of ops, and "tan" must not claim atan2's lines.
         names = re.compile(
-            r"(?<![A-Za-z0-9_])("
-            + "|".join(map(re.escape, dict.fromkeys(kernel_names)))
-            + r")(?![A-Za-z0-9])"
+            r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, kernel_names)) + r")(?![A-Za-z0-9])"
         )
         unrecognised = tuple(
             u
@@ -206,31 +213,73 @@ class TreeIndex:
             ),
             unrecognised=unrecognised,
             stub_decl=self.dispatch.stub(f"{op}_stub"),
+            kernel_names=kernel_names,
+            leftover_includes=leftover_includes,
         )
 
+    def _stub_of(self, op: str, stub: str) -> bool:
+        """``op_stub``, or ``op_<x>_stub`` when ``op_<x>`` is not an operator (div_true_stub)."""
+        base = stub.removesuffix("_stub")
+        return base == op or (base.startswith(op + "_") and base not in self.entries_by_operator())
+
     def _stubs_for(self, op: str) -> tuple[objc.StubRegistration, ...]:
-        """Stubs named ``op_stub``, or ``op_<x>_stub`` when ``op_<x>`` is not an operator."""
+        """The MPS registrations of the operator's stubs (see :meth:`_stub_of`)."""
+        return tuple(s for f in self.host.files for s in f.stubs if self._stub_of(op, s.stub))
+
+    def _kernel_names(self, op: str, stubs: Iterable[objc.StubRegistration]) -> tuple[str, ...]:
+        """The names the operator's functors and registrations go by, in lookup order.
+
+        The aten name; the kernel string each registered MPS kernel passes to
+        ``exec_*_kernel`` (``div_true_stub``'s kernel runs ``"div_true"``); and, so that a
+        functor written before its stub is registered is found too, the names of the
+        operator's declared stubs: ``div_true`` of ``div_true_stub``, and without the
+        python_module prefix (``special_erfcx_stub`` -> ``erfcx``, as the CPU and Metal
+        kernels are called) unless that is another operator. An OpInfo alias is never a
+        kernel name: the record's ``op`` already is the alias's aten operator.
+        """
         ops = self.entries_by_operator()
-        found = []
-        for f in self.host.files:
-            for stub in f.stubs:
-                base = stub.stub.removesuffix("_stub")
-                if base == op or (base.startswith(op + "_") and base not in ops):
-                    found.append(stub)
-        return tuple(found)
+        names = [op, *(s.kernel_name for s in stubs if s.kernel_name)]
+        declared = [d.stub for f in self.dispatch.files for d in f.decls]
+        for stub in dict.fromkeys([*(s.stub for s in stubs), *declared]):
+            if not stub.endswith("_stub") or not self._stub_of(op, stub):
+                continue
+            base = stub.removesuffix("_stub")
+            names.append(base)
+            short = _PYTHON_MODULE.sub("", base)
+            if short != base and short not in ops:
+                names.append(short)
+        return tuple(dict.fromkeys(names))
 
     def _references(self, names: Iterable[str]) -> tuple[tuple[str, Span], ...]:
         return tuple(find_references(self.root, names))
 
 
+# Prefixes of python_module operators (special_erfcx) that their kernels' names drop (erfcx).
+_PYTHON_MODULE = re.compile(r"\A(?:special|linalg|fft)_")
+
+
+def _alias_names(info: opinfo.OpInfoRecord) -> set[str]:
+    """An OpInfo's aliases as written and as aten names: ``special.erf`` is ``special_erf``
+    in native_functions.yaml, ``torch.special.gammainc`` is ``special_gammainc``."""
+    return set(info.aliases) | {a.removeprefix("torch.").replace(".", "_") for a in info.aliases}
+
+
 def legacy_names(entries: Iterable[native_yaml.NativeFunction]) -> set[str]:
-    """The MPSGraph-era names an operator's entries have or had: ``NAME_mps`` and
-    ``NAME_OVERLOAD_mps`` (``atan2_out_mps``, ``atan2__mps``) for every entry."""
+    """The MPSGraph-era names an operator's entries have or had.
+
+    ``NAME_mps`` and ``NAME_OVERLOAD_mps`` for every entry (``atan2_out_mps``,
+    ``atan2__mps``), and the other spellings of the 2.13.0 yaml's MPS rows: an out kernel
+    ``OP_out_mps``/``OP_mps_out`` whatever the overload is called (``kthvalue.values:
+    kthvalue_out_mps``, ``tril.out: tril_mps_out``, the old ``atan2_mps_out``) and an
+    in-place one ``OP_mps_`` (``relu_: relu_mps_``).
+    """
     names = set()
     for e in entries:
-        names.add(f"{e.name}_mps")
+        names |= {f"{e.name}_mps", f"{e.operator}_out_mps", f"{e.operator}_mps_out"}
         if e.overload:
             names.add(f"{e.name}_{e.overload}_mps")
+        if e.name != e.operator:
+            names.add(f"{e.operator}_mps_")
     return names
 
 

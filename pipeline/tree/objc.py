@@ -98,6 +98,12 @@ class ObjcFile:
     unrecognised: tuple[Unrecognised, ...]
     warnings: tuple[str, ...]
 
+    @property
+    def holds_mpsgraph(self) -> bool:
+        """Whether MPSGraph code is here (an implementation, or a stub with an MPSGraph
+        body): the BinaryOps.mm/UnaryOps.mm the guide cleans, includes and all."""
+        return bool(self.implementations) or any(not s.native for s in self.stubs)
+
 
 @dataclass(frozen=True)
 class HostFiles:

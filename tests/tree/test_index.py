@@ -7,6 +7,7 @@ import pickle
 import pytest
 
 from pipeline.errors import UnknownOperatorError
+from pipeline.guide.checklist import checklist
 from pipeline.guide.workflow import of_record
 from pipeline.tree import index as index_mod
 from pipeline.tree.index import build_index, find_references, load_index
@@ -127,3 +128,25 @@ def test_unrecognised_lines_belong_to_the_ops_they_name(sandbox_settings) -> Non
     assert any("atan2, half" in t for t in texts)
     assert not any("(tan," in t for t in texts)  # "tan" is inside "atan2", not a name of it
     assert index.record("hypot").unrecognised == ()  # same file, not named: not hypot's
+
+
+def test_hand_folded_sandbox_op_keeps_its_mpsgraph_leftovers(sandbox_settings) -> None:
+    # the sandbox's style: yaml folded by hand, TORCH_IMPL_FUNC and include still there
+    yaml = sandbox_settings.root / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(
+        yaml.read_text().replace(
+            "    CPU, CUDA: atan2_out\n    MPS: atan2_out_mps\n", "    CPU, CUDA, MPS: atan2_out\n"
+        )
+    )
+    record = load_index(sandbox_settings.tree).record("atan2")
+    assert record.pending_overloads == ()
+    check = next(i for i in checklist(record) if i.id == "mpsgraph")
+    where = {(d.text, d.span.path) for d in check.details}
+    assert where == {
+        ("TORCH_IMPL_FUNC atan2_out_mps", "aten/src/ATen/native/mps/operations/BinaryOps.mm"),
+        ("#include <ATen/ops/atan2_native.h>", "aten/src/ATen/native/mps/operations/BinaryOps.mm"),
+    }
+    assert not check.ok and of_record(record) == "migrate"
+    trunc = load_index(sandbox_settings.tree).record("trunc", find_references=False)
+    (stub,) = next(i for i in checklist(trunc) if i.id == "mpsgraph").details
+    assert "trunc_stub registered with an MPSGraph body" in stub.text
