@@ -237,6 +237,10 @@ def plan_edits(index: TreeIndex, op: str, body: str | None = None) -> EditPlan:
         _chain(
             edits, objc_edit.remove_implementation(read(rel), rel, impl.name, also_removing=others)
         )
+    # The operator's include goes from every file whose MPSGraph code for it is gone (also one
+    # an earlier, half-done migration left behind).
+    leftovers = {i.span.path for i in record.leftover_includes}
+    for rel in dict.fromkeys([*(i.span.path for i in record.mpsgraph), *leftovers]):
         after = read(rel)
         if any(i.op == op and i.span.path == rel for i in record.includes) and (
             not objc_edit.include_still_needed(after, op)

@@ -161,3 +161,16 @@ def test_upstream_shape_acosh_moves_from_the_mpsgraph_macro_to_the_unary_kernel_
     assert "REGISTER_MPS_UNARY_STUB(acosh, acosh);" not in _after(plan, ops)
     assert "REGISTER_MPS_UNARY_STUB(asinh, asinh);" in _after(plan, ops)
     assert not plan.blockers
+
+
+def test_upstream_shape_half_done_migration_is_completed(tmp_path):
+    # logaddexp: functor, stub and folded yaml row exist; TORCH_IMPL_FUNC(logaddexp_out_mps)
+    # and its include are still in BinaryOps.mm, which no longer builds
+    index = _fixture_index(tmp_path, "logaddexp")
+    plan = migrate.plan_edits(index, "logaddexp")
+    ops = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
+    assert [e.rel for e in plan.edits] == [ops]
+    after = _after(plan, ops)
+    assert "logaddexp_out_mps" not in after and "<ATen/ops/logaddexp_native.h>" not in after
+    assert "minimum_out_mps" in after  # the other MPSGraph code stays
+    assert not plan.blockers
