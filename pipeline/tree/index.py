@@ -23,7 +23,7 @@ from pipeline.tree.source import TreeSource
 from pipeline.tree.span import Span, Unrecognised
 
 READERS = (native_yaml, metal, objc, common_mps, dispatch)
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: OpInfoRecord.output_dtypes
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
@@ -72,6 +72,16 @@ class OperatorRecord:
     @property
     def opinfo_dtypes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(d for info in self.opinfos for d in info.dtypes))
+
+    @property
+    def output_dtypes(self) -> dict[str, str]:
+        """Input dtype -> the dtype PyTorch's result has, over the operator's OpInfos; where
+        variants disagree (div's rounding modes) the first OpInfo wins, as in ``opinfos``."""
+        merged: dict[str, str] = {}
+        for info in self.opinfos:
+            for dtype, result in info.output_dtypes:
+                merged.setdefault(dtype, result)
+        return merged
 
     @property
     def pending_overloads(self) -> tuple[Overload, ...]:

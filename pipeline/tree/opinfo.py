@@ -15,11 +15,19 @@ Two sources, chosen by :func:`load_opinfos`:
             test: TestConsistency.test_output_match   # optional; omitted = every test
             dtypes: [int64]          # optional; omitted = every dtype
             where: "file.py:12"      # optional
+        output_dtypes: {int64: float32, float32: float32}   # optional; keys among dtypes
 
   Unknown keys and duplicate ``name``+``variant_test_name`` pairs are errors.
 
 - the real ``op_db``, dumped by ``opinfo_dump.py`` in a subprocess under ``source.python``
   and cached as JSON in ``source.cache_dir``.
+
+**Output dtypes.** ``OpInfoRecord.output_dtypes`` maps an input dtype to the dtype PyTorch's
+result has (atan2: int64 -> float32; neg: int64 -> int64), what a Metal functor must be
+registered with. The dump finds it by running the OpInfo's first working CPU sample per
+dtype; the dtype of a result that depends on a sample's own ``dtype=`` argument (``to``,
+``log_softmax`` with_dtype) is that sample's. Dtypes no sample runs with on CPU are left out:
+absent means unknown, not "same as the input".
 
 **Which dtypes test_mps.py instantiates.** ``TestConsistency`` (instantiated only for MPS
 as ``TestConsistencyMPS``) decorates ``test_output_match`` with
@@ -49,6 +57,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -93,6 +102,8 @@ class OpInfoRecord:
     aliases: tuple[str, ...]
     dtypes: tuple[str, ...]  # what test_output_match is instantiated for (canonical)
     decorators: tuple[MpsDecorator, ...] = ()
+    # (input dtype, result dtype) pairs, canonical, in ``dtypes`` order; () = unknown
+    output_dtypes: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -104,6 +115,10 @@ class OpInfoRecord:
         """The test-name part: OpInfo.formatted_name (``nn_functional_interpolate_area``)."""
         full = self.name + ("." + self.variant_test_name if self.variant_test_name else "")
         return full.replace(".", "_")
+
+    def output_dtype(self, dtype: str) -> str | None:
+        """The result dtype PyTorch gives for ``dtype`` inputs (canonical); None if unknown."""
+        return dict(self.output_dtypes).get(_dtype(dtype))
 
     def dtypes_for(self, kind: str = "output_match") -> tuple[str, ...]:
         """The dtypes test_mps.py instantiates ``kind``'s test for (grad: float32/16 only)."""
@@ -129,9 +144,23 @@ def _sorted_dtypes(names) -> tuple[str, ...]:
     return tuple(sorted({_dtype(n) for n in names}, key=sort_key))
 
 
+def _sorted_pairs(mapping: dict) -> tuple[tuple[str, str], ...]:
+    """``{input: output}`` as canonical pairs in input-dtype display order."""
+    pairs = {_dtype(str(k)): _dtype(str(v)) for k, v in mapping.items()}
+    return tuple(sorted(pairs.items(), key=lambda pair: sort_key(pair[0])))
+
+
 # --- the YAML table ----------------------------------------------------------------------
 
-_ENTRY_KEYS = {"name", "variant_test_name", "aten_name", "aliases", "dtypes", "decorators"}
+_ENTRY_KEYS = {
+    "name",
+    "variant_test_name",
+    "aten_name",
+    "aliases",
+    "dtypes",
+    "decorators",
+    "output_dtypes",
+}
 _DECORATOR_KEYS = {"kind", "test", "dtypes", "where"}
 
 
@@ -189,13 +218,15 @@ def _table_record(item: object, where: str, line: int) -> OpInfoRecord:
                 where=str(dec.get("where") or ""),
             )
         )
+    dtypes = _strict_dtypes(item["dtypes"], bad, name)
     return OpInfoRecord(
         name=name,
         variant_test_name=str(item.get("variant_test_name") or ""),
         aten_name=str(item.get("aten_name") or name),
         aliases=tuple(str(a) for a in item.get("aliases") or ()),
-        dtypes=_strict_dtypes(item["dtypes"], bad, name),
+        dtypes=dtypes,
         decorators=tuple(decorators),
+        output_dtypes=_strict_outputs(item.get("output_dtypes") or {}, dtypes, bad, name),
     )
 
 
@@ -206,6 +237,17 @@ def _strict_dtypes(names: object, bad, name: str) -> tuple[str, ...]:
     if unknown:
         raise bad(f"{name}: unknown dtype(s) {unknown}")
     return _sorted_dtypes(str(n) for n in names)
+
+
+def _strict_outputs(mapping: object, dtypes: tuple[str, ...], bad, name: str):
+    """The table's ``output_dtypes``: known dtypes on both sides, inputs among ``dtypes``
+    (an output for a dtype the OpInfo is not tested with is most likely a typo)."""
+    if not isinstance(mapping, dict):
+        raise bad(f"{name}: output_dtypes must be a mapping {{input: output}}")
+    _strict_dtypes([*mapping, *mapping.values()], bad, name)
+    if extra := sorted({_dtype(str(k)) for k in mapping} - set(dtypes), key=sort_key):
+        raise bad(f"{name}: output_dtypes for dtype(s) {extra} not in its dtypes")
+    return _sorted_pairs(mapping)
 
 
 # --- the real op_db, through a subprocess and a disk cache -------------------------------
@@ -242,6 +284,7 @@ def _records_from_dump(data: dict) -> tuple[OpInfoRecord, ...]:
                 )
                 for d in op["decorators"]
             ),
+            output_dtypes=_sorted_pairs(op["output_dtypes"]),
         )
         for op in data["ops"]
     )
@@ -295,9 +338,14 @@ def _source_hash(internal: Path) -> str:
 
 
 def _dump(python: str) -> dict:
+    # Run a copy by path, not ``-c`` text: OpInfo.sample_inputs walks the stack with
+    # inspect.stack(), which scans every loaded module for each "<string>" frame (10x slower
+    # dump). The copy sits alone in a scratch dir, so the script's directory on sys.path
+    # cannot shadow anything, as pipeline/tree's own modules would.
     with tempfile.TemporaryDirectory(prefix="mps-pipeline-opinfo-") as tmp:
-        out = Path(tmp) / "opinfo.json"
-        _run(python, ["-c", DUMP_SCRIPT.read_text(encoding="utf-8"), str(out)], "dump op_db")
+        script, out = Path(tmp) / DUMP_SCRIPT.name, Path(tmp) / "opinfo.json"
+        shutil.copyfile(DUMP_SCRIPT, script)
+        _run(python, [str(script), str(out)], "dump op_db")
         return json.loads(out.read_text(encoding="utf-8"))
 
 

@@ -2,19 +2,22 @@
 
 Run by :mod:`pipeline.tree.opinfo` under ``settings.python`` (an interpreter that can import
 torch and its test dependencies, numpy and expecttest), which need not have mps-pipeline
-installed: this file imports only the standard library and torch, and is passed to
-``python -c`` as text. It never imports test/test_mps.py (that needs a Mac); what test_mps.py
+installed: this file imports only the standard library and torch, and is run as a copy in a
+scratch directory. It never imports test/test_mps.py (that needs a Mac); what test_mps.py
 adds to the consistency op list is mirrored in ``EXTRA_CONSISTENCY_OPS``.
 
 For each OpInfo it writes name, variant_test_name, aten_name, alias names, the dtypes
 ``TestConsistency`` is instantiated for on MPS, and the decorators that can reach MPS tests
 (see ``mps_decorators``), each with the file:line of the ``DecorateInfo(...)`` call, found by
-recording the caller of ``DecorateInfo.__init__`` while op_db is built.
+recording the caller of ``DecorateInfo.__init__`` while op_db is built. It also writes, per
+input dtype, the dtype the op's result has on CPU (see ``output_dtypes``).
 """
 
+import itertools
 import json
 import os
 import sys
+import time
 import warnings
 
 # test_mps.py deep-copies op_db and appends copies under new names (op.op rebound to the aten
@@ -22,6 +25,12 @@ import warnings
 EXTRA_CONSISTENCY_OPS = {"_upsample_bicubic2d_aa": "_upsample_bilinear2d_aa"}
 CONSISTENCY_CLASS = "TestConsistency"
 CONSISTENCY_TESTS = ("test_output_match", "test_output_grad_match")
+# Samples tried per (OpInfo, dtype) before giving up on it: the first one usually works, and
+# a dtype that fails on several is one the op rejects on CPU.
+SAMPLES_PER_DTYPE = 3
+# Wall-clock budget for running samples, so a pathological op_db cannot stall the dump; ops
+# left when it runs out get no output dtypes (unknown), which readers already allow.
+SAMPLING_BUDGET_S = 120.0
 
 
 def dtype_name(dtype):
@@ -74,6 +83,46 @@ def mps_decorators(op, core, where):
         ):
             out.append({"kind": kind_of(info), "test": None, "dtypes": None, "where": ""})
     return out
+
+
+def first_tensor(result, torch):
+    """The result itself, or the first tensor of a tuple/list result; None if there is none."""
+    if isinstance(result, torch.Tensor):
+        return result
+    if isinstance(result, (tuple, list)):
+        return next((r for r in result if isinstance(r, torch.Tensor)), None)
+    return None
+
+
+def output_dtype(op, dtype, torch):
+    """The dtype ``op`` gives on CPU for ``dtype`` inputs, from its first working sample;
+    None when none of the first few works (the dtype is then left out, i.e. unknown)."""
+    torch.manual_seed(0)  # samples are random; seeded, the dump is reproducible
+    try:
+        samples = op.sample_inputs("cpu", dtype, requires_grad=False)
+        for sample in itertools.islice(samples, SAMPLES_PER_DTYPE):
+            try:
+                out = first_tensor(op(sample.input, *sample.args, **sample.kwargs), torch)
+            except Exception:  # this sample is rejected; the next one may not be
+                continue
+            if out is not None:
+                return dtype_name(out.dtype)
+    except Exception:  # building samples failed: nothing known for this dtype
+        pass
+    return None
+
+
+def output_dtypes(op, dtypes, deadline, torch):
+    """Input dtype name -> result dtype name for each of ``dtypes`` that a sample ran with."""
+    found = {}
+    with torch.no_grad():
+        for dtype in sorted(dtypes, key=dtype_name):  # a set: sorted, the cutoff is stable
+            if time.monotonic() > deadline:
+                break
+            result = output_dtype(op, dtype, torch)
+            if result is not None:
+                found[dtype_name(dtype)] = result
+    return found
 
 
 class RecordDecorateInfo:
@@ -137,15 +186,21 @@ def main(argv):
 
     # test_mps.py: MPS_DTYPES = get_all_dtypes() without the MPS-unsupported double types.
     allowed = set(get_all_dtypes()) - {torch.float64, torch.complex128}
+    # Samples are tiny: a second intra-op thread only adds synchronisation, and on a busy
+    # machine spinning OpenMP threads made the sampling twice as slow.
+    torch.set_num_threads(1)
+    deadline = time.monotonic() + SAMPLING_BUDGET_S
 
     def record(op, name=None):
+        dtypes = set(op.supported_dtypes("mps")) & allowed
         return {
             "name": name or op.name,
             "variant_test_name": op.variant_test_name,
             "aten_name": name or op.aten_name,
             "aliases": [alias.name for alias in op.aliases],
-            "dtypes": sorted(dtype_name(d) for d in set(op.supported_dtypes("mps")) & allowed),
+            "dtypes": sorted(dtype_name(d) for d in dtypes),
             "decorators": mps_decorators(op, core, where),
+            "output_dtypes": output_dtypes(op, dtypes, deadline, torch),
         }
 
     records = [record(op) for op in op_db]

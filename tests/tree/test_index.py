@@ -44,6 +44,19 @@ def test_workflows_of_the_sandbox_operators(sandbox_settings) -> None:
     assert "div_true" in div.kernel_names
 
 
+def test_output_dtypes_are_the_union_of_the_opinfos(sandbox_settings) -> None:
+    index = load_index(sandbox_settings.tree)
+    atan2 = index.record("atan2")
+    assert atan2.output_dtypes["int64"] == "float32" and atan2.output_dtypes["float16"] == "float16"
+    # the sandbox's registrations agree with what PyTorch computes
+    assert all(atan2.output_dtypes[r.input] == r.output for r in atan2.registrations)
+    assert index.record("lt").output_dtypes["int32"] == "bool"
+    div = index.record("div")  # true division comes first and wins over trunc's int64
+    assert [i.output_dtype("int64") for i in div.opinfos] == ["float32", "int64", "int64"]
+    assert div.output_dtypes["int64"] == "float32"
+    assert div.output_dtypes["complex64"] == "complex64"  # only no_rounding_mode has it
+
+
 def test_records_carry_the_declared_stub_type(sandbox_settings) -> None:
     index = load_index(sandbox_settings.tree)
     atan2 = index.record("atan2").stub_decl
