@@ -146,16 +146,19 @@ def inputs_digest(settings: Settings) -> str:
     return _digest([*edit_inputs(settings), settings.root / paths.COMMON_MPS])
 
 
-def edit_digest(settings: Settings, body: str | None) -> str:
-    """What an edit plan is a function of: the files it edits or reads, and ``body=``.
+def edit_digest(settings: Settings, body: str | None, host_body: str | None = None) -> str:
+    """What an edit plan is a function of: the files it edits or reads, ``body=`` and
+    ``host_body=``.
 
     common_mps.py is left out: the plan only notes that a later stage may write it, and
     dropping xfails must not make the edit stage run again.
     """
-    return _digest(edit_inputs(settings), f"{body or ''}\0")
+    return _digest(edit_inputs(settings), f"{body or ''}\0{host_body or ''}\0")
 
 
-def edit_current(settings: Settings, op: str, body: str | None) -> bool:
+def edit_current(
+    settings: Settings, op: str, body: str | None, host_body: str | None = None
+) -> bool:
     """True when the operator's plan was last found empty for the tree exactly as it is.
 
     The plan is a pure function of the tree and ``body``, so this memo of "the plan is
@@ -165,7 +168,8 @@ def edit_current(settings: Settings, op: str, body: str | None) -> bool:
     path = op_files(settings, op).edit
     if not path.is_file():
         return False
-    return json.loads(path.read_text()).get("inputs") == edit_digest(settings, body)
+    recorded = json.loads(path.read_text()).get("inputs")
+    return recorded == edit_digest(settings, body, host_body)
 
 
 def xfail_digest(settings: Settings, op: str) -> str:

@@ -115,6 +115,7 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
             force=flag("force", opts),
             dry_run=flag("dry_run", opts),
             body=var("body", opts),
+            host_body=var("host_body", opts),
         )
         task: dict = {
             "task_dep": [

@@ -19,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--body", help="operator() body of a missing Metal functor")
     parser.add_argument(
+        "--host-body", help="body of a host kernel for a stub declared with extra parameters"
+    )
+    parser.add_argument(
         "--stage",
         default="migrate_op",
         choices=STAGE_NAMES,
@@ -41,5 +44,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     doit_vars += ["force=1"] * args.force + ["dry_run=1"] * args.dry_run
     if args.body:
         doit_vars.append(f"body={args.body}")
+    if args.host_body:
+        doit_vars.append(f"host_body={args.host_body}")
     loader = ModuleTaskLoader({**tasks.TASKS, "DOIT_CONFIG": tasks.doit_config()})
     return DoitMain(loader).run([args.stage, *doit_vars])

@@ -43,7 +43,9 @@ class _Plan:
     drop: DispatchRow | None  # the MPS-only row, None when MPS had no row (add-MPS workflow)
 
 
-def fold_mps_dispatch(text: str, path: str, operator: str) -> YamlFoldResult:
+def fold_mps_dispatch(
+    text: str, path: str, operator: str, *, model: native_yaml.NativeFunctions | None = None
+) -> YamlFoldResult:
     """Fold MPS into the CPU/CUDA row of every overload of ``operator`` that has its own.
 
     Entries whose MPS kernel is MPS-only, or that have no MPS row at all but a row shared by
@@ -51,8 +53,11 @@ def fold_mps_dispatch(text: str, path: str, operator: str) -> YamlFoldResult:
     second fold changes nothing. Entries with no CPU/CUDA row to join are reported in
     ``manual``. The result is verified by re-parsing it: EditVerificationError if anything
     but the folded entries' dispatch changed. UnknownOperatorError if no entry has that name.
+
+    ``model`` is ``text`` already parsed (the tree index has it: the real file is 15,000
+    lines); the edited text is always parsed again.
     """
-    model = native_yaml.parse(text, path)
+    model = model or native_yaml.parse(text, path)
     ops = model.operators()
     if operator not in ops:
         raise UnknownOperatorError(operator, difflib.get_close_matches(operator, list(ops), n=3))
@@ -76,6 +81,13 @@ def fold_mps_dispatch(text: str, path: str, operator: str) -> YamlFoldResult:
     after = "".join(lines)
 
     folded = tuple(p.entry.full_name for p in plans)
+    if not plans:  # nothing folded: the text is unchanged, nothing to verify
+        return YamlFoldResult(
+            FileEdit(path, text, text, f"{operator}: no MPS dispatch to fold"),
+            (),
+            tuple(manual),
+            (),
+        )
     new = _verify(model, after, path, plans)
     # Callers delete the MPSGraph implementations named here, so a kernel some other entry
     # still dispatches to is not reported.

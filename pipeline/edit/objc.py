@@ -198,9 +198,16 @@ def add_stub(
     exec_kind: str,
     kernel_name: str,
     param_type: str = "TensorIteratorBase&",
+    *,
+    extra: Sequence[str] = (),
+    body: str | None = None,
 ) -> FileEdit:
     """Add ``static void FUNCTION(PARAM iter) { lib.exec_KIND_kernel(iter, "KERNEL"); }``
     and ``REGISTER_DISPATCH(STUB, &FUNCTION)`` in the file's style and places.
+
+    ``extra``: the types of the stub's further parameters (``const Scalar&``); the function
+    takes them as ``arg1``... ``body`` replaces the one-line body (the contributor's
+    ``host_body=``); it must run ``exec_KIND_kernel(iter, "KERNEL", ...)``.
 
     The function goes after the last registered kernel function (else before the first
     ``REGISTER_DISPATCH``, else at the end of ``namespace at::native``); the registration
@@ -246,11 +253,18 @@ def add_stub(
     inserts: list[tuple[int, list[str]]] = []  # (0-based line to insert before, new lines)
     if existing is None:
         indent = _body_indent(lines, before)
-        fn = [
-            f"static void {function}({param_type} iter) {{\n",
-            f'{indent}{_receiver(source, path)}exec_{exec_kind}_kernel(iter, "{kernel_name}");\n',
-            "}\n",
-        ]
+        names = [f"arg{i}" for i in range(1, len(extra) + 1)]
+        params = "".join(f", {t} {n}" for t, n in zip(extra, names, strict=True))
+        call = "".join(f", {n}" for n in names)
+        inner = (
+            [f"{indent}{line}\n" for line in body.strip().splitlines()]
+            if body is not None
+            else [
+                f'{indent}{_receiver(source, path)}exec_{exec_kind}_kernel(iter, "{kernel_name}"'
+                f"{call});\n"
+            ]
+        )
+        fn = [f"static void {function}({param_type} iter{params}) {{\n", *inner, "}\n"]
         at, lead, trail = _function_place(lines, before, direct, namespaces, source, path)
         inserts.append((at, [*lead, *fn, *([] if direct else ["\n", reg]), *trail]))
     elif not direct:

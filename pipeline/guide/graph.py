@@ -29,6 +29,7 @@ VARIABLES: dict[str, str] = {
     "force": "force=1: edit files that have uncommitted changes of yours",
     "dry_run": "dry_run=1: show every diff and what is left to write; write nothing",
     "body": 'body="return ...;": operator() body of a Metal functor not written yet',
+    "host_body": 'host_body="...": body of a host kernel for a stub with extra parameters',
     "python": "python=EXE: interpreter that can import torch (OpInfos, the tests)",
     "state_dir": "state_dir=DIR: where results, caches and doit's database live",
 }
@@ -44,6 +45,7 @@ class Request:
     force: bool = False
     dry_run: bool = False
     body: str | None = None
+    host_body: str | None = None
 
 
 def _stages() -> ModuleType:
@@ -129,15 +131,15 @@ STAGES: tuple[Stage, ...] = (
         after=lambda _: ("audit",),
         outputs=lambda r: [_op(r).edit],
         # Up to date when the plan for this operator is empty, re-computed from the tree.
-        uptodate=lambda r: [lambda: state.edit_current(r.settings, r.op, r.body)],
-        variables=("op", "root", "force", "body", "python", "state_dir"),
+        uptodate=lambda r: [lambda: state.edit_current(r.settings, r.op, r.body, r.host_body)],
+        variables=("op", "root", "force", "body", "host_body", "python", "state_dir"),
     ),
     Stage(
         "preview",
         "Every diff op=NAME's edit would make and what is left to write by hand; writes nothing.",
         lambda r, c: _stages().preview(r, c),
         uptodate=None,
-        variables=("op", "root", "body", "python", "state_dir"),
+        variables=("op", "root", "body", "host_body", "python", "state_dir"),
     ),
     Stage(
         "build",

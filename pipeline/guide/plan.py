@@ -10,8 +10,10 @@ no blockers) is what "the edit stage is up to date" means.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -20,7 +22,7 @@ from pipeline.edit import native_yaml as yaml_edit
 from pipeline.edit import objc as objc_edit
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import EditVerificationError
-from pipeline.guide.checklist import required_dtypes
+from pipeline.guide.checklist import UNSUPPORTED_ON_MPS, required_dtypes
 from pipeline.tree import objc, paths
 from pipeline.tree.index import OperatorRecord, TreeIndex
 
@@ -44,6 +46,8 @@ class Blocker:
     what: str
     file: str
     skeleton: str
+    # the skeleton in place, as a whole-file edit a preview shows as a diff (never written)
+    edit: FileEdit | None = None
 
     def render(self) -> str:
         return f"{self.what}\n  in {self.file}:\n\n{self.skeleton.rstrip()}\n"
@@ -65,6 +69,19 @@ class EditPlan:
     def empty(self) -> bool:
         """Nothing to edit and nothing blocking: the edit stage has nothing left to do."""
         return not self.edits and not self.blockers
+
+
+def output_dtypes(record: OperatorRecord) -> dict[str, str]:
+    """Input dtype -> the dtype PyTorch computes for it, for every dtype the kernel needs.
+
+    From the OpInfos' CPU runs (``OperatorRecord.output_dtypes``); same-type where PyTorch
+    was not asked or answered with a dtype MPS has no kernel type for (float64).
+    """
+    known = record.output_dtypes
+    return {
+        d: out if (out := known.get(d)) and out not in UNSUPPORTED_ON_MPS else d
+        for d in required_dtypes(record) or DEFAULT_DTYPES
+    }
 
 
 def exec_kind(record: OperatorRecord) -> str:
@@ -177,6 +194,21 @@ def _check_registered_once(index: TreeIndex, stub: str, edits: dict[str, FileEdi
         )
 
 
+def _skeleton_edit(
+    host: Callable[..., FileEdit], kind: str, kernel: str, extra: int
+) -> FileEdit | None:
+    """The host-kernel skeleton in place, for the preview; None where it cannot be placed."""
+    names = [f"arg{i}" for i in range(1, extra + 1)]
+    body = (
+        f"// TODO: pass what the Metal kernel needs of {', '.join(names)}\n"
+        f'lib.exec_{kind}_kernel(iter, "{kernel}"{"".join(", " + n for n in names)});'
+    )
+    try:
+        return host(body=body)
+    except (ValueError, EditVerificationError):
+        return None
+
+
 def _chain(edits: dict[str, FileEdit], new: FileEdit) -> None:
     """Fold successive edits of one file into a single before→after edit."""
     prev = edits.get(new.rel)
@@ -186,14 +218,17 @@ def _chain(edits: dict[str, FileEdit], new: FileEdit) -> None:
         edits[new.rel] = FileEdit(new.rel, prev.before, new.after, f"{prev.summary}; {new.summary}")
 
 
-def plan_edits(index: TreeIndex, op: str, body: str | None = None) -> EditPlan:
+def plan_edits(
+    index: TreeIndex, op: str, body: str | None = None, host_body: str | None = None
+) -> EditPlan:
     """Compute (and verify) every mechanical edit of the guide for ``op``; writes nothing.
 
     Pieces the contributor must write become blockers, and planning goes on so the preview
-    shows every other edit too. ``body`` is the operator() body of a missing functor.
+    shows every other edit too. ``body`` is the operator() body of a missing functor,
+    ``host_body`` the body of a host kernel for a stub declared with extra parameters.
     """
     root = index.root
-    record = index.record(op)
+    record = index.record(op, find_references=False)  # the edit stage looks for them after
     op = record.op
     edits: dict[str, FileEdit] = {}
     notes: list[str] = []
@@ -206,28 +241,34 @@ def plan_edits(index: TreeIndex, op: str, body: str | None = None) -> EditPlan:
     stub_file, metal_file = TARGET_FILES[kind]
     needs_stub = not any(s.native for s in record.stubs)
     if needs_stub and not record.functors:
-        dtypes = required_dtypes(record) or DEFAULT_DTYPES
+        outputs = output_dtypes(record)
         arity = 2 if kind == "binary" else 1
-        if body is None:
-            blockers.append(
-                Blocker(
-                    f"{op}: no Metal functor yet: write it (the math is yours), or pass "
-                    'body="return ...;" to have it inserted',
-                    metal_file,
-                    metal_edit.functor_skeleton(op, arity, {d: d for d in dtypes}),
-                )
-            )
+        text = read(metal_file)
+        try:
+            skeleton = metal_edit.functor_skeleton(op, arity, outputs, text=text)
+        except ValueError as exc:  # PyTorch's result types need more than one functor shape
+            blockers.append(Blocker(f"{op}: {exc}", metal_file, ""))
         else:
-            try:
-                functor = metal_edit.add_functor(
-                    read(metal_file), metal_file, op, arity, body, {d: d for d in dtypes}
+            if body is None:
+                blockers.append(
+                    Blocker(
+                        f"{op}: no Metal functor yet: write it (the math is yours), or pass "
+                        'body="return ...;" to have it inserted',
+                        metal_file,
+                        skeleton,
+                        metal_edit.functor_skeleton_edit(text, metal_file, op, arity, outputs),
+                    )
                 )
-            except ValueError as exc:  # the contributor's body: say what is wrong with it
-                raise EditVerificationError(f"body=...: {exc}; nothing was written") from exc
-            _chain(edits, functor)
+            else:
+                try:
+                    functor = metal_edit.add_functor(text, metal_file, op, arity, body, outputs)
+                except ValueError as exc:  # the contributor's body: say what is wrong with it
+                    raise EditVerificationError(f"body=...: {exc}; nothing was written") from exc
+                _chain(edits, functor)
 
     yaml_rel = paths.NATIVE_YAML
-    fold = yaml_edit.fold_mps_dispatch(read(yaml_rel), yaml_rel, op)
+    # the index parsed this very file (nothing in the plan edited it before)
+    fold = yaml_edit.fold_mps_dispatch(read(yaml_rel), yaml_rel, op, model=index.native)
     _chain(edits, fold.edit)
     notes += [f"{name}: {reason}" for name, reason in fold.manual]
 
@@ -263,14 +304,35 @@ def plan_edits(index: TreeIndex, op: str, body: str | None = None) -> EditPlan:
         if param_type is None:
             decl = record.stub_decl
             assert decl is not None
-            blockers.append(
-                Blocker(
-                    f"{decl.span}: {stub_name} is declared as {decl.fn_type}, taking "
-                    f"({', '.join(decl.params)}): its MPS kernel must take the same parameters",
-                    stub_file,
-                    host_kernel_skeleton(record, kind, kernel),
-                )
+            first, *extra = decl.params
+            host = functools.partial(
+                objc_edit.add_stub,
+                read(stub_file),
+                stub_file,
+                stub_name,
+                f"{op}_mps_kernel",
+                kind,
+                kernel,
+                param_type=first,
+                extra=extra,
             )
+            if host_body is not None:
+                try:
+                    _chain(edits, host(body=host_body))
+                except (ValueError, EditVerificationError) as exc:
+                    raise EditVerificationError(f"host_body=...: {exc}") from exc
+            else:
+                blockers.append(
+                    Blocker(
+                        f"{decl.span}: {stub_name} is declared as {decl.fn_type}, taking "
+                        f"({', '.join(decl.params)}): its MPS kernel takes the same parameters "
+                        "and passes them to the Metal kernel; check the skeleton against your "
+                        'functor, then pass it as host_body="..."',
+                        stub_file,
+                        host_kernel_skeleton(record, kind, kernel),
+                        _skeleton_edit(host, kind, kernel, len(extra)),
+                    )
+                )
         else:
             text = read(stub_file)
             registered = _register_with_file_macro(

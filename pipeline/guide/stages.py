@@ -91,6 +91,12 @@ def _show_plan(plan: EditPlan, console: Console, *, dry_run: bool) -> None:
         console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
     for blocker in plan.blockers:
         console.print(f"[red]to write by hand:[/red] {escape(blocker.render())}", highlight=False)
+        if dry_run and blocker.edit is not None and blocker.edit.changed:
+            console.print(
+                f"[bold]TODO[/bold] (a skeleton, never written) {blocker.edit.rel}:",
+                highlight=False,
+            )
+            console.print(blocker.edit.diff(), markup=False, highlight=False)
 
 
 def _blocked(plan: EditPlan, *, dry_run: bool) -> WorkLeftError:
@@ -106,7 +112,7 @@ def preview(request: Request, console: Console) -> None:
     """Every diff the edit would make and what is left to write by hand; writes nothing."""
     settings, op = request.settings, request.op
     record_audit(settings, op, console)
-    plan = plan_edits(load_index(settings.tree), op, request.body)
+    plan = plan_edits(load_index(settings.tree), op, request.body, request.host_body)
     _show_plan(plan, console, dry_run=True)
     if plan.blockers:
         raise _blocked(plan, dry_run=True)
@@ -116,7 +122,7 @@ def edit(request: Request, console: Console) -> None:
     """Plan the operator's edits from the tree as it is now and commit them, all or none."""
     settings, op = request.settings, request.op
     with tree_locked(settings, console):
-        plan = plan_edits(load_index(settings.tree), op, request.body)
+        plan = plan_edits(load_index(settings.tree), op, request.body, request.host_body)
         _show_plan(plan, console, dry_run=False)
         if plan.blockers:
             raise _blocked(plan, dry_run=False)
@@ -124,7 +130,7 @@ def edit(request: Request, console: Console) -> None:
             settings.root, plan.edits, force=request.force, guard_also=plan.later_writes
         )
         if plan.edits:
-            after = plan_edits(load_index(settings.tree), op, request.body)
+            after = plan_edits(load_index(settings.tree), op, request.body, request.host_body)
             if after.edits:  # the readers disagree with the editors: say so, do not loop
                 raise PipelineError(
                     f"{op}: after the edit, the tree still needs: "
@@ -142,7 +148,7 @@ def edit(request: Request, console: Console) -> None:
     state.write_json(
         files.edit,
         {
-            "inputs": state.edit_digest(settings, request.body),
+            "inputs": state.edit_digest(settings, request.body, request.host_body),
             "edited": edited,
             "manual": list(plan.notes),
             "old_name_refs": [{"name": n, "file": s.path, "line": s.start} for n, s in leftovers],

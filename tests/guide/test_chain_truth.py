@@ -257,3 +257,28 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path) -> None:
     assert "Traceback" not in out
     assert "interrupted during build: no file was left half-written" in out
     assert stray_temps(tmp_path / "state" / "sandbox") == []
+
+
+def test_the_preview_shows_every_diff_and_exits_1_when_work_is_left(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    result = doit(state, "migrate_op", "op=xlogy", "dry_run=1")
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert f"+++ b/{YAML}" in out  # the fold, although the functor is missing
+    assert f"+++ b/{BINARY_KERNEL}" in out and "REGISTER_DISPATCH(xlogy_stub" in out
+    assert "TODO (a skeleton, never written) aten/src/ATen/native/mps/kernels/" in out
+    assert "+REGISTER_INT2FLOAT_BINARY_OP(xlogy);" in out
+    assert "a real run would write nothing" in out + result.stderr
+    assert git(state / "sandbox", "status", "--porcelain") == ""
+
+
+def test_host_body_completes_a_stub_with_extra_parameters(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    host = 'host_body=lib.exec_unary_kernel(iter, "logit", arg1);'
+    result = doit(state, "migrate_op", "op=logit", "body=return x;", host)
+    out = result.stdout + result.stderr
+    # edited, built and tested; the skip-list entry and the OpInfo decorator are left
+    assert "static void logit_mps_kernel(TensorIteratorBase& iter, const Scalar& arg1)" in (
+        (state / "sandbox" / "aten/src/ATen/native/mps/operations/UnaryKernel.mm").read_text()
+    )
+    assert "0 failing test(s)" in out and result.returncode == 1

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from pipeline.errors import EditVerificationError
 from pipeline.guide import plan as migrate
 from pipeline.sandbox import compile
 from pipeline.tree.index import load_index
@@ -174,3 +177,41 @@ def test_upstream_shape_half_done_migration_is_completed(tmp_path):
     assert "logaddexp_out_mps" not in after and "<ATen/ops/logaddexp_native.h>" not in after
     assert "minimum_out_mps" in after  # the other MPSGraph code stays
     assert not plan.blockers
+
+
+# -- what the contributor writes: skeletons with PyTorch's types, host kernels ----------------
+
+
+def test_missing_functor_skeleton_registers_pytorchs_output_dtypes(sandbox_settings):
+    # xlogy's integer inputs give float32 in PyTorch (the OpInfos' CPU runs say so)
+    index = load_index(sandbox_settings.tree)
+    assert index.record("xlogy").output_dtypes["int64"] == "float32"
+    plan = migrate.plan_edits(index, "xlogy")
+    (blocker,) = [b for b in plan.blockers if "no Metal functor" in b.what]
+    assert "REGISTER_INT2FLOAT_BINARY_OP(xlogy);" in blocker.skeleton
+    assert "inline float operator()" in blocker.skeleton  # the integral overload
+    # the preview shows it in place, as a diff marked TODO
+    assert blocker.edit is not None and blocker.edit.rel.endswith("BinaryKernel.metal")
+    assert "TODO" in blocker.edit.diff()
+
+
+def test_host_body_writes_a_kernel_with_the_stubs_declared_parameters(sandbox_settings):
+    index = load_index(sandbox_settings.tree)
+    host_body = 'lib.exec_unary_kernel(iter, "logit", arg1);'
+    plan = migrate.plan_edits(index, "logit", body="return x;", host_body=host_body)
+    assert not plan.blockers
+    kernel = _after(plan, UNARY_KERNEL)
+    assert "static void logit_mps_kernel(TensorIteratorBase& iter, const Scalar& arg1) {" in (
+        kernel
+    )
+    assert host_body in kernel and "REGISTER_DISPATCH(logit_stub, &logit_mps_kernel)" in kernel
+    root = sandbox_settings.root
+    for e in plan.edits:
+        (root / e.rel).write_text(e.after)
+    assert compile.build(root).errors == ()
+
+
+def test_host_body_that_runs_no_metal_kernel_is_refused(sandbox_settings):
+    index = load_index(sandbox_settings.tree)
+    with pytest.raises(EditVerificationError, match="host_body"):
+        migrate.plan_edits(index, "logit", body="return x;", host_body="(void)arg1;")
