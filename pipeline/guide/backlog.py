@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 from pipeline.guide.workflow import Workflow, of_record
 from pipeline.tree.index import TreeIndex
 from pipeline.tree.native_yaml import PENDING_KINDS
+
+# `atan2_out_mps`, `logit_mps`, `add_mps_`: the operator an MPSGraph-era name belongs to
+_LEGACY_SUFFIX = re.compile(r"_?(?:_out)?_mps(?:_out)?_?$")
 
 
 @dataclass(frozen=True)
@@ -35,15 +39,20 @@ class BacklogItem:
 def backlog(index: TreeIndex) -> tuple[BacklogItem, ...]:
     """Every operator whose workflow is not done; ``add`` ones only when an OpInfo tests them.
 
-    Candidates are found cheaply (a pending yaml row, or a stub registered with an MPSGraph
-    body); the workflow rule itself is :func:`pipeline.guide.workflow.of_record`, as in audit.
+    Candidates are found cheaply (a pending yaml row, a stub, MPSGraph code or an include in
+    a host file); the workflow rule itself is :func:`pipeline.guide.workflow.of_record`, as in
+    audit.
     """
     entries = index.entries_by_operator()
-    graph_stubs = {
-        s.stub.removesuffix("_stub") for f in index.host.files for s in f.stubs if not s.native
-    }
     candidates = {op for op, es in entries.items() if {e.mps_kind for e in es} & PENDING_KINDS}
-    candidates |= graph_stubs & set(entries)
+    # MPSGraph code that no yaml row names any more: stubs with an MPSGraph body, leftover
+    # implementations and includes (a half-done migration)
+    candidates |= {s.stub.removesuffix("_stub") for f in index.host.files for s in f.stubs}
+    candidates |= {i.op for f in index.host.files if f.holds_mpsgraph for i in f.includes}
+    candidates |= {
+        _LEGACY_SUFFIX.sub("", impl.name) for f in index.host.files for impl in f.implementations
+    }
+    candidates &= set(entries)
     items = []
     for op in sorted(candidates):
         record = index.record(op, find_references=False)

@@ -61,7 +61,7 @@ def test_cli_paths_and_history_file(settings, nights, tmp_path, capsys):
                  "--source", "run-1"])  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out
-    assert "MPS nightly" in out and "regressions: 0" in out and "migration backlog: 9" in out
+    assert "MPS nightly" in out and "regressions: 0" in out and "migration backlog: 10" in out
     db = history.connect(db_path)
     try:
         (night,) = history.nightlies(db)

@@ -282,3 +282,14 @@ def test_host_body_completes_a_stub_with_extra_parameters(tmp_path: Path) -> Non
         (state / "sandbox" / "aten/src/ATen/native/mps/operations/UnaryKernel.mm").read_text()
     )
     assert "0 failing test(s)" in out and result.returncode == 1
+
+
+def test_the_sandboxs_half_done_migration_is_completed(tmp_path: Path) -> None:
+    # erfinv: kernel, stub and yaml are native already; UnaryOps.mm still includes its header
+    state = tmp_path / "state"
+    audit = doit(state, "audit", "op=erfinv")
+    assert "✗ no MPSGraph implementation left" in audit.stdout
+    result = doit(state, "migrate_op", "op=erfinv")
+    assert result.returncode == 0, result.stdout + result.stderr
+    ops = (state / "sandbox" / "aten/src/ATen/native/mps/operations/UnaryOps.mm").read_text()
+    assert "<ATen/ops/erfinv_native.h>" not in ops and "<ATen/ops/exp2_native.h>" in ops

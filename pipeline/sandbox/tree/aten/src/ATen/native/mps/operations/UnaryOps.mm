@@ -8,6 +8,7 @@
 #include <ATen/NativeFunctions.h>
 #else
 #include <ATen/ops/empty.h>
+#include <ATen/ops/erfinv_native.h>
 #include <ATen/ops/exp2_native.h>
 #include <ATen/ops/logit_native.h>
 #endif
