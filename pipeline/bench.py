@@ -431,10 +431,10 @@ def import_costs(importtime: str, module: str) -> dict[str, float]:
 
 def audit_in_process(settings: Settings, n: int) -> list[float]:
     """The audit task's own work, in this process: warm load_index, record, checklist."""
-    from pipeline.guide import stages
+    from pipeline.guide.audit import record_audit
 
     console = Console(file=io.StringIO(), width=100)
-    return timed(lambda: stages.record_audit(settings, AUDIT_OP, console), n)
+    return timed(lambda: record_audit(settings, AUDIT_OP, console), n)
 
 
 def bench_audit(ctx: Context) -> Result:

@@ -54,6 +54,12 @@ def _stages() -> ModuleType:
     return stages
 
 
+def _audit() -> ModuleType:
+    from pipeline.guide import audit  # `doit audit` runs every time: it imports only this
+
+    return audit
+
+
 def _none(_: Request) -> list:
     return []
 
@@ -112,7 +118,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "audit",
         "The metal-kernel guide's checklist for op=NAME (always printed when asked for).",
-        lambda r, c: _stages().audit(r, c),
+        lambda r, c: _audit().audit(r, c),
         outputs=lambda r: [_op(r).audit],
         # By content digest rather than file_dep: the edit and drop stages re-record the
         # audit after they write, so the chain's own edits do not make it stale.

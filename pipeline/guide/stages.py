@@ -23,11 +23,11 @@ from pipeline.edit import transaction
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import PipelineError, WorkLeftError
 from pipeline.guide import checklist
+from pipeline.guide.audit import record_audit
 from pipeline.guide.graph import Request
 from pipeline.guide.plan import EditPlan, plan_edits
 from pipeline.guide.xfails import plan_xfail_changes
 from pipeline.report import render
-from pipeline.report.guide import render_checklist
 from pipeline.results import junit
 from pipeline.results import table as tables
 from pipeline.run import build as build_runner
@@ -52,28 +52,6 @@ def tree_locked(settings: Settings, console: Console) -> Iterator[None]:
         if message:
             console.print(f"[yellow]recovered:[/yellow] {escape(message)}", highlight=False)
         yield
-
-
-# ---------------------------------------------------------------------------- audit
-
-
-def record_audit(settings: Settings, op: str, console: Console | None) -> OperatorRecord:
-    """Print the checklist (unless ``console`` is None) and record it with its inputs' digest.
-
-    The edit and drop stages re-record it after they write, so it stays current.
-    """
-    record = load_index(settings.tree).record(op)
-    items = checklist.checklist(record)
-    if console is not None:
-        render_checklist(record, items, console)
-    files = state.op_files(settings, op)
-    state.write_json(files.audit, checklist.to_json(record, items))
-    state.write_text(files.audit_digest, state.inputs_digest(settings))
-    return record
-
-
-def audit(request: Request, console: Console) -> None:
-    record_audit(request.settings, request.op, console)
 
 
 # ----------------------------------------------------------------------------- edit

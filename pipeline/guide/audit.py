@@ -1,0 +1,39 @@
+"""The audit stage: the checklist printed and recorded with its inputs' digest.
+
+Apart from :mod:`pipeline.guide.stages` because `doit audit` runs it on every call: it must
+not pay for importing the runners, editors and renderers the other stages need.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipeline import state
+from pipeline.config import Settings
+from pipeline.guide import checklist
+from pipeline.report.guide import render_checklist
+from pipeline.tree.index import OperatorRecord, load_index
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from pipeline.guide.graph import Request
+
+
+def record_audit(settings: Settings, op: str, console: Console | None) -> OperatorRecord:
+    """Print the checklist (unless ``console`` is None) and record it with its inputs' digest.
+
+    The edit and drop stages re-record it after they write, so it stays current.
+    """
+    record = load_index(settings.tree).record(op)
+    items = checklist.checklist(record)
+    if console is not None:
+        render_checklist(record, items, console)
+    files = state.op_files(settings, op)
+    state.write_json(files.audit, checklist.to_json(record, items))
+    state.write_text(files.audit_digest, state.inputs_digest(settings))
+    return record
+
+
+def audit(request: Request, console: Console) -> None:
+    record_audit(request.settings, request.op, console)
