@@ -13,6 +13,7 @@ prints one line and exits 130.
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -22,7 +23,7 @@ from doit import get_var
 from doit.exceptions import TaskError, TaskFailed
 
 from pipeline.config import OVERRIDABLE, Settings, load_settings
-from pipeline.errors import EXIT_INTERRUPTED, EXIT_WORK_LEFT, PipelineError
+from pipeline.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_WORK_LEFT, PipelineError
 from pipeline.guide.graph import STAGES, VARIABLES, Request, Stage
 
 if TYPE_CHECKING:
@@ -55,8 +56,29 @@ def _settings(overrides: tuple[tuple[str, str | None], ...]) -> Settings:
         raise SystemExit(exc.exit_code) from exc
 
 
+# Variables of the tasks outside the chain's table.
+OTHER_VARIABLES = ("pr", "base", "head")
+
+
+def check_variables(argv: list[str]) -> None:
+    """Refuse a ``name=value`` on the doit command line that no task reads: a mistyped
+    ``dryrun=1`` would otherwise edit the tree."""
+    known = {*VARIABLES, *OVERRIDABLE, *OTHER_VARIABLES}
+    for arg in argv:
+        name, eq, _ = arg.partition("=")
+        if eq and not arg.startswith("-") and name.isidentifier() and name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}=?)" if close else ""
+            print(
+                f"error: unknown variable {name}={hint}; known: {', '.join(sorted(known))}",
+                file=sys.stderr,
+            )
+            raise SystemExit(EXIT_INPUT)
+
+
 def doit_config() -> dict:
     """DOIT_CONFIG: sqlite3 backend (dbm/json lose results when two doit processes share it)."""
+    check_variables(sys.argv[1:])
     state = settings().state_dir
     state.mkdir(parents=True, exist_ok=True)
     return {

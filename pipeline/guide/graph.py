@@ -32,6 +32,8 @@ VARIABLES: dict[str, str] = {
     "host_body": 'host_body="...": body of a host kernel for a stub with extra parameters',
     "python": "python=EXE: interpreter that can import torch (OpInfos, the tests)",
     "state_dir": "state_dir=DIR: where results, caches and doit's database live",
+    "build_dir": "build_dir=DIR: the build directory, relative to root (default: build)",
+    "opinfo_table": "opinfo_table=FILE: a static OpInfo table instead of importing op_db",
 }
 SETTINGS_VARIABLES = ("root", "python", "state_dir")
 
@@ -81,7 +83,7 @@ class Stage:
     uptodate: Callable[[Request], list[Any]] | None = _none
     # also run when the user named the task on the command line, even if up to date
     rerun_when_asked: bool = False
-    variables: tuple[str, ...] = ("op", "root", "python", "state_dir")
+    variables: tuple[str, ...] = ("op", "root", "python", "state_dir", "opinfo_table")
 
 
 def _op(request: Request) -> state.OpFiles:

@@ -355,10 +355,17 @@ def plan_edits(
         _check_registered_once(index, stub_name, edits)
     for info in record.opinfos:
         for d in info.decorators:
-            notes.append(
-                f"OpInfo {info.key}: MPS decorator {d.kind} {d.test or ''} ({d.where}) "
-                "should go once the tests pass"
+            what = " ".join(
+                x
+                for x in (
+                    d.kind,
+                    d.test,
+                    f"[{', '.join(d.dtypes)}]" if d.dtypes else None,
+                    f"({d.where})" if d.where else None,
+                )
+                if x
             )
+            notes.append(f"OpInfo {info.key}: MPS decorator {what} should go once the tests pass")
     return EditPlan(
         op=op,
         edits=tuple(e for e in edits.values() if e.changed),

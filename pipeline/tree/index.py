@@ -154,7 +154,10 @@ class TreeIndex:
             if name == info.name:
                 return info.aten_name or info.name
         candidates = set(ops) | {a for i in self.opinfos for a in (i.name, *i.aliases)}
-        raise UnknownOperatorError(name, difflib.get_close_matches(name, sorted(candidates), n=5))
+        # case-insensitive, so ATAN2 gets atan2
+        by_lower = {c.lower(): c for c in sorted(candidates)}
+        close = difflib.get_close_matches(name.lower(), list(by_lower), n=5)
+        raise UnknownOperatorError(name, [by_lower[c] for c in close])
 
     def record(self, name: str, *, find_references: bool = True) -> OperatorRecord:
         """The joined record of one operator (``name`` may be an alias)."""

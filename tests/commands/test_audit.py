@@ -81,6 +81,8 @@ def test_unknown_operator_exits_2_with_suggestions(capsys, tmp_path: Path) -> No
     code, out, err = _cli(capsys, tmp_path / "state", "audit", "atan")
     assert code == 2 and out == ""
     assert "unknown operator 'atan'" in err and "atan2" in err
+    code, _, err = _cli(capsys, tmp_path / "state", "audit", "ATAN2")
+    assert code == 2 and "Did you mean: atan2" in err  # case does not hide the suggestion
 
 
 def test_backlog_on_the_sandbox_puts_easy_wins_first(sandbox_settings) -> None:
