@@ -128,8 +128,7 @@ def test_doit_start_up_imports_neither_the_stages_nor_the_runners() -> None:
 def test_the_audit_stage_imports_no_runner_or_editor() -> None:
     heavy = ("pipeline.guide.stages", "pipeline.run.build", "pipeline.run.tests", "libcst")
     code = (
-        "import sys, pipeline.guide.audit; "
-        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+        f"import sys, pipeline.guide.audit; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
