@@ -161,9 +161,9 @@ def edit_current(
 ) -> bool:
     """True when the operator's plan was last found empty for the tree exactly as it is.
 
-    The plan is a pure function of the tree and ``body``, so this memo of "the plan is
-    empty" is the rule itself; any change to the tree (a fold by hand, a half-done
-    migration) re-plans.
+    The plan is a pure function of the tree, ``body`` and ``host_body``, so this memo of
+    "the plan is empty" is the rule itself; any change to the tree (a fold by hand, a
+    half-done migration) re-plans.
     """
     path = op_files(settings, op).edit
     if not path.is_file():
