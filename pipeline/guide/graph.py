@@ -33,7 +33,6 @@ VARIABLES: dict[str, str] = {
     "python": "python=EXE: interpreter that can import torch (OpInfos, the tests)",
     "state_dir": "state_dir=DIR: where results, caches and doit's database live",
 }
-SETTINGS_VARIABLES = ("root", "python", "state_dir")
 
 
 @dataclass(frozen=True)
