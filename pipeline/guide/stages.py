@@ -32,7 +32,7 @@ from pipeline.results import junit
 from pipeline.results import table as tables
 from pipeline.run import build as build_runner
 from pipeline.run import tests as test_runner
-from pipeline.tree.index import OperatorRecord, find_references, load_index
+from pipeline.tree.index import OperatorRecord, TreeIndex, find_references, load_index
 from pipeline.tree.opinfo import OpInfoRecord
 
 # How many failing tests' messages the summary prints on the terminal (table.md has all).
@@ -57,12 +57,15 @@ def tree_locked(settings: Settings, console: Console) -> Iterator[None]:
 # ---------------------------------------------------------------------------- audit
 
 
-def record_audit(settings: Settings, op: str, console: Console | None) -> OperatorRecord:
+def record_audit(
+    settings: Settings, op: str, console: Console | None, *, index: TreeIndex | None = None
+) -> OperatorRecord:
     """Print the checklist (unless ``console`` is None) and record it with its inputs' digest.
 
-    The edit and drop stages re-record it after they write, so it stays current.
+    The edit and drop stages re-record it after they write, so it stays current. ``index``
+    is the tree's index when the caller already loaded it for the tree as it is now.
     """
-    record = load_index(settings.tree).record(op)
+    record = (index if index is not None else load_index(settings.tree)).record(op)
     items = checklist.checklist(record)
     if console is not None:
         render_checklist(record, items, console)
@@ -111,8 +114,9 @@ def _blocked(plan: EditPlan, *, dry_run: bool) -> WorkLeftError:
 def preview(request: Request, console: Console) -> None:
     """Every diff the edit would make and what is left to write by hand; writes nothing."""
     settings, op = request.settings, request.op
-    record_audit(settings, op, console)
-    plan = plan_edits(load_index(settings.tree), op, request.body, request.host_body)
+    index = load_index(settings.tree)
+    record_audit(settings, op, console, index=index)
+    plan = plan_edits(index, op, request.body, request.host_body)
     _show_plan(plan, console, dry_run=True)
     if plan.blockers:
         raise _blocked(plan, dry_run=True)
@@ -130,14 +134,15 @@ def edit(request: Request, console: Console) -> None:
             settings.root, plan.edits, force=request.force, guard_also=plan.later_writes
         )
         if plan.edits:
-            after = plan_edits(load_index(settings.tree), op, request.body, request.host_body)
+            index = load_index(settings.tree)  # of the edited tree
+            after = plan_edits(index, op, request.body, request.host_body)
             if after.edits:  # the readers disagree with the editors: say so, do not loop
                 raise PipelineError(
                     f"{op}: after the edit, the tree still needs: "
                     + "; ".join(e.summary for e in after.edits)
                     + ". Please report this with `git diff`."
                 )
-            record_audit(settings, op, None)  # it now describes the edited tree
+            record_audit(settings, op, None, index=index)  # it now describes the edited tree
     leftovers = find_references(settings.root, plan.old_names)
     for name, span in leftovers:
         console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)
