@@ -125,12 +125,15 @@ def build_inputs(settings: Settings) -> list[Path]:
     return files(settings.root, paths.BUILD_PATTERNS)
 
 
+def opinfo_inputs(settings: Settings) -> list[Path]:
+    """The static OpInfo table, when the settings name one that exists; else nothing."""
+    table = settings.opinfo_table
+    return [table] if table is not None and table.is_file() else []
+
+
 def edit_inputs(settings: Settings) -> list[Path]:
     """The files the audit and edit stages read: the build inputs and the OpInfo table."""
-    inputs = build_inputs(settings)
-    if settings.opinfo_table is not None and settings.opinfo_table.is_file():
-        inputs.append(settings.opinfo_table)
-    return inputs
+    return build_inputs(settings) + opinfo_inputs(settings)
 
 
 def _digest(paths_: list[Path], extra: str = "") -> str:
