@@ -502,7 +502,7 @@ def bench_audit(ctx: Context) -> Result:
                 if os.environ.get("PYTHONDONTWRITEBYTECODE")
                 else ""
             ),
-            "in-process: audit.record_audit (load_index from its cache, record, checklist, "
+            "in-process: guide.audit.record_audit (load_index from its cache, record, checklist, "
             "render) timed in this process, no start-up or imports",
             "profile: one cProfile'd run each (inflated; read as shares of its total). import: "
             "-X importtime of pipeline.tasks after doit's modules (and of the CLI's audit module), "

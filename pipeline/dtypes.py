@@ -69,6 +69,8 @@ MPS_TEST_DTYPES: tuple[str, ...] = (
     "complex64",
     "complex32",
 )
+# The complex dtypes MPS kernels support (complex128 is 64-bit floating point: never).
+COMPLEX: frozenset[str] = frozenset({"complex64", "complex32"})
 
 
 def canonical(name: str) -> str:

@@ -125,12 +125,15 @@ def build_inputs(settings: Settings) -> list[Path]:
     return files(settings.root, paths.BUILD_PATTERNS)
 
 
+def opinfo_inputs(settings: Settings) -> list[Path]:
+    """The static OpInfo table, when the settings name one that exists; else nothing."""
+    table = settings.opinfo_table
+    return [table] if table is not None and table.is_file() else []
+
+
 def edit_inputs(settings: Settings) -> list[Path]:
     """The files the audit and edit stages read: the build inputs and the OpInfo table."""
-    inputs = build_inputs(settings)
-    if settings.opinfo_table is not None and settings.opinfo_table.is_file():
-        inputs.append(settings.opinfo_table)
-    return inputs
+    return build_inputs(settings) + opinfo_inputs(settings)
 
 
 def _digest(paths_: list[Path], extra: str = "") -> str:
@@ -161,9 +164,9 @@ def edit_current(
 ) -> bool:
     """True when the operator's plan was last found empty for the tree exactly as it is.
 
-    The plan is a pure function of the tree and ``body``, so this memo of "the plan is
-    empty" is the rule itself; any change to the tree (a fold by hand, a half-done
-    migration) re-plans.
+    The plan is a pure function of the tree, ``body`` and ``host_body``, so this memo of
+    "the plan is empty" is the rule itself; any change to the tree (a fold by hand, a
+    half-done migration) re-plans.
     """
     path = op_files(settings, op).edit
     if not path.is_file():

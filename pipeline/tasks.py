@@ -24,7 +24,7 @@ from doit.exceptions import TaskError, TaskFailed
 
 from pipeline.config import OVERRIDABLE, Settings, load_settings
 from pipeline.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_WORK_LEFT, PipelineError
-from pipeline.guide.graph import STAGES, VARIABLES, Request, Stage
+from pipeline.guide.graph import BY_NAME, STAGES, VARIABLES, Request, Stage
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -177,7 +177,7 @@ def _subtasks(stage: Stage, op: str, task: dict) -> Iterator[dict]:
 
 
 def _per_op(name: str) -> bool:
-    return next(s.per_op for s in STAGES if s.name == name)
+    return BY_NAME[name].per_op
 
 
 def task_backlog() -> dict:

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pipeline.dtypes import DTYPE_TO_METAL, sort_key
+from pipeline.dtypes import COMPLEX, DTYPE_TO_METAL, sort_key
 from pipeline.edit.atomic import FileEdit, unplaced
 from pipeline.errors import EditVerificationError, ParseError
 from pipeline.tree import cpp, metal
@@ -35,7 +35,6 @@ Pair = tuple[str, str]  # (input dtype, output dtype), canonical names
 
 FLOATING: frozenset[str] = frozenset({"float32", "float16", "bfloat16"})
 INTEGRAL: frozenset[str] = frozenset({"int64", "int32", "int16", "int8", "uint8", "bool"})
-COMPLEX: frozenset[str] = frozenset({"complex64", "complex32"})
 # the kinds of input a functor may need an overload for, in the order overloads are written
 _KINDS: tuple[tuple[str, frozenset[str]], ...] = (
     ("floating", FLOATING),

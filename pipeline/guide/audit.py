@@ -12,7 +12,7 @@ from pipeline import state
 from pipeline.config import Settings
 from pipeline.guide import checklist
 from pipeline.report.guide import render_checklist
-from pipeline.tree.index import OperatorRecord, load_index
+from pipeline.tree.index import OperatorRecord, TreeIndex, load_index
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -20,12 +20,15 @@ if TYPE_CHECKING:
     from pipeline.guide.graph import Request
 
 
-def record_audit(settings: Settings, op: str, console: Console | None) -> OperatorRecord:
+def record_audit(
+    settings: Settings, op: str, console: Console | None, *, index: TreeIndex | None = None
+) -> OperatorRecord:
     """Print the checklist (unless ``console`` is None) and record it with its inputs' digest.
 
-    The edit and drop stages re-record it after they write, so it stays current.
+    The edit and drop stages re-record it after they write, so it stays current. ``index``
+    is the tree's index when the caller already loaded it for the tree as it is now.
     """
-    record = load_index(settings.tree).record(op)
+    record = (index if index is not None else load_index(settings.tree)).record(op)
     items = checklist.checklist(record)
     if console is not None:
         render_checklist(record, items, console)

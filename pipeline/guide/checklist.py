@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.dtypes import sort_key
+from pipeline.dtypes import COMPLEX, sort_key
 from pipeline.guide.workflow import of_record
 from pipeline.tree.index import OperatorRecord
 from pipeline.tree.native_yaml import MpsKind
@@ -17,7 +17,6 @@ from pipeline.tree.span import Span
 SCHEMA_VERSION = 1
 # MPS has no 64-bit floating point: never required of a kernel.
 UNSUPPORTED_ON_MPS = frozenset({"float64", "complex128"})
-COMPLEX = frozenset({"complex64", "complex32"})
 
 
 @dataclass(frozen=True)

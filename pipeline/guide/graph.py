@@ -35,7 +35,6 @@ VARIABLES: dict[str, str] = {
     "build_dir": "build_dir=DIR: the build directory, relative to root (default: build)",
     "opinfo_table": "opinfo_table=FILE: a static OpInfo table instead of importing op_db",
 }
-SETTINGS_VARIABLES = ("root", "python", "state_dir")
 
 
 @dataclass(frozen=True)
@@ -90,15 +89,11 @@ def _op(request: Request) -> state.OpFiles:
     return state.op_files(request.settings, request.op)
 
 
-def _opinfo_files(settings: Settings) -> list[Path]:
-    table = settings.opinfo_table
-    return [table] if table is not None and table.is_file() else []
-
-
 def _test_inputs(request: Request) -> list[Path]:
     s = request.settings
     test_file = s.root / s.test_file
-    return [state.build_stamp(s)] + ([test_file] if test_file.is_file() else []) + _opinfo_files(s)
+    tests = [test_file] if test_file.is_file() else []
+    return [state.build_stamp(s), *tests, *state.opinfo_inputs(s)]
 
 
 def _test_uptodate(request: Request) -> list[Any]:

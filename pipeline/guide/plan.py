@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import textwrap
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,15 +100,20 @@ def host_kernel_skeleton(record: OperatorRecord, kind: str, kernel: str) -> str:
     decl = record.stub_decl
     assert decl is not None
     stub, function = f"{record.op}_stub", f"{record.op}_mps_kernel"
-    names = ["iter"] + [f"arg{i}" for i in range(1, len(decl.params))]
-    params = ", ".join(f"{t} {n}" for t, n in zip(decl.params, names, strict=True))
-    extra = "".join(f", {n}" for n in names[1:])
+    names = [f"arg{i}" for i in range(1, len(decl.params))]
+    params = ", ".join(f"{t} {n}" for t, n in zip(decl.params, ["iter", *names], strict=True))
+    body = textwrap.indent(_skeleton_body(kind, kernel, names), "  ")
     return (
-        f"static void {function}({params}) {{\n"
-        f"  // TODO: pass what the Metal kernel needs of {', '.join(names[1:])}\n"
-        f'  lib.exec_{kind}_kernel(iter, "{kernel}"{extra});\n'
-        "}\n\n"
+        f"static void {function}({params}) {{\n{body}\n}}\n\n"
         f"REGISTER_DISPATCH({stub}, &{function});\n"
+    )
+
+
+def _skeleton_body(kind: str, kernel: str, names: list[str]) -> str:
+    """The host kernel's body to fill in: hand ``names`` (its extra parameters) on."""
+    return (
+        f"// TODO: pass what the Metal kernel needs of {', '.join(names)}\n"
+        f'lib.exec_{kind}_kernel(iter, "{kernel}"{"".join(", " + n for n in names)});'
     )
 
 
@@ -199,12 +205,8 @@ def _skeleton_edit(
 ) -> FileEdit | None:
     """The host-kernel skeleton in place, for the preview; None where it cannot be placed."""
     names = [f"arg{i}" for i in range(1, extra + 1)]
-    body = (
-        f"// TODO: pass what the Metal kernel needs of {', '.join(names)}\n"
-        f'lib.exec_{kind}_kernel(iter, "{kernel}"{"".join(", " + n for n in names)});'
-    )
     try:
-        return host(body=body)
+        return host(body=_skeleton_body(kind, kernel, names))
     except (ValueError, EditVerificationError):
         return None
 

@@ -89,8 +89,9 @@ def _blocked(plan: EditPlan, *, dry_run: bool) -> WorkLeftError:
 def preview(request: Request, console: Console) -> None:
     """Every diff the edit would make and what is left to write by hand; writes nothing."""
     settings, op = request.settings, request.op
-    record_audit(settings, op, console)
-    plan = plan_edits(load_index(settings.tree), op, request.body, request.host_body)
+    index = load_index(settings.tree)
+    record_audit(settings, op, console, index=index)
+    plan = plan_edits(index, op, request.body, request.host_body)
     _show_plan(plan, console, dry_run=True)
     if plan.blockers:
         raise _blocked(plan, dry_run=True)
@@ -108,14 +109,15 @@ def edit(request: Request, console: Console) -> None:
             settings.root, plan.edits, force=request.force, guard_also=plan.later_writes
         )
         if plan.edits:
-            after = plan_edits(load_index(settings.tree), op, request.body, request.host_body)
+            index = load_index(settings.tree)  # of the edited tree
+            after = plan_edits(index, op, request.body, request.host_body)
             if after.edits:  # the readers disagree with the editors: say so, do not loop
                 raise PipelineError(
                     f"{op}: after the edit, the tree still needs: "
                     + "; ".join(e.summary for e in after.edits)
                     + ". Please report this with `git diff`."
                 )
-            record_audit(settings, op, None)  # it now describes the edited tree
+            record_audit(settings, op, None, index=index)  # it now describes the edited tree
     leftovers = find_references(settings.root, plan.old_names)
     for name, span in leftovers:
         console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)

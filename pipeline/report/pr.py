@@ -32,8 +32,8 @@ from rich.markup import escape
 from pipeline.config import Settings
 from pipeline.errors import BuildError, PipelineError
 
-# Re-point on merge: the build and test stages move to pipeline.guide.stages. Called as
-# stages.X (not imported by name) so that tests can monkeypatch them.
+# The build and test stages are called as stages.X (not imported by name) so that tests
+# can monkeypatch them.
 from pipeline.guide import stages
 from pipeline.guide.xfails import plan_xfail_changes
 from pipeline.impact import affected, selected_opinfos

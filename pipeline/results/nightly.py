@@ -35,8 +35,6 @@ from typing import Any
 from pipeline.config import Settings
 from pipeline.edit.xfails import apply_xfail_changes
 from pipeline.errors import PipelineError
-
-# Re-point on merge: the backlog moves to pipeline.guide.backlog.
 from pipeline.guide.backlog import BacklogItem, backlog
 from pipeline.results import decide, history, junit
 from pipeline.results.junit import CaseResult, Outcome
