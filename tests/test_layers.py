@@ -79,7 +79,7 @@ def test_only_the_cli_entry_point_imports_the_commands() -> None:
             ("pipeline.run", "pipeline.results", "pipeline.report", "pipeline.guide"),
         ),
         ("pipeline.run", ("pipeline.edit", "pipeline.report", "pipeline.guide")),
-        ("pipeline.results", ("pipeline.report", "pipeline.tasks")),
+        ("pipeline.results", ("pipeline.report", "pipeline.tasks", "pipeline.guide")),
         ("pipeline.guide", ("pipeline.tasks",)),
         ("pipeline.config", ("pipeline.sandbox", "pipeline.workspace", "pipeline.guide")),
     ],

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from pipeline.config import Settings
+from pipeline.guide.backlog import backlog
 from pipeline.report.console import terminal
 from pipeline.report.nightly import publish, render_terminal
 from pipeline.results import history
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         keep=args.keep,
         commit=args.commit,
         source=args.source,
+        backlog_of=backlog,
     )
     files = publish(outcome)
     if args.json:

@@ -16,12 +16,15 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pipeline.dtypes import sort_key
+from pipeline.edit.atomic import FileEdit
 from pipeline.edit.xfails import XfailChange
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
+from pipeline.tree import paths
 
 Action = Literal["keep", "drop_dtypes", "delete", "narrow_none"]
 
@@ -268,3 +271,17 @@ def to_changes(decisions: Iterable[XfailDecision]) -> tuple[XfailChange, ...]:
         for d in decisions
         if d.action != "keep"
     )
+
+
+def removal_edit(root: Path, decisions: Iterable[XfailDecision]) -> FileEdit | None:
+    """The (unapplied) edit of the tree's common_mps.py that ``decisions`` make; None when
+    every decision keeps its entry."""
+    changes = to_changes(decisions)
+    if not changes:
+        return None
+    # Imported here: libcst (behind the xfail editor) is 0.2 s of start-up that only a
+    # caller that really has entries to drop should pay.
+    from pipeline.edit.xfails import apply_xfail_changes
+
+    text = (root / paths.COMMON_MPS).read_text(encoding="utf-8")
+    return apply_xfail_changes(text, paths.COMMON_MPS, changes)

@@ -27,21 +27,18 @@ Then, from the history:
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
-from pipeline.edit.xfails import apply_xfail_changes
 from pipeline.errors import PipelineError
-from pipeline.guide.backlog import BacklogItem, backlog
 from pipeline.results import decide, history, junit
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, display_names, merge_runs
 from pipeline.tree.git import head_commit
 from pipeline.tree.index import TreeIndex, load_index
-from pipeline.tree.paths import COMMON_MPS
 
 SCHEMA = 1  # of summary.json
 DEFAULT_MIN_PASSES = 3
@@ -189,9 +186,8 @@ def propose(
 
 def _diff(settings: Settings, decisions: Sequence[decide.XfailDecision]) -> str:
     """The unified diff of common_mps.py that ``decisions`` make (the tree is not touched)."""
-    rel = COMMON_MPS
-    text = (settings.root / rel).read_text(encoding="utf-8")
-    return apply_xfail_changes(text, rel, decide.to_changes(decisions)).diff()
+    edit = decide.removal_edit(settings.root, decisions)
+    return edit.diff() if edit is not None else ""
 
 
 # ------------------------------------------------------------ regressions and flakes
@@ -262,7 +258,7 @@ def pass_rate(counts: Mapping[str, int]) -> float | None:
     return (counts.get(Outcome.PASS.value, 0) + counts.get(Outcome.XPASS.value, 0)) / ran
 
 
-def _backlog_dict(items: Sequence[BacklogItem] | None, error: str) -> dict[str, Any]:
+def _backlog_dict(items: Sequence[Any] | None, error: str) -> dict[str, Any]:
     """summary.json's backlog: counts by workflow and the items, or why there are none."""
     if items is None:
         return {"error": error, "counts": {}, "total": 0, "items": []}
@@ -285,7 +281,7 @@ def build_summary(
     proposals: Proposals | None,
     regressions: Sequence[Regression],
     flaky: Sequence[FlakyTest],
-    backlog_items: Sequence[BacklogItem] | None,
+    backlog_items: Sequence[Any] | None,
     backlog_error: str,
     trend: Sequence[tuple[str, str, dict[str, int]]],
     min_passes: int,
@@ -354,8 +350,12 @@ def run_nightly(
     commit: str | None = None,
     source: str = "",
     started: str | None = None,
+    backlog_of: Callable[[TreeIndex], Sequence[Any]],
 ) -> NightlyOutcome:
     """Record one nightly in the history and analyse it; see the module docstring.
+
+    ``backlog_of`` is :func:`pipeline.guide.backlog.backlog`, passed in by the caller:
+    interpreting results sits below the guide's domain logic.
 
     The merged JUnit reports are written to ``dashboard_dir/junit/`` (default
     ``<state_dir>/dashboard``); the rest of the dashboard is the report layer's
@@ -379,11 +379,11 @@ def run_nightly(
         warnings.append(f"no results from {', '.join(missing)} (did its jobs run?)")
 
     index: TreeIndex | None = None
-    backlog_items: tuple[BacklogItem, ...] | None = None
+    backlog_items: Sequence[Any] | None = None
     backlog_error = ""
     try:
         index = load_index(settings.tree)
-        backlog_items = backlog(index)
+        backlog_items = backlog_of(index)
     except PipelineError as exc:
         backlog_error = str(exc)
         warnings.append(f"cannot read the tree at {settings.root}: {exc}")

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pipeline.guide.backlog import backlog
 from pipeline.report.nightly import publish
 from pipeline.results import nightly
 
@@ -126,7 +127,7 @@ class Nights:
 
 def run(settings, results: Path, **kw) -> dict:
     """Record and publish a nightly as the command does; its summary."""
-    outcome = nightly.run_nightly(settings, results, **kw)
+    outcome = nightly.run_nightly(settings, results, backlog_of=backlog, **kw)
     publish(outcome)
     return outcome.summary
 
