@@ -9,25 +9,14 @@ from pathlib import Path
 import pytest
 
 from pipeline.tree.common_mps import read as read_common_mps
+from tests.doit_runs import doit, stages_run
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 YAML = "aten/src/ATen/native/native_functions.yaml"
 BINARY_OPS = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
 BINARY_KERNEL = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
 TASKS = ("audit", "edit", "build", "test_op", "table", "drop_xfails", "summary")
-
-
-def doit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run the real doit command line, as a user would, with a private state dir."""
-    cmd = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), "-d", str(tmp_path)]
-    return subprocess.run(
-        [*cmd, *args, f"state_dir={tmp_path / 'state'}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def tree(tmp_path: Path) -> Path:
@@ -40,15 +29,10 @@ def git_status(root: Path) -> str:
     ).stdout
 
 
-def ran(output: str) -> set[str]:
-    """Tasks doit executed ('.  name'), as opposed to found up to date ('-- name')."""
-    return {line[3:].split(":")[0] for line in output.splitlines() if line.startswith(".  ")}
-
-
 def test_migrate_atan2_end_to_end_then_nothing_to_do(tmp_path: Path) -> None:
-    first = doit(tmp_path, "migrate_op", "op=atan2")
+    first = doit(tmp_path / "state", "migrate_op", "op=atan2")
     assert first.returncode == 0, first.stdout + first.stderr
-    assert ran(first.stdout) == set(TASKS)
+    assert stages_run(first.stdout) == set(TASKS)
     root = tree(tmp_path)
     yaml = (root / YAML).read_text()
     assert "CPU, CUDA, MPS: atan2_out" in yaml and "atan2_out_mps" not in yaml
@@ -62,32 +46,32 @@ def test_migrate_atan2_end_to_end_then_nothing_to_do(tmp_path: Path) -> None:
     for name in ("junit.xml", "table.md", "table.json", "summary.md"):
         assert (tmp_path / "state/ops/atan2" / name).is_file()
 
-    second = doit(tmp_path, "migrate_op", "op=atan2")
+    second = doit(tmp_path / "state", "migrate_op", "op=atan2")
     assert second.returncode == 0, second.stderr
-    assert ran(second.stdout) == set()
+    assert stages_run(second.stdout) == set()
     # per-operator stages are per-operator tasks; the build is the tree's
     up_to_date = {"-- build" if t == "build" else f"-- {t}:atan2" for t in TASKS}
     assert up_to_date <= set(second.stdout.splitlines())
 
     # the uncommitted migration, seen as a diff: atan2 only, and it needs a build
-    affected = doit(tmp_path, "affected", "base=HEAD")
+    affected = doit(tmp_path / "state", "affected", "base=HEAD")
     assert affected.returncode == 0, affected.stderr
     assert "1 operator(s); build needed" in affected.stdout
     assert "\n  atan2\n" in affected.stdout
 
 
 def test_python_only_change_never_starts_ninja(tmp_path: Path) -> None:
-    assert doit(tmp_path, "migrate_op", "op=atan2").returncode == 0
+    assert doit(tmp_path / "state", "migrate_op", "op=atan2").returncode == 0
     test_file = tree(tmp_path) / "test/test_mps.py"
     test_file.write_text(test_file.read_text() + "\n# a comment\n")
-    again = doit(tmp_path, "migrate_op", "op=atan2")
+    again = doit(tmp_path / "state", "migrate_op", "op=atan2")
     assert again.returncode == 0, again.stderr
-    assert "build" not in ran(again.stdout)
-    assert "test_op" in ran(again.stdout)
+    assert "build" not in stages_run(again.stdout)
+    assert "test_op" in stages_run(again.stdout)
 
 
 def test_add_workflow_for_hypot(tmp_path: Path) -> None:
-    result = doit(tmp_path, "migrate_op", "op=hypot")
+    result = doit(tmp_path / "state", "migrate_op", "op=hypot")
     # The edits and output tests are done, but the grad xfail entry is left (its tests
     # were not run): the chain says so and exits 1 rather than claiming success.
     assert result.returncode == 1, result.stdout + result.stderr
@@ -99,7 +83,7 @@ def test_add_workflow_for_hypot(tmp_path: Path) -> None:
 
 
 def test_missing_functor_stops_before_any_edit(tmp_path: Path) -> None:
-    result = doit(tmp_path, "migrate_op", "op=xlogy")
+    result = doit(tmp_path / "state", "migrate_op", "op=xlogy")
     assert result.returncode != 0
     out = result.stdout + result.stderr
     assert "no Metal functor yet" in out and "BinaryKernel.metal" in out
@@ -109,7 +93,7 @@ def test_missing_functor_stops_before_any_edit(tmp_path: Path) -> None:
 
 def test_missing_functor_with_body(tmp_path: Path) -> None:
     body = "body=return static_cast<T>(a * ::metal::log(float(b)));"
-    result = doit(tmp_path, "migrate_op", "op=xlogy", body)
+    result = doit(tmp_path / "state", "migrate_op", "op=xlogy", body)
     assert result.returncode == 1, result.stdout + result.stderr  # the grad xfail is left
     assert "0 failing test(s), 1 checklist item(s) left" in result.stdout
     metal = (tree(tmp_path) / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal").read_text()
@@ -117,25 +101,25 @@ def test_missing_functor_with_body(tmp_path: Path) -> None:
 
 
 def test_dry_run_shows_diffs_and_writes_nothing(tmp_path: Path) -> None:
-    result = doit(tmp_path, "migrate_op", "op=atan2", "dry_run=1")
+    result = doit(tmp_path / "state", "migrate_op", "op=atan2", "dry_run=1")
     assert result.returncode == 0, result.stderr
     assert f"--- a/{YAML}" in result.stdout
     assert "-    MPS: atan2_out_mps" in result.stdout
     assert f"+++ b/{BINARY_KERNEL}" in result.stdout
     assert git_status(tree(tmp_path)) == ""
-    assert ran(result.stdout) == {"preview"}
+    assert stages_run(result.stdout) == {"preview"}
 
 
 def test_refuses_uncommitted_changes_without_force(tmp_path: Path) -> None:
-    assert doit(tmp_path, "audit", "op=atan2").returncode == 0
+    assert doit(tmp_path / "state", "audit", "op=atan2").returncode == 0
     yaml = tree(tmp_path) / YAML
     yaml.write_text("# my own work in progress\n" + yaml.read_text())
-    refused = doit(tmp_path, "migrate_op", "op=atan2")
+    refused = doit(tmp_path / "state", "migrate_op", "op=atan2")
     assert refused.returncode != 0
     assert "uncommitted changes" in refused.stdout + refused.stderr
     assert yaml.read_text().startswith("# my own work in progress\n")
     assert "atan2_out_mps" in yaml.read_text()
-    forced = doit(tmp_path, "migrate_op", "op=atan2", "force=1")
+    forced = doit(tmp_path / "state", "migrate_op", "op=atan2", "force=1")
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert yaml.read_text().startswith("# my own work in progress\n")
     assert "atan2_out_mps" not in yaml.read_text()
@@ -143,10 +127,10 @@ def test_refuses_uncommitted_changes_without_force(tmp_path: Path) -> None:
 
 def test_audit_prints_every_time_and_backlog_lists(tmp_path: Path) -> None:
     for _ in range(2):
-        result = doit(tmp_path, "audit", "op=atan2")
+        result = doit(tmp_path / "state", "audit", "op=atan2")
         assert result.returncode == 0, result.stderr
         assert "✗ MPS dispatch on every overload" in result.stdout
-    backlog = doit(tmp_path, "backlog")
+    backlog = doit(tmp_path / "state", "backlog")
     assert backlog.returncode == 0 and "atan2" in backlog.stdout and "migrate" in backlog.stdout
 
 
@@ -164,19 +148,19 @@ def test_cli_migrate_runs_the_same_task_graph(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stdout + first.stderr
     assert read_common_mps(tree(tmp_path)).for_key("atan2") == ()
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert ran(second.stdout) == set()
+    assert stages_run(second.stdout) == set()
 
 
 def test_build_failure_stops_the_chain_with_the_first_error(tmp_path: Path) -> None:
-    assert doit(tmp_path, "audit", "op=copysign").returncode == 0
+    assert doit(tmp_path / "state", "audit", "op=copysign").returncode == 0
     root = tree(tmp_path)
     kernel = root / BINARY_KERNEL
     kernel.write_text(kernel.read_text().replace('"copysign"', '"copysign_typo"'))
     subprocess.run(
         ["git", "-C", str(root), "commit", "-qam", "typo", "-c", "user.name=t"], capture_output=True
     )
-    result = doit(tmp_path, "migrate_op", "op=copysign", "force=1")
+    result = doit(tmp_path / "state", "migrate_op", "op=copysign", "force=1")
     assert result.returncode != 0
     out = result.stdout + result.stderr
     assert "build failed" in out and "BinaryKernel.mm:" in out and "copysign_typo" in out
-    assert "test_op" not in ran(result.stdout)
+    assert "test_op" not in stages_run(result.stdout)

@@ -9,7 +9,6 @@ hand-written piece writes nothing and says what to write.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -20,30 +19,12 @@ import pytest
 
 from pipeline import sandbox
 from pipeline.tree.common_mps import read as read_common_mps
+from tests.doit_runs import REPO, doit, executed
 from tests.sandbox.edits import BINARY_KERNEL, BINARY_METAL, BINARY_OPS, YAML, edit
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 OPINFO_TABLE = f"opinfo_table={sandbox.OPINFO_TABLE}"
-
-
-def doit(state: Path, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None):
-    """The real doit command line, as a user runs it, with its own state dir."""
-    cwd = cwd or state.parent
-    cmd = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), "-d", str(cwd)]
-    return subprocess.run(
-        [*cmd, *args, f"state_dir={state}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def ran(output: str) -> set[str]:
-    """Tasks doit executed ('.  name:op'), not those found up to date ('-- name')."""
-    return {line[3:] for line in output.splitlines() if line.startswith(".  ")}
 
 
 def git(root: Path, *args: str) -> str:
@@ -87,10 +68,10 @@ def test_a_rebuild_reruns_every_operators_tests(tmp_path: Path) -> None:
     commit_all(root, "drop atan2's integer kernels")
     other = doit(state, "migrate_op", "op=lt")
     assert other.returncode == 0, other.stdout + other.stderr
-    assert "build" in ran(other.stdout)
+    assert "build" in executed(other.stdout)
 
     again = doit(state, "migrate_op", "op=atan2")
-    assert "test_op:atan2" in ran(again.stdout), again.stdout  # the build changed under it
+    assert "test_op:atan2" in executed(again.stdout), again.stdout  # the build changed under it
     assert again.returncode == 1
     assert "6 failing test(s)" in again.stdout + again.stderr
     table = (state / "ops/atan2/table.md").read_text()
@@ -99,7 +80,7 @@ def test_a_rebuild_reruns_every_operators_tests(tmp_path: Path) -> None:
 
     # nothing changed since: the build is idle and the tests are not re-run...
     idle = doit(state, "migrate_op", "op=atan2")
-    assert "test_op:atan2" not in ran(idle.stdout)
+    assert "test_op:atan2" not in executed(idle.stdout)
     assert idle.returncode == 1  # ...and the truth stays the same
 
 
@@ -110,11 +91,11 @@ def test_changing_the_test_kinds_reruns_the_tests(tmp_path: Path) -> None:
     config.write_text("test:\n  kinds: [output_match, output_grad_match]\n")
     again = doit(state, "test_op", "op=atan2", env={"MPS_PIPELINE_CONFIG": str(config)})
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "test_op:atan2" in ran(again.stdout)
+    assert "test_op:atan2" in executed(again.stdout)
     assert "test_output_grad_match_atan2" in (state / "ops/atan2/junit.xml").read_text()
     # same settings again: up to date
     same = doit(state, "test_op", "op=atan2", env={"MPS_PIPELINE_CONFIG": str(config)})
-    assert "test_op:atan2" not in ran(same.stdout)
+    assert "test_op:atan2" not in executed(same.stdout)
 
 
 def test_two_chains_on_one_tree_never_lose_edits(tmp_path: Path) -> None:
@@ -234,7 +215,7 @@ def test_a_dirty_common_mps_is_refused_before_the_first_write(tmp_path: Path) ->
     assert result.returncode == 2
     assert "common_mps.py has uncommitted changes" in result.stdout + result.stderr
     assert git(root, "status", "--porcelain").split() == ["M", str(common.relative_to(root))]
-    assert "build" not in ran(result.stdout)
+    assert "build" not in executed(result.stdout)
 
 
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path) -> None:
