@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from pipeline.config import load_settings
-from pipeline.errors import EXIT_INTERRUPTED, PipelineError
+from pipeline.errors import EXIT_INTERRUPTED, EXIT_OK, PipelineError
 from pipeline.workspace import prepare
 
 # command -> (module in pipeline.commands implementing add_arguments() and run(), help)
@@ -57,6 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        # `... --json | head` closed our stdout: not an error of ours; keep Python's shutdown
+        # flush from raising again on the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except KeyboardInterrupt:
         # Source edits are transactions (rolled back, or forward by the next run).
         print("\ninterrupted: nothing half-written was left behind", file=sys.stderr)

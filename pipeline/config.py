@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from collections.abc import Mapping
@@ -107,7 +108,9 @@ def _validate(data: Mapping[str, Any], schema: Mapping[str, Any], prefix: str) -
     for key in data:
         if key not in schema:
             known = ", ".join(sorted(schema))
-            raise ConfigError(f"unknown config key '{prefix}{key}'; known keys: {known}")
+            close = difflib.get_close_matches(str(key), list(schema), n=1)
+            hint = f" (did you mean '{prefix}{close[0]}'?)" if close else ""
+            raise ConfigError(f"unknown config key '{prefix}{key}'{hint}; known keys: {known}")
     for key, spec in schema.items():
         if isinstance(spec, dict):
             out[key] = _validate(data.get(key) or {}, spec, f"{prefix}{key}.")
@@ -126,11 +129,17 @@ def _validate(data: Mapping[str, Any], schema: Mapping[str, Any], prefix: str) -
 def load_raw(path: Path | None = None) -> dict[str, Any]:
     """Read and validate a config file (the bundled default when ``path`` is None)."""
     path = path or DEFAULT_CONFIG
+    if not path.is_file():
+        return _validate({}, SCHEMA, "")
     try:
-        data = yaml.safe_load(path.read_text()) if path.is_file() else {}
+        with path.open(encoding="utf-8") as fh:  # a stream, so YAML errors name the file
+            data = yaml.safe_load(fh)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    return _validate(data or {}, SCHEMA, "")
+    try:
+        return _validate(data or {}, SCHEMA, "")
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def load_settings(

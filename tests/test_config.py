@@ -33,8 +33,11 @@ def test_bundled_config_is_valid_and_defaults_to_the_sandbox(tmp_path: Path) -> 
 def test_unknown_key_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"unknown config key 'rot'.*known keys: .*root"):
         load_raw(_write(tmp_path, "rot: /x\n"))
-    with pytest.raises(ConfigError, match=r"unknown config key 'test\.kind'"):
+    with pytest.raises(ConfigError, match=r"unknown config key 'test\.kind'") as raised:
         load_raw(_write(tmp_path, "test:\n  kind: [output_match]\n"))
+    # the message names the file and the key meant
+    assert str(raised.value).startswith(str(tmp_path))
+    assert "(did you mean 'test.kinds'?)" in str(raised.value)
 
 
 def test_wrong_type_is_named(tmp_path: Path) -> None:

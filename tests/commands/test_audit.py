@@ -125,3 +125,20 @@ def test_backlog_on_the_real_yaml_groups_every_mps_specific_row(
     assert {i.op for i in items} == {e.operator for e in specific}
     assert all(i.workflow == "migrate" for i in items)
     assert {k for i in items for k in i.mps_kernels} == {e.kernel_for("MPS") for e in specific}
+
+
+def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
+    # `mps-pipeline backlog --json | head -1`: the reader goes away before the output ends
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "backlog", "--json", "--state-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    proc.stdout.close()  # nobody reads
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err
