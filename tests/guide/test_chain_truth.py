@@ -9,10 +9,12 @@ hand-written piece writes nothing and says what to write.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -219,17 +221,22 @@ def test_a_dirty_common_mps_is_refused_before_the_first_write(tmp_path: Path) ->
 
 
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path) -> None:
+    # a build that takes long enough to be interrupted for sure
+    config = tmp_path / "pipeline.yaml"
+    config.write_text('build_command: [sh, -c, "sleep 60"]\n')
     cmd = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), "-d", str(tmp_path)]
     proc = subprocess.Popen(
         [*cmd, "migrate_op", "op=atan2", f"state_dir={tmp_path / 'state'}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, "MPS_PIPELINE_CONFIG": str(config), "PYTHONUNBUFFERED": "1"},
     )
     seen = []
     for line in proc.stdout:
         seen.append(line)
-        if line.startswith("build:"):  # the build is running: interrupt it
+        if line.startswith(".  build"):  # the build is running: interrupt it
+            time.sleep(0.5)
             proc.send_signal(signal.SIGINT)
             break
     seen.append(proc.stdout.read())
