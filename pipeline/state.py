@@ -149,6 +149,12 @@ def inputs_digest(settings: Settings) -> str:
     return _digest([*edit_inputs(settings), settings.root / paths.COMMON_MPS])
 
 
+def audit_current(settings: Settings, op: str) -> bool:
+    """True when the operator's recorded audit was made from the tree exactly as it is."""
+    path = op_files(settings, op).audit_digest
+    return path.is_file() and path.read_text() == inputs_digest(settings)
+
+
 def edit_digest(settings: Settings, body: str | None, host_body: str | None = None) -> str:
     """What an edit plan is a function of: the files it edits or reads, ``body=`` and
     ``host_body=``.

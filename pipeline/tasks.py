@@ -166,7 +166,7 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
     create.__name__ = f"task_{stage.name}"
     create.__doc__ = stage.doc
     # doit's creator params: parsed from `--op atan2` and listed by `doit help TASK`
-    create._task_creator_params = _params(stage.variables)  # type: ignore[attr-defined]
+    create._task_creator_params = _params(stage.all_variables)  # type: ignore[attr-defined]
     return create
 
 

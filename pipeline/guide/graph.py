@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pipeline import state
-from pipeline.config import Settings
+from pipeline.config import OVERRIDABLE, Settings
 from pipeline.tree import files, paths
 
 if TYPE_CHECKING:
@@ -35,6 +35,10 @@ VARIABLES: dict[str, str] = {
     "build_dir": "build_dir=DIR: the build directory, relative to root (default: build)",
     "opinfo_table": "opinfo_table=FILE: a static OpInfo table instead of importing op_db",
 }
+
+
+# the settings every stage's task takes as variables
+SETTINGS_VARIABLES = OVERRIDABLE
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,13 @@ class Stage:
     uptodate: Callable[[Request], list[Any]] | None = _none
     # also run when the user named the task on the command line, even if up to date
     rerun_when_asked: bool = False
-    variables: tuple[str, ...] = ("op", "root", "python", "state_dir", "opinfo_table")
+    # the variables of this stage beyond op= and the settings every stage takes
+    variables: tuple[str, ...] = ()
+
+    @property
+    def all_variables(self) -> tuple[str, ...]:
+        """Every variable the stage's task reads: what `doit help TASK` lists."""
+        return ("op", *SETTINGS_VARIABLES, *self.variables)
 
 
 def _op(request: Request) -> state.OpFiles:
@@ -119,12 +129,7 @@ STAGES: tuple[Stage, ...] = (
         outputs=lambda r: [_op(r).audit],
         # By content digest rather than file_dep: the edit and drop stages re-record the
         # audit after they write, so the chain's own edits do not make it stale.
-        uptodate=lambda r: [
-            lambda: (
-                _op(r).audit_digest.is_file()
-                and _op(r).audit_digest.read_text() == state.inputs_digest(r.settings)
-            )
-        ],
+        uptodate=lambda r: [lambda: state.audit_current(r.settings, r.op)],
         rerun_when_asked=True,
     ),
     Stage(
@@ -135,14 +140,14 @@ STAGES: tuple[Stage, ...] = (
         outputs=lambda r: [_op(r).edit],
         # Up to date when the plan for this operator is empty, re-computed from the tree.
         uptodate=lambda r: [lambda: state.edit_current(r.settings, r.op, r.body, r.host_body)],
-        variables=("op", "root", "force", "body", "host_body", "python", "state_dir"),
+        variables=("force", "body", "host_body"),
     ),
     Stage(
         "preview",
         "Every diff op=NAME's edit would make and what is left to write by hand; writes nothing.",
         lambda r, c: _stages().preview(r, c),
         uptodate=None,
-        variables=("op", "root", "body", "host_body", "python", "state_dir"),
+        variables=("body", "host_body"),
     ),
     Stage(
         "build",
@@ -152,7 +157,6 @@ STAGES: tuple[Stage, ...] = (
         after=_build_after,
         inputs=lambda r: state.build_inputs(r.settings),
         outputs=lambda r: [state.build_stamp(r.settings)],
-        variables=("op", "root", "state_dir"),
     ),
     Stage(
         "test_op",
@@ -180,7 +184,7 @@ STAGES: tuple[Stage, ...] = (
         after=lambda _: ("table",),
         inputs=lambda r: [_op(r).table_json] + files(r.settings.root, (paths.COMMON_MPS,)),
         outputs=lambda r: [_op(r).xfails],
-        variables=("op", "root", "force", "python", "state_dir"),
+        variables=("force",),
     ),
     Stage(
         "summary",
@@ -197,7 +201,7 @@ STAGES: tuple[Stage, ...] = (
         "The whole guide for op=NAME: edit, build, test, table, drop xfails, summary.",
         None,
         after=lambda r: ("preview",) if r.dry_run else ("summary",),
-        variables=tuple(VARIABLES),
+        variables=("force", "dry_run", "body", "host_body"),
     ),
 )
 STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
