@@ -1,4 +1,7 @@
-"""`python -m pipeline COMMAND ...` — the scriptable face of every doit task."""
+"""`mps-pipeline COMMAND ...` (or `python -m pipeline`): the scriptable face of every doit task.
+
+Every command first says, on stderr, which tree it works on and why that one.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +9,12 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from pipeline.config import load_settings
 from pipeline.errors import EXIT_INTERRUPTED, EXIT_OK, PipelineError
-from pipeline.workspace import prepare
+from pipeline.workspace import announce, prepare
 
 # command -> (module in pipeline.commands implementing add_arguments() and run(), help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -20,22 +24,29 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "affected": ("affected", "operators and tests a diff affects"),
     "pr-report": ("pr_report", "run a PR's affected tests and post one status comment"),
     "nightly": ("nightly", "merge every runner's JUnit, keep history, propose xfail removals"),
+    "config": ("config", "every setting, its value and where it came from"),
+    "doit": ("doit", "doit's task interface from anywhere: doit migrate_op op=atan2, doit list"),
 }
 
 
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     """The CLI parser; only ``command``'s module is imported (start-up stays fast)."""
-    parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__)
+    parser = argparse.ArgumentParser(prog="mps-pipeline", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name != command:
             continue
         mod = importlib.import_module(f"pipeline.commands.{module}")
-        p.add_argument("--root", help="PyTorch checkout (default: the bundled sandbox)")
+        p.add_argument(
+            "--root", help="PyTorch checkout (default: the one you stand in, else the sandbox)"
+        )
         p.add_argument("--python", help="interpreter that can `import torch` (OpInfo metadata)")
         p.add_argument("--state-dir", help="where results, caches and doit's database live")
         p.add_argument("--opinfo-table", help="static OpInfo table instead of importing torch")
+        p.add_argument(
+            "--config", help="config file (default: .mps-pipeline.yaml at the checkout's root)"
+        )
         mod.add_arguments(p)
         p.set_defaults(module=mod)
     return parser
@@ -43,18 +54,31 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["doit"]:  # the rest is doit's own command line, its variables included
+        from pipeline import tasks
+
+        return _guarded(lambda: tasks.run_doit(argv[1:]))
     command = next((a for a in argv if a in COMMANDS), None)
     args = build_parser(command).parse_args(argv)
+    return _guarded(lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings = load_settings(
+        {key: getattr(args, key) for key in ("root", "python", "state_dir", "opinfo_table")},
+        config_path=Path(args.config) if args.config else None,
+    )
+    if not getattr(args.module, "PREPARES_TREE", True):
+        return args.module.run(args, settings)
+    settings = prepare(settings)
+    announce(settings)
+    return args.module.run(args, settings)
+
+
+def _guarded(run: Callable[[], int]) -> int:
+    """Run a command: its errors become one line and an exit status, never a traceback."""
     try:
-        settings = load_settings(
-            {
-                "root": args.root,
-                "python": args.python,
-                "state_dir": args.state_dir,
-                "opinfo_table": args.opinfo_table,
-            }
-        )
-        return args.module.run(args, prepare(settings))
+        return run()
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -1,13 +1,25 @@
-"""Settings: one place, one schema, validated on load with errors that name the key."""
+"""Settings: one schema, layered sources, every value with where it came from.
+
+Sources, first wins: a flag or doit variable > an environment variable
+(``MPS_PIPELINE_<SECTION>_<KEY>``) > the user's config file > the packaged defaults
+(``pipeline/defaults.yaml``, the only place defaults are written). The user's file is the
+first of ``--config FILE`` / ``config=FILE``, ``$MPS_PIPELINE_CONFIG``, ``.mps-pipeline.yaml``
+or ``[tool.mps-pipeline]`` in ``pyproject.toml`` at the checkout's root. ``root`` left unset
+is the PyTorch checkout containing the current directory, else the bundled sandbox.
+
+Loading is pure (no file is written): :func:`pipeline.workspace.prepare` makes the tree ready.
+"""
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -17,38 +29,58 @@ from pipeline.errors import ConfigError
 from pipeline.tree import paths
 from pipeline.tree.source import TreeSource
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "pipeline.yaml"
+DEFAULTS_FILE = Path(__file__).with_name("defaults.yaml")
 SANDBOX = "sandbox"
-ENV_VARS = {"root": "MPS_PIPELINE_ROOT", "python": "MPS_PIPELINE_PYTHON"}
-# a config file to read instead of the bundled configs/pipeline.yaml
+ENV_PREFIX = "MPS_PIPELINE_"
+# a config file to read instead of the checkout's own
 CONFIG_ENV = "MPS_PIPELINE_CONFIG"
+# MPS_PIPELINE_* variables that are not settings: the config file, and the CI workflows' own
+ENV_NOT_SETTINGS = frozenset(
+    {CONFIG_ENV, "MPS_PIPELINE_REPOSITORY", "MPS_PIPELINE_REF", "MPS_PIPELINE_CI"}
+)
+CHECKOUT_CONFIG = ".mps-pipeline.yaml"
+PYPROJECT_TABLE = "mps-pipeline"  # [tool.mps-pipeline]
+STATE_DIR_NAME = ".mps-pipeline"
 # keys a doit variable or CLI flag may set
 OVERRIDABLE = ("root", "python", "state_dir", "build_dir", "opinfo_table")
+# keys whose relative paths are relative to where they were set (file's folder, or cwd)
+_PATH_KEYS = ("root", "state_dir")
 
-# key -> (type, default). Nested sections are dicts of the same shape.
-SCHEMA: dict[str, Any] = {
-    "root": (str, SANDBOX),
-    "python": ((str, type(None)), None),
-    "build_dir": (str, "build"),
-    "build_command": (list, ["ninja", "-C", "{build_dir}", "torch_cpu"]),
-    "state_dir": (str, ".mps-pipeline"),
-    "lock_wait": ((int, float), 600),
-    "test": {
-        "file": (str, "test/test_mps.py"),
-        "kinds": (list, ["output_match"]),
-        "timeout": ((int, float), 3600),
-        "pytest_args": (list, []),
-    },
-    "opinfo_table": ((str, type(None)), None),
-    "github": {
-        "api_url": (str, "https://api.github.com"),
-        "repo": (str, "pytorch/pytorch"),
-        "status_context": (str, "mps/targeted"),
-        "token_env": (str, "GITHUB_TOKEN"),
-        "bot_login": (str, "github-actions[bot]"),
-    },
-    "runners": (list, ["macos-m1-14", "macos-m2-15", "macos-m2-26"]),
+_NONE = type(None)
+# Every setting, by dotted name, with the types it may have. Defaults: defaults.yaml.
+TYPES: dict[str, tuple[type, ...]] = {
+    "root": (str, _NONE),
+    "python": (str, _NONE),
+    "build_dir": (str,),
+    "build_command": (list,),
+    "state_dir": (str, _NONE),
+    "lock_wait": (int, float),
+    "test.file": (str,),
+    "test.kinds": (list,),
+    "test.timeout": (int, float),
+    "test.pytest_args": (list,),
+    "opinfo_table": (str, _NONE),
+    "github.api_url": (str,),
+    "github.repo": (str,),
+    "github.status_context": (str,),
+    "github.token_env": (str,),
+    "github.bot_login": (str,),
+    "runners": (list,),
 }
+SECTIONS = frozenset(key.partition(".")[0] for key in TYPES if "." in key)
+
+# origins that are not a file, a variable or a flag
+DEFAULT = "default"
+FROM_CHECKOUT = "the PyTorch checkout containing the current directory"
+NO_CHECKOUT = "default: no PyTorch checkout contains the current directory"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A resolved setting and where it came from (default, a file, a variable, a flag)."""
+
+    value: Any
+    origin: str
 
 
 @dataclass(frozen=True)
@@ -80,6 +112,12 @@ class Settings:
     opinfo_table: Path | None
     github: GitHubSettings
     runners: tuple[str, ...]
+    # every setting by dotted name, with its origin: what `mps-pipeline config` lists
+    sources: Mapping[str, Source] = field(default_factory=dict, compare=False, repr=False)
+    # the user's config file that was read, if any
+    config_file: str | None = None
+    # said on stderr by every command: e.g. a MPS_PIPELINE_* variable that is no setting
+    warnings: tuple[str, ...] = ()
 
     @property
     def cache_dir(self) -> Path:
@@ -100,111 +138,276 @@ class Settings:
     def results_dir(self) -> Path:
         return self.state_dir / "results"
 
+    def root_line(self) -> str:
+        """One short line saying which tree this run works on and why that one."""
+        origin = self.sources["root"].origin if "root" in self.sources else DEFAULT
+        if self.is_sandbox:
+            return f"root: the bundled sandbox, working copy {self.root} ({origin})"
+        return f"root: {self.root} ({origin})"
 
-def _validate(data: Mapping[str, Any], schema: Mapping[str, Any], prefix: str) -> dict:
+
+def env_var(key: str) -> str:
+    """The environment variable of a setting: ``test.kinds`` -> ``MPS_PIPELINE_TEST_KINDS``."""
+    return ENV_PREFIX + key.upper().replace(".", "_")
+
+
+def flatten(data: Any, where: str) -> dict[str, Any]:
+    """A config mapping as ``{dotted key: value}``; unknown keys and sections are errors."""
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{prefix or 'config'}: expected a mapping, got {type(data).__name__}")
+        raise ConfigError(f"{where}: expected a mapping of settings, got {type(data).__name__}")
     out: dict[str, Any] = {}
-    for key in data:
-        if key not in schema:
-            known = ", ".join(sorted(schema))
-            close = difflib.get_close_matches(str(key), list(schema), n=1)
-            hint = f" (did you mean '{prefix}{close[0]}'?)" if close else ""
-            raise ConfigError(f"unknown config key '{prefix}{key}'{hint}; known keys: {known}")
-    for key, spec in schema.items():
-        if isinstance(spec, dict):
-            out[key] = _validate(data.get(key) or {}, spec, f"{prefix}{key}.")
-            continue
-        typ, default = spec
-        value = data.get(key, default)
-        if not isinstance(value, typ):
-            want = " or ".join(t.__name__ for t in (typ if isinstance(typ, tuple) else (typ,)))
-            raise ConfigError(
-                f"config key '{prefix}{key}' must be {want}, got {type(value).__name__}: {value!r}"
-            )
-        out[key] = value
+    for key, value in data.items():
+        key = str(key)
+        if key in SECTIONS:
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{where}: '{key}' must be a mapping of settings")
+            for sub, sub_value in value.items():
+                out[_known(f"{key}.{sub}", where)] = sub_value
+        else:
+            out[_known(key, where)] = value
+    for key, value in out.items():
+        _check_type(key, value, where)
     return out
 
 
-def load_raw(path: Path | None = None) -> dict[str, Any]:
-    """Read and validate a config file (the bundled default when ``path`` is None)."""
-    path = path or DEFAULT_CONFIG
+def _check_type(key: str, value: Any, where: str) -> None:
+    typ = TYPES[key]
+    if not isinstance(value, typ) or isinstance(value, bool):
+        want = " or ".join("null" if t is _NONE else t.__name__ for t in typ)
+        raise ConfigError(
+            f"{where}: config key '{key}' must be {want}, got {type(value).__name__}: {value!r}"
+        )
+
+
+def _known(key: str, where: str) -> str:
+    if key in TYPES:
+        return key
+    close = difflib.get_close_matches(key, list(TYPES), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    raise ConfigError(
+        f"{where}: unknown config key '{key}'{hint}; known keys: {', '.join(sorted(TYPES))}"
+    )
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The settings of a config file: YAML, or a ``pyproject.toml``'s [tool.mps-pipeline]."""
     if not path.is_file():
-        return _validate({}, SCHEMA, "")
+        raise ConfigError(f"{path}: no such config file")
+    if path.name == "pyproject.toml":
+        return flatten(_pyproject_table(path) or {}, f"{path} [tool.{PYPROJECT_TABLE}]")
     try:
         with path.open(encoding="utf-8") as fh:  # a stream, so YAML errors name the file
             data = yaml.safe_load(fh)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    return flatten(data or {}, str(path))
+
+
+def _pyproject_table(path: Path) -> Mapping[str, Any] | None:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if f"tool.{PYPROJECT_TABLE}" not in text and f'tool."{PYPROJECT_TABLE}"' not in text:
+        return None  # PyTorch's own pyproject.toml: no need to parse it on every run
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - the 3.10 backport
+        import tomli as tomllib
     try:
-        return _validate(data or {}, SCHEMA, "")
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    return data.get("tool", {}).get(PYPROJECT_TABLE)
+
+
+def defaults() -> dict[str, Any]:
+    """The packaged defaults, by dotted key (every key of :data:`TYPES`)."""
+    return read_file(DEFAULTS_FILE)
+
+
+def find_checkout(start: Path) -> Path | None:
+    """The PyTorch checkout containing ``start``: the nearest folder at or above it that has
+    ``aten/src/ATen/native/native_functions.yaml`` (as git finds ``.git``)."""
+    for folder in (start, *start.parents):
+        if (folder / paths.NATIVE_YAML).is_file():
+            return folder
+    return None
+
+
+def _user_file(
+    config_path: Path | None, env: Mapping[str, str], checkout: Path | None
+) -> Path | None:
+    """The user's config file: the one named, else the checkout's own (or None)."""
+    if config_path is not None:
+        return config_path
+    if env.get(CONFIG_ENV):
+        if not Path(env[CONFIG_ENV]).is_file():
+            raise ConfigError(f"{CONFIG_ENV}={env[CONFIG_ENV]}: no such config file")
+        return Path(env[CONFIG_ENV])
+    if checkout is None:
+        return None
+    yaml_file = checkout / CHECKOUT_CONFIG
+    pyproject = checkout / "pyproject.toml"
+    in_pyproject = pyproject.is_file() and _pyproject_table(pyproject) is not None
+    if yaml_file.is_file() and in_pyproject:
+        raise ConfigError(
+            f"two config files for {checkout}: {CHECKOUT_CONFIG} and [tool.{PYPROJECT_TABLE}] "
+            "in pyproject.toml; keep one"
+        )
+    if yaml_file.is_file():
+        return yaml_file
+    return pyproject if in_pyproject else None
+
+
+def _parse_env(var: str, key: str, text: str) -> Any:
+    typ = TYPES[key]
+    if list in typ:
+        return [item for item in re.split(r"[,\s]+", text.strip()) if item]
+    if float in typ:
+        try:
+            return float(text) if re.search(r"[.eE]", text) else int(text)
+        except ValueError:
+            raise ConfigError(f"{var}={text!r}: '{key}' must be a number") from None
+    return text
+
+
+def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Source], list[str]]:
+    by_var = {env_var(key): key for key in TYPES}
+    layer: dict[str, Source] = {}
+    warnings: list[str] = []
+    for var, text in env.items():
+        if not var.startswith(ENV_PREFIX) or var in ENV_NOT_SETTINGS:
+            continue
+        key = by_var.get(var)
+        if key is None:
+            close = difflib.get_close_matches(var, list(by_var), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            warnings.append(f"{var} is not an mps-pipeline setting{hint}; it is ignored")
+        elif text != "":  # an empty variable is unset, as in the shell's ${VAR:-default}
+            layer[key] = Source(_parse_env(var, key, text), var)
+    return layer, warnings
+
+
+def override_origin(key: str, via: str) -> str:
+    """How a flag (``--state-dir``) or a doit variable (``state_dir=``) is written."""
+    return f"{key}=" if via == "doit" else "--" + key.replace("_", "-")
 
 
 def load_settings(
     overrides: Mapping[str, str | None] | None = None,
     *,
+    via: str = "flag",
     config_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> Settings:
-    """Resolve settings: overrides (doit vars / CLI) > environment > config file > defaults.
+    """Resolve every setting from its sources (see the module docstring).
 
-    ``root == "sandbox"`` selects the bundled tree's private working copy under the state
-    directory. Loading is pure: :func:`pipeline.workspace.prepare` creates that copy.
+    ``overrides`` are flags (``via="flag"``) or doit variables (``via="doit"``) by key; None or
+    "" means not given. ``root == "sandbox"`` selects the bundled tree's working copy under the
+    state directory.
     """
     env = os.environ if env is None else env
     cwd = (cwd or Path.cwd()).resolve()
-    if config_path is None and env.get(CONFIG_ENV):
-        config_path = Path(env[CONFIG_ENV])
-        if not config_path.is_file():
-            raise ConfigError(f"{CONFIG_ENV}={config_path}: no such file")
-    raw = load_raw(config_path)
-    for key, var in ENV_VARS.items():
-        if env.get(var):
-            raw[key] = env[var]
+
+    given: dict[str, Source] = {}
     for key, value in (overrides or {}).items():
         if value in (None, ""):
             continue
         if key not in OVERRIDABLE:
             raise ConfigError(f"cannot override config key {key!r} from the command line")
-        raw[key] = value
-    kinds = raw["test"]["kinds"]
-    for kind in kinds:
-        if kind not in TEST_KINDS:
-            raise ConfigError(f"config key 'test.kinds': {kind!r} is not one of {TEST_KINDS}")
+        given[key] = Source(value, override_origin(key, via))
+    env_layer, warnings = _env_layer(env)
 
-    state_dir = (cwd / raw["state_dir"]).resolve()
-    is_sandbox = raw["root"] == SANDBOX
+    # The checkout decides which config file is read, so it comes from the layers above it.
+    named_root = (given.get("root") or env_layer.get("root") or Source(None, "")).value
+    if named_root is not None and named_root != SANDBOX:
+        checkout: Path | None = (cwd / os.path.expanduser(named_root)).resolve()
+    else:
+        checkout = None if named_root == SANDBOX else find_checkout(cwd)
+    user_path = _user_file(config_path, env, checkout)
+
+    sources = {key: Source(value, DEFAULT) for key, value in defaults().items()}
+    bases = dict.fromkeys(_PATH_KEYS, cwd)
+    if user_path is not None:
+        origin = str(user_path.resolve())
+        if user_path.name == "pyproject.toml":
+            origin += f" [tool.{PYPROJECT_TABLE}]"
+        for key, value in read_file(user_path).items():
+            sources[key] = Source(value, origin)
+            if key in _PATH_KEYS:
+                bases[key] = user_path.resolve().parent
+    for layer in (env_layer, given):
+        for key, source in layer.items():
+            sources[key] = source
+            if key in _PATH_KEYS:
+                bases[key] = cwd
+
+    for kind in sources["test.kinds"].value:
+        if kind not in TEST_KINDS:
+            raise ConfigError(
+                f"config key 'test.kinds' ({sources['test.kinds'].origin}): {kind!r} is not "
+                f"one of {TEST_KINDS}"
+            )
+
+    root_value = sources["root"].value
+    if root_value is None:
+        found = find_checkout(cwd)
+        is_sandbox = found is None
+        sources["root"] = (
+            Source(SANDBOX, NO_CHECKOUT) if found is None else Source(str(found), FROM_CHECKOUT)
+        )
+    else:
+        is_sandbox = root_value == SANDBOX
+    state_source = sources["state_dir"]
+    if state_source.value is not None:
+        state_dir = (bases["state_dir"] / os.path.expanduser(state_source.value)).resolve()
+    elif is_sandbox:
+        state_dir = cwd / STATE_DIR_NAME
+        sources["state_dir"] = Source(None, "default: in the current directory")
     if is_sandbox:
         root = state_dir / SANDBOX
     else:
-        root = (cwd / os.path.expanduser(raw["root"])).resolve()
+        root = (bases["root"] / os.path.expanduser(sources["root"].value)).resolve()
         if not root.is_dir():
             raise ConfigError(
-                f"config key 'root': {root} is not a directory; point root= at a PyTorch "
-                "checkout or use root=sandbox"
+                f"config key 'root' ({sources['root'].origin}): {root} is not a directory; "
+                "point root= at a PyTorch checkout or use root=sandbox"
             )
-    opinfo_table = raw["opinfo_table"]
+        if state_source.value is None:
+            state_dir = root / STATE_DIR_NAME
+            sources["state_dir"] = Source(None, "default: inside the checkout")
+    # what `mps-pipeline config` shows: the paths as resolved, each with its origin
+    if not is_sandbox:
+        sources["root"] = Source(str(root), sources["root"].origin)
+    sources["state_dir"] = Source(str(state_dir), sources["state_dir"].origin)
+    if sources["python"].value is None:
+        sources["python"] = Source(sys.executable, "default: the interpreter running this")
+    opinfo_table = sources["opinfo_table"].value
     if opinfo_table is None and is_sandbox:
         opinfo_table = paths.OPINFO_TABLE
-    build_dir = root / raw["build_dir"]
+    build_dir = root / sources["build_dir"].value
+    value = {key: source.value for key, source in sources.items()}
     return Settings(
         root=root,
         is_sandbox=is_sandbox,
-        python=raw["python"] or sys.executable,
+        python=value["python"],
         build_dir=build_dir,
         build_command=tuple(
-            str(arg).format(build_dir=build_dir, root=root) for arg in raw["build_command"]
+            str(arg).format(build_dir=build_dir, root=root) for arg in value["build_command"]
         ),
         state_dir=state_dir,
-        lock_wait=float(raw["lock_wait"]),
-        test_file=raw["test"]["file"],
-        test_kinds=tuple(kinds),
-        test_timeout=float(raw["test"]["timeout"]),
-        pytest_args=tuple(str(a) for a in raw["test"]["pytest_args"]),
+        lock_wait=float(value["lock_wait"]),
+        test_file=value["test.file"],
+        test_kinds=tuple(value["test.kinds"]),
+        test_timeout=float(value["test.timeout"]),
+        pytest_args=tuple(str(a) for a in value["test.pytest_args"]),
         opinfo_table=root / opinfo_table if opinfo_table else None,
-        github=GitHubSettings(**raw["github"]),
-        runners=tuple(str(r) for r in raw["runners"]),
+        github=GitHubSettings(
+            **{key.partition(".")[2]: v for key, v in value.items() if key.startswith("github.")}
+        ),
+        runners=tuple(str(r) for r in value["runners"]),
+        sources=MappingProxyType(sources),
+        config_file=str(user_path.resolve()) if user_path is not None else None,
+        warnings=tuple(warnings),
     )

@@ -17,6 +17,7 @@ import difflib
 import sys
 from collections.abc import Callable, Iterator
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from doit import get_var
@@ -40,17 +41,20 @@ def flag(name: str, opts: dict[str, str] | None = None) -> bool:
 
 
 def settings(opts: dict[str, str] | None = None) -> Settings:
-    """Settings from doit variables (root=, python=, state_dir=...), the env and configs/;
-    the tree made ready (the sandbox's copy created) before any task looks at it."""
-    return _settings(tuple((k, var(k, opts)) for k in OVERRIDABLE))
+    """Settings from doit variables (root=, python=, state_dir=..., config=FILE), the
+    environment and config files; the tree made ready (the sandbox's copy created) before
+    any task looks at it."""
+    return _settings(tuple((k, var(k, opts)) for k in OVERRIDABLE), var("config", opts))
 
 
 @cache
-def _settings(overrides: tuple[tuple[str, str | None], ...]) -> Settings:
+def _settings(overrides: tuple[tuple[str, str | None], ...], config: str | None) -> Settings:
     from pipeline.workspace import prepare
 
     try:
-        return prepare(load_settings(dict(overrides)))
+        return prepare(
+            load_settings(dict(overrides), via="doit", config_path=Path(config) if config else None)
+        )
     except PipelineError as exc:  # a bad root= or config: say so, no traceback from doit
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from exc
@@ -63,7 +67,7 @@ OTHER_VARIABLES = ("pr", "base", "head")
 def check_variables(argv: list[str]) -> None:
     """Refuse a ``name=value`` on the doit command line that no task reads: a mistyped
     ``dryrun=1`` would otherwise edit the tree."""
-    known = {*VARIABLES, *OVERRIDABLE, *OTHER_VARIABLES}
+    known = {*VARIABLES, *OTHER_VARIABLES}
     for arg in argv:
         name, eq, _ = arg.partition("=")
         if eq and not arg.startswith("-") and name.isidentifier() and name not in known:
@@ -76,10 +80,19 @@ def check_variables(argv: list[str]) -> None:
             raise SystemExit(EXIT_INPUT)
 
 
-def doit_config() -> dict:
-    """DOIT_CONFIG: sqlite3 backend (dbm/json lose results when two doit processes share it)."""
-    check_variables(sys.argv[1:])
-    state = settings().state_dir
+def doit_config(argv: list[str] | None = None, *, announce: bool = True) -> dict:
+    """DOIT_CONFIG for a doit command line (``sys.argv`` when None): the sqlite3 backend
+    (dbm/json lose results when two doit processes share it) in the tree's state dir.
+
+    Checks the variables and, with ``announce``, says which tree the run works on.
+    """
+    from pipeline import workspace
+
+    check_variables(sys.argv[1:] if argv is None else argv)
+    resolved = settings()
+    if announce:
+        workspace.announce(resolved)
+    state = resolved.state_dir
     state.mkdir(parents=True, exist_ok=True)
     return {
         "backend": "sqlite3",
@@ -87,6 +100,16 @@ def doit_config() -> dict:
         "verbosity": 2,
         "default_tasks": ["migrate_op"],
     }
+
+
+def run_doit(argv: list[str], *, announce: bool = True) -> int:
+    """Run doit's command line ``argv`` (``migrate_op op=atan2``, ``help edit``, ``list``) on
+    these tasks, in-process: doit from any directory, without a dodo.py there."""
+    from doit.cmd_base import ModuleTaskLoader
+    from doit.doit_cmd import DoitMain
+
+    loader = ModuleTaskLoader({**TASKS, "DOIT_CONFIG": doit_config(argv, announce=announce)})
+    return DoitMain(loader).run(argv)
 
 
 def _params(names: tuple[str, ...]) -> list[dict]:

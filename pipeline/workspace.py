@@ -1,10 +1,15 @@
 """Make the tree the settings name ready to work on: the step between loading and working.
 
 :func:`pipeline.config.load_settings` only reads configuration; this is where the bundled
-sandbox's working copy is created, so every command and doit task goes through here once.
+sandbox's working copy is created and a checkout's state folder is kept out of git, so every
+command and doit task goes through here once.
 """
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.errors import ConfigError
@@ -23,7 +28,48 @@ def prepare(settings: Settings) -> Settings:
         sandbox.materialize(settings.root)
     elif not (settings.root / paths.NATIVE_YAML).is_file():
         raise ConfigError(
-            f"root={settings.root} is not a PyTorch checkout (no {paths.NATIVE_YAML}); "
+            f"{settings.root} is not a PyTorch checkout: no {paths.NATIVE_YAML} "
+            f"(root from {settings.sources['root'].origin if settings.sources else 'root='}); "
             "point root= at one, or leave it unset for the bundled sandbox"
         )
+    elif not settings.state_dir.exists():
+        exclude_from_git(settings.root, settings.state_dir)
     return settings
+
+
+def exclude_from_git(root: Path, folder: Path) -> None:
+    """Add ``folder`` (inside ``root``) to the checkout's ``.git/info/exclude``, once.
+
+    The state folder holds results and doit's database: they belong to this tree but never to
+    a commit, and ``git status`` must not list them (the edit guard reads it).
+    """
+    if not folder.resolve().is_relative_to(root.resolve()):
+        return  # a state dir elsewhere: nothing of ours in the checkout
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--show-toplevel", "--git-path", "info/exclude"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        return  # no git: no checkout to keep clean
+    if proc.returncode != 0 or len(proc.stdout.splitlines()) != 2:
+        return  # not a git work tree
+    top, exclude_path = proc.stdout.splitlines()
+    exclude = root / exclude_path  # relative to root, or absolute
+    # patterns in info/exclude are relative to the work tree's top
+    line = f"/{folder.resolve().relative_to(Path(top).resolve()).as_posix()}/"
+    text = exclude.read_text(encoding="utf-8", errors="replace") if exclude.is_file() else ""
+    if line in text.splitlines():
+        return
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    with exclude.open("a", encoding="utf-8") as fh:
+        fh.write(("\n" if text and not text.endswith("\n") else "") + f"{line}\n")
+
+
+def announce(settings: Settings) -> None:
+    """Say on stderr which tree this run works on (and why), then any settings warnings:
+    the first line of every command's output, out of the way of ``--json`` on stdout."""
+    for line in (settings.root_line(), *(f"warning: {w}" for w in settings.warnings)):
+        print(line, file=sys.stderr)

@@ -1,76 +1,251 @@
-"""Settings: precedence, validation errors that name the key, the sandbox default."""
+"""Settings: the sources and their order, every environment form, the checkout you stand in,
+validation errors that name the key, `mps-pipeline config`."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from pipeline import sandbox
-from pipeline.config import load_raw, load_settings
+from pipeline.__main__ import main
+from pipeline.config import TYPES, defaults, env_var, load_settings, read_file
 from pipeline.errors import ConfigError
+from pipeline.tree import paths
 from pipeline.workspace import prepare
 
 
-def _write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "pipeline.yaml"
+def _write(folder: Path, text: str, name: str = "pipeline.yaml") -> Path:
+    path = folder / name
     path.write_text(text)
     return path
 
 
-def test_bundled_config_is_valid_and_defaults_to_the_sandbox(tmp_path: Path) -> None:
-    raw = load_raw()
-    assert raw["root"] == "sandbox"
+def _checkout(folder: Path, *, git: bool = False) -> Path:
+    """A folder that passes for a PyTorch checkout: it has native_functions.yaml."""
+    yaml_file = folder / paths.NATIVE_YAML
+    yaml_file.parent.mkdir(parents=True)
+    yaml_file.write_text("- func: abs(Tensor self) -> Tensor\n")
+    if git:
+        subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    return folder
+
+
+def test_packaged_defaults_cover_every_key_and_default_to_the_sandbox(tmp_path: Path) -> None:
+    assert set(defaults()) == set(TYPES)
     settings = prepare(load_settings({"state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path))
     assert settings.is_sandbox
+    assert settings.sources["root"].origin.startswith("default: no PyTorch checkout")
     assert settings.root == tmp_path / "state" / "sandbox"
-    assert (settings.root / "aten/src/ATen/native/native_functions.yaml").is_file()
+    assert (settings.root / paths.NATIVE_YAML).is_file()
     assert settings.opinfo_table == settings.root / sandbox.OPINFO_TABLE
     assert settings.build_command[-1] == "torch_cpu"
     assert str(settings.build_dir) in settings.build_command
+    # without state_dir, the sandbox's state lives in the current directory
+    assert load_settings(env={}, cwd=tmp_path).state_dir == tmp_path / ".mps-pipeline"
 
 
-def test_unknown_key_is_named(tmp_path: Path) -> None:
+def test_unknown_key_is_named_with_the_key_meant(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"unknown config key 'rot'.*known keys: .*root"):
-        load_raw(_write(tmp_path, "rot: /x\n"))
+        read_file(_write(tmp_path, "rot: /x\n"))
     with pytest.raises(ConfigError, match=r"unknown config key 'test\.kind'") as raised:
-        load_raw(_write(tmp_path, "test:\n  kind: [output_match]\n"))
-    # the message names the file and the key meant
-    assert str(raised.value).startswith(str(tmp_path))
+        read_file(_write(tmp_path, "test:\n  kind: [output_match]\n"))
+    assert str(raised.value).startswith(str(tmp_path))  # the file is named
     assert "(did you mean 'test.kinds'?)" in str(raised.value)
 
 
-def test_wrong_type_is_named(tmp_path: Path) -> None:
+def test_wrong_type_bad_kind_and_bad_yaml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"'test\.timeout' must be int or float, got str"):
-        load_raw(_write(tmp_path, "test:\n  timeout: soon\n"))
-
-
-def test_bad_test_kind_and_bad_yaml(tmp_path: Path) -> None:
+        read_file(_write(tmp_path, "test:\n  timeout: soon\n"))
+    with pytest.raises(ConfigError, match=r"'python' must be str or null, got int"):
+        read_file(_write(tmp_path, "python: 3\n"))
     path = _write(tmp_path, "test:\n  kinds: [output_match, speed]\n")
-    with pytest.raises(ConfigError, match=r"'test\.kinds': 'speed'"):
+    with pytest.raises(ConfigError, match=r"'test\.kinds' \(.*pipeline\.yaml\): 'speed'"):
         load_settings(config_path=path, env={}, cwd=tmp_path)
     with pytest.raises(ConfigError, match="not valid YAML"):
-        load_raw(_write(tmp_path, "root: [unclosed\n"))
+        read_file(_write(tmp_path, "root: [unclosed\n"))
 
 
-def test_precedence_override_beats_env_beats_file(tmp_path: Path) -> None:
-    a, b, c = (tmp_path / n for n in "abc")
-    for d in (a, b, c):
-        d.mkdir()
+def test_precedence_flag_env_file_checkout_sandbox(tmp_path: Path) -> None:
+    """flag > environment > config file > the checkout containing cwd > the sandbox."""
+    a, b, c = (_checkout(tmp_path / n) for n in "abc")
+    standing_in = _checkout(tmp_path / "here") / "aten" / "src"
     path = _write(tmp_path, f"root: {a}\n")
-    env = {"MPS_PIPELINE_ROOT": str(b), "MPS_PIPELINE_PYTHON": "/opt/py/bin/python"}
-    assert load_settings(config_path=path, env={}, cwd=tmp_path).root == a
-    from_env = load_settings(config_path=path, env=env, cwd=tmp_path)
-    assert from_env.root == b
-    assert from_env.python == "/opt/py/bin/python"
-    assert load_settings({"root": str(c)}, config_path=path, env=env, cwd=tmp_path).root == c
+    env = {"MPS_PIPELINE_ROOT": str(b)}
+
+    def resolved(overrides: dict | None, env: dict, config: Path | None) -> tuple[Path, str]:
+        s = load_settings(overrides, config_path=config, env=env, cwd=standing_in)
+        return s.root, s.sources["root"].origin
+
+    assert resolved({"root": str(c)}, env, path) == (c, "--root")
+    assert resolved(None, env, path) == (b, "MPS_PIPELINE_ROOT")
+    assert resolved(None, {}, path) == (a, str(path))
+    here = tmp_path / "here"
+    assert resolved(None, {}, None) == (
+        here,
+        "the PyTorch checkout containing the current directory",
+    )
+    outside = load_settings(env={}, cwd=tmp_path)
+    assert outside.is_sandbox
+    # a doit variable is named as one
+    doit = load_settings({"root": str(c)}, via="doit", env={}, cwd=tmp_path)
+    assert doit.sources["root"].origin == "root="
+    # root=sandbox is the sandbox even when standing in a checkout
+    assert load_settings({"root": "sandbox"}, env={}, cwd=standing_in).is_sandbox
 
 
-def test_missing_root_says_what_to_do(tmp_path: Path) -> None:
+def test_every_key_from_the_environment(tmp_path: Path) -> None:
+    env = {
+        "MPS_PIPELINE_GITHUB_API_URL": "http://127.0.0.1:9/api",
+        "MPS_PIPELINE_TEST_KINDS": "output_match,output_grad_match",
+        "MPS_PIPELINE_TEST_PYTEST_ARGS": "-x  --maxfail 2",
+        "MPS_PIPELINE_RUNNERS": "macos-m1-14, macos-m4-26",
+        "MPS_PIPELINE_LOCK_WAIT": "2.5",
+        "MPS_PIPELINE_TEST_TIMEOUT": "60",
+        "MPS_PIPELINE_BUILD_COMMAND": "make torch_cpu",
+        "MPS_PIPELINE_PYTHON": "",  # empty: unset, as ${VAR:-default}
+    }
+    s = load_settings(env=env, cwd=tmp_path)
+    assert s.github.api_url == "http://127.0.0.1:9/api"
+    assert s.test_kinds == ("output_match", "output_grad_match")
+    assert s.pytest_args == ("-x", "--maxfail", "2")
+    assert s.runners == ("macos-m1-14", "macos-m4-26")
+    assert s.lock_wait == 2.5 and s.test_timeout == 60
+    assert s.build_command == ("make", "torch_cpu")
+    assert s.sources["github.api_url"].origin == "MPS_PIPELINE_GITHUB_API_URL"
+    assert s.sources["python"].origin.startswith("default")
+    # every key has its variable, named by section and key
+    assert {env_var(k) for k in TYPES} >= {"MPS_PIPELINE_ROOT", "MPS_PIPELINE_GITHUB_BOT_LOGIN"}
+    with pytest.raises(ConfigError, match=r"MPS_PIPELINE_LOCK_WAIT='soon': 'lock_wait' must"):
+        load_settings(env={"MPS_PIPELINE_LOCK_WAIT": "soon"}, cwd=tmp_path)
+    with pytest.raises(ConfigError, match=r"'test.kinds' \(MPS_PIPELINE_TEST_KINDS\): 'x'"):
+        load_settings(env={"MPS_PIPELINE_TEST_KINDS": "x"}, cwd=tmp_path)
+
+
+def test_an_unknown_variable_is_a_warning_with_the_name_meant(tmp_path: Path) -> None:
+    env = {"MPS_PIPELINE_TEST_KIND": "output_match", "MPS_PIPELINE_REF": "abc"}
+    s = load_settings(env=env, cwd=tmp_path)
+    assert s.warnings == (
+        "MPS_PIPELINE_TEST_KIND is not an mps-pipeline setting "
+        "(did you mean MPS_PIPELINE_TEST_KINDS?); it is ignored",
+    )
+
+
+def test_the_checkout_config_file_and_pyproject_table(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path / "pytorch")
+    sub = checkout / "aten" / "src"
+    _write(checkout, "github:\n  repo: me/pytorch\n", ".mps-pipeline.yaml")
+    s = load_settings(env={}, cwd=sub)
+    assert s.github.repo == "me/pytorch"
+    assert s.sources["github.repo"].origin == str(checkout / ".mps-pipeline.yaml")
+    assert s.state_dir == checkout / ".mps-pipeline"  # results stay with the tree
+
+    (checkout / ".mps-pipeline.yaml").unlink()
+    _write(
+        checkout,
+        '[project]\nname = "torch"\n[tool.mps-pipeline.test]\nkinds = ["output_grad_match"]\n',
+        "pyproject.toml",
+    )
+    s = load_settings(env={}, cwd=sub)
+    assert s.test_kinds == ("output_grad_match",)
+    assert s.sources["test.kinds"].origin.endswith("pyproject.toml [tool.mps-pipeline]")
+
+    _write(checkout, "lock_wait: 1\n", ".mps-pipeline.yaml")
+    with pytest.raises(ConfigError, match="two config files"):
+        load_settings(env={}, cwd=sub)
+    # a file named by --config or MPS_PIPELINE_CONFIG replaces the checkout's
+    other = _write(tmp_path, "lock_wait: 7\n")
+    assert load_settings(config_path=other, env={}, cwd=sub).lock_wait == 7
+    assert load_settings(env={"MPS_PIPELINE_CONFIG": str(other)}, cwd=sub).lock_wait == 7
+    with pytest.raises(ConfigError, match=r"MPS_PIPELINE_CONFIG=.*nope.yaml: no such config"):
+        load_settings(env={"MPS_PIPELINE_CONFIG": str(tmp_path / "nope.yaml")}, cwd=sub)
+
+
+def test_relative_paths_are_relative_to_where_they_were_set(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path / "trees" / "pytorch")
+    config = _write(tmp_path / "trees", "root: pytorch\nstate_dir: state\n")
+    s = load_settings(config_path=config, env={}, cwd=tmp_path)
+    assert s.root == checkout and s.state_dir == tmp_path / "trees" / "state"
+    s = load_settings({"state_dir": "mine"}, config_path=config, env={}, cwd=tmp_path)
+    assert s.state_dir == tmp_path / "mine"
+
+
+def test_a_root_that_is_not_a_checkout_says_so(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="point root= at a PyTorch checkout"):
         load_settings({"root": str(tmp_path / "nope")}, env={}, cwd=tmp_path)
+    settings = load_settings(env={"MPS_PIPELINE_ROOT": str(tmp_path)}, cwd=tmp_path)
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{tmp_path} is not a PyTorch checkout: no aten/src/ATen/native/"
+        r"native_functions.yaml \(root from MPS_PIPELINE_ROOT\)",
+    ):
+        prepare(settings)
 
 
 def test_only_some_keys_can_be_overridden(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot override config key 'runners'"):
         load_settings({"runners": "x"}, env={}, cwd=tmp_path)
+
+
+def test_the_state_dir_is_kept_out_of_git(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path / "pytorch", git=True)
+    settings = prepare(load_settings(env={}, cwd=checkout))
+    settings.state_dir.mkdir()
+    (settings.state_dir / "doit.sqlite").write_text("x")
+    exclude = checkout / ".git" / "info" / "exclude"
+    assert "/.mps-pipeline/" in exclude.read_text().splitlines()
+    status = subprocess.run(
+        ["git", "-C", str(checkout), "status", "--porcelain"], capture_output=True, text=True
+    ).stdout
+    assert ".mps-pipeline" not in status and "aten/" in status
+    # once only
+    (settings.state_dir).rename(checkout / "moved")
+    prepare(load_settings(env={}, cwd=checkout))
+    assert exclude.read_text().count("/.mps-pipeline/") == 1
+
+
+def test_config_command_lists_every_setting_with_its_origin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkout = _checkout(tmp_path / "pytorch")
+    _write(checkout, "github:\n  repo: me/pytorch\n", ".mps-pipeline.yaml")
+    monkeypatch.chdir(checkout / "aten")
+    for var in [v for v in __import__("os").environ if v.startswith("MPS_PIPELINE_")]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("MPS_PIPELINE_GITHUB_API_URL", "http://127.0.0.1:1")
+    assert main(["config", "--json", "--python", "/opt/py"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    settings = out["settings"]
+    assert set(settings) == set(TYPES)
+    assert settings["root"] == {
+        "value": str(checkout),
+        "origin": "the PyTorch checkout containing the current directory",
+    }
+    assert settings["github.repo"]["origin"] == str(checkout / ".mps-pipeline.yaml")
+    assert settings["github.api_url"] == {
+        "value": "http://127.0.0.1:1",
+        "origin": "MPS_PIPELINE_GITHUB_API_URL",
+    }
+    assert settings["python"] == {"value": "/opt/py", "origin": "--python"}
+    assert settings["test.kinds"] == {"value": ["output_match"], "origin": "default"}
+
+    assert main(["config"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0] == f"root: {checkout} (the PyTorch checkout containing the current directory)"
+    assert any(
+        line.startswith("github.api_url") and "(MPS_PIPELINE_GITHUB_API_URL)" in line
+        for line in text
+    )
+
+
+def test_every_command_says_which_tree_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MPS_PIPELINE_ROOT", raising=False)
+    assert main(["audit", "atan2", "--json"]) in (0, 1)
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[0].startswith("root: the bundled sandbox, working copy")
+    assert json.loads(captured.out)["op"] == "atan2"  # stdout stays JSON

@@ -31,20 +31,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the doit task graph in-process; doit's exit status is the command's."""
-    from doit.cmd_base import ModuleTaskLoader
-    from doit.doit_cmd import DoitMain
-
     from pipeline import tasks
 
-    # Pass on what the user gave, not the resolved settings: root=sandbox must stay "sandbox"
-    # (it selects the bundled OpInfo table), and unset keys keep their env/config values.
+    # Pass on what the user gave, not the resolved settings: unset keys keep their origin
+    # (environment, config file, the checkout you stand in) and root=sandbox stays "sandbox".
     doit_vars = [f"op={args.op}"] + [
-        f"{key}={value}" for key in OVERRIDABLE if (value := getattr(args, key, None))
+        f"{key}={value}" for key in (*OVERRIDABLE, "config") if (value := getattr(args, key, None))
     ]
     doit_vars += ["force=1"] * args.force + ["dry_run=1"] * args.dry_run
     if args.body:
         doit_vars.append(f"body={args.body}")
     if args.host_body:
         doit_vars.append(f"host_body={args.host_body}")
-    loader = ModuleTaskLoader({**tasks.TASKS, "DOIT_CONFIG": tasks.doit_config()})
-    return DoitMain(loader).run([args.stage, *doit_vars])
+    # this command has said which tree it works on already
+    return tasks.run_doit([args.stage, *doit_vars], announce=False)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # `doit help TASK` lists those of TASK.
 VARIABLES: dict[str, str] = {
     "op": "op=NAME: operator name or OpInfo alias (op=atan2, op=arctan2)",
-    "root": "root=DIR: PyTorch checkout to work on (default: the bundled sandbox)",
+    "root": "root=DIR: PyTorch checkout (default: the one you stand in, else the sandbox)",
     "force": "force=1: edit files that have uncommitted changes of yours",
     "dry_run": "dry_run=1: show every diff and what is left to write; write nothing",
     "body": 'body="return ...;": operator() body of a Metal functor not written yet',
@@ -34,11 +34,12 @@ VARIABLES: dict[str, str] = {
     "state_dir": "state_dir=DIR: where results, caches and doit's database live",
     "build_dir": "build_dir=DIR: the build directory, relative to root (default: build)",
     "opinfo_table": "opinfo_table=FILE: a static OpInfo table instead of importing op_db",
+    "config": "config=FILE: a config file instead of the checkout's .mps-pipeline.yaml",
 }
 
 
 # the settings every stage's task takes as variables
-SETTINGS_VARIABLES = OVERRIDABLE
+SETTINGS_VARIABLES = (*OVERRIDABLE, "config")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from pipeline import sandbox
-from pipeline.config import load_raw
+from pipeline.config import defaults
 from pipeline.impact.analyze import classify
 
 CI = Path(__file__).resolve().parents[2] / "ci"
@@ -327,7 +327,7 @@ def test_nightly_matrix_covers_every_configured_runner():
     assert "schedule" in workflow["on"] and "workflow_dispatch" in workflow["on"]
     sweep = workflow["jobs"]["sweep"]
     matrix = sweep["strategy"]["matrix"]
-    assert matrix["runner"] == load_raw()["runners"]
+    assert matrix["runner"] == defaults()["runners"]
     assert len(matrix["shard"]) == workflow["env"]["NUM_SHARDS"]
     assert sweep["strategy"]["fail-fast"] is False
     assert sweep["runs-on"][-1] == "${{ matrix.runner }}"
