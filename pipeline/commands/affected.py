@@ -1,9 +1,15 @@
-"""`affected --base REV [--head REV] [--json]`: the operators a diff affects, and why."""
+"""`affected --base REV [--head REV] [--json]`: the operators a diff affects, and why.
+
+Warnings (a ``--changed`` path outside the tree or naming no file, a source the readers
+could not follow) go to stderr as ``warning: ...`` in both output modes, and into the JSON
+document's ``warnings`` list.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
@@ -19,7 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH[:A-B,...]",
-        help="a changed file and its changed lines, instead of --base (repeatable)",
+        help=(
+            "a changed file and its changed lines (1-based, inclusive; none: the whole file), "
+            "instead of --base (repeatable). PATH is relative to the tree root, relative to "
+            "the current directory (when that names a file in the tree), or absolute inside "
+            "the tree. A path outside the tree or naming no file in it (a deleted file: use "
+            "--base) is a warning and contributes nothing; exit 2 if no PATH is a file in "
+            "the tree"
+        ),
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--tests", action="store_true", help="also list the selected test ids")
@@ -33,8 +46,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         impact = listed_impact(settings, args.changed)
     else:
         impact = diff_impact(settings, args.base, args.head)
+    for warning in impact.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps(impact.to_dict(), indent=2))
     else:
-        print(render_text(impact, show_tests=args.tests))
+        print(render_text(impact, show_tests=args.tests, warnings=False))
     return 0

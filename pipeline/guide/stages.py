@@ -311,7 +311,7 @@ def summary(request: Request, console: Console) -> None:
     """
     settings = request.settings
     record = load_index(settings.tree).record(request.op)
-    files = state.op_files(settings, record.op)
+    files = state.op_files(settings, request.op)  # where the other stages wrote, as asked
     edits = json.loads(files.edit.read_text())
     drops = json.loads(files.xfails.read_text())
     counts = json.loads(files.table_json.read_text()).get("counts", {})

@@ -12,12 +12,12 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
-from pipeline.errors import ParseError
+from pipeline.errors import ParseError, PipelineError
 from pipeline.impact import cscan, pyscan
 from pipeline.impact.changes import (
     ChangedFile,
@@ -25,6 +25,7 @@ from pipeline.impact.changes import (
     changed_files,
     changes_from_list,
     parse_changed,
+    tree_path,
 )
 from pipeline.impact.view import (
     C10_METAL_DIR,
@@ -1014,15 +1015,48 @@ def diff_impact(settings: Settings, base: str, head: str | None = None) -> Impac
     )
 
 
-def listed_impact(settings: Settings, specs: Sequence[str]) -> Impact:
-    """The impact of changed lines given as ``PATH[:A-B,...]`` specs, against the tree on disk."""
+def listed_impact(settings: Settings, specs: Sequence[str], *, cwd: Path | None = None) -> Impact:
+    """The impact of changed lines given as ``PATH[:A-B,...]`` specs, against the tree on disk.
+
+    A path may be relative to the tree root, relative to ``cwd`` (default: the current
+    directory) or absolute (:func:`~pipeline.impact.changes.tree_path`). A path outside the
+    tree or naming no file in it contributes nothing but a warning (first in
+    ``warnings``); when no spec names a file in the tree, PipelineError (exit 2) says why.
+    """
     root = settings.root
-    return analyze(
-        changes_from_list(root, [parse_changed(spec) for spec in specs]),
+    files: list[tuple[str, list[Range]]] = []
+    rejected: list[tuple[str, str]] = []
+    for spec in specs:
+        path, ranges = parse_changed(spec)
+        rel, why = tree_path(root, path, cwd)
+        if rel is None:
+            rejected.append((path, why or ""))
+        else:
+            files.append((rel, ranges))
+    if not files:
+        raise PipelineError(
+            "affected: no --changed path is a file in the tree; "
+            + "; ".join(f"{path}: {why}" for path, why in rejected)
+            + ". Give a path relative to the tree root or to the current directory, or an "
+            "absolute path inside the tree"
+        )
+    warnings = [f"--changed {path} ignored: {why}" for path, why in rejected]
+    changes = changes_from_list(root, files)
+    for change in changes:
+        count = len((change.new_text or "").splitlines())
+        past = [f"{a}-{b}" if a != b else str(a) for a, b in change.new_ranges if a > count]
+        if past:
+            warnings.append(
+                f"--changed {change.path}: line(s) {','.join(past)} past its end "
+                f"({count} lines); those lines contribute nothing"
+            )
+    impact = analyze(
+        changes,
         opinfos=opinfo.load_opinfos(settings.tree),
         view=load_view(root),
         kinds=settings.test_kinds,
     )
+    return replace(impact, warnings=(*warnings, *impact.warnings))
 
 
 def selected_opinfos(

@@ -7,6 +7,7 @@ it works on these records only.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -208,17 +209,85 @@ def changes_from_list(
     return tuple(result)
 
 
-_CHANGED = re.compile(r"^(?P<path>.+?)(?::(?P<ranges>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*))?$")
+_RANGES = re.compile(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
+# what a line suffix is made of: a path ending in ":12-" is a typo, not a file name
+_RANGE_CHARS = re.compile(r"[\d,\-]*")
 
 
 def parse_changed(spec: str) -> tuple[str, list[Range]]:
-    """``path[:A-B,C,...]`` -> (path, [(A, B), (C, C)]); no ranges means the whole file."""
-    match = _CHANGED.match(spec)
-    if not match:
-        raise PipelineError(f"--changed {spec!r}: expected PATH or PATH:START-END[,START-END]")
+    """``path[:A-B,C,...]`` -> (path, [(A, B), (C, C)]); no ranges means the whole file.
+
+    The suffix is what follows the last ``:`` when it is made of digits, commas and dashes
+    only (or is empty), so ``a:b/c.mm:3`` is ``a:b/c.mm`` line 3 and ``c.mm:x`` is a path.
+    Such a suffix that is not a list of ranges (``c.mm:``, ``c.mm:3-``, ``c.mm:5-2``,
+    ``c.mm:0``) is an error, not part of the path.
+    """
+    path, colon, suffix = spec.rpartition(":")
+    if not colon or not _RANGE_CHARS.fullmatch(suffix):
+        path, suffix = spec, None
+    if not path or (suffix is not None and not _RANGES.fullmatch(suffix)):
+        raise _bad_changed(spec)
     ranges: list[Range] = []
-    for part in (match.group("ranges") or "").split(","):
-        if part:
-            start, _, end = part.partition("-")
-            ranges.append((int(start), int(end or start)))
-    return match.group("path"), ranges
+    for part in suffix.split(",") if suffix else ():
+        start, _, end = part.partition("-")
+        first, last = int(start), int(end or start)
+        if not 1 <= first <= last:
+            raise _bad_changed(spec)
+        ranges.append((first, last))
+    return path, ranges
+
+
+def _bad_changed(spec: str) -> PipelineError:
+    return PipelineError(
+        f"--changed {spec!r}: expected PATH or PATH:START-END[,START-END...] with "
+        "1 <= START <= END (line numbers of the file on disk)"
+    )
+
+
+def _under(path: Path, roots: Sequence[Path]) -> str | None:
+    """``path`` relative to the first of ``roots`` it lies under (POSIX), or None.
+
+    Compared as written (``..`` folded) and with its directories' symlinks resolved; the
+    last component is not resolved, so a symlink in the tree keeps its own name.
+    """
+    lexical = Path(os.path.abspath(path))
+    real = Path(os.path.realpath(lexical.parent)) / lexical.name
+    for candidate in (lexical, real):
+        for root in roots:
+            if candidate.is_relative_to(root):
+                return candidate.relative_to(root).as_posix()
+    return None
+
+
+def tree_path(root: Path, path: str, cwd: Path | None = None) -> tuple[str | None, str | None]:
+    """Where ``path``, as given to ``--changed``, is in the tree: ``(root-relative POSIX
+    path, None)``, or ``(None, why not)``.
+
+    An absolute path must lie under ``root`` (symlinks of either resolved). A relative path
+    is taken from ``cwd`` (default: the current directory) when that names a file under
+    ``root``, else from ``root``. The file must exist: a listed path has no previous
+    version, so a deleted file has nothing to analyse (``--base REV`` sees deletions).
+    """
+    given = Path(path)
+    cwd = Path.cwd() if cwd is None else cwd
+    real_root = root.resolve()
+    roots = list(dict.fromkeys([Path(os.path.abspath(root)), real_root]))
+    candidates = [given] if given.is_absolute() else [cwd / given, real_root / given]
+    inside: list[str] = []
+    for candidate in candidates:
+        rel = _under(candidate, roots)
+        if rel is None or rel in inside:
+            continue
+        if rel != "." and (real_root / rel).is_file():
+            return rel, None
+        inside.append(rel)
+    if any(rel == "." or (real_root / rel).is_dir() for rel in inside):
+        return None, f"a directory, not a file, in the tree {real_root}"
+    outside = [c for c in candidates if _under(c, roots) is None]
+    if not inside or any(os.path.lexists(c) for c in outside):
+        return None, f"outside the tree {real_root}"
+    looked = ", ".join(inside)
+    return None, (
+        f"no such file in the tree {real_root} (looked for {looked}); "
+        "a deleted file is analysed from a diff: --base REV"
+    )

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pipeline.impact import Impact
 
 
-def render_text(impact: Impact, *, show_tests: bool = False) -> str:
-    """A terminal report: operators with reasons, the sweep, build and selection figures."""
+def render_text(impact: Impact, *, show_tests: bool = False, warnings: bool = True) -> str:
+    """A terminal report: operators with reasons, the sweep, build and selection figures;
+    the warnings too unless ``warnings`` is False (the caller prints them on stderr)."""
     out = []
     pct = f"{impact.fraction:.1%}"
     scope = "full sweep" if impact.full_sweep else f"{len(impact.operators)} operator(s)"
@@ -22,7 +23,8 @@ def render_text(impact: Impact, *, show_tests: bool = False) -> str:
         out.extend(f"  - {reason}" for reason in impact.full_sweep_reasons)
     if impact.ignored:
         out.append("ignored (no effect on MPS): " + ", ".join(impact.ignored))
-    out.extend(f"warning: {w}" for w in impact.warnings)
+    if warnings:
+        out.extend(f"warning: {w}" for w in impact.warnings)
     if show_tests:
         out.extend(impact.test_ids)
     return "\n".join(out)

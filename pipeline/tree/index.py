@@ -135,6 +135,9 @@ class TreeIndex:
     def resolve(self, name: str) -> str:
         """Map an operator name or OpInfo alias to the operator; suggest close names if none.
 
+        The name is matched exactly first, then ignoring case when only one name matches
+        that way (``ATAN2`` is ``atan2``); suggestions ignore case too.
+
         An OpInfo alias wins over the alias's own (composite) yaml entries: `arctan2` means
         the operator whose kernels implement it, `atan2`, and `special_erf` (the aten name of
         the alias `special.erf`) means `erf`. A name whose own entries have kernels is the
@@ -153,11 +156,16 @@ class TreeIndex:
         for info in self.opinfos:
             if name == info.name:
                 return info.aten_name or info.name
-        candidates = set(ops) | {a for i in self.opinfos for a in (i.name, *i.aliases)}
+        candidates = set(ops) | {a for i in self.opinfos for a in {i.name, *_alias_names(i)}}
+        # torch's operator names are lowercase: ATAN2 means atan2 when nothing else is
+        # spelt that way; several spellings (Foo, foo) stay a question
+        same = sorted(c for c in candidates if c.lower() == name.lower())
+        if len(same) == 1 and same[0] != name:
+            return self.resolve(same[0])
         # case-insensitive, so ATAN2 gets atan2
         by_lower = {c.lower(): c for c in sorted(candidates)}
-        close = difflib.get_close_matches(name.lower(), list(by_lower), n=5)
-        raise UnknownOperatorError(name, [by_lower[c] for c in close])
+        close = [by_lower[c] for c in difflib.get_close_matches(name.lower(), list(by_lower), n=5)]
+        raise UnknownOperatorError(name, sorted(same) or close)
 
     def record(self, name: str, *, find_references: bool = True) -> OperatorRecord:
         """The joined record of one operator (``name`` may be an alias)."""

@@ -81,8 +81,16 @@ def test_unknown_operator_exits_2_with_suggestions(capsys, tmp_path: Path) -> No
     code, out, err = _cli(capsys, tmp_path / "state", "audit", "atan")
     assert code == 2 and out == ""
     assert "unknown operator 'atan'" in err and "atan2" in err
-    code, _, err = _cli(capsys, tmp_path / "state", "audit", "ATAN2")
+    code, _, err = _cli(capsys, tmp_path / "state", "audit", "ATAN3")
     assert code == 2 and "Did you mean: atan2" in err  # case does not hide the suggestion
+
+
+def test_operator_names_ignore_case_when_only_one_name_matches(capsys, tmp_path: Path) -> None:
+    code, out, err = _cli(capsys, tmp_path / "state", "audit", "ATAN2")
+    assert code == 1 and err == ""  # resolved: atan2's checklist (it fails before migrating)
+    assert out.startswith("atan2  workflow: migrate")
+    code, out, _ = _cli(capsys, tmp_path / "state", "audit", "ArcTan2", "--json")
+    assert json.loads(out)["op"] == "atan2"  # an alias, in any case
 
 
 def test_backlog_on_the_sandbox_puts_easy_wins_first(sandbox_settings) -> None:

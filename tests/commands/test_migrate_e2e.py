@@ -164,3 +164,12 @@ def test_build_failure_stops_the_chain_with_the_first_error(tmp_path: Path) -> N
     out = result.stdout + result.stderr
     assert "build failed" in out and "BinaryKernel.mm:" in out and "copysign_typo" in out
     assert "test_op" not in stages_run(result.stdout)
+
+
+def test_migrate_by_an_alias_in_capitals_reaches_the_summary(tmp_path: Path) -> None:
+    # every stage keeps its files under the name asked for (ops/ARCTAN2/), the summary too
+    result = doit(tmp_path / "state", "migrate_op", "op=ARCTAN2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "# atan2: migrate_op summary" in result.stdout
+    assert (tmp_path / "state/ops/ARCTAN2/summary.md").is_file()
+    assert read_common_mps(tree(tmp_path)).for_key("atan2") == ()

@@ -85,6 +85,12 @@ def test_alias_and_unknown_operator(sandbox_settings) -> None:
         index.resolve("atan3")
     assert "atan2" in info.value.suggestions
     assert "Did you mean: atan2" in str(info.value)
+    # one name spelt that way, ignoring case: that name (torch's operator names are lowercase)
+    assert index.resolve("ATAN2") == index.resolve("Atan2") == "atan2"
+    assert index.resolve("ARCTAN2") == "atan2"
+    with pytest.raises(UnknownOperatorError) as info:
+        index.resolve("ATAN3")
+    assert "atan2" in info.value.suggestions
 
 
 def test_cache_is_reused_until_an_input_changes(sandbox_settings, monkeypatch) -> None:
