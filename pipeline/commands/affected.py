@@ -21,7 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH[:A-B,...]",
         help="a changed file and its changed lines, instead of --base (repeatable)",
     )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON (schema: docs/machine-output.md)"
+    )
     parser.add_argument("--tests", action="store_true", help="also list the selected test ids")
 
 
@@ -34,7 +36,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     else:
         impact = diff_impact(settings, args.base, args.head)
     if args.json:
-        print(json.dumps(impact.to_dict(), indent=2))
+        print(json.dumps(impact.to_json(), indent=2))
     else:
         print(render_text(impact, show_tests=args.tests))
     return 0
