@@ -34,7 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "the tree"
         ),
     )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON (schema: docs/machine-output.md)"
+    )
     parser.add_argument("--tests", action="store_true", help="also list the selected test ids")
 
 
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     for warning in impact.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
-        print(json.dumps(impact.to_dict(), indent=2))
+        print(json.dumps(impact.to_json(), indent=2))
     else:
         print(render_text(impact, show_tests=args.tests, warnings=False))
     return 0

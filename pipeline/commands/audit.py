@@ -15,7 +15,7 @@ from pipeline.tree.index import load_index
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("op", help="operator name or OpInfo alias, e.g. atan2 or arctan2")
     parser.add_argument(
-        "--json", action="store_true", help="print JSON (schema: README, 'audit --json')"
+        "--json", action="store_true", help="print JSON (schema: docs/machine-output.md)"
     )
 
 

@@ -40,7 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dashboard", type=Path, help="dashboard directory (default: <state_dir>/dashboard)"
     )
-    parser.add_argument("--json", action="store_true", help="print summary.json, not a report")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print summary.json, not a report (schema: docs/machine-output.md)",
+    )
     parser.add_argument(
         "--min-passes",
         type=int,

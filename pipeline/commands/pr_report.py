@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument(
         "--results-only",
         action="store_true",
-        help="write <state_dir>/results/pr-N/ and post nothing; needs no token (CI's Mac job)",
+        help="write <state_dir>/results/pr-N/ (results.json, schema: docs/machine-output.md) "
+        "and post nothing; needs no token (CI's Mac job)",
     )
     mode.add_argument(
         "--post-from",

@@ -1,13 +1,20 @@
-"""The migration backlog: operators still on MPSGraph or without MPS, easiest wins first."""
+"""The migration backlog: operators still on MPSGraph or without MPS, easiest wins first.
+
+``to_json`` is the ``backlog --json`` document; its schema (``SCHEMA_VERSION``) is
+documented in docs/machine-output.md.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from pipeline.guide.workflow import Workflow, of_record
 from pipeline.tree.index import TreeIndex
 from pipeline.tree.native_yaml import PENDING_KINDS
+
+SCHEMA_VERSION = 1  # of the backlog --json document
 
 # `atan2_out_mps`, `logit_mps`, `add_mps_`: the operator an MPSGraph-era name belongs to
 _LEGACY_SUFFIX = re.compile(r"_?(?:_out)?_mps(?:_out)?_?$")
@@ -34,6 +41,11 @@ class BacklogItem:
             "workflow": self.workflow.value,
             "mps_kernels": list(self.mps_kernels),
         }
+
+
+def to_json(items: Sequence[BacklogItem]) -> dict:
+    """The ``backlog --json`` document (docs/machine-output.md, "backlog --json")."""
+    return {"schema": SCHEMA_VERSION, "items": [item.to_dict() for item in items]}
 
 
 def backlog(index: TreeIndex) -> tuple[BacklogItem, ...]:

@@ -1,7 +1,7 @@
 """The metal-kernel guide's checklist for one operator, each item with its evidence.
 
 ``to_json`` is the ``audit --json`` document; its schema (``SCHEMA_VERSION``) is documented
-in the README and kept stable.
+in docs/machine-output.md and kept stable.
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def _loc(span: Span) -> dict:
 
 
 def to_json(record: OperatorRecord, items: tuple[CheckItem, ...]) -> dict:
-    """The documented ``--json`` document (see README, "audit --json")."""
+    """The documented ``--json`` document (docs/machine-output.md, "audit --json")."""
     return {
         "schema": SCHEMA_VERSION,
         "op": record.op,

@@ -59,6 +59,7 @@ MPS_RUNTIME_DIR = "aten/src/ATen/mps/"
 # structured kernels shared by every backend (BinaryOps.cpp...); cpu/, cuda/... are not
 SHARED_NATIVE_DIR = paths.NATIVE_DIR + "/"
 _YAML_COMMENT = re.compile(r"(^|\s)#.*$")
+SCHEMA = 1  # of the affected --json document (docs/machine-output.md)
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,10 @@ class Impact:
             "test_ids": list(self.test_ids),
             "warnings": list(self.warnings),
         }
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``affected --json`` document: ``to_dict()`` with its schema version."""
+        return {"schema": SCHEMA, **self.to_dict()}
 
 
 @dataclass

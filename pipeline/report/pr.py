@@ -141,7 +141,8 @@ class PrResults:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """results.json (schema 1); ``title`` and ``status`` are for readers, not read back."""
+        """results.json (schema ``SCHEMA``, documented in docs/machine-output.md); ``title``
+        and ``status`` are for readers, not read back."""
         state, description = self.status()
         return {
             "schema": SCHEMA,

@@ -287,7 +287,8 @@ def build_summary(
     min_passes: int,
     warnings: Sequence[str],
 ) -> dict[str, Any]:
-    """The nightly's summary.json (schema 1): what the dashboard and --json show."""
+    """The nightly's summary.json (schema ``SCHEMA``, documented in docs/machine-output.md):
+    what the dashboard and --json show."""
     counts = {runner: table.counts(runner) for runner in night.runners}
     return {
         "schema": SCHEMA,

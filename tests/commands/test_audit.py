@@ -109,7 +109,9 @@ def test_backlog_on_the_sandbox_puts_easy_wins_first(sandbox_settings) -> None:
 def test_backlog_cli_json(capsys, tmp_path: Path) -> None:
     code, out, _ = _cli(capsys, tmp_path / "state", "backlog", "--json")
     assert code == 0
-    rows = json.loads(out)
+    doc = json.loads(out)
+    assert doc["schema"] == backlog.SCHEMA_VERSION
+    rows = doc["items"]
     assert {"op", "workflow", "overloads", "xfail_dtypes", "has_functor"} <= set(rows[0])
 
 

@@ -1,0 +1,262 @@
+"""docs/machine-output.md: every documented JSON Schema is valid, and real output matches it.
+
+Each schema is read from the document itself (the first ```json block under its heading),
+so the document cannot drift from the code unnoticed: the outputs come from the real
+commands on a sandbox copy, and the negative tests show that the schemas do reject a
+document with a field missing, a field too many or a value outside its vocabulary.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from pipeline import sandbox
+from pipeline.__main__ import main
+from pipeline.guide import backlog, checklist
+from pipeline.impact.analyze import SCHEMA as AFFECTED_SCHEMA
+from pipeline.report import dashboard
+from pipeline.results import nightly, pr
+from tests.commands.test_pr_report import COMMON_MPS, build_now
+from tests.conftest import commit, git
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "machine-output.md"
+# heading in docs/machine-output.md -> the schema version the code writes
+OUTPUTS = {
+    "audit --json": checklist.SCHEMA_VERSION,
+    "backlog --json": backlog.SCHEMA_VERSION,
+    "affected --json": AFFECTED_SCHEMA,
+    "nightly summary.json": nightly.SCHEMA,
+    "pr-report results.json": pr.SCHEMA,
+}
+BINARY_METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+_HEADING = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
+_JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+@cache
+def schemas() -> dict[str, dict[str, Any]]:
+    """Heading -> the schema in the first ```json block of its section."""
+    text = DOC.read_text(encoding="utf-8")
+    found = {}
+    headings = list(_HEADING.finditer(text))
+    for heading, following in zip(headings, [*headings[1:], None], strict=True):
+        section = text[heading.end() : following.start() if following else len(text)]
+        block = _JSON_BLOCK.search(section)
+        if block is not None:
+            found[heading.group(1)] = json.loads(block.group(1))
+    return found
+
+
+def errors(output: str, doc: Any) -> list[str]:
+    """Where ``doc`` breaks the schema of ``output`` (empty: it is valid)."""
+    validator = jsonschema.Draft202012Validator(schemas()[output])
+    return [
+        f"{e.json_path}: {e.message}"
+        for e in sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+    ]
+
+
+def assert_valid(output: str, doc: Any) -> None:
+    problems = errors(output, doc)
+    assert not problems, f"{output} does not match docs/machine-output.md:\n" + "\n".join(
+        problems[:20]
+    )
+    broken = copy.deepcopy(doc)
+    del broken["schema"]
+    assert errors(output, broken), f"{output}: a document without 'schema' passed"
+
+
+def cli_json(capsys, *argv: str) -> tuple[int, Any]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    return code, json.loads(out)
+
+
+# ------------------------------------------------------------------- the document itself
+
+
+def test_every_output_has_one_valid_draft_2020_12_schema() -> None:
+    found = schemas()
+    assert set(found) == set(OUTPUTS)
+    for output, version in OUTPUTS.items():
+        schema = found[output]
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        assert schema["properties"]["schema"] == {"const": version}, output
+        assert "schema" in schema["required"] and schema["additionalProperties"] is False
+
+
+def test_every_json_help_points_at_the_document(capsys) -> None:
+    for command in ("audit", "backlog", "affected", "nightly", "pr-report"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        help_text = "".join(capsys.readouterr().out.split())  # argparse wraps at the "-"
+        assert "schema:docs/machine-output.md" in help_text, command
+    readme = (DOC.parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "docs/machine-output.md" in readme
+
+
+def test_shared_parts_are_documented_alike() -> None:
+    """results.json embeds affected's object and summary.json's table and decisions; the
+    nightly's backlog items are backlog --json's: the copies in the document must agree."""
+    found = schemas()
+    affected, summary = found["affected --json"], found["nightly summary.json"]
+    results, items = found["pr-report results.json"], found["backlog --json"]
+    impact = results["$defs"]["impact"]
+    embedded = {k: v for k, v in affected["properties"].items() if k != "schema"}
+    assert impact["properties"] == embedded
+    assert impact["required"] == [k for k in affected["required"] if k != "schema"]
+    for name in ("table", "decision", "counts", "outcome", "dtypes_or_all", "strings"):
+        assert results["$defs"][name] == summary["$defs"][name], name
+    assert summary["$defs"]["backlog_item"] == items["$defs"]["item"]
+
+
+# -------------------------------------------------------------------- real output, valid
+
+
+@pytest.mark.parametrize(
+    ("op", "workflow"), [("atan2", "migrate"), ("hypot", "add"), ("copysign", "done")]
+)
+def test_audit_json(capsys, sandbox_settings, op, workflow) -> None:
+    _, doc = cli_json(capsys, "audit", op, "--json", "--state-dir", str(sandbox_settings.state_dir))
+    assert doc["workflow"] == workflow
+    assert_valid("audit --json", doc)
+
+
+def test_backlog_json(capsys, sandbox_settings) -> None:
+    _, doc = cli_json(capsys, "backlog", "--json", "--state-dir", str(sandbox_settings.state_dir))
+    assert {i["workflow"] for i in doc["items"]} == {"migrate", "add"}
+    assert_valid("backlog --json", doc)
+
+
+@pytest.mark.parametrize(
+    ("changed", "what"),
+    [
+        (f"{BINARY_METAL}:1-400", "operators"),
+        ("test/test_mps.py:1", "full_sweep_reasons"),
+        ("README.md:1", "ignored"),
+    ],
+)
+def test_affected_json(capsys, sandbox_settings, changed, what) -> None:
+    state = str(sandbox_settings.state_dir)
+    _, doc = cli_json(capsys, "affected", "--changed", changed, "--json", "--state-dir", state)
+    assert doc[what], f"{changed}: no {what}"
+    assert_valid("affected --json", doc)
+
+
+def test_nightly_summary_json(capsys, sandbox_settings, nights) -> None:
+    """Three nightlies (the third with a regression and a flaky test), each summary.json
+    valid; the last one has every list filled, so no part of the schema goes unchecked."""
+    state = ["--state-dir", str(sandbox_settings.state_dir)]
+    summary_json = sandbox_settings.state_dir / "dashboard" / dashboard.SUMMARY_JSON
+    for results in (nights.results(), nights.results()):
+        assert main(["nightly", "--results", str(results), *state]) == 0
+        capsys.readouterr()
+        assert_valid("nightly summary.json", json.loads(summary_json.read_text()))
+    third = nights.results(macos_m1_14="bad", macos_m2_15="flaky")
+    code, printed = cli_json(capsys, "nightly", "--results", str(third), "--json", *state)
+    assert code == 1  # regressions
+    summary = json.loads(summary_json.read_text())
+    assert printed == summary
+    for key in ("regressions", "flaky", "proposals", "history", "judged_nightlies"):
+        assert summary[key], f"the third nightly has no {key}"
+    assert summary["backlog"]["items"] and summary["table"]["rows"]
+    assert_valid("nightly summary.json", summary)
+
+
+@pytest.fixture
+def pr_tree(sandbox_tree: Path) -> Path:
+    """The committed sandbox copy with its build.ninja, as tests/commands/test_pr_report.py."""
+    (sandbox_tree / "build").mkdir()
+    (sandbox_tree / "build" / "build.ninja").write_text(sandbox.build_ninja(sandbox_tree))
+    return sandbox_tree
+
+
+def _pr_report(capsys, tree: Path, state: Path, base: str) -> dict[str, Any]:
+    table = tree / sandbox.OPINFO_TABLE
+    argv = ["pr-report", "--pr", "7", "--base", base, "--results-only", "--root", str(tree),
+            "--state-dir", str(state), "--opinfo-table", str(table)]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    return json.loads((state / "results" / "pr-7" / pr.RESULTS_JSON).read_text())
+
+
+def test_pr_report_results_json(capsys, pr_tree: Path, tmp_path: Path) -> None:
+    """A change that selects atan2's tests (built, run, judged) and one that selects none."""
+    build_now(pr_tree)
+    base = git(pr_tree, "rev-parse", "HEAD")
+    path = pr_tree / COMMON_MPS
+    text = path.read_text()
+    path.write_text(text.replace("                torch.uint8,\n                torch.bool,\n",
+                                 "                torch.uint8,\n", 1))  # fmt: skip
+    commit(pr_tree, "expect atan2 bool to work")
+    tested = _pr_report(capsys, pr_tree, tmp_path / "state", base)
+    assert tested["table"]["rows"] and tested["xfails"]["decisions"] and tested["tests"]["run"]
+    assert_valid("pr-report results.json", tested)
+
+    base = git(pr_tree, "rev-parse", "HEAD")
+    (pr_tree / "README.md").write_text("docs only\n")
+    commit(pr_tree, "docs")
+    untested = _pr_report(capsys, pr_tree, tmp_path / "state-2", base)
+    assert untested["table"] is None and untested["tests"]["run"] is None
+    assert_valid("pr-report results.json", untested)
+
+
+# ---------------------------------------------------------- mutated output, rejected
+
+
+def _set(*path: str | int, value: Any = None, delete: bool = False):
+    """A mutation of a document: ``path`` deleted, or set to ``value``."""
+
+    def mutate(doc: Any) -> None:
+        *parents, last = path
+        for key in parents:
+            doc = doc[key]
+        if delete:
+            del doc[last]
+        else:
+            doc[last] = value
+
+    return mutate
+
+
+MUTATIONS = {
+    "a required key dropped": _set("workflow", delete=True),
+    "a required list dropped": _set("checklist", delete=True),
+    "a nested required key dropped": _set("checklist", 0, "ok", delete=True),
+    "a key too many": _set("unexpected", value=True),
+    "a nested key too many": _set("overloads", 0, "note", value="x"),
+    "a value outside the enum": _set("workflow", value="finished"),
+    "another schema version": _set("schema", value=2),
+    "a line number as a string": _set("overloads", 0, "line", value="329"),
+    "a dtype pair of three": _set("functors", 0, "dtypes", 0, value=["int8", "int8", "x"]),
+}
+
+
+def test_a_mutated_real_output_fails_validation(capsys, sandbox_settings) -> None:
+    state = str(sandbox_settings.state_dir)
+    _, real = cli_json(capsys, "audit", "atan2", "--json", "--state-dir", state)
+    assert not errors("audit --json", real)
+    for what, mutate in MUTATIONS.items():
+        doc = copy.deepcopy(real)
+        mutate(doc)
+        assert errors("audit --json", doc), f"{what}: still valid"
+
+
+def test_a_real_nightly_summary_missing_a_nested_key_fails(sandbox_settings, nights) -> None:
+    from tests.results.nightly_runs import run
+
+    summary = run(sandbox_settings, nights.results())
+    assert not errors("nightly summary.json", summary)
+    row = summary["table"]["rows"][0]
+    del next(iter(row["cells"].values()))["runners"]
+    assert errors("nightly summary.json", summary)
