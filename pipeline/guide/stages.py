@@ -194,8 +194,7 @@ def run_consistency_tests(
     )
     if not result.ran or not result.junit_path.is_file():
         raise PipelineError(
-            f"pytest produced no JUnit report: {result.message or 'see the log'}\n"
-            f"  full log: {result.log_path}"
+            f"pytest produced no JUnit report: {result.message}\n  full log: {result.log_path}"
         )
     junit_path = run_dir / "junit.xml"
     if len(result.junit_paths) > 1:  # batched selections: one report for the stages below

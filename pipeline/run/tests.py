@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -49,6 +51,21 @@ OUTCOMES = tuple(o.value for o in DISPLAY_ORDER)
 # pytest exit codes that mean "the tests ran" (1: some failed) or "nothing matched" (5).
 _RAN = (0, 1)
 _NOTHING_COLLECTED = 5
+# Is pytest importable by the interpreter under test? find_spec locates it without importing
+# it: the probe costs one interpreter start-up (~25 ms measured; `import pytest` is ~140 ms),
+# so it runs before every test run and nothing is cached.
+_PYTEST_PROBE = (
+    "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('pytest') else 3)"
+)
+_NO_PYTEST = 3
+PROBE_TIMEOUT = 60
+# Lines of a pytest log that say what went wrong (searched from the end of the log).
+_ERROR_LINE = re.compile(
+    r"^(?:E\s+)?(?:[\w.]*(?:Error|Exception|Exit)\b|Fatal Python error\b|error:)"
+    r"|No module named |can't open file "
+)
+_BANNER = re.compile(r"^[=_!*-]{3,}")
+_LOG_TAIL_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -215,10 +232,11 @@ def run(request: TestRequest, *, progress: bool = True) -> TestRunResult:
     if not request.cwd.is_dir():
         raise PipelineError(f"test working directory {request.cwd} does not exist")
     batches = selector_batches(request.selectors, K_EXPRESSION_LIMIT) or ((),)
-    request.junit_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**(request.env or {}), "PYTHONUNBUFFERED": "1"}
     inherited = env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), inherited) if p)
+    check_pytest(request.python, cwd=request.cwd, env=env)
+    request.junit_path.parent.mkdir(parents=True, exist_ok=True)
     junit_paths: list[Path] = []
     returncodes: list[int] = []
     seconds = 0.0
@@ -246,10 +264,7 @@ def run(request: TestRequest, *, progress: bool = True) -> TestRunResult:
                     append=i > 0,
                 )
             except FileNotFoundError as exc:
-                raise PipelineError(
-                    f"cannot run tests: {exc.filename or request.python!r} not found; set "
-                    "`python` in configs/pipeline.yaml or MPS_PIPELINE_PYTHON"
-                ) from exc
+                raise _not_found(request.python, exc) from exc
             seconds += outcome.seconds
             returncodes.append(outcome.returncode)
             if junit.exists():
@@ -274,6 +289,63 @@ def run(request: TestRequest, *, progress: bool = True) -> TestRunResult:
     return _with_message(result, request, tally)
 
 
+def _not_found(python: str, exc: OSError) -> PipelineError:
+    return PipelineError(
+        f"cannot run tests: {exc.filename or python!r} not found; set "
+        "`python` in configs/pipeline.yaml or MPS_PIPELINE_PYTHON"
+    )
+
+
+def check_pytest(python: str, *, cwd: Path, env: Mapping[str, str] | None = None) -> None:
+    """Raise PipelineError (exit 2) unless ``python -m pytest`` would find pytest.
+
+    The probe runs like the tests do (same ``cwd``, ``env`` added to the inherited
+    environment), so a pytest reachable only through PYTHONPATH counts. A probe that cannot
+    tell (the interpreter crashes, hangs) lets the run go ahead: its log then says why.
+    """
+    try:
+        probe = subprocess.run(
+            [python, "-c", _PYTEST_PROBE],
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT,
+        )
+    except FileNotFoundError as exc:
+        raise _not_found(python, exc) from exc
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    if probe.returncode == _NO_PYTEST:
+        shown = shutil.which(python) or python
+        raise PipelineError(
+            f"python={shown} has no pytest: pip install pytest into it "
+            "(or set python= / MPS_PIPELINE_PYTHON to an interpreter that has it)"
+        )
+
+
+def last_error(log_path: Path) -> str:
+    """What went wrong, from the end of a pytest log: its last error line (``E   ...Error:
+    ...``, ``No module named ...``), else its last few lines; "" when the log is empty."""
+    try:
+        with open(log_path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - _LOG_TAIL_BYTES))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [
+        line
+        for raw in text.splitlines()
+        if (line := strip_ansi(raw).strip())
+        and not line.startswith("$ ")  # the command line the log starts with
+        and not _BANNER.match(line)
+    ]
+    for line in reversed(lines):
+        if _ERROR_LINE.search(line):
+            return re.sub(r"^E\s+", "", line)
+    return "\n".join(lines[-3:])
+
+
 def _combined_returncode(returncodes: Sequence[int]) -> int:
     """0 when every batch passed or selected nothing (and one passed); else the first
     failure's code; 5 when no batch selected anything."""
@@ -286,16 +358,16 @@ def _combined_returncode(returncodes: Sequence[int]) -> int:
 
 
 def _with_message(result: TestRunResult, request: TestRequest, tally: _Tally) -> TestRunResult:
+    """One line (two for a log excerpt) saying how the run ended; the caller adds the log."""
     done = sum(result.counts.values())
-    log = f"full log: {request.log_path}"
     if result.timed_out:
         where = f" while running {result.running}" if result.running else ""
         total = "?" if result.collected is None else result.collected
         message = (
             f"tests timed out after {request.timeout:g}s{where} ({done} of {total} finished); "
-            f"pytest was stopped\n{log}"
+            "pytest was stopped"
         )
-    elif result.returncode in _RAN:
+    elif result.returncode in _RAN and result.junit_paths:
         message = _counts_text(result.counts) or "no test ran"
     elif result.returncode == _NOTHING_COLLECTED:
         message = (
@@ -304,11 +376,14 @@ def _with_message(result: TestRunResult, request: TestRequest, tally: _Tally) ->
             f"{', ...' if len(request.selectors) > 3 else ''}): check the test names"
         )
     elif result.returncode == 4:
-        message = f"pytest usage error: {tally.usage_error or 'see the log'}\n{log}"
-    elif result.returncode == 2:
-        message = f"pytest was interrupted (collection error or import failure?)\n{log}"
+        message = f"pytest usage error: {tally.usage_error or last_error(request.log_path)}"
     else:
-        message = f"pytest exited with status {result.returncode}\n{log}"
+        # 0 or 1 with no report: pytest did not start (`No module named pytest`) or died
+        what = "was interrupted" if result.returncode == 2 else "exited"
+        error = last_error(request.log_path) or "the log is empty"
+        if "\n" in error:  # no error line: the log's last lines, indented under this one
+            error = "the log ends:\n    " + error.replace("\n", "\n    ")
+        message = f"pytest {what} with status {result.returncode}: {error}"
     return replace(result, message=message)
 
 

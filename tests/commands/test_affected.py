@@ -36,7 +36,9 @@ def _affected(capsys, root: Path, state: Path, *argv: str) -> tuple[int, str, st
         ]
     )
     out, err = capsys.readouterr()
-    return code, out, err
+    first, _, rest = err.partition("\n")
+    assert first == f"root: {root.resolve()} (--root)"  # every command says which tree first
+    return code, out, rest
 
 
 def _json(capsys, root: Path, state: Path, *changed: str) -> tuple[dict, str]:

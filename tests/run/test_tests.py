@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -19,6 +20,7 @@ from pipeline.run.tests import (
     TestRequest,
     junit_path_for,
     k_expression,
+    last_error,
     new_run_dir,
     parse_collected,
     parse_test_line,
@@ -275,6 +277,83 @@ def test_missing_python(tmp_path: Path) -> None:
     req = replace(req, python=str(tmp_path / "no-python"))
     with pytest.raises(PipelineError, match="no-python.*not found"):
         tests.run(req, progress=False)
+
+
+def bare_python(tmp_path: Path) -> Path:
+    """The interpreter of a fresh venv without pip: no pytest (about 50 ms to make)."""
+    venv = tmp_path / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    return venv / "bin" / "python"
+
+
+def test_interpreter_without_pytest_stops_before_running(tmp_path: Path) -> None:
+    python = bare_python(tmp_path)
+    req = replace(make_request(tmp_path, "test_output_match_foo_"), python=str(python))
+    with pytest.raises(PipelineError) as raised:
+        tests.run(req, progress=False)
+    assert str(raised.value) == (
+        f"python={python} has no pytest: pip install pytest into it "
+        "(or set python= / MPS_PIPELINE_PYTHON to an interpreter that has it)"
+    )
+    assert raised.value.exit_code == 2  # a setup error, not failing tests
+    assert not req.log_path.exists()  # refused before any pytest run
+
+
+def test_check_pytest_sees_what_the_run_sees(tmp_path: Path) -> None:
+    python = str(bare_python(tmp_path))
+    with pytest.raises(PipelineError, match="has no pytest"):
+        tests.check_pytest(python, cwd=tmp_path)
+    # a pytest the run's PYTHONPATH (or its working directory) provides counts
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "pytest.py").write_text("")
+    tests.check_pytest(python, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site")})
+    tests.check_pytest(python, cwd=tmp_path / "site")
+    tests.check_pytest(sys.executable, cwd=tmp_path)
+
+
+def test_pytest_that_dies_before_its_report_says_why(tmp_path: Path) -> None:
+    # found by the probe, but it cannot start: a broken install
+    site = tmp_path / "broken-site"
+    site.mkdir()
+    (site / "pytest.py").write_text("import pluggy_is_not_installed\n")
+    req = make_request(tmp_path, "test_output_match_foo_", env={"PYTHONPATH": str(site)})
+    result = tests.run(req, progress=False)
+    assert result.returncode == 1 and result.junit_paths == ()
+    assert result.message == (
+        "pytest exited with status 1: "
+        "ModuleNotFoundError: No module named 'pluggy_is_not_installed'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("log", "expected"),
+    [
+        (
+            "$ /v/bin/python -m pytest test/test_mps.py -k x\n"
+            "/v/bin/python: No module named pytest\n",
+            "/v/bin/python: No module named pytest",
+        ),
+        (
+            "$ python -m pytest t.py\n"
+            "==================================== ERRORS ====================================\n"
+            "_____________________ ERROR collecting test/test_mps.py ______________________\n"
+            "ImportError while importing test module '/x/test/test_mps.py'.\n"
+            "E   ModuleNotFoundError: No module named 'yaml'\n"
+            "=========================== short test summary info ============================\n"
+            "ERROR test/test_mps.py\n"
+            "!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n"
+            "=============================== 1 error in 0.05s ===============================\n",
+            "ModuleNotFoundError: No module named 'yaml'",
+        ),
+        ("$ python -m pytest t.py\none\n\ntwo\nthree\nfour\n", "two\nthree\nfour"),
+        ("$ python -m pytest t.py\n", ""),
+    ],
+)
+def test_last_error(tmp_path: Path, log: str, expected: str) -> None:
+    path = tmp_path / "pytest.log"
+    path.write_text(log)
+    assert last_error(path) == expected
+    assert last_error(tmp_path / "missing.log") == ""
 
 
 # -- results folders ------------------------------------------------------------------------

@@ -1,0 +1,181 @@
+"""The tool as a user gets it: the wheel `pip install`ed, without extras, into a fresh venv,
+and `mps-pipeline migrate atan2` run from an empty directory on the bundled sandbox.
+
+``installed_venv`` (module-scoped: built once) is that venv, for any test of the installed
+command. Nothing of this checkout is visible to it: no PYTHONPATH, no MPS_PIPELINE_* settings,
+the working directory empty, and the wheel built from a copy of only what a wheel is made of.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.tree.common_mps import read as read_common_mps
+from tests.doit_runs import stages_run
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+# What the wheel is built from: anything else in the checkout must not matter.
+SOURCES = ("pyproject.toml", "README.md", "pipeline")
+TASKS = ("audit", "edit", "build", "test_op", "table", "drop_xfails", "summary")
+INSTALL_TIMEOUT = 600
+
+
+def _timed(what: str, command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` (check=True); print how long it took (`pytest -s` shows it)."""
+    started = time.monotonic()
+    proc = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    print(f"\n{what}: {time.monotonic() - started:.1f}s")
+    assert proc.returncode == 0, f"{what} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def user_env() -> dict[str, str]:
+    """A user's shell: this environment without PYTHONPATH, MPS_PIPELINE_* or PYTEST_*
+    variables, and without the test interpreter's venv on PATH."""
+    ours = Path(sys.prefix) / "bin" if sys.prefix != sys.base_prefix else None
+    path = [
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if ours is None or Path(p) != ours
+    ]
+    return {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+            and not k.startswith(("MPS_PIPELINE_", "PYTEST_", "MPS_SIM_"))
+        },
+        "PATH": os.pathsep.join(path),
+    }
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of this checkout (``pip wheel --no-deps``)."""
+    src = tmp_path_factory.mktemp("src")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+    for name in SOURCES:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, src / name, ignore=ignore)
+        else:
+            shutil.copy2(REPO / name, src / name)
+    out = tmp_path_factory.mktemp("dist")
+    # setuptools in this interpreter builds it; with none, pip fetches it (build isolation)
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q", "-w"]
+    _timed("wheel build", [*command, str(out), str(src)], timeout=INSTALL_TIMEOUT)
+    (built,) = out.glob("mps_pipeline-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
+    """A fresh venv (no system site-packages) with the wheel and its dependencies from the
+    registry, no extras; its path. ``<venv>/bin/mps-pipeline`` is the command."""
+    venv = tmp_path_factory.mktemp("installed") / "venv"
+    _timed("venv creation", [sys.executable, "-m", "venv", str(venv)], timeout=INSTALL_TIMEOUT)
+    python = str(venv / "bin" / "python")
+    _timed(
+        "pip install (wheel + dependencies)",
+        [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+        timeout=INSTALL_TIMEOUT,
+        env=user_env(),
+    )
+    return venv
+
+
+def mps_pipeline(
+    venv: Path, *args: str, cwd: Path, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """``<venv>/bin/mps-pipeline ARGS`` from ``cwd`` in a user's environment."""
+    return subprocess.run(
+        [str(venv / "bin" / "mps-pipeline"), *args],
+        cwd=cwd,
+        env=user_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_the_wheel_has_every_file_of_the_package(wheel: Path) -> None:
+    # what the code opens next to itself (Path(__file__)): the sandbox tree with its
+    # dotfiles, sandbox/*.yaml, the pytest plugin (a directory, not a package), opinfo_dump.py
+    package = {
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "pipeline").rglob("*")
+        if p.is_file() and not {"__pycache__", ".pytest_cache"} & set(p.parts)
+    }
+    with zipfile.ZipFile(wheel) as zf:
+        shipped = {n for n in zf.namelist() if not n.startswith("mps_pipeline-")}
+    assert sorted(package - shipped) == []
+    assert "pipeline/sandbox/tree/.gitignore" in shipped
+    assert "pipeline/run/pytest_plugin/mps_pipeline_outcomes.py" in shipped
+
+
+def test_the_installed_package_is_the_wheel(installed_venv: Path, tmp_path: Path) -> None:
+    code = "import pipeline, pytest; print(pipeline.__file__)"
+    proc = subprocess.run(
+        [str(installed_venv / "bin" / "python"), "-c", code],
+        cwd=tmp_path,
+        env=user_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    # pytest came as a dependency; pipeline from site-packages, not from this checkout
+    assert Path(proc.stdout.strip()).is_relative_to(installed_venv)
+
+
+def test_migrate_atan2_from_an_empty_directory(installed_venv: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    started = time.monotonic()
+    first = mps_pipeline(installed_venv, "migrate", "atan2", cwd=empty)
+    print(f"\nmigrate atan2 (first run): {time.monotonic() - started:.1f}s")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert stages_run(first.stdout) == set(TASKS)
+    assert "XPASS" in first.stdout  # the table showed the integer dtypes passing
+    assert "verified: 9 run" in first.stdout
+    assert "Every checklist item passes." in first.stdout
+
+    # the state went into the working directory, and nothing else did
+    state = empty / ".mps-pipeline"
+    assert [p.name for p in empty.iterdir()] == [".mps-pipeline"]
+    for name in ("junit.xml", "table.md", "table.json", "summary.md"):
+        assert (state / "ops" / "atan2" / name).is_file()
+    assert read_common_mps(state / "sandbox").for_key("atan2") == ()
+
+    started = time.monotonic()
+    second = mps_pipeline(installed_venv, "migrate", "atan2", cwd=empty)
+    print(f"migrate atan2 (second run, no-op): {time.monotonic() - started:.1f}s")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert stages_run(second.stdout) == set()
+
+
+def test_an_interpreter_without_pytest_is_refused(installed_venv: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = ("migrate", "atan2", "--stage", "test_op", "--python", str(python))
+    result = mps_pipeline(installed_venv, *args, cwd=empty)
+    assert result.returncode == 2, result.stdout + result.stderr
+    # doit reports a task's error on stdout
+    assert (
+        f"python={python} has no pytest: pip install pytest into it "
+        "(or set python= / MPS_PIPELINE_PYTHON to an interpreter that has it)\n"
+    ) in result.stdout + result.stderr
+    assert not list((empty / ".mps-pipeline" / "results").glob("*/pytest.log"))
