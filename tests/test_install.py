@@ -9,6 +9,7 @@ the working directory empty, and the wheel built from a copy of only what a whee
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.__main__ import main
 from pipeline.tree.common_mps import read as read_common_mps
 from tests.doit_runs import stages_run
 
@@ -179,3 +181,76 @@ def test_an_interpreter_without_pytest_is_refused(installed_venv: Path, tmp_path
         "(or set python= / MPS_PIPELINE_PYTHON to an interpreter that has it)\n"
     ) in result.stdout + result.stderr
     assert not list((empty / ".mps-pipeline" / "results").glob("*/pytest.log"))
+
+
+UPSTREAM = REPO / "tests" / "fixtures" / "upstream"
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """A git checkout shaped like upstream PyTorch, with its own .mps-pipeline.yaml (the
+    static OpInfo table: the installed venv has no torch)."""
+    tree = tmp_path / "pytorch"
+    shutil.copytree(UPSTREAM, tree)
+    (tree / ".mps-pipeline.yaml").write_text(
+        "opinfo_table: torch/testing/_internal/opinfo_table.yaml\n"
+    )
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "upstream shape"], check=True)
+    return tree
+
+
+def test_audit_from_a_subfolder_of_a_checkout(
+    installed_venv: Path, checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sub = checkout / "aten" / "src" / "ATen" / "native" / "mps"
+    result = mps_pipeline(installed_venv, "audit", "atan2", "--json", cwd=sub)
+    assert result.returncode in (0, 1), result.stderr
+    assert result.stderr.splitlines()[0] == (
+        f"root: {checkout} (the PyTorch checkout containing the current directory)"
+    )
+    installed = json.loads(result.stdout)
+    # the same audit as this checkout's code gives for that tree, named explicitly
+    table = str(checkout / "torch/testing/_internal/opinfo_table.yaml")
+    state = str(checkout.parent / "state")
+    code = main(
+        [
+            "audit",
+            "atan2",
+            "--json",
+            "--root",
+            str(checkout),
+            "--opinfo-table",
+            table,
+            "--state-dir",
+            state,
+        ]
+    )
+    assert code == result.returncode
+    assert installed == json.loads(capsys.readouterr().out)
+    # results stay with the tree, and out of git's way
+    assert (checkout / ".mps-pipeline").is_dir()
+    status = subprocess.run(
+        ["git", "-C", str(checkout), "status", "--porcelain"], capture_output=True, text=True
+    ).stdout
+    assert status == ""
+
+
+def test_config_and_doit_from_the_checkout(installed_venv: Path, checkout: Path) -> None:
+    result = mps_pipeline(installed_venv, "config", "--json", cwd=checkout / "aten")
+    assert result.returncode == 0, result.stderr
+    settings = json.loads(result.stdout)["settings"]
+    assert settings["root"]["value"] == str(checkout)
+    assert settings["opinfo_table"]["origin"] == str(checkout / ".mps-pipeline.yaml")
+    assert settings["github.api_url"] == {"value": "https://api.github.com", "origin": "default"}
+
+    helped = mps_pipeline(installed_venv, "doit", "help", "migrate_op", cwd=checkout / "aten")
+    assert helped.returncode == 0, helped.stdout + helped.stderr
+    for variable in ("--op", "--root", "--force", "--dry_run", "--config"):
+        assert variable in helped.stdout
+    listed = mps_pipeline(installed_venv, "doit", "list", cwd=checkout / "aten")
+    assert listed.returncode == 0 and "migrate_op" in listed.stdout
+    # doit's database is the checkout's too
+    assert (checkout / ".mps-pipeline" / "doit.sqlite").is_file()
