@@ -383,6 +383,10 @@ def load_settings(
     sources["state_dir"] = Source(str(state_dir), sources["state_dir"].origin)
     if sources["python"].value is None:
         sources["python"] = Source(sys.executable, "default: the interpreter running this")
+    elif sources["python"].value.startswith("~"):
+        sources["python"] = Source(
+            os.path.expanduser(sources["python"].value), sources["python"].origin
+        )
     opinfo_table = sources["opinfo_table"].value
     if opinfo_table is None and is_sandbox:
         opinfo_table = paths.OPINFO_TABLE

@@ -249,3 +249,13 @@ def test_every_command_says_which_tree_first(
     captured = capsys.readouterr()
     assert captured.err.splitlines()[0].startswith("root: the bundled sandbox, working copy")
     assert json.loads(captured.out)["op"] == "atan2"  # stdout stays JSON
+
+
+def test_the_example_user_config_is_valid(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "configs" / "mps-pipeline.example.yaml"
+    checkout = _checkout(tmp_path / "pytorch")
+    (checkout / ".mps-pipeline.yaml").write_text(example.read_text())
+    s = load_settings(env={"HOME": str(tmp_path)}, cwd=checkout)
+    assert s.test_kinds == ("output_match", "output_grad_match")
+    assert s.python == str(Path("~/pytorch/.venv/bin/python").expanduser())
+    assert s.sources["python"].origin == str(checkout / ".mps-pipeline.yaml")

@@ -169,7 +169,7 @@ def run(request: BuildRequest, *, progress: bool = True) -> BuildResult:
         except FileNotFoundError as exc:
             raise BuildError(
                 f"build command {command[0]!r} not found: install it or fix build_command "
-                "in configs/pipeline.yaml"
+                "in your config file (.mps-pipeline.yaml) or MPS_PIPELINE_BUILD_COMMAND"
             ) from exc
 
     ok = outcome.returncode == 0 and not outcome.timed_out
@@ -232,7 +232,9 @@ class _Watch:
 def _resolve(command: Sequence[str]) -> tuple[str, ...]:
     """Put the full path of ninja in front when the command is a bare ``ninja``."""
     if not command:
-        raise BuildError("build_command is empty: set it in configs/pipeline.yaml")
+        raise BuildError(
+            "build_command is empty: set it in .mps-pipeline.yaml or MPS_PIPELINE_BUILD_COMMAND"
+        )
     if command[0] != "ninja":
         return tuple(command)
     ninja = find_ninja()
@@ -284,7 +286,8 @@ def _failure_message(
             hint = unknown["rest"].lstrip(", ")
             return (
                 f"ninja has no target {unknown['target']!r} in {_build_dir(request)}"
-                f"{f' ({hint})' if hint else ''}; check build_command in configs/pipeline.yaml"
+                f"{f' ({hint})' if hint else ''}; check build_command "
+                "(`mps-pipeline config` shows where it is set)"
             )
         return f"ninja: {text}\n{log}"
     if target is not None:

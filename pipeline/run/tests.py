@@ -292,7 +292,7 @@ def run(request: TestRequest, *, progress: bool = True) -> TestRunResult:
 def _not_found(python: str, exc: OSError) -> PipelineError:
     return PipelineError(
         f"cannot run tests: {exc.filename or python!r} not found; set "
-        "`python` in configs/pipeline.yaml or MPS_PIPELINE_PYTHON"
+        "python= (the 'python' key of .mps-pipeline.yaml) or MPS_PIPELINE_PYTHON"
     )
 
 
