@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pipeline.config import load_settings
+from pipeline.config import OVERRIDABLE, load_settings
 from pipeline.errors import EXIT_INTERRUPTED, EXIT_OK, PipelineError
 from pipeline.workspace import announce, prepare
 
@@ -43,6 +43,7 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         )
         p.add_argument("--python", help="interpreter that can `import torch` (OpInfo metadata)")
         p.add_argument("--state-dir", help="where results, caches and doit's database live")
+        p.add_argument("--build-dir", help="build directory, relative to root (default: build)")
         p.add_argument("--opinfo-table", help="static OpInfo table instead of importing torch")
         p.add_argument(
             "--config", help="config file (default: .mps-pipeline.yaml at the checkout's root)"
@@ -65,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     settings = load_settings(
-        {key: getattr(args, key) for key in ("root", "python", "state_dir", "opinfo_table")},
+        {key: getattr(args, key) for key in OVERRIDABLE},
         config_path=Path(args.config) if args.config else None,
     )
     if not getattr(args.module, "PREPARES_TREE", True):

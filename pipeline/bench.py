@@ -70,7 +70,7 @@ REAL_FOLDS = ("logit", "pow", "addbmm")
 JUNIT_CASES = 100_000
 WIDTH = 100  # of the printed report (notes are wrapped to it)
 # the environment must not point the subprocesses at another tree or interpreter
-_DROPPED_ENV = ("MPS_PIPELINE_ROOT", "MPS_PIPELINE_PYTHON", "PYTHONDONTWRITEBYTECODE")
+_DROPPED_ENV = ("PYTHONDONTWRITEBYTECODE",)
 _FLOOR_DODO = '''\
 """doit's floor: one task with no dependencies that is always up to date."""
 
@@ -142,7 +142,11 @@ def make_context(work: Path, cache: Path, *, quick: bool) -> Context:
     The subprocesses get a bytecode cache under ``cache`` (as an installed package has one):
     with PYTHONDONTWRITEBYTECODE set, every start would compile the pipeline's modules again.
     """
-    env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in _DROPPED_ENV and not k.startswith("MPS_PIPELINE_")
+    }
     env["PYTHONPYCACHEPREFIX"] = str(cache / "pycache")
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return Context(work=work, cache=cache, quick=quick, env=env)

@@ -20,6 +20,7 @@ import pytest
 
 from pipeline import sandbox
 from pipeline.__main__ import main
+from pipeline.commands import config as config_command
 from pipeline.guide import backlog, checklist
 from pipeline.impact.analyze import SCHEMA as AFFECTED_SCHEMA
 from pipeline.report import dashboard
@@ -33,6 +34,7 @@ OUTPUTS = {
     "audit --json": checklist.SCHEMA_VERSION,
     "backlog --json": backlog.SCHEMA_VERSION,
     "affected --json": AFFECTED_SCHEMA,
+    "config --json": config_command.SCHEMA,
     "nightly summary.json": nightly.SCHEMA,
     "pr-report results.json": pr.SCHEMA,
 }
@@ -96,7 +98,7 @@ def test_every_output_has_one_valid_draft_2020_12_schema() -> None:
 
 
 def test_every_json_help_points_at_the_document(capsys) -> None:
-    for command in ("audit", "backlog", "affected", "nightly", "pr-report"):
+    for command in ("audit", "backlog", "affected", "config", "nightly", "pr-report"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         help_text = "".join(capsys.readouterr().out.split())  # argparse wraps at the "-"
@@ -151,6 +153,17 @@ def test_affected_json(capsys, sandbox_settings, changed, what) -> None:
     _, doc = cli_json(capsys, "affected", "--changed", changed, "--json", "--state-dir", state)
     assert doc[what], f"{changed}: no {what}"
     assert_valid("affected --json", doc)
+
+
+def test_config_json(capsys, sandbox_settings, monkeypatch) -> None:
+    monkeypatch.setenv("MPS_PIPELINE_TEST_KINDS", "output_match output_grad_match")
+    monkeypatch.setenv("MPS_PIPELINE_TEST_KIND", "output_match")  # no setting: a warning
+    _, doc = cli_json(capsys, "config", "--json", "--state-dir", str(sandbox_settings.state_dir))
+    assert doc["settings"]["test.kinds"]["origin"] == "MPS_PIPELINE_TEST_KINDS"
+    assert doc["warnings"]
+    assert_valid("config --json", doc)
+    del doc["settings"]["runners"]
+    assert errors("config --json", doc) == ["$.settings: 'runners' is a required property"]
 
 
 def test_nightly_summary_json(capsys, sandbox_settings, nights) -> None:
