@@ -27,10 +27,10 @@ def prepare(settings: Settings) -> Settings:
 
         sandbox.materialize(settings.root)
     elif not (settings.root / paths.NATIVE_YAML).is_file():
+        origin = settings.sources["root"].origin if settings.sources else "root="
         raise ConfigError(
             f"{settings.root} is not a PyTorch checkout: no {paths.NATIVE_YAML} "
-            f"(root from {settings.sources['root'].origin if settings.sources else 'root='}); "
-            "point root= at one, or leave it unset for the bundled sandbox"
+            f"(set by {origin}); point root= at one, or leave it unset for the bundled sandbox"
         )
     elif not settings.state_dir.exists():
         exclude_from_git(settings.root, settings.state_dir)

@@ -179,7 +179,7 @@ def test_a_root_that_is_not_a_checkout_says_so(tmp_path: Path) -> None:
     with pytest.raises(
         ConfigError,
         match=rf"^{tmp_path} is not a PyTorch checkout: no aten/src/ATen/native/"
-        r"native_functions.yaml \(root from MPS_PIPELINE_ROOT\)",
+        r"native_functions.yaml \(set by MPS_PIPELINE_ROOT\)",
     ):
         prepare(settings)
 
