@@ -22,9 +22,11 @@ free_gb=$((free_kb / 1024 / 1024))
 
 if [ "$free_gb" -lt "$min_gb" ]; then
   msg="only ${free_gb} GB free on $(df -Pk "$target" | awk 'NR == 2 { print $6 }'), need ${min_gb} GB."
-  msg+=" Free space on the runner: remove stale build directories of other checkouts under"
-  msg+=" the runner's _work folder, ~/Library/Developer/Xcode/DerivedData, ~/Library/Caches/pip"
-  msg+=" and old ~/.mps-pipeline state; or lower MPS_MIN_FREE_GB if the build really fits."
+  msg+=" Free space on the runner: remove stale build directories under the runner's"
+  msg+=" _work/<repo>/<repo> folder (the pytorch/ and mps-pipeline/ that templates before"
+  msg+=" mps-pr/ and mps-nightly/ left; mps-pr/pytorch/build and mps-pr/ccache, which the next"
+  msg+=" PR job rebuilds), ~/Library/Developer/Xcode/DerivedData, ~/Library/Caches/pip and old"
+  msg+=" ~/.mps-pipeline state; or lower MPS_MIN_FREE_GB if the build really fits."
   echo "::error title=Low disk space::${msg}"
   echo "check-disk: ${msg}" >&2
   exit 1

@@ -339,6 +339,321 @@ def test_nightly_matrix_covers_every_configured_runner():
     assert "python -m pipeline nightly --results results" in runs
 
 
+# -- workspaces on the Macs ------------------------------------------------------------------
+#
+# On a self-hosted runner `github.workspace` is <work>/<repo>/<repo> for every workflow of the
+# repository: the PR job (untrusted, a PR's code runs there) and the nightly sweep (trusted)
+# share it, so each keeps to a folder of its own in it (ci/README.md, "Runner layout").
+
+# where the templates before separate workspaces put both jobs' checkouts: on a Mac that ran
+# them, these folders hold what PR jobs left (a build/, .git hooks), so no Mac job uses them
+LEGACY_SHARED = ("pytorch", "mps-pipeline")
+_PATH_VAR = re.compile(r"\$\{\{\s*(github\.workspace|runner\.temp)\s*\}\}|\$\{?([A-Za-z_]\w*)\}?")
+_TEMP = ("runner.temp", "RUNNER_TEMP")
+_WORKSPACE = ("github.workspace", "GITHUB_WORKSPACE")
+Location = tuple[str, ...]  # ("ws", *parts) under github.workspace, ("/", *parts) absolute
+
+
+def _location(text: str, cwd: Location, env: dict[str, Any], depth: int = 0) -> Location | None:
+    """Where ``text`` points, ``cwd`` (a "ws" location) being the directory it is relative to;
+    None for the job's own RUNNER_TEMP (emptied when a job starts) or what is not a path."""
+    text = str(text).strip().removeprefix("!")
+    base = cwd
+    match = _PATH_VAR.match(text)
+    if match:
+        name = match.group(1) or match.group(2)
+        rest = text[match.end() :]
+        if name in _TEMP or (rest and not rest.startswith("/")):
+            return None
+        if name in _WORKSPACE:
+            base = ("ws",)
+        elif name in env and depth < 5:
+            base = _env_location(env[name], ("ws",), env, depth + 1)
+            if base is None:
+                return None
+        else:
+            return None
+        text = rest
+    elif text.startswith(("/", "~")):
+        base, text = (text[0],), text[1:]
+    parts = list(base)
+    components = [c for c in text.split("/") if c not in ("", ".")]
+    for i, component in enumerate(components):
+        if set("${}*?") & set(component):
+            if i == 0 and base == cwd and not match:
+                return None  # an expression or glob decides where: nothing to say
+            break
+        if component == "..":
+            if len(parts) > 1:
+                parts.pop()
+            elif parts[0] == "ws":
+                return ("ws", "..")  # out of the workspace: reported
+        else:
+            parts.append(component)
+    return tuple(parts)
+
+
+def _script_tokens(script: str) -> list[str]:
+    """The words of a run: script that may name a path: no options, assignments or messages."""
+    words = shlex.split(script.replace("\\\n", " "), comments=True)
+    return [w for w in words if not (set(" =:^") & set(w)) and not w.startswith(("-", "/dev/"))]
+
+
+def _env_location(
+    value: Any, cwd: Location, env: dict[str, Any], depth: int = 0
+) -> Location | None:
+    """An env value as a location when it looks like a path (a workspace or temp expression,
+    an absolute path, or something with a slash), else None."""
+    text = str(value)
+    if not (_PATH_VAR.match(text) or text.startswith(("/", "~")) or "/" in text):
+        return None
+    return _location(text, cwd, env, depth)
+
+
+def _mac_job_locations(workflow: dict[str, Any], names: set[str]) -> dict[str, set[Location]]:
+    """Every place each self-hosted job of ``workflow`` names: checkout and artifact/cache
+    ``path:``, ``working-directory:``, env values and the paths in its scripts. ``names`` are
+    the folder names checkouts use: a bare word equal to one (``--root pytorch``) is a path."""
+    found: dict[str, set[Location]] = {}
+    for job_id, job in workflow["jobs"].items():
+        if not _self_hosted(job):
+            continue
+        places: set[Location | None] = set()
+        env = {**workflow.get("env", {}), **job.get("env", {})}
+        for value in env.values():
+            places.add(_env_location(value, ("ws",), env))
+        default_dir = (
+            job.get("defaults", {}).get("run", {}).get("working-directory")
+            or workflow.get("defaults", {}).get("run", {}).get("working-directory")
+            or "."
+        )
+        for step in job["steps"]:
+            step_env = {**env, **step.get("env", {})}
+            cwd = _location(step.get("working-directory", default_dir), ("ws",), step_env)
+            assert cwd is not None, f"{job_id}/{step.get('name')}: working-directory"
+            if "working-directory" in step or default_dir != ".":
+                places.add(cwd)
+            for value in step.get("env", {}).values():
+                places.add(_env_location(value, cwd, step_env))
+            uses = step.get("uses", "")
+            paths = step.get("with", {}).get("path")
+            if uses.startswith("actions/checkout@") and paths is None:
+                paths = "."  # the checkout goes to the workspace itself
+            for line in str(paths or "").splitlines():
+                if line.strip():
+                    places.add(_location(line, ("ws",), step_env))
+            for word in _script_tokens(step.get("run", "")):
+                if word.startswith("$") or "/" in word or word in names | {".", ".."}:
+                    places.add(_location(word, cwd, step_env))
+        found[job_id] = {p for p in places if p is not None}
+    return found
+
+
+def _checkout_names(*workflows: dict[str, Any]) -> set[str]:
+    """The folder names in the checkouts' ``path:`` (pytorch, mps-pr, ...)."""
+    return {
+        part
+        for workflow in workflows
+        for _, _, step in _steps(workflow)
+        if step.get("uses", "").startswith("actions/checkout@")
+        for part in str(step.get("with", {}).get("path", ".")).split("/")
+        if part not in ("", ".")
+    }
+
+
+def _show(location: Location) -> str:
+    kind, *parts = location
+    return ("<workspace>/" if kind == "ws" else kind) + "/".join(parts)
+
+
+def workspace_violations(pr: dict[str, Any], nightly: dict[str, Any]) -> list[str]:
+    """Why the Mac jobs of the PR and nightly workflows could read each other's files; [] if
+    they cannot. Each Mac job keeps to one folder of the workspace (not the workspace itself,
+    not a folder the old templates shared), and no place one names is, contains or lies in a
+    place the other names."""
+    names = _checkout_names(pr, nightly)
+    jobs = {
+        f"{name} {job_id}": places
+        for name, workflow in (("mps-pr.yml", pr), ("mps-nightly.yml", nightly))
+        for job_id, places in _mac_job_locations(workflow, names).items()
+    }
+    problems = []
+    for job, places in sorted(jobs.items()):
+        in_workspace = sorted(p for p in places if p[0] == "ws")
+        roots = {p[1] for p in in_workspace if len(p) > 1}
+        for place in in_workspace:
+            if len(place) == 1 or place[1] == "..":
+                problems.append(f"{job} uses {_show(place)}: not a folder of its own")
+        if len(roots) > 1:
+            problems.append(f"{job} uses several folders of the workspace: {sorted(roots)}")
+        for root in sorted(roots & set(LEGACY_SHARED)):
+            problems.append(f"{job} uses <workspace>/{root}, which the old templates shared")
+    pr_places = {p for job, places in jobs.items() if job.startswith("mps-pr") for p in places}
+    nightly_places = {p for job, ps in jobs.items() if job.startswith("mps-nightly") for p in ps}
+    for a in sorted(pr_places):
+        for b in sorted(nightly_places):
+            if a[: len(b)] == b or b[: len(a)] == a:
+                problems.append(f"PR and nightly Mac jobs share {_show(min(a, b, key=len))}")
+    return list(dict.fromkeys(problems))
+
+
+def test_mac_jobs_of_pr_and_nightly_never_share_a_workspace_path():
+    pr, nightly = _load("mps-pr.yml"), _load("mps-nightly.yml")
+    assert workspace_violations(pr, nightly) == []
+    # the checker sees what the jobs use: each job's own folder, and nothing else in common
+    names = _checkout_names(pr, nightly)
+    pr_places = _mac_job_locations(pr, names)["test"]
+    nightly_places = _mac_job_locations(nightly, names)["sweep"]
+    assert {p[:2] for p in pr_places} == {("ws", "mps-pr")}
+    assert {p[:2] for p in nightly_places} == {("ws", "mps-nightly")}
+    for places, root in ((pr_places, "mps-pr"), (nightly_places, "mps-nightly")):
+        # checkouts, MPS_PIPELINE_ROOT / working-directory / --root, the scripts, ccache
+        assert {("ws", root, "pytorch"), ("ws", root, "ccache")} <= places
+        assert ("ws", root, "mps-pipeline", "ci", "scripts", "cleanup-runner.sh") in places
+
+
+def _step(workflow: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(step for _, _, step in _steps(workflow) if step.get("name") == name)
+
+
+def _set_checkout_path(workflow, value, *, repository=False):
+    """Set (None: remove) the path: of the PyTorch checkout, or of mps-pipeline's."""
+    for _, _, step in _steps(workflow):
+        uses = step.get("uses", "")
+        if uses.startswith("actions/checkout@") and ("repository" in step["with"]) == repository:
+            if value is None:
+                del step["with"]["path"]
+            else:
+                step["with"]["path"] = value
+
+
+def _revert_everything(pr, nightly):
+    """Both jobs as before separate workspaces: every mps-pr/ and mps-nightly/ prefix gone."""
+    for workflow in (pr, nightly):
+        text = yaml.safe_dump(workflow, sort_keys=False)
+        for root in ("mps-pr/", "mps-nightly/"):
+            text = text.replace(root, "")
+        workflow.clear()
+        workflow.update(yaml.safe_load(text))
+
+
+def _pr_checkout_back_to_pytorch(pr, nightly):
+    _set_checkout_path(pr, "pytorch")
+
+
+def _nightly_checkout_back_to_pytorch(pr, nightly):
+    _set_checkout_path(nightly, "pytorch")
+
+
+def _nightly_checkout_into_the_workspace(pr, nightly):
+    _set_checkout_path(nightly, None)
+
+
+def _nightly_tooling_back_to_mps_pipeline(pr, nightly):
+    _set_checkout_path(nightly, "mps-pipeline", repository=True)
+
+
+def _pr_root_back_to_pytorch(pr, nightly):
+    step = _step(pr, "Build and run the targeted tests (results only, nothing is posted)")
+    step["env"]["MPS_PIPELINE_ROOT"] = "${{ github.workspace }}/pytorch"
+
+
+def _pr_builds_in_the_nightly_checkout(pr, nightly):
+    _step(pr, "Configure the PyTorch build on first use")["working-directory"] = (
+        "mps-nightly/pytorch"
+    )
+
+
+def _nightly_metadata_from_pytorch(pr, nightly):
+    step = _step(nightly, "Export the OpInfo metadata")
+    step["run"] = step["run"].replace("--root mps-nightly/pytorch", "--root pytorch")
+
+
+def _nightly_reads_the_pr_ccache(pr, nightly):
+    nightly["jobs"]["sweep"]["env"]["CCACHE_DIR"] = "${{ github.workspace }}/mps-pr/ccache"
+
+
+def _both_use_the_users_ccache(pr, nightly):
+    for workflow, job in ((pr, "test"), (nightly, "sweep")):
+        workflow["jobs"][job]["env"]["CCACHE_DIR"] = "/Users/ci/Library/Caches/ccache"
+
+
+def _nightly_reports_in_the_workspace(pr, nightly):
+    step = _step(nightly, "Run the consistency sweep")
+    step["run"] = step["run"].replace('"$RUNNER_TEMP/junit/', '"../../junit/')
+    _step(nightly, "Upload the JUnit report")["with"]["path"] = "junit/"
+
+
+def _pr_results_from_the_nightly_checkout(pr, nightly):
+    _step(pr, "Upload the results for the reporting job")["with"]["path"] = (
+        "mps-nightly/pytorch/.mps-pipeline/results/\n"
+    )
+
+
+def _pr_scripts_from_the_nightly_tooling(pr, nightly):
+    step = _step(pr, "Stop processes left by earlier jobs")
+    step["run"] = "bash mps-nightly/mps-pipeline/ci/scripts/cleanup-runner.sh"
+
+
+@pytest.mark.parametrize(
+    ("change", "violation"),
+    [
+        (_revert_everything, "PR and nightly Mac jobs share <workspace>/pytorch"),
+        (_revert_everything, "PR and nightly Mac jobs share <workspace>/mps-pipeline"),
+        (_pr_checkout_back_to_pytorch, "mps-pr.yml test uses <workspace>/pytorch, which"),
+        (_nightly_checkout_back_to_pytorch, "mps-nightly.yml sweep uses <workspace>/pytorch,"),
+        (_nightly_checkout_into_the_workspace, "sweep uses <workspace>/: not a folder of its own"),
+        (_nightly_tooling_back_to_mps_pipeline, "sweep uses <workspace>/mps-pipeline, which"),
+        (_pr_root_back_to_pytorch, "mps-pr.yml test uses <workspace>/pytorch, which"),
+        (_pr_builds_in_the_nightly_checkout, "share <workspace>/mps-nightly/pytorch"),
+        (_nightly_metadata_from_pytorch, "mps-nightly.yml sweep uses <workspace>/pytorch,"),
+        (_nightly_reads_the_pr_ccache, "share <workspace>/mps-pr/ccache"),
+        (_both_use_the_users_ccache, "share /Users/ci/Library/Caches/ccache"),
+        (_nightly_reports_in_the_workspace, "sweep uses several folders of the workspace"),
+        (_pr_results_from_the_nightly_checkout, "share <workspace>/mps-nightly/pytorch"),
+        (_pr_scripts_from_the_nightly_tooling, "share <workspace>/mps-nightly/mps-pipeline/ci"),
+    ],
+)
+def test_the_workspace_check_catches_a_shared_path(change, violation):
+    """The check on copies of the workflows with one path changed back or crossed over."""
+    pr, nightly = _load("mps-pr.yml"), _load("mps-nightly.yml")
+    assert not any(violation in v for v in workspace_violations(pr, nightly))
+    change(pr, nightly)
+    problems = workspace_violations(pr, nightly)
+    assert any(violation in v for v in problems), problems
+
+
+def test_per_job_files_go_to_runner_temp():
+    """What must not outlive its job lives in RUNNER_TEMP, which the runner empties when a job
+    starts: the PR job's mps-pipeline state (an earlier PR's caches or results would shape
+    this PR's report) and the nightly's JUnit reports (an upload would carry an earlier job's
+    shards)."""
+    pr, nightly = _load("mps-pr.yml"), _load("mps-nightly.yml")
+    tests = _step(pr, "Build and run the targeted tests (results only, nothing is posted)")
+    assert tests["env"]["MPS_PIPELINE_STATE_DIR"] == "${{ runner.temp }}/mps-state"
+    assert "--state-dir" not in tests["run"]
+    upload = _step(pr, "Upload the results for the reporting job")["with"]["path"].splitlines()
+    assert upload == [
+        "${{ runner.temp }}/mps-state/results/",
+        "!${{ runner.temp }}/mps-state/results/latest",
+    ]
+    sweep = _step(nightly, "Run the consistency sweep")["run"]
+    assert '"$RUNNER_TEMP/junit/$RUNNER_CONFIG/shard-$SHARD.xml"' in sweep
+    assert _step(nightly, "Upload the JUnit report")["with"]["path"] == "${{ runner.temp }}/junit/"
+    # both Mac jobs name their own ccache folder (PyTorch uses ccache when it is installed)
+    for workflow, job in ((pr, "test"), (nightly, "sweep")):
+        assert workflow["jobs"][job]["env"]["CCACHE_DIR"].startswith("${{ github.workspace }}/")
+
+
+def test_pr_job_can_start_from_scratch():
+    clean = _step(_load("mps-pr.yml"), "Remove files an earlier PR left behind")
+    assert clean["working-directory"] == "mps-pr/pytorch"
+    fresh, _, kept = clean["run"].partition("else")
+    assert 'if [ "${MPS_PR_FRESH_BUILD:-0}" = 1 ]' in fresh
+    assert "git clean -ffdx" in fresh and 'rm -rf "$CCACHE_DIR"' in fresh
+    assert "git clean -ffd\n" in kept and "-ffdx" not in kept
+
+
 # -- runner scripts --------------------------------------------------------------------------
 
 

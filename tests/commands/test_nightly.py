@@ -92,7 +92,7 @@ def test_the_nightly_workflow_calls_this_cli():
     assert cached == {".mps-pipeline/history"} and history.DEFAULT_FILE.startswith("history/")
     # the sweep writes results/<runner>/shard-<n>.xml, which collect_reports reads
     sweep = " ".join(s.get("run", "") for s in workflow["jobs"]["sweep"]["steps"])
-    assert '"../junit/$RUNNER_CONFIG/shard-$SHARD.xml"' in sweep
+    assert '"$RUNNER_TEMP/junit/$RUNNER_CONFIG/shard-$SHARD.xml"' in sweep
     # the OpInfo metadata the Macs export lands in the cache `nightly` reads it from
     (export,) = [
         s for s in workflow["jobs"]["sweep"]["steps"] if "-m pipeline backlog" in s.get("run", "")
