@@ -33,6 +33,8 @@ MAX_WAIT_SECONDS = 900.0
 # GitHub's advice for a secondary rate limit that came without Retry-After: wait a minute.
 SECONDARY_LIMIT_WAIT = 60.0
 TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
+# A field absent from a response (unlike one that is null)
+_MISSING: Any = object()
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,11 @@ class GitHubClient:
         comments: list[Comment] = []
         while url:
             response = self._request("GET", url, params=params)
-            comments.extend(_comment(item) for item in _json(response))
+            what = _what("GET", url)
+            items = _json(response, what)
+            if not isinstance(items, list):
+                raise GitHubError(f"{what}: expected a list of comments, got {_kind(items)}")
+            comments.extend(_comment(item, what, f"comment [{i}]") for i, item in enumerate(items))
             url = response.links.get("next", {}).get("url")
             # the next link already carries the query string
             params = None
@@ -171,7 +177,9 @@ class GitHubClient:
     def update_comment(self, comment_id: int, body: str) -> Comment:
         """Replace the body of comment ``comment_id``."""
         url = self._url(f"/repos/{self.repo}/issues/comments/{int(comment_id)}")
-        return _comment(_json(self._request("PATCH", url, json={"body": body})))
+        response = self._request("PATCH", url, json={"body": body})
+        what = _what("PATCH", url)
+        return _comment(_json(response, what), what)
 
     def upsert_comment(self, pr: int, body: str, marker: str, *, author: str) -> tuple[int, str]:
         """Keep exactly one pipeline comment on PR ``pr``, identified by ``marker``.
@@ -225,7 +233,17 @@ class GitHubClient:
     def pull_head_sha(self, pr: int) -> str:
         """The commit PR ``pr`` currently points at (where its commit status belongs)."""
         url = self._url(f"/repos/{self.repo}/pulls/{int(pr)}")
-        return str(_json(self._request("GET", url))["head"]["sha"])
+        what = _what("GET", url)
+        pull = _json(self._request("GET", url), what)
+        if not isinstance(pull, dict):
+            raise GitHubError(f"{what}: expected a pull request object, got {_kind(pull)}")
+        head = pull.get("head", _MISSING)
+        if not isinstance(head, dict):
+            raise GitHubError(f"{what}: expected `head` to be an object, {_got(head)}")
+        sha = head.get("sha", _MISSING)
+        if not isinstance(sha, str):
+            raise GitHubError(f"{what}: expected `head.sha` to be a string, {_got(sha)}")
+        return sha
 
     def set_status(
         self,
@@ -250,14 +268,19 @@ class GitHubClient:
         if target_url:
             payload["target_url"] = target_url
         url = self._url(f"/repos/{self.repo}/statuses/{sha}")
-        return int(_json(self._request("POST", url, json=payload))["id"])
+        what = _what("POST", url)
+        status = _json(self._request("POST", url, json=payload), what)
+        if not isinstance(status, dict):
+            raise GitHubError(f"{what}: expected a commit status object, got {_kind(status)}")
+        return _integer(status.get("id", _MISSING), what, "the commit status")
 
     # -- transport -----------------------------------------------------------------------
 
     def _create(self, pr: int, body: str) -> Comment:
         url = self._url(f"/repos/{self.repo}/issues/{int(pr)}/comments")
         response = self._request("POST", url, json={"body": body}, idempotent=False)
-        return _comment(_json(response))
+        what = _what("POST", url)
+        return _comment(_json(response, what), what)
 
     def _url(self, path: str) -> str:
         return f"{self.api_url}{path}"
@@ -283,7 +306,7 @@ class GitHubClient:
         idempotent: bool = True,
     ) -> requests.Response:
         """Send one API request, retrying what is safe to retry; raise GitHubError otherwise."""
-        what = f"{method} {urlsplit(url).path}"
+        what = _what(method, url)
         for attempt in itertools.count():
             last = attempt >= self.max_retries
             try:
@@ -412,14 +435,48 @@ def _retry_after(response: requests.Response, clock: Callable[[], float]) -> flo
     return max(when.timestamp() - clock(), 0.0)
 
 
-def _json(response: requests.Response) -> Any:
+def _what(method: str, url: str) -> str:
+    """How errors name an endpoint: method and path (no host, no query, never the token)."""
+    return f"{method} {urlsplit(url).path}"
+
+
+def _json(response: requests.Response, what: str) -> Any:
     try:
         return response.json()
     except ValueError:
         raise GitHubError(
-            f"GitHub answered {response.status_code} with a body that is not JSON; "
+            f"{what}: GitHub answered {response.status_code} with a body that is not JSON; "
             "check github.api_url"
         ) from None
+
+
+def _got(value: Any) -> str:
+    """What arrived instead, for an error message: "got a string", "but it is missing"."""
+    return "but it is missing" if value is _MISSING else f"got {_kind(value)}"
+
+
+def _kind(value: Any) -> str:
+    """The JSON type of ``value``, as an error message says it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _integer(value: Any, what: str, where: str) -> int:
+    # JSON true is a Python bool, and bool is an int: refuse it explicitly
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise GitHubError(f"{what}: expected `id` of {where} to be an integer, {_got(value)}")
+    return value
 
 
 def _body(response: requests.Response) -> dict[str, Any]:
@@ -450,12 +507,25 @@ def _errors(response: requests.Response) -> str:
     return "; ".join(out)
 
 
-def _comment(item: Mapping[str, Any]) -> Comment:
-    return Comment(
-        id=int(item["id"]),
-        body=str(item.get("body") or ""),
-        user=str((item.get("user") or {}).get("login", "")),
-    )
+def _comment(item: Any, what: str, where: str = "the comment") -> Comment:
+    """A comment object as GitHub documents it, checked: whatever else arrives is a
+    GitHubError naming the endpoint (``what``) and the comment (``where``)."""
+    if not isinstance(item, dict):
+        raise GitHubError(f"{what}: expected {where} to be an object, got {_kind(item)}")
+    comment_id = _integer(item.get("id", _MISSING), what, where)
+    body = item.get("body", _MISSING)
+    if not isinstance(body, str):
+        raise GitHubError(f"{what}: expected `body` of {where} to be a string, {_got(body)}")
+    user = item.get("user", _MISSING)
+    # GitHub's schema allows a null user (nullable-simple-user): a comment nobody owns,
+    # never the bot's. Anything else must carry a login.
+    if user is None:
+        login = ""
+    elif not isinstance(user, dict):
+        raise GitHubError(f"{what}: expected `user` of {where} to be an object, {_got(user)}")
+    elif not isinstance(login := user.get("login", _MISSING), str):
+        raise GitHubError(f"{what}: expected `user.login` of {where} to be a string, {_got(login)}")
+    return Comment(id=comment_id, body=body, user=login)
 
 
 def _normalise(body: str) -> str:

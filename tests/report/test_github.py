@@ -190,6 +190,144 @@ def test_an_empty_bot_login_is_refused_before_any_request(httpserver, client):
     assert httpserver.log == []
 
 
+# -- responses of the wrong shape ----------------------------------------------------------
+
+LIST = f"GET /repos/{REPO}/issues/7/comments"
+GOOD = {"id": 1, "body": "hi", "user": {"login": "a"}}
+
+
+def _shape_error(info: pytest.ExceptionInfo[GitHubError]) -> str:
+    """The message, checked for what every such error must be: a GitHubError of its own (no
+    TypeError or KeyError under it), without the token."""
+    assert type(info.value) is GitHubError
+    assert info.value.__context__ is None and info.value.__cause__ is None
+    text = "".join(traceback.format_exception(info.value))
+    assert TOKEN not in text and "Bearer" not in text
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ({"comments": [GOOD]}, "expected a list of comments, got an object"),
+        ("[]", "expected a list of comments, got a string"),
+        ([GOOD, ["x"]], "expected comment [1] to be an object, got a list"),
+        (
+            [{"body": "x", "user": {"login": "a"}}],
+            "expected `id` of comment [0] to be an integer, but it is missing",
+        ),
+        ([GOOD | {"id": "5"}], "expected `id` of comment [0] to be an integer, got a string"),
+        ([GOOD | {"id": True}], "expected `id` of comment [0] to be an integer, got a boolean"),
+        ([GOOD | {"id": 1.5}], "expected `id` of comment [0] to be an integer, got a number"),
+        ([GOOD | {"body": 5}], "expected `body` of comment [0] to be a string, got a number"),
+        ([GOOD | {"body": None}], "expected `body` of comment [0] to be a string, got null"),
+        (
+            [{"id": 1, "body": "x"}],
+            "expected `user` of comment [0] to be an object, but it is missing",
+        ),
+        ([GOOD | {"user": "a"}], "expected `user` of comment [0] to be an object, got a string"),
+        (
+            [GOOD | {"user": {"id": 3}}],
+            "expected `user.login` of comment [0] to be a string, but it is missing",
+        ),
+        (
+            [GOOD | {"user": {"login": ["a"]}}],
+            "expected `user.login` of comment [0] to be a string, got a list",
+        ),
+    ],
+)
+def test_a_comment_list_of_the_wrong_shape_is_a_clear_error(httpserver, client, answer, message):
+    httpserver.expect_request(COMMENTS_URI, method="GET").respond_with_json(answer)
+    with pytest.raises(GitHubError) as info:
+        client.upsert_comment(7, "body", MARKER, author=BOT)
+    assert _shape_error(info) == f"{LIST}: {message}"
+    assert [r.method for r, _ in httpserver.log] == ["GET"]  # nothing posted on a bad list
+
+
+def test_a_bad_item_on_a_later_page_names_the_endpoint(httpserver, client):
+    page2 = httpserver.url_for(f"/repos/{REPO}/issues/7/comments") + "?page=2"
+    httpserver.expect_oneshot_request(COMMENTS_URI).respond_with_json(
+        [GOOD], headers={"Link": f'<{page2}>; rel="next"'}
+    )
+    httpserver.expect_oneshot_request(COMMENTS_URI).respond_with_json([None])
+    with pytest.raises(GitHubError) as info:
+        client.list_comments(7)
+    assert _shape_error(info) == f"{LIST}: expected comment [0] to be an object, got null"
+
+
+def test_a_comment_without_an_owner_is_nobodys(httpserver, client):
+    """GitHub's schema has a nullable user; such a comment is never the bot's."""
+    httpserver.expect_request(COMMENTS_URI).respond_with_json([GOOD | {"user": None}])
+    assert client.list_comments(7)[0].user == ""
+
+
+@pytest.mark.parametrize(
+    ("method", "answer", "message"),
+    [
+        ("POST", [GOOD], "expected the comment to be an object, got a list"),
+        (
+            "POST",
+            {"body": "x", "user": {"login": BOT}},
+            "expected `id` of the comment to be an integer, but it is missing",
+        ),
+        ("PATCH", GOOD | {"body": None}, "expected `body` of the comment to be a string, got null"),
+        ("PATCH", "ok", "expected the comment to be an object, got a string"),
+    ],
+)
+def test_a_created_or_updated_comment_of_the_wrong_shape_is_a_clear_error(
+    httpserver, client, method, answer, message
+):
+    uri = COMMENTS_URI if method == "POST" else COMMENT_URI
+    httpserver.expect_request(uri, method=method).respond_with_json(answer, status=201)
+    with pytest.raises(GitHubError) as info:
+        if method == "POST":
+            client.create_comment(7, "body")
+        else:
+            client.update_comment(5, "body")
+    path = f"/repos/{REPO}/issues/{'7/comments' if method == 'POST' else 'comments/5'}"
+    assert _shape_error(info) == f"{method} {path}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ([], "expected a pull request object, got a list"),
+        ({"number": 7}, "expected `head` to be an object, but it is missing"),
+        ({"head": None}, "expected `head` to be an object, got null"),
+        ({"head": {"ref": "x"}}, "expected `head.sha` to be a string, but it is missing"),
+        ({"head": {"sha": 12}}, "expected `head.sha` to be a string, got a number"),
+    ],
+)
+def test_a_pull_request_of_the_wrong_shape_is_a_clear_error(httpserver, client, answer, message):
+    httpserver.expect_request(f"/repos/{REPO}/pulls/7").respond_with_json(answer)
+    with pytest.raises(GitHubError) as info:
+        client.pull_head_sha(7)
+    assert _shape_error(info) == f"GET /repos/{REPO}/pulls/7: {message}"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (
+            {"state": "success"},
+            "expected `id` of the commit status to be an integer, but it is missing",
+        ),
+        ([{"id": 1}], "expected a commit status object, got a list"),
+    ],
+)
+def test_a_commit_status_of_the_wrong_shape_is_a_clear_error(httpserver, client, answer, message):
+    httpserver.expect_request(f"/repos/{REPO}/statuses/{SHA}").respond_with_json(answer, 201)
+    with pytest.raises(GitHubError) as info:
+        client.set_status(SHA, "success", "ok", "mps/targeted")
+    assert _shape_error(info) == f"POST /repos/{REPO}/statuses/{SHA}: {message}"
+
+
+def test_a_body_that_is_not_json_names_the_endpoint(httpserver, client):
+    httpserver.expect_request(COMMENTS_URI).respond_with_data("<html>proxy login</html>")
+    with pytest.raises(GitHubError, match=rf"^{LIST}: GitHub answered 200 with a body that is not"):
+        client.list_comments(7)
+
+
 # -- pagination ------------------------------------------------------------------------------
 
 
