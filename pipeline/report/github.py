@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import requests
 
@@ -32,6 +32,12 @@ PERMISSIONS_HINT = "needs pull-requests: write and statuses: write"
 MAX_WAIT_SECONDS = 900.0
 # GitHub's advice for a secondary rate limit that came without Retry-After: wait a minute.
 SECONDARY_LIMIT_WAIT = 60.0
+# Comments per page: GitHub's maximum.
+PER_PAGE = 100
+# Pages of comments read at most: 10,000 comments, far more than any PR GitHub's web view
+# still shows, while a bug or a proxy that keeps sending a next link (one that varies, so
+# the repeated-page check does not catch it) costs 100 requests, not an endless loop.
+MAX_PAGES = 100
 TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
 # A field absent from a response (unlike one that is null)
 _MISSING: Any = object()
@@ -140,22 +146,38 @@ class GitHubClient:
     # -- public API ----------------------------------------------------------------------
 
     def list_comments(self, pr: int) -> tuple[Comment, ...]:
-        """All comments of PR ``pr`` (oldest first), following Link rel="next" pages."""
-        url: str | None = self._url(f"/repos/{self.repo}/issues/{int(pr)}/comments")
-        params: dict[str, Any] | None = {"per_page": 100}
+        """All comments of PR ``pr`` (oldest first), following Link rel="next" pages.
+
+        At most ``MAX_PAGES`` pages; a next link to a page already fetched (a loop) or to
+        another origin is a GitHubError, as is a PR with more pages than that.
+        """
+        first = self._url(f"/repos/{self.repo}/issues/{int(pr)}/comments")
+        what = _what("GET", first)
+        # the next links carry the query string: the first URL carries it the same way
+        url: str | None = f"{first}?per_page={PER_PAGE}"
+        seen: set[str] = set()
         comments: list[Comment] = []
         while url:
-            response = self._request("GET", url, params=params)
-            what = _what("GET", url)
+            if len(seen) >= MAX_PAGES:
+                raise GitHubError(
+                    f"{what}: more than {MAX_PAGES} pages of comments ({len(comments)} read); "
+                    "stopped there rather than post a second comment it may not have seen"
+                )
+            seen.add(_page_key(url))
+            response = self._request("GET", url)
             items = _json(response, what)
             if not isinstance(items, list):
                 raise GitHubError(f"{what}: expected a list of comments, got {_kind(items)}")
             comments.extend(_comment(item, what, f"comment [{i}]") for i, item in enumerate(items))
             url = response.links.get("next", {}).get("url")
-            # the next link already carries the query string
-            params = None
             if url:
-                self._check_same_origin(url)
+                url = urljoin(first, url)
+                self._check_same_origin(url, what)
+                if _page_key(url) in seen:
+                    raise GitHubError(
+                        f"{what}: GitHub's next-page link leads back to a page already read "
+                        f"(page {len(seen) + 1} would repeat one); stopped instead of looping"
+                    )
         return tuple(comments)
 
     def create_comment(self, pr: int, body: str) -> Comment:
@@ -285,12 +307,12 @@ class GitHubClient:
     def _url(self, path: str) -> str:
         return f"{self.api_url}{path}"
 
-    def _check_same_origin(self, url: str) -> None:
+    def _check_same_origin(self, url: str, what: str) -> None:
         parts = urlsplit(url)
         if (parts.scheme, parts.netloc) != self._origin:
             raise GitHubError(
-                f"GitHub returned a pagination link to another host ({parts.netloc}); "
-                "refusing to send the token there"
+                f"{what}: GitHub returned a pagination link to another origin "
+                f"({parts.scheme}://{parts.netloc}); refusing to send the token there"
             )
 
     def _redact(self, text: str) -> str:
@@ -433,6 +455,14 @@ def _retry_after(response: requests.Response, clock: Callable[[], float]) -> flo
     except (TypeError, ValueError):
         return None
     return max(when.timestamp() - clock(), 0.0)
+
+
+def _page_key(url: str) -> str:
+    """A page's URL with its query parameters in order: the same page, however spelled."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    query.setdefault("page", "1")  # no page parameter is page 1
+    return f"{parts.scheme}://{parts.netloc.lower()}{parts.path}?{sorted(query.items())}"
 
 
 def _what(method: str, url: str) -> str:

@@ -6,6 +6,7 @@ import json
 import logging
 import re
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -13,6 +14,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from pipeline.errors import GitHubError
+from pipeline.report import github as github_module
 from pipeline.report.github import GitHubClient, token_from_env
 
 TOKEN = "ghp_S3cr3tT0kenThatMustNeverBePrinted0123"
@@ -347,12 +349,86 @@ def test_list_comments_follows_link_pagination_across_three_pages(client, github
     assert client.upsert_comment(7, "new", MARKER, author=BOT)[1] == "updated"
 
 
-def test_pagination_link_to_another_host_is_refused(httpserver, client):
+@pytest.mark.parametrize(
+    "link",
+    [
+        "https://evil.example/steal?page=2",
+        "//evil.example/steal?page=2",  # scheme-relative: another host all the same
+        "https://{netloc}/repos/octo/pytorch/issues/7/comments?page=2",  # same host, https
+    ],
+)
+def test_pagination_link_to_another_origin_is_refused(httpserver, client, link):
+    link = link.format(netloc=f"{httpserver.host}:{httpserver.port}")
     httpserver.expect_request(COMMENTS_URI).respond_with_json(
-        [], headers={"Link": '<https://evil.example/steal?page=2>; rel="next"'}
+        [GOOD], headers={"Link": f'<{link}>; rel="next"'}
     )
-    with pytest.raises(GitHubError, match="refusing to send the token"):
-        client.list_comments(7)
+    with pytest.raises(GitHubError) as info:
+        client.upsert_comment(7, "body", MARKER, author=BOT)
+    message = _shape_error(info)
+    assert message.startswith(f"{LIST}: GitHub returned a pagination link to another origin")
+    assert "refusing to send the token there" in message
+    assert len(httpserver.log) == 1  # not followed, nothing posted
+
+
+def _paged(httpserver: HTTPServer, next_page: Callable[[int], int | None]) -> None:
+    """Comments that page on forever as ``next_page(page)`` says (None: the last page)."""
+
+    def handler(request: Request) -> Response:
+        page = int(request.args.get("page", 1))
+        headers = {}
+        following = next_page(page)
+        if following is not None:
+            url = httpserver.url_for(request.path) + f"?per_page=100&page={following}"
+            headers["Link"] = f'<{url}>; rel="next"'
+        return _json([GOOD | {"id": page}], **headers)
+
+    httpserver.expect_request(COMMENTS_URI, method="GET").respond_with_handler(handler)
+
+
+@pytest.mark.parametrize(
+    ("next_page", "requests"),
+    [
+        (lambda page: 2 if page == 1 else 1, 2),  # page 2 links back to page 1
+        (lambda page: 1, 1),  # page 1 links to itself
+        (lambda page: {1: 2, 2: 3, 3: 2}[page], 3),
+    ],
+)
+def test_a_pagination_loop_stops_at_the_first_repeated_page(
+    httpserver, client, next_page, requests
+):
+    _paged(httpserver, next_page)
+    with pytest.raises(GitHubError) as info:
+        client.upsert_comment(7, "body", MARKER, author=BOT)
+    assert _shape_error(info).startswith(
+        f"{LIST}: GitHub's next-page link leads back to a page already read"
+    )
+    assert len(httpserver.log) == requests
+    assert {r.method for r, _ in httpserver.log} == {"GET"}
+
+
+def test_pagination_stops_after_max_pages(httpserver, client, monkeypatch):
+    """A next link that never repeats (page n links to page n+1, forever) still ends."""
+    monkeypatch.setattr(github_module, "MAX_PAGES", 4)
+    _paged(httpserver, lambda page: page + 1)
+    with pytest.raises(GitHubError) as info:
+        client.upsert_comment(7, "body", MARKER, author=BOT)
+    assert _shape_error(info) == (
+        f"{LIST}: more than 4 pages of comments (4 read); stopped there rather than post a "
+        "second comment it may not have seen"
+    )
+    assert len(httpserver.log) == 4
+
+
+def test_a_relative_next_link_is_followed_on_the_same_origin(httpserver, client):
+    httpserver.expect_oneshot_request(COMMENTS_URI).respond_with_json(
+        [GOOD], headers={"Link": f'</repos/{REPO}/issues/7/comments?page=2>; rel="next"'}
+    )
+    httpserver.expect_oneshot_request(COMMENTS_URI).respond_with_json([GOOD | {"id": 2}])
+    assert [c.id for c in client.list_comments(7)] == [1, 2]
+    assert [r.full_path for r, _ in httpserver.log] == [
+        f"/repos/{REPO}/issues/7/comments?per_page=100",
+        f"/repos/{REPO}/issues/7/comments?page=2",
+    ]
 
 
 # -- retries ------------------------------------------------------------------------------
