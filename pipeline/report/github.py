@@ -203,14 +203,35 @@ class GitHubClient:
         what = _what("PATCH", url)
         return _comment(_json(response, what), what)
 
+    def delete_comment(self, comment_id: int) -> bool:
+        """Delete comment ``comment_id``; False when it was gone already (404)."""
+        url = self._url(f"/repos/{self.repo}/issues/comments/{int(comment_id)}")
+        try:
+            self._request("DELETE", url)
+        except GitHubError as exc:
+            if getattr(exc, "status", None) == 404:
+                return False
+            raise
+        return True
+
     def upsert_comment(self, pr: int, body: str, marker: str, *, author: str) -> tuple[int, str]:
         """Keep exactly one pipeline comment on PR ``pr``, identified by ``marker``.
 
         Only comments by ``author`` (the login the token posts as, e.g. github-actions[bot])
         count: anyone can paste the marker into a comment of their own, and the bot must
-        not rewrite it. Returns ``(comment_id, "created" | "updated" | "unchanged")``. With
-        several of the bot's marked comments (left by older versions) the oldest is updated
-        and no new one is added.
+        not rewrite it. Returns ``(comment_id, "created" | "updated" | "unchanged")``.
+
+        Two jobs posting at once both find no comment and both create one. So after
+        creating, the comments are listed again; of the bot's marked comments the oldest
+        (lowest id) is kept, given this body if it is another job's, and the others are
+        deleted. Whichever job lists last sees both comments, so one always remains; which
+        job's body that is is not defined (the workflow's concurrency group keeps posting
+        jobs of one PR apart). Extra marked comments of the bot found before posting (a job
+        stopped between its create and its clean-up, older versions) go the same way.
+
+        Deleted, not minimized ("hidden as outdated"): minimizing is GraphQL only, while
+        deleting is one REST call with the permission posting already needs, and a
+        duplicate of the kept comment leaves nothing worth reading behind.
         """
         if not MARKER_RE.fullmatch(marker):
             raise GitHubError(
@@ -224,22 +245,24 @@ class GitHubClient:
             )
         if marker not in body:
             body = f"{marker}\n{body}"
-        posted_maybe = False
-        for attempt in range(self.max_retries + 1):
-            existing = [
+
+        def ours() -> list[Comment]:
+            return [
                 c
                 for c in self.list_comments(pr)
                 # logins are case-insensitive on GitHub
                 if marker in c.body and c.user.casefold() == author.casefold()
             ]
+
+        posted_maybe = False
+        for attempt in range(self.max_retries + 1):
+            existing = ours()
             if existing:
-                first, outcome = existing[0], "unchanged"
-                if _normalise(first.body) != _normalise(body):
-                    first, outcome = self.update_comment(first.id, body), "updated"
+                kept, outcome = self._converge(existing, body)
                 # found after an ambiguous POST: that POST did create it
-                return first.id, "created" if posted_maybe else outcome
+                return kept, "created" if posted_maybe else outcome
             try:
-                return self._create(pr, body).id, "created"
+                created = self._create(pr, body)
             except _Ambiguous as exc:
                 # Look again before re-posting: the failed POST may have landed.
                 posted_maybe = True
@@ -248,9 +271,33 @@ class GitHubClient:
                     "creating the PR comment failed (%s); checking again in %.0fs", exc, delay
                 )
                 self._sleep(delay)
+                continue
+            # another job may have created one meanwhile: look again, keep one
+            mine = ours()
+            if all(c.id != created.id for c in mine):
+                mine.append(created)  # a list that lags behind the POST
+            kept, outcome = self._converge(mine, body)
+            return kept, "created" if kept == created.id else outcome
         raise GitHubError(
             f"could not create the comment on PR #{pr} after {self.max_retries + 1} attempts"
         )
+
+    def _converge(self, comments: list[Comment], body: str) -> tuple[int, str]:
+        """Keep the oldest of ``comments`` with ``body``, delete the others; the kept id and
+        "updated" or "unchanged". Updates before deleting, and a delete that fails is a
+        warning: the worst case is an extra comment (the next run removes it), never none."""
+        kept, outcome = min(comments, key=lambda c: c.id), "unchanged"
+        if _normalise(kept.body) != _normalise(body):
+            kept, outcome = self.update_comment(kept.id, body), "updated"
+        for extra in (c.id for c in comments if c.id != kept.id):
+            try:
+                self.delete_comment(extra)
+            except GitHubError as exc:
+                # the comment is up to date; a duplicate left is for the next run to remove
+                log.warning("could not delete duplicate comment %d: %s", extra, exc)
+            else:
+                log.info("deleted comment %d, a duplicate of comment %d", extra, kept.id)
+        return kept.id, outcome
 
     def pull_head_sha(self, pr: int) -> str:
         """The commit PR ``pr`` currently points at (where its commit status belongs)."""

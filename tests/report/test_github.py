@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,49 +29,67 @@ BOT = "github-actions[bot]"
 
 @dataclass
 class FakeGitHub:
-    """Just enough of the issues-comments API, with state, to watch upserts."""
+    """Just enough of the issues-comments API, with state, to watch upserts. Safe to serve
+    from several threads (``HTTPServer(threaded=True)``)."""
 
     server: HTTPServer
     comments: list[dict] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)
     next_id: int = 1000
     page_size: int = 100
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
     def install(self) -> FakeGitHub:
-        self.server.expect_request(COMMENTS_URI, method="GET").respond_with_handler(self.list)
-        self.server.expect_request(COMMENTS_URI, method="POST").respond_with_handler(self.create)
-        self.server.expect_request(COMMENT_URI, method="PATCH").respond_with_handler(self.update)
+        expect = self.server.expect_request
+        expect(COMMENTS_URI, method="GET").respond_with_handler(self.list)
+        expect(COMMENTS_URI, method="POST").respond_with_handler(self.create)
+        expect(COMMENT_URI, method="PATCH").respond_with_handler(self.update)
+        expect(COMMENT_URI, method="DELETE").respond_with_handler(self.delete)
         return self
 
     def add(self, body: str, user: str = "someone") -> int:
-        self.next_id += 1
-        self.comments.append({"id": self.next_id, "body": body, "user": {"login": user}})
-        return self.next_id
+        with self.lock:
+            self.next_id += 1
+            self.comments.append({"id": self.next_id, "body": body, "user": {"login": user}})
+            return self.next_id
 
     def list(self, request: Request) -> Response:
-        self.calls.append(("GET", request.full_path))
-        per_page = min(int(request.args.get("per_page", 30)), self.page_size)
-        page = int(request.args.get("page", 1))
-        chunk = self.comments[(page - 1) * per_page : page * per_page]
-        headers = {}
-        if page * per_page < len(self.comments):
-            nxt = self.server.url_for(request.path) + f"?per_page={per_page}&page={page + 1}"
-            headers["Link"] = f'<{nxt}>; rel="next", <{nxt}>; rel="last"'
-        return Response(json.dumps(chunk), 200, headers, content_type="application/json")
+        with self.lock:
+            self.calls.append(("GET", request.full_path))
+            per_page = min(int(request.args.get("per_page", 30)), self.page_size)
+            page = int(request.args.get("page", 1))
+            chunk = self.comments[(page - 1) * per_page : page * per_page]
+            headers = {}
+            if page * per_page < len(self.comments):
+                nxt = self.server.url_for(request.path) + f"?per_page={per_page}&page={page + 1}"
+                headers["Link"] = f'<{nxt}>; rel="next", <{nxt}>; rel="last"'
+            return Response(json.dumps(chunk), 200, headers, content_type="application/json")
 
     def create(self, request: Request) -> Response:
-        self.calls.append(("POST", request.path))
-        comment_id = self.add(request.get_json()["body"], user=BOT)
-        return Response(json.dumps(self.comments[-1] | {"id": comment_id}), 201)
+        with self.lock:
+            self.calls.append(("POST", request.path))
+            comment_id = self.add(request.get_json()["body"], user=BOT)
+            return Response(json.dumps(self.comments[-1] | {"id": comment_id}), 201)
 
     def update(self, request: Request) -> Response:
-        self.calls.append(("PATCH", request.path))
-        comment_id = int(COMMENT_URI.match(request.path).group(1))
-        for comment in self.comments:
-            if comment["id"] == comment_id:
-                comment["body"] = request.get_json()["body"]
-                return Response(json.dumps(comment), 200)
-        return Response(json.dumps({"message": "Not Found"}), 404)
+        with self.lock:
+            self.calls.append(("PATCH", request.path))
+            comment_id = int(COMMENT_URI.match(request.path).group(1))
+            for comment in self.comments:
+                if comment["id"] == comment_id:
+                    comment["body"] = request.get_json()["body"]
+                    return Response(json.dumps(comment), 200)
+            return Response(json.dumps({"message": "Not Found"}), 404)
+
+    def delete(self, request: Request) -> Response:
+        with self.lock:
+            self.calls.append(("DELETE", request.path))
+            comment_id = int(COMMENT_URI.match(request.path).group(1))
+            before = len(self.comments)
+            self.comments = [c for c in self.comments if c["id"] != comment_id]
+            if len(self.comments) == before:
+                return Response(json.dumps({"message": "Not Found"}), 404)
+            return Response("", 204)
 
     def marked(self) -> list[dict]:
         return [c for c in self.comments if MARKER in c["body"]]
@@ -120,11 +139,114 @@ def test_a_second_run_edits_and_never_adds(httpserver, github):
     assert github.marked()[0]["body"] == f"{MARKER}\nresults of run 2"
 
 
-def test_legacy_duplicates_update_the_first_and_add_nothing(client, github):
+def test_duplicates_found_update_the_oldest_and_are_deleted(client, github):
+    """Left by older versions, or by a job stopped between its create and its clean-up."""
+    github.add(f"{MARKER}\nnot the bot's", user="mallory")
     oldest = github.add(f"{MARKER}\nold 1", user=BOT)
-    github.add(f"{MARKER}\nold 2", user=BOT)
+    second = github.add(f"{MARKER}\nold 2", user=BOT)
     assert client.upsert_comment(7, f"{MARKER}\nnew", MARKER, author=BOT) == (oldest, "updated")
-    assert [c["body"] for c in github.marked()] == [f"{MARKER}\nnew", f"{MARKER}\nold 2"]
+    assert [c["body"] for c in github.marked()] == [f"{MARKER}\nnot the bot's", f"{MARKER}\nnew"]
+    assert github.calls[1:] == [
+        ("PATCH", f"/repos/{REPO}/issues/comments/{oldest}"),
+        ("DELETE", f"/repos/{REPO}/issues/comments/{second}"),
+    ]
+
+
+def test_a_comment_another_job_created_meanwhile_is_kept_and_ours_deleted(httpserver, client):
+    """The other job's POST lands between our list and our POST: its comment is older."""
+    github = FakeGitHub(httpserver)
+    other: list[int] = []
+
+    def create_after_the_other_job(request: Request) -> Response:
+        other.append(github.add(f"{MARKER}\nthe other job", user=BOT))
+        return github.create(request)
+
+    httpserver.expect_oneshot_request(COMMENTS_URI, method="POST").respond_with_handler(
+        create_after_the_other_job
+    )
+    github.install()
+    assert client.upsert_comment(7, f"{MARKER}\nours", MARKER, author=BOT) == (
+        other[0],
+        "updated",
+    )
+    assert [(c["id"], c["body"]) for c in github.marked()] == [(other[0], f"{MARKER}\nours")]
+    assert [m for m, _ in github.calls] == ["GET", "POST", "GET", "PATCH", "DELETE"]
+
+
+def test_a_duplicate_that_cannot_be_deleted_is_a_warning(httpserver, client, github, caplog):
+    """Already gone (the other job deleted it) is fine; refused leaves it for the next run."""
+    oldest = github.add(f"{MARKER}\nsame", user=BOT)
+    gone, kept_back = github.add(f"{MARKER}\nx", user=BOT), github.add(f"{MARKER}\ny", user=BOT)
+    gone_uri = f"/repos/{REPO}/issues/comments/{gone}"
+    httpserver.expect_oneshot_request(gone_uri, method="DELETE").respond_with_json(
+        {"message": "Not Found"}, status=404
+    )
+    httpserver.expect_oneshot_request(
+        f"/repos/{REPO}/issues/comments/{kept_back}", method="DELETE"
+    ).respond_with_json({"message": "Must have admin rights"}, status=403)
+    assert client.upsert_comment(7, f"{MARKER}\nsame", MARKER, author=BOT) == (
+        oldest,
+        "unchanged",
+    )
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and f"could not delete duplicate comment {kept_back}" in warnings[0]
+    assert "Must have admin rights" in warnings[0] and TOKEN not in caplog.text
+
+
+@pytest.fixture(scope="module")
+def threaded_server():
+    """A server answering requests in parallel, as GitHub does (stopping one takes 0.5 s)."""
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_two_jobs_posting_at_once_leave_one_comment(threaded_server, attempt):
+    """Both list before either creates (a barrier where the issue had a slow list), so both
+    create: one marked comment remains, the same for both, every time."""
+    server = threaded_server
+    try:
+        github = FakeGitHub(server)
+        github.add("LGTM once the int dtypes pass", user="reviewer")
+        first_lists = threading.Barrier(2, timeout=10)
+        listed = iter(range(2))
+
+        def slow_first_lists(request: Request) -> Response:
+            with github.lock:
+                first = next(listed, None) is not None
+            if first:  # answered only when both jobs have asked: both see no comment
+                first_lists.wait()
+            return github.list(request)
+
+        # registered first, so it answers the GETs before FakeGitHub.list would
+        server.expect_request(COMMENTS_URI, method="GET").respond_with_handler(slow_first_lists)
+        github.install()
+        results: dict[int, tuple[int, str]] = {}
+        errors: list[BaseException] = []
+
+        def job(n: int) -> None:
+            client = GitHubClient(server.url_for(""), REPO, TOKEN, sleep=lambda s: None)
+            try:
+                results[n] = client.upsert_comment(7, f"job {n}", MARKER, author=BOT)
+            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=job, args=(n,)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert errors == [] and len(results) == 2
+        assert [m for m, _ in github.calls].count("POST") == 2  # the race happened
+        [kept] = github.marked()
+        assert kept["body"] in (f"{MARKER}\njob 0", f"{MARKER}\njob 1")
+        assert kept["id"] == min(c["id"] for c in github.comments if c["user"]["login"] == BOT)
+        assert {comment_id for comment_id, _ in results.values()} == {kept["id"]}
+        assert len(github.comments) == 2  # the reviewer's and the one kept
+    finally:
+        server.clear()
 
 
 def test_a_post_that_failed_but_landed_is_not_posted_twice(httpserver, client, github):
