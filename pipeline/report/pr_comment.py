@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pipeline.report.render import escape_markdown
+from pipeline.report.render import escape_markdown, neutralize_references
 from pipeline.results.junit import DISPLAY_ORDER, FAILING
 
 # The hidden first line of the PR-report comment: how the pipeline finds its comment again
@@ -37,10 +37,6 @@ OUTCOME_LABELS = (
 )
 _BAD_OUTCOMES = tuple(o.value for o in DISPLAY_ORDER if o in FAILING)
 
-# The same zero-width joiner escape_markdown puts after "@" and "#": one convention.
-_ZWJ = "\u200d"
-_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
-_ISSUE_REF = re.compile(r"#(?=[0-9])")
 _TAG_START = re.compile(r"(?<!\\)<(?=[A-Za-z/!?])")
 _ENTITY_START = re.compile(r"&(?!(?:lt|gt|amp|quot);)(?=[A-Za-z#])")
 _DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
@@ -81,8 +77,8 @@ def defuse(markdown: str) -> str:
 def _defuse_text(text: str) -> str:
     text = _ENTITY_START.sub("&amp;", text)
     text = _TAG_START.sub("&lt;", text)
-    text = _MENTION.sub("@" + _ZWJ, text)
-    return _ISSUE_REF.sub("#" + _ZWJ, text)
+    # the zero-width joiners escape_markdown puts in: one convention
+    return neutralize_references(text)
 
 
 def build_comment(
