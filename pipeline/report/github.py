@@ -358,8 +358,10 @@ class GitHubClient:
         parts = urlsplit(url)
         if (parts.scheme, parts.netloc) != self._origin:
             raise GitHubError(
-                f"{what}: GitHub returned a pagination link to another origin "
-                f"({parts.scheme}://{parts.netloc}); refusing to send the token there"
+                self._redact(
+                    f"{what}: GitHub returned a pagination link to another origin "
+                    f"({parts.scheme}://{parts.netloc}); refusing to send the token there"
+                )
             )
 
     def _redact(self, text: str) -> str:

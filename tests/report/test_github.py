@@ -719,6 +719,45 @@ def test_token_never_appears_in_output_logs_or_errors(httpserver, caplog, capsys
     assert "Bearer" not in caplog.text
 
 
+def test_token_never_appears_when_a_response_is_malformed_loops_or_leads_away(
+    httpserver, caplog, capsys
+):
+    """The failures of shape, pagination and clean-up, with every log at DEBUG."""
+    caplog.set_level(logging.DEBUG)
+    echo = f"token {TOKEN}"
+    base = httpserver.url_for(f"/repos/{REPO}/issues")
+    httpserver.expect_request(f"/repos/{REPO}/issues/1/comments").respond_with_json(
+        {"message": echo}
+    )
+    httpserver.expect_request(f"/repos/{REPO}/issues/2/comments").respond_with_json(
+        [GOOD], headers={"Link": f'<{base}/2/comments?page=2>; rel="next"'}
+    )
+    httpserver.expect_request(f"/repos/{REPO}/issues/3/comments").respond_with_json(
+        [GOOD], headers={"Link": f'<https://{TOKEN}.example/?page=2>; rel="next"'}
+    )
+    httpserver.expect_request(f"/repos/{REPO}/issues/4/comments").respond_with_json(
+        [GOOD | {"id": echo}]
+    )
+    httpserver.expect_request(f"/repos/{REPO}/pulls/5").respond_with_json({"head": echo})
+    client = GitHubClient(httpserver.url_for(""), REPO, TOKEN, sleep=lambda s: None)
+    texts = []
+    for call in (
+        lambda: client.list_comments(1),
+        lambda: client.list_comments(2),
+        lambda: client.list_comments(3),
+        lambda: client.upsert_comment(4, "x", MARKER, author=BOT),
+        lambda: client.pull_head_sha(5),
+    ):
+        with pytest.raises(GitHubError) as info:
+            call()
+        texts.append(_shape_error(info))
+    assert "leads back to a page already read" in texts[1]
+    assert "another origin (https://***.example)" in texts[2]  # GitHub echoed it: redacted
+    texts += [caplog.text, *capsys.readouterr()]
+    for text in texts:
+        assert TOKEN not in text
+
+
 def test_auth_is_not_forwarded_on_a_redirect_to_another_host(httpserver, client):
     other = HTTPServer(host="localhost", port=0)
     other.start()
