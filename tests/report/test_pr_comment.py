@@ -294,6 +294,19 @@ def test_budget_is_always_respected():
     assert len(body) <= 5000
 
 
+def test_the_last_resort_cut_keeps_whole_lines_and_the_marker():
+    """Text that no cut can shorten (a table's leading text) is cut at a line boundary: a
+    cut inside a code span would turn what it held into text GitHub links."""
+    lines = [f"`@dev{i} GH-{i} https://github.com/o/r/issues/{i}` " + "y" * 1500 for i in range(60)]
+    body = _comment(table="\n".join(lines))
+    note = "\n\n_…comment truncated; full results in the workflow artifacts_\n"
+    assert body.startswith(MARKER + "\n") and body.endswith(note)
+    assert len(body) <= GITHUB_COMMENT_LIMIT
+    kept = body.removesuffix(note)
+    assert kept.endswith("\n") and _comment(table="\n".join(lines), budget=10**6).startswith(kept)
+    _assert_nothing_links(body)
+
+
 def test_hunk_parsing_honours_line_counts():
     """A removed line starting with "-- " stays in its hunk (and is not a file header)."""
     body = _comment(xfail_diff=DIFF, budget=len(_comment(xfail_diff=DIFF)) - 1)
