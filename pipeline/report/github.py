@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import requests
 
@@ -32,7 +32,15 @@ PERMISSIONS_HINT = "needs pull-requests: write and statuses: write"
 MAX_WAIT_SECONDS = 900.0
 # GitHub's advice for a secondary rate limit that came without Retry-After: wait a minute.
 SECONDARY_LIMIT_WAIT = 60.0
+# Comments per page: GitHub's maximum.
+PER_PAGE = 100
+# Pages of comments read at most: 10,000 comments, far more than any PR GitHub's web view
+# still shows, while a bug or a proxy that keeps sending a next link (one that varies, so
+# the repeated-page check does not catch it) costs 100 requests, not an endless loop.
+MAX_PAGES = 100
 TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
+# A field absent from a response (unlike one that is null)
+_MISSING: Any = object()
 
 
 @dataclass(frozen=True)
@@ -138,18 +146,38 @@ class GitHubClient:
     # -- public API ----------------------------------------------------------------------
 
     def list_comments(self, pr: int) -> tuple[Comment, ...]:
-        """All comments of PR ``pr`` (oldest first), following Link rel="next" pages."""
-        url: str | None = self._url(f"/repos/{self.repo}/issues/{int(pr)}/comments")
-        params: dict[str, Any] | None = {"per_page": 100}
+        """All comments of PR ``pr`` (oldest first), following Link rel="next" pages.
+
+        At most ``MAX_PAGES`` pages; a next link to a page already fetched (a loop) or to
+        another origin is a GitHubError, as is a PR with more pages than that.
+        """
+        first = self._url(f"/repos/{self.repo}/issues/{int(pr)}/comments")
+        what = _what("GET", first)
+        # the next links carry the query string: the first URL carries it the same way
+        url: str | None = f"{first}?per_page={PER_PAGE}"
+        seen: set[str] = set()
         comments: list[Comment] = []
         while url:
-            response = self._request("GET", url, params=params)
-            comments.extend(_comment(item) for item in _json(response))
+            if len(seen) >= MAX_PAGES:
+                raise GitHubError(
+                    f"{what}: more than {MAX_PAGES} pages of comments ({len(comments)} read); "
+                    "stopped there rather than post a second comment it may not have seen"
+                )
+            seen.add(_page_key(url))
+            response = self._request("GET", url)
+            items = _json(response, what)
+            if not isinstance(items, list):
+                raise GitHubError(f"{what}: expected a list of comments, got {_kind(items)}")
+            comments.extend(_comment(item, what, f"comment [{i}]") for i, item in enumerate(items))
             url = response.links.get("next", {}).get("url")
-            # the next link already carries the query string
-            params = None
             if url:
-                self._check_same_origin(url)
+                url = urljoin(first, url)
+                self._check_same_origin(url, what)
+                if _page_key(url) in seen:
+                    raise GitHubError(
+                        f"{what}: GitHub's next-page link leads back to a page already read "
+                        f"(page {len(seen) + 1} would repeat one); stopped instead of looping"
+                    )
         return tuple(comments)
 
     def create_comment(self, pr: int, body: str) -> Comment:
@@ -171,16 +199,39 @@ class GitHubClient:
     def update_comment(self, comment_id: int, body: str) -> Comment:
         """Replace the body of comment ``comment_id``."""
         url = self._url(f"/repos/{self.repo}/issues/comments/{int(comment_id)}")
-        return _comment(_json(self._request("PATCH", url, json={"body": body})))
+        response = self._request("PATCH", url, json={"body": body})
+        what = _what("PATCH", url)
+        return _comment(_json(response, what), what)
+
+    def delete_comment(self, comment_id: int) -> bool:
+        """Delete comment ``comment_id``; False when it was gone already (404)."""
+        url = self._url(f"/repos/{self.repo}/issues/comments/{int(comment_id)}")
+        try:
+            self._request("DELETE", url)
+        except GitHubError as exc:
+            if getattr(exc, "status", None) == 404:
+                return False
+            raise
+        return True
 
     def upsert_comment(self, pr: int, body: str, marker: str, *, author: str) -> tuple[int, str]:
         """Keep exactly one pipeline comment on PR ``pr``, identified by ``marker``.
 
         Only comments by ``author`` (the login the token posts as, e.g. github-actions[bot])
         count: anyone can paste the marker into a comment of their own, and the bot must
-        not rewrite it. Returns ``(comment_id, "created" | "updated" | "unchanged")``. With
-        several of the bot's marked comments (left by older versions) the oldest is updated
-        and no new one is added.
+        not rewrite it. Returns ``(comment_id, "created" | "updated" | "unchanged")``.
+
+        Two jobs posting at once both find no comment and both create one. So after
+        creating, the comments are listed again; of the bot's marked comments the oldest
+        (lowest id) is kept, given this body if it is another job's, and the others are
+        deleted. Whichever job lists last sees both comments, so one always remains; which
+        job's body that is is not defined (the workflow's concurrency group keeps posting
+        jobs of one PR apart). Extra marked comments of the bot found before posting (a job
+        stopped between its create and its clean-up, older versions) go the same way.
+
+        Deleted, not minimized ("hidden as outdated"): minimizing is GraphQL only, while
+        deleting is one REST call with the permission posting already needs, and a
+        duplicate of the kept comment leaves nothing worth reading behind.
         """
         if not MARKER_RE.fullmatch(marker):
             raise GitHubError(
@@ -194,22 +245,24 @@ class GitHubClient:
             )
         if marker not in body:
             body = f"{marker}\n{body}"
-        posted_maybe = False
-        for attempt in range(self.max_retries + 1):
-            existing = [
+
+        def ours() -> list[Comment]:
+            return [
                 c
                 for c in self.list_comments(pr)
                 # logins are case-insensitive on GitHub
                 if marker in c.body and c.user.casefold() == author.casefold()
             ]
+
+        posted_maybe = False
+        for attempt in range(self.max_retries + 1):
+            existing = ours()
             if existing:
-                first, outcome = existing[0], "unchanged"
-                if _normalise(first.body) != _normalise(body):
-                    first, outcome = self.update_comment(first.id, body), "updated"
+                kept, outcome = self._converge(existing, body)
                 # found after an ambiguous POST: that POST did create it
-                return first.id, "created" if posted_maybe else outcome
+                return kept, "created" if posted_maybe else outcome
             try:
-                return self._create(pr, body).id, "created"
+                created = self._create(pr, body)
             except _Ambiguous as exc:
                 # Look again before re-posting: the failed POST may have landed.
                 posted_maybe = True
@@ -218,14 +271,48 @@ class GitHubClient:
                     "creating the PR comment failed (%s); checking again in %.0fs", exc, delay
                 )
                 self._sleep(delay)
+                continue
+            # another job may have created one meanwhile: look again, keep one
+            mine = ours()
+            if all(c.id != created.id for c in mine):
+                mine.append(created)  # a list that lags behind the POST
+            kept, outcome = self._converge(mine, body)
+            return kept, "created" if kept == created.id else outcome
         raise GitHubError(
             f"could not create the comment on PR #{pr} after {self.max_retries + 1} attempts"
         )
 
+    def _converge(self, comments: list[Comment], body: str) -> tuple[int, str]:
+        """Keep the oldest of ``comments`` with ``body``, delete the others; the kept id and
+        "updated" or "unchanged". Updates before deleting, and a delete that fails is a
+        warning: the worst case is an extra comment (the next run removes it), never none."""
+        kept, outcome = min(comments, key=lambda c: c.id), "unchanged"
+        if _normalise(kept.body) != _normalise(body):
+            kept, outcome = self.update_comment(kept.id, body), "updated"
+        for extra in (c.id for c in comments if c.id != kept.id):
+            try:
+                self.delete_comment(extra)
+            except GitHubError as exc:
+                # the comment is up to date; a duplicate left is for the next run to remove
+                log.warning("could not delete duplicate comment %d: %s", extra, exc)
+            else:
+                log.info("deleted comment %d, a duplicate of comment %d", extra, kept.id)
+        return kept.id, outcome
+
     def pull_head_sha(self, pr: int) -> str:
         """The commit PR ``pr`` currently points at (where its commit status belongs)."""
         url = self._url(f"/repos/{self.repo}/pulls/{int(pr)}")
-        return str(_json(self._request("GET", url))["head"]["sha"])
+        what = _what("GET", url)
+        pull = _json(self._request("GET", url), what)
+        if not isinstance(pull, dict):
+            raise GitHubError(f"{what}: expected a pull request object, got {_kind(pull)}")
+        head = pull.get("head", _MISSING)
+        if not isinstance(head, dict):
+            raise GitHubError(f"{what}: expected `head` to be an object, {_got(head)}")
+        sha = head.get("sha", _MISSING)
+        if not isinstance(sha, str):
+            raise GitHubError(f"{what}: expected `head.sha` to be a string, {_got(sha)}")
+        return sha
 
     def set_status(
         self,
@@ -250,24 +337,31 @@ class GitHubClient:
         if target_url:
             payload["target_url"] = target_url
         url = self._url(f"/repos/{self.repo}/statuses/{sha}")
-        return int(_json(self._request("POST", url, json=payload))["id"])
+        what = _what("POST", url)
+        status = _json(self._request("POST", url, json=payload), what)
+        if not isinstance(status, dict):
+            raise GitHubError(f"{what}: expected a commit status object, got {_kind(status)}")
+        return _integer(status.get("id", _MISSING), what, "the commit status")
 
     # -- transport -----------------------------------------------------------------------
 
     def _create(self, pr: int, body: str) -> Comment:
         url = self._url(f"/repos/{self.repo}/issues/{int(pr)}/comments")
         response = self._request("POST", url, json={"body": body}, idempotent=False)
-        return _comment(_json(response))
+        what = _what("POST", url)
+        return _comment(_json(response, what), what)
 
     def _url(self, path: str) -> str:
         return f"{self.api_url}{path}"
 
-    def _check_same_origin(self, url: str) -> None:
+    def _check_same_origin(self, url: str, what: str) -> None:
         parts = urlsplit(url)
         if (parts.scheme, parts.netloc) != self._origin:
             raise GitHubError(
-                f"GitHub returned a pagination link to another host ({parts.netloc}); "
-                "refusing to send the token there"
+                self._redact(
+                    f"{what}: GitHub returned a pagination link to another origin "
+                    f"({parts.scheme}://{parts.netloc}); refusing to send the token there"
+                )
             )
 
     def _redact(self, text: str) -> str:
@@ -283,7 +377,7 @@ class GitHubClient:
         idempotent: bool = True,
     ) -> requests.Response:
         """Send one API request, retrying what is safe to retry; raise GitHubError otherwise."""
-        what = f"{method} {urlsplit(url).path}"
+        what = _what(method, url)
         for attempt in itertools.count():
             last = attempt >= self.max_retries
             try:
@@ -412,14 +506,56 @@ def _retry_after(response: requests.Response, clock: Callable[[], float]) -> flo
     return max(when.timestamp() - clock(), 0.0)
 
 
-def _json(response: requests.Response) -> Any:
+def _page_key(url: str) -> str:
+    """A page's URL with its query parameters in order: the same page, however spelled."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    query.setdefault("page", "1")  # no page parameter is page 1
+    return f"{parts.scheme}://{parts.netloc.lower()}{parts.path}?{sorted(query.items())}"
+
+
+def _what(method: str, url: str) -> str:
+    """How errors name an endpoint: method and path (no host, no query, never the token)."""
+    return f"{method} {urlsplit(url).path}"
+
+
+def _json(response: requests.Response, what: str) -> Any:
     try:
         return response.json()
     except ValueError:
         raise GitHubError(
-            f"GitHub answered {response.status_code} with a body that is not JSON; "
+            f"{what}: GitHub answered {response.status_code} with a body that is not JSON; "
             "check github.api_url"
         ) from None
+
+
+def _got(value: Any) -> str:
+    """What arrived instead, for an error message: "got a string", "but it is missing"."""
+    return "but it is missing" if value is _MISSING else f"got {_kind(value)}"
+
+
+def _kind(value: Any) -> str:
+    """The JSON type of ``value``, as an error message says it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _integer(value: Any, what: str, where: str) -> int:
+    # JSON true is a Python bool, and bool is an int: refuse it explicitly
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise GitHubError(f"{what}: expected `id` of {where} to be an integer, {_got(value)}")
+    return value
 
 
 def _body(response: requests.Response) -> dict[str, Any]:
@@ -450,12 +586,25 @@ def _errors(response: requests.Response) -> str:
     return "; ".join(out)
 
 
-def _comment(item: Mapping[str, Any]) -> Comment:
-    return Comment(
-        id=int(item["id"]),
-        body=str(item.get("body") or ""),
-        user=str((item.get("user") or {}).get("login", "")),
-    )
+def _comment(item: Any, what: str, where: str = "the comment") -> Comment:
+    """A comment object as GitHub documents it, checked: whatever else arrives is a
+    GitHubError naming the endpoint (``what``) and the comment (``where``)."""
+    if not isinstance(item, dict):
+        raise GitHubError(f"{what}: expected {where} to be an object, got {_kind(item)}")
+    comment_id = _integer(item.get("id", _MISSING), what, where)
+    body = item.get("body", _MISSING)
+    if not isinstance(body, str):
+        raise GitHubError(f"{what}: expected `body` of {where} to be a string, {_got(body)}")
+    user = item.get("user", _MISSING)
+    # GitHub's schema allows a null user (nullable-simple-user): a comment nobody owns,
+    # never the bot's. Anything else must carry a login.
+    if user is None:
+        login = ""
+    elif not isinstance(user, dict):
+        raise GitHubError(f"{what}: expected `user` of {where} to be an object, {_got(user)}")
+    elif not isinstance(login := user.get("login", _MISSING), str):
+        raise GitHubError(f"{what}: expected `user.login` of {where} to be a string, {_got(login)}")
+    return Comment(id=comment_id, body=body, user=login)
 
 
 def _normalise(body: str) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from pipeline.config import Settings
 from pipeline.errors import BuildError, PipelineError
@@ -38,8 +38,9 @@ from pipeline.guide import stages
 from pipeline.guide.xfails import plan_xfail_changes
 from pipeline.impact import affected, selected_opinfos
 from pipeline.report import render
+from pipeline.report.clip import LogCap, clip_line
 from pipeline.report.console import terminal
-from pipeline.report.github import GitHubClient, token_from_env
+from pipeline.report.github import STATUS_DESCRIPTION_MAX, GitHubClient, token_from_env
 from pipeline.report.impact import render_text
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
 from pipeline.results import junit
@@ -93,7 +94,13 @@ class PrResults:
     def status(self) -> tuple[str, str]:
         """The commit status ``(state, description)``."""
         if self.build_ok and self.test_error is not None:
-            return "error", f"MPS tests could not run: {_first_line(self.test_error)}"
+            # as GitHubClient.set_status posts it, so that what is printed is what is posted
+            description = " ".join(
+                f"MPS tests could not run: {_first_line(self.test_error)}".split()
+            )
+            if len(description) > STATUS_DESCRIPTION_MAX:
+                description = description[: STATUS_DESCRIPTION_MAX - 1] + "…"
+            return "error", description
         return commit_status_for(self.counts, self.build_ok)
 
     def title(self) -> str:
@@ -235,6 +242,27 @@ def _build_error(settings: Settings, exc: BuildError) -> str:
     return str(found)
 
 
+class _Say:
+    """Prints what the build and the tests said, capped (``pipeline.report.clip``): each
+    line, and all of it together, so that one huge error line cannot flood the CI log."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._cap = LogCap()
+
+    def __call__(self, text: str, label: str = "", style: str = "") -> None:
+        shown = self._cap(text)
+        if shown is None:
+            return
+        line = Text()
+        if label:
+            line.append(label, style=style)
+            line.append(" ")
+        line.append(shown)
+        # no wrapping: a line of the log is a line of the message, capped
+        self._console.print(line, highlight=False, soft_wrap=True)
+
+
 def collect(
     settings: Settings,
     pr: int,
@@ -249,13 +277,14 @@ def collect(
     says so), not raised. Tests always run in the work tree, so ``head`` should be what is
     checked out (or None).
     """
+    say = _Say(console)
     root = settings.root
     base_sha = resolve(root, base) if base else default_base(root, head)
     head_sha = resolve(root, head) if head else None
     kinds = settings.test_kinds
     opinfos = opinfo.load_opinfos(settings.tree)
     impact = affected(root, base_sha, head_sha, opinfos=opinfos, kinds=kinds)
-    console.print(render_text(impact), markup=False, highlight=False)
+    say(render_text(impact))  # operator names come from the PR's code
     chosen = selected_opinfos(impact, opinfos, kinds)
     result = PrResults(
         pr=pr,
@@ -276,7 +305,7 @@ def collect(
         try:
             stages.run_build(settings, console)
         except BuildError as exc:
-            console.print(f"[red]build failed:[/red] {escape(str(exc))}", highlight=False)
+            say(str(exc), "build failed:", "red")
             return replace(result, build_ok=False, build_error=_build_error(settings, exc))
     if not chosen:
         return result
@@ -287,12 +316,12 @@ def collect(
     try:
         junit_path, summary = stages.run_consistency_tests(settings, selectors, f"pr-{pr}")
     except PipelineError as exc:
-        console.print(f"[red]tests:[/red] {escape(str(exc))}", highlight=False)
+        say(str(exc), "tests:", "red")
         return replace(result, test_error=str(exc))
     console.print(f"tests: {summary}", markup=False, highlight=False)
     report = junit.parse_report(junit_path)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+        say(warning, "warning:", "yellow")
     table = tables.build_table(report.cases, names=tables.display_names(chosen))
     entries = common_mps.read(root).entries
     decisions, edit = plan_xfail_changes(settings, entries, chosen, table)
@@ -406,9 +435,10 @@ def report(
         return 0
     if token is None:
         state, description = results.status()
-        console.print(f"status to post: {state}: {description}", markup=False, highlight=False)
+        line = clip_line(f"status to post: {state}: {description}")
+        console.print(line, markup=False, highlight=False)
         return 0
-    print(post(settings, results, token, url, sha))
+    print(clip_line(post(settings, results, token, url, sha)))
     return 0
 
 

@@ -3,7 +3,8 @@
 Anything that comes from test output (operator names, reasons, error lines, test names inside
 the rendered table) is defused: no raw HTML, no @-mentions or issue cross-references, no way
 to close a code fence early. GitHub refuses comments over 65,536 characters, so the largest
-tables lose whole rows first, then the diff loses whole hunks, each with a note saying so.
+tables lose whole rows first, then the diff loses whole hunks, each with a note saying so;
+before that, every line from test output is cut to ``clip.MAX_LINE_CHARS``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pipeline.report.render import escape_markdown
+from pipeline.report.clip import clip_lines
+from pipeline.report.render import escape_markdown, neutralize_references
 from pipeline.results.junit import DISPLAY_ORDER, FAILING
 
 # The hidden first line of the PR-report comment: how the pipeline finds its comment again
@@ -24,6 +26,8 @@ GITHUB_COMMENT_LIMIT = 65_536
 DEFAULT_BUDGET = 65_000
 MAX_ERROR_CHARS = 500
 MAX_REASON_CHARS = 200
+# An operator name is an identifier; one longer than this is test output gone wrong.
+MAX_OPERATOR_CHARS = 200
 # Longer operator lists fold into <details> so the table stays near the top.
 FOLD_OPERATORS_AFTER = 10
 
@@ -37,10 +41,6 @@ OUTCOME_LABELS = (
 )
 _BAD_OUTCOMES = tuple(o.value for o in DISPLAY_ORDER if o in FAILING)
 
-# The same zero-width joiner escape_markdown puts after "@" and "#": one convention.
-_ZWJ = "\u200d"
-_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
-_ISSUE_REF = re.compile(r"#(?=[0-9])")
 _TAG_START = re.compile(r"(?<!\\)<(?=[A-Za-z/!?])")
 _ENTITY_START = re.compile(r"&(?!(?:lt|gt|amp|quot);)(?=[A-Za-z#])")
 _DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
@@ -81,8 +81,8 @@ def defuse(markdown: str) -> str:
 def _defuse_text(text: str) -> str:
     text = _ENTITY_START.sub("&amp;", text)
     text = _TAG_START.sub("&lt;", text)
-    text = _MENTION.sub("@" + _ZWJ, text)
-    return _ISSUE_REF.sub("#" + _ZWJ, text)
+    # the zero-width joiners escape_markdown puts in: one convention
+    return neutralize_references(text)
 
 
 def build_comment(
@@ -107,11 +107,16 @@ def build_comment(
     (pass fail error xfail xpass skip); ``footer`` trusted Markdown (links to the run).
     The result is at most ``budget`` characters.
     """
+    # Long lines are cut before anything is escaped or defused: a cut that leaves a code
+    # span open then cannot expose its text undefused.
     state = _State(
-        tables=_split_tables(defuse(table)),
-        diff=_split_diff(_unfence(xfail_diff)),
+        tables=_split_tables(defuse(clip_lines(table))),
+        diff=_split_diff(clip_lines(_unfence(xfail_diff))),
         operators=[
-            (str(op), _shorten(" ".join(str(reason).split()), MAX_REASON_CHARS))
+            (
+                _shorten(" ".join(str(op).split()), MAX_OPERATOR_CHARS),
+                _shorten(" ".join(str(reason).split()), MAX_REASON_CHARS),
+            )
             for op, reason in operators
         ],
     )
@@ -126,7 +131,10 @@ def build_comment(
         body = _shrink(body, budget, render, cut)
     if len(body) > budget:
         note = "\n\n_…comment truncated; full results in the workflow artifacts_\n"
-        body = body[: max(budget - len(note), 0)] + note
+        kept = body[: max(budget - len(note), 0)]
+        # whole lines (the marker line first): a cut inside a line could leave a code span
+        # open and turn what it held, never defused, into text GitHub links
+        body = kept[: kept.rfind("\n") + 1] + note
     return body
 
 

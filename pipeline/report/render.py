@@ -55,24 +55,52 @@ FLAKY = "~"
 _KIND_LABELS = {"output_match": "output", "output_grad_match": "grad"}
 _MAX_MESSAGE_CHARS = 200
 
-_ZWJ = "\u200d"
+# A zero-width joiner: invisible, yet it separates what GitHub would link as one token.
+ZWJ = "\u200d"
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
-_ISSUE_REF = re.compile(r"#(?=[0-9])")
+# "#12" and "owner/repo#12" (the joiner goes after "#"), "GH-12" (after "GH-")
+_ISSUE_REF = re.compile(r"#(?=[0-9])|(?<![A-Za-z0-9_])GH-(?=[0-9])", re.IGNORECASE)
+# An issue or PR URL, which GitHub autolinks and cross-references; the name characters
+# include "\" for text already escaped (an owner "a_b" reads "a\_b" there).
+_ISSUE_URL = re.compile(
+    r"(?<![A-Za-z0-9_])(?:https?://)?(?:www\.)?github\.com/[\w.\\-]+/[\w.\\-]+/(?:issues|pull)/"
+    r"[0-9]",
+    re.IGNORECASE,
+)
+# in such a URL: the end of "http(s)" before "://", of "www" and "github" before "."
+_URL_JOINTS = re.compile(
+    r"(?<=https)(?=://)|(?<=http)(?=://)|(?<=www)(?=\.)|(?<=github)(?=\.)", re.I
+)
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def neutralize_references(text: str) -> str:
+    """``text`` as it reads, without the @-mentions, issue references and issue URLs that
+    GitHub would link (and notify or cross-reference from): a zero-width joiner goes after
+    ``@``, after ``#`` and ``GH-`` before a number, and into an issue or PR URL's scheme and
+    host (``https‍://github‍.com/o/r/issues/1``: no autolink, no link to that issue).
+
+    The one mechanism for text from test output (``escape_markdown``,
+    ``pr_comment.defuse``); code spans and blocks need none of it, GitHub links nothing in
+    them. Idempotent.
+    """
+    text = _ISSUE_URL.sub(lambda m: _URL_JOINTS.sub(ZWJ, m.group(0)), text)
+    text = _MENTION.sub("@" + ZWJ, text)
+    return _ISSUE_REF.sub(lambda m: m.group(0) + ZWJ, text)
 
 
 def escape_markdown(text: str) -> str:
     """``text`` shown literally in GitHub Markdown, on one line, safe inside a table cell.
 
     HTML is escaped (``&``, ``<``, ``>``), Markdown punctuation (emphasis, code, links,
-    ``|``, ``~``) is backslash-escaped, line breaks become spaces, and a zero-width joiner
-    after ``@`` and ``#`` keeps GitHub from pinging people or cross-referencing issues.
+    ``|``, ``~``) is backslash-escaped, line breaks become spaces, and mentions, issue
+    references and issue URLs are neutralized (``neutralize_references``): GitHub pings
+    nobody and cross-references no issue.
     """
     text = " ".join(str(text).split())
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
-    text = _MENTION.sub("@" + _ZWJ, text)
-    return _ISSUE_REF.sub("#" + _ZWJ, text)
+    return neutralize_references(text)
 
 
 def _terminal_cell(cell: Cell | None) -> Text:

@@ -240,6 +240,18 @@ def test_pr_concurrency_cancels_per_pr():
     assert "github.event.pull_request.number" in concurrency["group"]
 
 
+def test_pr_posting_jobs_of_one_pr_queue_and_are_never_cancelled():
+    """Two report jobs of a PR at once would both create a comment (the client cleans that
+    up, but the group keeps it from happening); cancelling one mid-update helps nobody."""
+    report = _load("mps-pr.yml")["jobs"]["report"]["concurrency"]
+    assert report == {
+        "group": "mps-pr-report-${{ github.event.pull_request.number }}",
+        "cancel-in-progress": False,
+    }
+    # a group of its own: sharing the workflow's would let a push cancel the posting
+    assert report["group"] != _load("mps-pr.yml")["concurrency"]["group"]
+
+
 @pytest.mark.parametrize("name", ["mps-pr.yml", "mps-nightly.yml"])
 def test_no_expressions_inside_run_scripts(name):
     for job_id, _, step in _steps(_load(name)):

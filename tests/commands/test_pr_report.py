@@ -22,6 +22,7 @@ from pipeline.config import Settings, load_settings
 from pipeline.errors import BuildError, GitHubError, PipelineError
 from pipeline.guide import graph, stages
 from pipeline.report import pr
+from pipeline.report.clip import MAX_LINE_CHARS, MAX_LOG_CHARS
 from pipeline.report.pr_comment import MARKER, commit_status_for
 from pipeline.run.build import CompilerError, find_ninja
 from pipeline.sandbox import backend
@@ -451,3 +452,75 @@ def test_flags(settings):
         cli(settings, "--pr", "0", "--dry-run")
     with pytest.raises(PipelineError, match="pr='seven'"):
         pr.pr_number("seven")
+
+
+# -- huge output: capped in the log and in the comment ----------------------------------------
+
+HUGE = "E   RuntimeError: " + "x" * 200_000  # one 200 kB line, as a test can print it
+
+
+def _assert_capped(*outputs: str) -> None:
+    for output in outputs:
+        assert TOKEN not in output
+        longest = max((len(line) for line in output.splitlines()), default=0)
+        assert longest <= MAX_LINE_CHARS + 200, longest
+
+
+def test_a_200_kb_test_error_is_capped_when_posting(settings, github, tmp_path, capfd):
+    pr.write_results(sample(test_error=f"{HUGE}\n  full log: x", table=None), tmp_path / "pr-7")
+    assert cli(settings, "--pr", "7", "--post-from", str(tmp_path / "pr-7")) == 0
+    out, err = capfd.readouterr()
+    _assert_capped(out, err)
+    assert len(out) + len(err) < 5_000
+    assert out.startswith("PR #7: comment created") and "MPS tests could not run: E" in out
+    [comment] = github.marked()
+    _assert_capped(comment["body"])
+    assert "more characters]" in comment["body"]
+    assert len(github.statuses[0]["description"]) == 140
+
+
+def test_a_200_kb_build_or_test_error_is_capped_in_the_log(settings, tree, monkeypatch, capfd):
+    """What the Mac job prints while collecting (the CI log) is capped per line and in all."""
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    base = git(tree, "rev-parse", "HEAD")
+    add_atan2_stub(tree)
+    commit(tree, "atan2 stub")
+
+    def fail_tests(settings, selectors, label):
+        raise PipelineError(f"pytest exited with status 1: {HUGE}\n{HUGE}\n  full log: x")
+
+    monkeypatch.setattr(stages, "run_build", lambda s, c: None)
+    monkeypatch.setattr(stages, "run_consistency_tests", fail_tests)
+    assert cli(settings, "--pr", "7", "--base", base, "--results-only") == 0
+    out, err = capfd.readouterr()
+    _assert_capped(out, err)
+    assert err.count("more characters]") == 2 and len(err) < 10_000
+    assert "status to post: error: MPS tests could not run: pytest exited" in err
+    assert results_json(settings)["tests"]["error"].count(HUGE) == 2  # the file keeps it all
+
+    def fail_build(settings, console):
+        raise BuildError(f"build failed: {HUGE}\n" + "\n".join([HUGE] * 5))
+
+    monkeypatch.setattr(stages, "run_build", fail_build)
+    assert cli(settings, "--pr", "7", "--base", base, "--results-only") == 0
+    out, err = capfd.readouterr()
+    _assert_capped(out, err)
+    assert len(err) < MAX_LOG_CHARS
+    assert results_json(settings)["build"]["error"].startswith("build failed: E   Runtime")
+
+
+def test_the_log_cap_holds_for_many_long_lines(settings, tree, monkeypatch, capfd):
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    base = git(tree, "rev-parse", "HEAD")
+    add_atan2_stub(tree)
+    commit(tree, "atan2 stub")
+
+    def fail_build(settings, console):
+        raise BuildError("\n".join([HUGE[:5_000]] * 500))  # 2.5 MB of compiler output
+
+    monkeypatch.setattr(stages, "run_build", fail_build)
+    assert cli(settings, "--pr", "7", "--base", base, "--results-only") == 0
+    out, err = capfd.readouterr()
+    _assert_capped(out, err)
+    assert MAX_LOG_CHARS < len(err) < MAX_LOG_CHARS + 10_000
+    assert "this run prints at most 200000 characters of build and test output" in err

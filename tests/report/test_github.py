@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -13,6 +15,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from pipeline.errors import GitHubError
+from pipeline.report import github as github_module
 from pipeline.report.github import GitHubClient, token_from_env
 
 TOKEN = "ghp_S3cr3tT0kenThatMustNeverBePrinted0123"
@@ -26,49 +29,67 @@ BOT = "github-actions[bot]"
 
 @dataclass
 class FakeGitHub:
-    """Just enough of the issues-comments API, with state, to watch upserts."""
+    """Just enough of the issues-comments API, with state, to watch upserts. Safe to serve
+    from several threads (``HTTPServer(threaded=True)``)."""
 
     server: HTTPServer
     comments: list[dict] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)
     next_id: int = 1000
     page_size: int = 100
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
     def install(self) -> FakeGitHub:
-        self.server.expect_request(COMMENTS_URI, method="GET").respond_with_handler(self.list)
-        self.server.expect_request(COMMENTS_URI, method="POST").respond_with_handler(self.create)
-        self.server.expect_request(COMMENT_URI, method="PATCH").respond_with_handler(self.update)
+        expect = self.server.expect_request
+        expect(COMMENTS_URI, method="GET").respond_with_handler(self.list)
+        expect(COMMENTS_URI, method="POST").respond_with_handler(self.create)
+        expect(COMMENT_URI, method="PATCH").respond_with_handler(self.update)
+        expect(COMMENT_URI, method="DELETE").respond_with_handler(self.delete)
         return self
 
     def add(self, body: str, user: str = "someone") -> int:
-        self.next_id += 1
-        self.comments.append({"id": self.next_id, "body": body, "user": {"login": user}})
-        return self.next_id
+        with self.lock:
+            self.next_id += 1
+            self.comments.append({"id": self.next_id, "body": body, "user": {"login": user}})
+            return self.next_id
 
     def list(self, request: Request) -> Response:
-        self.calls.append(("GET", request.full_path))
-        per_page = min(int(request.args.get("per_page", 30)), self.page_size)
-        page = int(request.args.get("page", 1))
-        chunk = self.comments[(page - 1) * per_page : page * per_page]
-        headers = {}
-        if page * per_page < len(self.comments):
-            nxt = self.server.url_for(request.path) + f"?per_page={per_page}&page={page + 1}"
-            headers["Link"] = f'<{nxt}>; rel="next", <{nxt}>; rel="last"'
-        return Response(json.dumps(chunk), 200, headers, content_type="application/json")
+        with self.lock:
+            self.calls.append(("GET", request.full_path))
+            per_page = min(int(request.args.get("per_page", 30)), self.page_size)
+            page = int(request.args.get("page", 1))
+            chunk = self.comments[(page - 1) * per_page : page * per_page]
+            headers = {}
+            if page * per_page < len(self.comments):
+                nxt = self.server.url_for(request.path) + f"?per_page={per_page}&page={page + 1}"
+                headers["Link"] = f'<{nxt}>; rel="next", <{nxt}>; rel="last"'
+            return Response(json.dumps(chunk), 200, headers, content_type="application/json")
 
     def create(self, request: Request) -> Response:
-        self.calls.append(("POST", request.path))
-        comment_id = self.add(request.get_json()["body"], user=BOT)
-        return Response(json.dumps(self.comments[-1] | {"id": comment_id}), 201)
+        with self.lock:
+            self.calls.append(("POST", request.path))
+            comment_id = self.add(request.get_json()["body"], user=BOT)
+            return Response(json.dumps(self.comments[-1] | {"id": comment_id}), 201)
 
     def update(self, request: Request) -> Response:
-        self.calls.append(("PATCH", request.path))
-        comment_id = int(COMMENT_URI.match(request.path).group(1))
-        for comment in self.comments:
-            if comment["id"] == comment_id:
-                comment["body"] = request.get_json()["body"]
-                return Response(json.dumps(comment), 200)
-        return Response(json.dumps({"message": "Not Found"}), 404)
+        with self.lock:
+            self.calls.append(("PATCH", request.path))
+            comment_id = int(COMMENT_URI.match(request.path).group(1))
+            for comment in self.comments:
+                if comment["id"] == comment_id:
+                    comment["body"] = request.get_json()["body"]
+                    return Response(json.dumps(comment), 200)
+            return Response(json.dumps({"message": "Not Found"}), 404)
+
+    def delete(self, request: Request) -> Response:
+        with self.lock:
+            self.calls.append(("DELETE", request.path))
+            comment_id = int(COMMENT_URI.match(request.path).group(1))
+            before = len(self.comments)
+            self.comments = [c for c in self.comments if c["id"] != comment_id]
+            if len(self.comments) == before:
+                return Response(json.dumps({"message": "Not Found"}), 404)
+            return Response("", 204)
 
     def marked(self) -> list[dict]:
         return [c for c in self.comments if MARKER in c["body"]]
@@ -118,11 +139,114 @@ def test_a_second_run_edits_and_never_adds(httpserver, github):
     assert github.marked()[0]["body"] == f"{MARKER}\nresults of run 2"
 
 
-def test_legacy_duplicates_update_the_first_and_add_nothing(client, github):
+def test_duplicates_found_update_the_oldest_and_are_deleted(client, github):
+    """Left by older versions, or by a job stopped between its create and its clean-up."""
+    github.add(f"{MARKER}\nnot the bot's", user="mallory")
     oldest = github.add(f"{MARKER}\nold 1", user=BOT)
-    github.add(f"{MARKER}\nold 2", user=BOT)
+    second = github.add(f"{MARKER}\nold 2", user=BOT)
     assert client.upsert_comment(7, f"{MARKER}\nnew", MARKER, author=BOT) == (oldest, "updated")
-    assert [c["body"] for c in github.marked()] == [f"{MARKER}\nnew", f"{MARKER}\nold 2"]
+    assert [c["body"] for c in github.marked()] == [f"{MARKER}\nnot the bot's", f"{MARKER}\nnew"]
+    assert github.calls[1:] == [
+        ("PATCH", f"/repos/{REPO}/issues/comments/{oldest}"),
+        ("DELETE", f"/repos/{REPO}/issues/comments/{second}"),
+    ]
+
+
+def test_a_comment_another_job_created_meanwhile_is_kept_and_ours_deleted(httpserver, client):
+    """The other job's POST lands between our list and our POST: its comment is older."""
+    github = FakeGitHub(httpserver)
+    other: list[int] = []
+
+    def create_after_the_other_job(request: Request) -> Response:
+        other.append(github.add(f"{MARKER}\nthe other job", user=BOT))
+        return github.create(request)
+
+    httpserver.expect_oneshot_request(COMMENTS_URI, method="POST").respond_with_handler(
+        create_after_the_other_job
+    )
+    github.install()
+    assert client.upsert_comment(7, f"{MARKER}\nours", MARKER, author=BOT) == (
+        other[0],
+        "updated",
+    )
+    assert [(c["id"], c["body"]) for c in github.marked()] == [(other[0], f"{MARKER}\nours")]
+    assert [m for m, _ in github.calls] == ["GET", "POST", "GET", "PATCH", "DELETE"]
+
+
+def test_a_duplicate_that_cannot_be_deleted_is_a_warning(httpserver, client, github, caplog):
+    """Already gone (the other job deleted it) is fine; refused leaves it for the next run."""
+    oldest = github.add(f"{MARKER}\nsame", user=BOT)
+    gone, kept_back = github.add(f"{MARKER}\nx", user=BOT), github.add(f"{MARKER}\ny", user=BOT)
+    gone_uri = f"/repos/{REPO}/issues/comments/{gone}"
+    httpserver.expect_oneshot_request(gone_uri, method="DELETE").respond_with_json(
+        {"message": "Not Found"}, status=404
+    )
+    httpserver.expect_oneshot_request(
+        f"/repos/{REPO}/issues/comments/{kept_back}", method="DELETE"
+    ).respond_with_json({"message": "Must have admin rights"}, status=403)
+    assert client.upsert_comment(7, f"{MARKER}\nsame", MARKER, author=BOT) == (
+        oldest,
+        "unchanged",
+    )
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and f"could not delete duplicate comment {kept_back}" in warnings[0]
+    assert "Must have admin rights" in warnings[0] and TOKEN not in caplog.text
+
+
+@pytest.fixture(scope="module")
+def threaded_server():
+    """A server answering requests in parallel, as GitHub does (stopping one takes 0.5 s)."""
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_two_jobs_posting_at_once_leave_one_comment(threaded_server, attempt):
+    """Both list before either creates (a barrier where the issue had a slow list), so both
+    create: one marked comment remains, the same for both, every time."""
+    server = threaded_server
+    try:
+        github = FakeGitHub(server)
+        github.add("LGTM once the int dtypes pass", user="reviewer")
+        first_lists = threading.Barrier(2, timeout=10)
+        listed = iter(range(2))
+
+        def slow_first_lists(request: Request) -> Response:
+            with github.lock:
+                first = next(listed, None) is not None
+            if first:  # answered only when both jobs have asked: both see no comment
+                first_lists.wait()
+            return github.list(request)
+
+        # registered first, so it answers the GETs before FakeGitHub.list would
+        server.expect_request(COMMENTS_URI, method="GET").respond_with_handler(slow_first_lists)
+        github.install()
+        results: dict[int, tuple[int, str]] = {}
+        errors: list[BaseException] = []
+
+        def job(n: int) -> None:
+            client = GitHubClient(server.url_for(""), REPO, TOKEN, sleep=lambda s: None)
+            try:
+                results[n] = client.upsert_comment(7, f"job {n}", MARKER, author=BOT)
+            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=job, args=(n,)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert errors == [] and len(results) == 2
+        assert [m for m, _ in github.calls].count("POST") == 2  # the race happened
+        [kept] = github.marked()
+        assert kept["body"] in (f"{MARKER}\njob 0", f"{MARKER}\njob 1")
+        assert kept["id"] == min(c["id"] for c in github.comments if c["user"]["login"] == BOT)
+        assert {comment_id for comment_id, _ in results.values()} == {kept["id"]}
+        assert len(github.comments) == 2  # the reviewer's and the one kept
+    finally:
+        server.clear()
 
 
 def test_a_post_that_failed_but_landed_is_not_posted_twice(httpserver, client, github):
@@ -190,6 +314,144 @@ def test_an_empty_bot_login_is_refused_before_any_request(httpserver, client):
     assert httpserver.log == []
 
 
+# -- responses of the wrong shape ----------------------------------------------------------
+
+LIST = f"GET /repos/{REPO}/issues/7/comments"
+GOOD = {"id": 1, "body": "hi", "user": {"login": "a"}}
+
+
+def _shape_error(info: pytest.ExceptionInfo[GitHubError]) -> str:
+    """The message, checked for what every such error must be: a GitHubError of its own (no
+    TypeError or KeyError under it), without the token."""
+    assert type(info.value) is GitHubError
+    assert info.value.__context__ is None and info.value.__cause__ is None
+    text = "".join(traceback.format_exception(info.value))
+    assert TOKEN not in text and "Bearer" not in text
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ({"comments": [GOOD]}, "expected a list of comments, got an object"),
+        ("[]", "expected a list of comments, got a string"),
+        ([GOOD, ["x"]], "expected comment [1] to be an object, got a list"),
+        (
+            [{"body": "x", "user": {"login": "a"}}],
+            "expected `id` of comment [0] to be an integer, but it is missing",
+        ),
+        ([GOOD | {"id": "5"}], "expected `id` of comment [0] to be an integer, got a string"),
+        ([GOOD | {"id": True}], "expected `id` of comment [0] to be an integer, got a boolean"),
+        ([GOOD | {"id": 1.5}], "expected `id` of comment [0] to be an integer, got a number"),
+        ([GOOD | {"body": 5}], "expected `body` of comment [0] to be a string, got a number"),
+        ([GOOD | {"body": None}], "expected `body` of comment [0] to be a string, got null"),
+        (
+            [{"id": 1, "body": "x"}],
+            "expected `user` of comment [0] to be an object, but it is missing",
+        ),
+        ([GOOD | {"user": "a"}], "expected `user` of comment [0] to be an object, got a string"),
+        (
+            [GOOD | {"user": {"id": 3}}],
+            "expected `user.login` of comment [0] to be a string, but it is missing",
+        ),
+        (
+            [GOOD | {"user": {"login": ["a"]}}],
+            "expected `user.login` of comment [0] to be a string, got a list",
+        ),
+    ],
+)
+def test_a_comment_list_of_the_wrong_shape_is_a_clear_error(httpserver, client, answer, message):
+    httpserver.expect_request(COMMENTS_URI, method="GET").respond_with_json(answer)
+    with pytest.raises(GitHubError) as info:
+        client.upsert_comment(7, "body", MARKER, author=BOT)
+    assert _shape_error(info) == f"{LIST}: {message}"
+    assert [r.method for r, _ in httpserver.log] == ["GET"]  # nothing posted on a bad list
+
+
+def test_a_bad_item_on_a_later_page_names_the_endpoint(httpserver, client):
+    page2 = httpserver.url_for(f"/repos/{REPO}/issues/7/comments") + "?page=2"
+    httpserver.expect_oneshot_request(COMMENTS_URI).respond_with_json(
+        [GOOD], headers={"Link": f'<{page2}>; rel="next"'}
+    )
+    httpserver.expect_oneshot_request(COMMENTS_URI).respond_with_json([None])
+    with pytest.raises(GitHubError) as info:
+        client.list_comments(7)
+    assert _shape_error(info) == f"{LIST}: expected comment [0] to be an object, got null"
+
+
+def test_a_comment_without_an_owner_is_nobodys(httpserver, client):
+    """GitHub's schema has a nullable user; such a comment is never the bot's."""
+    httpserver.expect_request(COMMENTS_URI).respond_with_json([GOOD | {"user": None}])
+    assert client.list_comments(7)[0].user == ""
+
+
+@pytest.mark.parametrize(
+    ("method", "answer", "message"),
+    [
+        ("POST", [GOOD], "expected the comment to be an object, got a list"),
+        (
+            "POST",
+            {"body": "x", "user": {"login": BOT}},
+            "expected `id` of the comment to be an integer, but it is missing",
+        ),
+        ("PATCH", GOOD | {"body": None}, "expected `body` of the comment to be a string, got null"),
+        ("PATCH", "ok", "expected the comment to be an object, got a string"),
+    ],
+)
+def test_a_created_or_updated_comment_of_the_wrong_shape_is_a_clear_error(
+    httpserver, client, method, answer, message
+):
+    uri = COMMENTS_URI if method == "POST" else COMMENT_URI
+    httpserver.expect_request(uri, method=method).respond_with_json(answer, status=201)
+    with pytest.raises(GitHubError) as info:
+        if method == "POST":
+            client.create_comment(7, "body")
+        else:
+            client.update_comment(5, "body")
+    path = f"/repos/{REPO}/issues/{'7/comments' if method == 'POST' else 'comments/5'}"
+    assert _shape_error(info) == f"{method} {path}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ([], "expected a pull request object, got a list"),
+        ({"number": 7}, "expected `head` to be an object, but it is missing"),
+        ({"head": None}, "expected `head` to be an object, got null"),
+        ({"head": {"ref": "x"}}, "expected `head.sha` to be a string, but it is missing"),
+        ({"head": {"sha": 12}}, "expected `head.sha` to be a string, got a number"),
+    ],
+)
+def test_a_pull_request_of_the_wrong_shape_is_a_clear_error(httpserver, client, answer, message):
+    httpserver.expect_request(f"/repos/{REPO}/pulls/7").respond_with_json(answer)
+    with pytest.raises(GitHubError) as info:
+        client.pull_head_sha(7)
+    assert _shape_error(info) == f"GET /repos/{REPO}/pulls/7: {message}"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (
+            {"state": "success"},
+            "expected `id` of the commit status to be an integer, but it is missing",
+        ),
+        ([{"id": 1}], "expected a commit status object, got a list"),
+    ],
+)
+def test_a_commit_status_of_the_wrong_shape_is_a_clear_error(httpserver, client, answer, message):
+    httpserver.expect_request(f"/repos/{REPO}/statuses/{SHA}").respond_with_json(answer, 201)
+    with pytest.raises(GitHubError) as info:
+        client.set_status(SHA, "success", "ok", "mps/targeted")
+    assert _shape_error(info) == f"POST /repos/{REPO}/statuses/{SHA}: {message}"
+
+
+def test_a_body_that_is_not_json_names_the_endpoint(httpserver, client):
+    httpserver.expect_request(COMMENTS_URI).respond_with_data("<html>proxy login</html>")
+    with pytest.raises(GitHubError, match=rf"^{LIST}: GitHub answered 200 with a body that is not"):
+        client.list_comments(7)
+
+
 # -- pagination ------------------------------------------------------------------------------
 
 
@@ -209,12 +471,86 @@ def test_list_comments_follows_link_pagination_across_three_pages(client, github
     assert client.upsert_comment(7, "new", MARKER, author=BOT)[1] == "updated"
 
 
-def test_pagination_link_to_another_host_is_refused(httpserver, client):
+@pytest.mark.parametrize(
+    "link",
+    [
+        "https://evil.example/steal?page=2",
+        "//evil.example/steal?page=2",  # scheme-relative: another host all the same
+        "https://{netloc}/repos/octo/pytorch/issues/7/comments?page=2",  # same host, https
+    ],
+)
+def test_pagination_link_to_another_origin_is_refused(httpserver, client, link):
+    link = link.format(netloc=f"{httpserver.host}:{httpserver.port}")
     httpserver.expect_request(COMMENTS_URI).respond_with_json(
-        [], headers={"Link": '<https://evil.example/steal?page=2>; rel="next"'}
+        [GOOD], headers={"Link": f'<{link}>; rel="next"'}
     )
-    with pytest.raises(GitHubError, match="refusing to send the token"):
-        client.list_comments(7)
+    with pytest.raises(GitHubError) as info:
+        client.upsert_comment(7, "body", MARKER, author=BOT)
+    message = _shape_error(info)
+    assert message.startswith(f"{LIST}: GitHub returned a pagination link to another origin")
+    assert "refusing to send the token there" in message
+    assert len(httpserver.log) == 1  # not followed, nothing posted
+
+
+def _paged(httpserver: HTTPServer, next_page: Callable[[int], int | None]) -> None:
+    """Comments that page on forever as ``next_page(page)`` says (None: the last page)."""
+
+    def handler(request: Request) -> Response:
+        page = int(request.args.get("page", 1))
+        headers = {}
+        following = next_page(page)
+        if following is not None:
+            url = httpserver.url_for(request.path) + f"?per_page=100&page={following}"
+            headers["Link"] = f'<{url}>; rel="next"'
+        return _json([GOOD | {"id": page}], **headers)
+
+    httpserver.expect_request(COMMENTS_URI, method="GET").respond_with_handler(handler)
+
+
+@pytest.mark.parametrize(
+    ("next_page", "requests"),
+    [
+        (lambda page: 2 if page == 1 else 1, 2),  # page 2 links back to page 1
+        (lambda page: 1, 1),  # page 1 links to itself
+        (lambda page: {1: 2, 2: 3, 3: 2}[page], 3),
+    ],
+)
+def test_a_pagination_loop_stops_at_the_first_repeated_page(
+    httpserver, client, next_page, requests
+):
+    _paged(httpserver, next_page)
+    with pytest.raises(GitHubError) as info:
+        client.upsert_comment(7, "body", MARKER, author=BOT)
+    assert _shape_error(info).startswith(
+        f"{LIST}: GitHub's next-page link leads back to a page already read"
+    )
+    assert len(httpserver.log) == requests
+    assert {r.method for r, _ in httpserver.log} == {"GET"}
+
+
+def test_pagination_stops_after_max_pages(httpserver, client, monkeypatch):
+    """A next link that never repeats (page n links to page n+1, forever) still ends."""
+    monkeypatch.setattr(github_module, "MAX_PAGES", 4)
+    _paged(httpserver, lambda page: page + 1)
+    with pytest.raises(GitHubError) as info:
+        client.upsert_comment(7, "body", MARKER, author=BOT)
+    assert _shape_error(info) == (
+        f"{LIST}: more than 4 pages of comments (4 read); stopped there rather than post a "
+        "second comment it may not have seen"
+    )
+    assert len(httpserver.log) == 4
+
+
+def test_a_relative_next_link_is_followed_on_the_same_origin(httpserver, client):
+    httpserver.expect_oneshot_request(COMMENTS_URI).respond_with_json(
+        [GOOD], headers={"Link": f'</repos/{REPO}/issues/7/comments?page=2>; rel="next"'}
+    )
+    httpserver.expect_oneshot_request(COMMENTS_URI).respond_with_json([GOOD | {"id": 2}])
+    assert [c.id for c in client.list_comments(7)] == [1, 2]
+    assert [r.full_path for r, _ in httpserver.log] == [
+        f"/repos/{REPO}/issues/7/comments?per_page=100",
+        f"/repos/{REPO}/issues/7/comments?page=2",
+    ]
 
 
 # -- retries ------------------------------------------------------------------------------
@@ -381,6 +717,45 @@ def test_token_never_appears_in_output_logs_or_errors(httpserver, caplog, capsys
     for text in texts:
         assert TOKEN not in text
     assert "Bearer" not in caplog.text
+
+
+def test_token_never_appears_when_a_response_is_malformed_loops_or_leads_away(
+    httpserver, caplog, capsys
+):
+    """The failures of shape, pagination and clean-up, with every log at DEBUG."""
+    caplog.set_level(logging.DEBUG)
+    echo = f"token {TOKEN}"
+    base = httpserver.url_for(f"/repos/{REPO}/issues")
+    httpserver.expect_request(f"/repos/{REPO}/issues/1/comments").respond_with_json(
+        {"message": echo}
+    )
+    httpserver.expect_request(f"/repos/{REPO}/issues/2/comments").respond_with_json(
+        [GOOD], headers={"Link": f'<{base}/2/comments?page=2>; rel="next"'}
+    )
+    httpserver.expect_request(f"/repos/{REPO}/issues/3/comments").respond_with_json(
+        [GOOD], headers={"Link": f'<https://{TOKEN}.example/?page=2>; rel="next"'}
+    )
+    httpserver.expect_request(f"/repos/{REPO}/issues/4/comments").respond_with_json(
+        [GOOD | {"id": echo}]
+    )
+    httpserver.expect_request(f"/repos/{REPO}/pulls/5").respond_with_json({"head": echo})
+    client = GitHubClient(httpserver.url_for(""), REPO, TOKEN, sleep=lambda s: None)
+    texts = []
+    for call in (
+        lambda: client.list_comments(1),
+        lambda: client.list_comments(2),
+        lambda: client.list_comments(3),
+        lambda: client.upsert_comment(4, "x", MARKER, author=BOT),
+        lambda: client.pull_head_sha(5),
+    ):
+        with pytest.raises(GitHubError) as info:
+            call()
+        texts.append(_shape_error(info))
+    assert "leads back to a page already read" in texts[1]
+    assert "another origin (https://***.example)" in texts[2]  # GitHub echoed it: redacted
+    texts += [caplog.text, *capsys.readouterr()]
+    for text in texts:
+        assert TOKEN not in text
 
 
 def test_auth_is_not_forwarded_on_a_redirect_to_another_host(httpserver, client):

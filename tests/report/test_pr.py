@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 
 import pytest
 
 from pipeline.errors import PipelineError
+from pipeline.report.clip import MAX_LINE_CHARS
 from pipeline.report.pr import PrResults
-from pipeline.report.pr_comment import MARKER, commit_status_for
+from pipeline.report.pr_comment import GITHUB_COMMENT_LIMIT, MARKER, commit_status_for
 from tests.report.pr_samples import sample
 
 
@@ -66,3 +69,37 @@ def test_comment_and_status_of_a_failed_build_and_of_a_run_without_results():
     )
     assert "_The tests could not run:_ pytest produced no JUnit report" in crashed.comment()
     assert "Tested `bbbbbbbbbbbb` against base `aaaaaaaaaaaa`" in body
+
+
+def test_a_200_kb_line_of_test_output_is_capped_in_the_comment_and_the_status():
+    """A test error, an operator name, a row name, a sweep reason: 200 kB each, one line."""
+    huge = "E   RuntimeError: " + "x" * 200_000
+    results = sample(test_error=f"{huge}\n  full log: x", table=None)
+    results = replace(
+        results,
+        impact=results.impact
+        | {
+            "operators": [{"operator": huge, "reasons": [huge]}],
+            "full_sweep": True,
+            "full_sweep_reasons": [huge],
+        },
+    )
+    body = results.comment()
+    assert body.startswith(MARKER + "\n") and len(body) <= GITHUB_COMMENT_LIMIT
+    longest = max(map(len, body.splitlines()))
+    assert longest <= MAX_LINE_CHARS + 40, longest
+    left_out = [int(n) for n in re.findall(r"x… \[(\d+) more characters\]", body)]
+    assert len(left_out) == 2 and min(left_out) > len(huge) - MAX_LINE_CHARS  # error, reason
+    state, description = results.status()
+    assert state == "error" and len(description) == 140 and description.endswith("x…")
+    assert json.loads(json.dumps(results.to_json()))["tests"]["error"].startswith(huge)
+
+
+def test_a_huge_table_row_is_capped_before_it_is_defused():
+    table = sample().table
+    data = json.loads(json.dumps(sample().to_json()))
+    data["table"]["rows"][0]["name"] = "a" * 5_000 + " @maintainer GH-1 <img src=x>"
+    body = PrResults.from_json(data, 7).comment()
+    assert table is not None and "@maintainer" not in body
+    row = next(line for line in body.splitlines() if line.startswith("| aaaa"))
+    assert re.fullmatch(r"\| a{1998}… \[\d+ more characters\]", row)

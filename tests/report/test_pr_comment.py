@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from markdown_it import MarkdownIt
 
 from pipeline.report import render
 from pipeline.report.pr_comment import (
@@ -16,6 +17,10 @@ from pipeline.report.pr_comment import (
     defuse,
     escape_markdown,
 )
+from pipeline.report.render import neutralize_references
+from pipeline.results.junit import Outcome
+from pipeline.results.table import build_table
+from tests.report.pr_samples import case
 
 MARKER = "<!-- mps-pipeline:pr -->"
 ZWJ = "\u200d"  # what escape_markdown and defuse put after "@" and "#"
@@ -79,6 +84,104 @@ def test_escape_markdown_is_the_one_in_render():
     # an entity would render as "@": the ampersand is escaped first
     assert escape_markdown("&#64;someone &commat;x") == f"&amp;#{ZWJ}64;someone &amp;commat;x"
     assert escape_markdown("two\nlines") == "two lines"
+
+
+# What GitHub links in text (never in code): @-mentions, issue references, issue URLs.
+REFERENCES = (
+    "see GH-12, gh-3, #34, pytorch/pytorch#56, https://github.com/pytorch/pytorch/issues/78, "
+    "HTTP://www.GitHub.com/octo/my_repo/pull/9 and github.com/o/r/issues/10 cc @someone"
+)
+LINKED = {
+    "mention": re.compile(r"@[A-Za-z0-9]"),
+    "#N": re.compile(r"#[0-9]"),
+    "GH-N": re.compile(r"(?<![A-Za-z0-9_])GH-[0-9]", re.I),
+    # GitHub's autolinker (cmark-gfm): a scheme before "://", or "www."
+    "URL": re.compile(r"(?:https?|ftp)://|(?<![A-Za-z0-9_])www\.", re.I),
+    "issue URL": re.compile(r"github\.com/[^/\s]+/[^/\s]+/(?:issues|pull)/[0-9]", re.I),
+}
+_GFM = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def _linkable_text(body: str) -> list[str]:
+    """The text nodes GitHub runs its autolinker and reference filters over, as a
+    CommonMark + tables parser sees the comment: escapes and entities resolved, code spans,
+    code blocks and link targets left out."""
+    texts = []
+    for token in _GFM.parse(body):
+        if token.type == "html_block":  # the marker, and the <details> the comment adds
+            assert re.fullmatch(r"<!-- mps-pipeline:\w+ -->|</?details>.*", token.content.strip())
+        for child in token.children or ():
+            assert child.type != "html_inline", f"raw HTML: {child.content!r}"
+            if child.type == "text":
+                texts.append(child.content)
+    return texts
+
+
+def _assert_nothing_links(body: str) -> None:
+    for text in _linkable_text(body):
+        for what, pattern in LINKED.items():
+            assert not pattern.search(text), f"{what} would link in {text!r}"
+
+
+def test_references_in_test_derived_text_are_neutralized():
+    """In every place untrusted text reaches, nothing links; the text still reads the same."""
+    table = render.render_markdown(
+        build_table(
+            [case("float32", Outcome.FAIL, f"AssertionError: {REFERENCES}")],
+            names={"atan2": f"atan2 {REFERENCES}"},
+        )
+    )
+    body = _comment(
+        build_ok=False,
+        build_error=f"K.metal:1: error: {REFERENCES}",
+        operators=[(f"op {REFERENCES}", f"changed: {REFERENCES}")],
+        table=f"Full sweep: {escape_markdown(REFERENCES)}\n\n{table}",
+        counts={"fail": 1},
+        xfail_diff=f"--- a/x\n+++ b/x\n@@ -1 +0,0 @@\n-# {REFERENCES}\n",
+    )
+    _assert_nothing_links(body)
+    texts = _linkable_text(body)
+    # shown, and read the same once the invisible joiners are gone
+    assert sum(REFERENCES in text.replace(ZWJ, "") for text in texts) >= 3
+    # code spans and blocks are left as they are: GitHub links nothing there
+    assert f"`K.metal:1: error: {REFERENCES}`" in body and f"`op {REFERENCES}`" in body
+    assert f"-# {REFERENCES}\n" in body
+    assert f"GH-{ZWJ}12" in body and f"pytorch/pytorch#{ZWJ}56" in body
+    assert f"https{ZWJ}://github{ZWJ}.com/pytorch/pytorch/issues/78" in body
+    assert f"HTTP{ZWJ}://www{ZWJ}.GitHub{ZWJ}.com/octo/my\\_repo/pull/9" in body
+
+
+@pytest.mark.parametrize(
+    ("text", "neutral"),
+    [
+        ("GH-12 gh-3", f"GH-{ZWJ}12 gh-{ZWJ}3"),
+        ("#1 o/r#2", f"#{ZWJ}1 o/r#{ZWJ}2"),
+        ("https://github.com/o/r/issues/1", f"https{ZWJ}://github{ZWJ}.com/o/r/issues/1"),
+        ("http://github.com/o/r/pull/2/files", f"http{ZWJ}://github{ZWJ}.com/o/r/pull/2/files"),
+        ("www.github.com/o/r/pull/3", f"www{ZWJ}.github{ZWJ}.com/o/r/pull/3"),
+        ("github.com/o/r/issues/4", f"github{ZWJ}.com/o/r/issues/4"),
+        # not references: left alone
+        ("SIGH-1 x#y https://github.com/o/r/actions/runs/5", None),
+        ("https://github.com/o/r/issues", None),
+    ],
+)
+def test_neutralize_references(text, neutral):
+    neutral = text if neutral is None else neutral
+    assert neutralize_references(text) == neutral
+    assert neutralize_references(neutral) == neutral  # idempotent
+    assert defuse(text) == neutral  # defuse is the same mechanism
+    assert escape_markdown(text) == neutral.replace("_", "\\_")
+
+
+def test_defuse_neutralizes_references_outside_code_only():
+    text = "| GH-1 `GH-2` | https://github.com/a_b/c/issues/3 | `#4` #5 |"
+    once = defuse(text)
+    assert once == (
+        f"| GH-{ZWJ}1 `GH-2` | https{ZWJ}://github{ZWJ}.com/a_b/c/issues/3 | `#4` #{ZWJ}5 |"
+    )
+    assert defuse(once) == once
+    escaped = escape_markdown("https://github.com/a_b/c/issues/3")
+    assert defuse(escaped) == escaped == f"https{ZWJ}://github{ZWJ}.com/a\\_b/c/issues/3"
 
 
 def test_code_span_survives_backticks():
@@ -189,6 +292,19 @@ def test_budget_is_always_respected():
     huge = [("op" * 50, "r" * 5000)] * 200
     body = _comment(operators=huge, budget=5000, build_error="e" * 10_000, build_ok=False)
     assert len(body) <= 5000
+
+
+def test_the_last_resort_cut_keeps_whole_lines_and_the_marker():
+    """Text that no cut can shorten (a table's leading text) is cut at a line boundary: a
+    cut inside a code span would turn what it held into text GitHub links."""
+    lines = [f"`@dev{i} GH-{i} https://github.com/o/r/issues/{i}` " + "y" * 1500 for i in range(60)]
+    body = _comment(table="\n".join(lines))
+    note = "\n\n_…comment truncated; full results in the workflow artifacts_\n"
+    assert body.startswith(MARKER + "\n") and body.endswith(note)
+    assert len(body) <= GITHUB_COMMENT_LIMIT
+    kept = body.removesuffix(note)
+    assert kept.endswith("\n") and _comment(table="\n".join(lines), budget=10**6).startswith(kept)
+    _assert_nothing_links(body)
 
 
 def test_hunk_parsing_honours_line_counts():
