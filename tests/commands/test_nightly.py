@@ -82,7 +82,9 @@ def test_the_nightly_workflow_calls_this_cli():
     )
     aggregate = workflow["jobs"]["aggregate"]
     (step,) = [s for s in aggregate["steps"] if "-m pipeline nightly" in s.get("run", "")]
-    argv = shlex.split(step["run"].split("-m pipeline ", 1)[1])
+    (line,) = [ln for ln in step["run"].splitlines() if "-m pipeline nightly" in ln]
+    # the step keeps the exit status for the cache step (tests/ci/test_workflows.py)
+    argv = shlex.split(line.split("-m pipeline ", 1)[1].removesuffix(" || status=$?"))
     args = build_parser("nightly").parse_args(
         [a.replace("$RUN_URL", "https://x/runs/1") for a in argv]
     )
@@ -93,6 +95,10 @@ def test_the_nightly_workflow_calls_this_cli():
         s["with"]["path"] for s in aggregate["steps"] if "actions/cache/" in s.get("uses", "")
     }
     assert cached == {".mps-pipeline/history"} and history.DEFAULT_FILE.startswith("history/")
+    # and its backups, beside it, are uploaded
+    uploaded = {s["with"]["name"]: s["with"]["path"] for s in aggregate["steps"]
+                if "actions/upload-artifact" in s.get("uses", "")}  # fmt: skip
+    assert uploaded["mps-nightly-history-backups"] == f".mps-pipeline/history/{history.BACKUPS}/"
     # the sweep writes results/<runner>/shard-<n>.xml, which collect_reports reads
     sweep = " ".join(s.get("run", "") for s in workflow["jobs"]["sweep"]["steps"])
     assert '"../junit/$RUNNER_CONFIG/shard-$SHARD.xml"' in sweep
