@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_WORK_LEFT = 1  # tests or checklist failed, a build failed, work is left for a human
 EXIT_INPUT = 2  # usage or input error: bad config, unknown operator, unreadable file
+EXIT_CRASHED = 70  # `nightly` only: an unexpected error (a bug), never mistaken for 1
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 

@@ -176,12 +176,15 @@ def test_nightly_summary_json(capsys, sandbox_settings, nights) -> None:
         capsys.readouterr()
         assert_valid("nightly summary.json", json.loads(summary_json.read_text()))
     third = nights.results(macos_m1_14="bad", macos_m2_15="flaky")
+    # and a report the nightly skips (nested far too deep)
+    (third / "macos-m2-26" / "shard-9.xml").write_text("<testsuite>" * 100 + "</testsuite>" * 100)
     code, printed = cli_json(capsys, "nightly", "--results", str(third), "--json", *state)
     assert code == 1  # regressions
     summary = json.loads(summary_json.read_text())
     assert printed == summary
     for key in ("regressions", "flaky", "proposals", "history", "judged_nightlies"):
         assert summary[key], f"the third nightly has no {key}"
+    assert summary["reports"]["skipped"] == [str(third / "macos-m2-26" / "shard-9.xml")]
     assert summary["backlog"]["items"] and summary["table"]["rows"]
     assert_valid("nightly summary.json", summary)
 

@@ -3,18 +3,28 @@
 ``DIR`` holds one folder per runner configuration (``DIR/<runner>/shard-<n>.xml``); what is
 made of it is described in :mod:`pipeline.results.nightly`, how it is shown in
 :mod:`pipeline.report.nightly`. Everything goes to the dashboard directory (index.html,
-summary.md, summary.json, the diff, and one merged JUnit file per runner). Exit status: 0,
-or 1 when there are regressions (the job shows red; the outputs are written first), 2 on an
-error.
+summary.md, summary.json, the diff, and one merged JUnit file per runner).
+
+``--check-history`` only checks the history file (PRAGMA integrity_check, schema version,
+counts) and changes nothing.
+
+Exit status, which the nightly workflow's cache step reads (ci/README.md): 0; 1 when there
+are regressions (the job shows red; the outputs and the history are written, and valid);
+2 on an input error: no readable report at all, a damaged history (left untouched), bad
+options; 70 when something unexpected broke (a bug: the traceback is printed) — never 1,
+so a crash is not taken for regressions and its history is not saved.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import traceback
 from pathlib import Path
 
 from pipeline.config import Settings
+from pipeline.errors import EXIT_CRASHED, PipelineError
 from pipeline.guide.backlog import backlog
 from pipeline.report.console import terminal
 from pipeline.report.nightly import publish, render_terminal
@@ -30,12 +40,25 @@ from pipeline.results.nightly import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--results",
-        required=True,
         type=Path,
-        help="directory with one folder of JUnit files per runner (results/<runner>/*.xml)",
+        help="directory with one folder of JUnit files per runner (results/<runner>/*.xml); "
+        "required unless --check-history",
     )
     parser.add_argument(
         "--history", type=Path, help=f"SQLite history (default: <state_dir>/{history.DEFAULT_FILE})"
+    )
+    parser.add_argument(
+        "--check-history",
+        action="store_true",
+        help="only check the history (integrity, schema version, counts; changes nothing): "
+        "exit 0 when valid, 2 when damaged",
+    )
+    parser.add_argument(
+        "--backups",
+        type=int,
+        default=history.DEFAULT_BACKUPS,
+        help="copies of the history kept after each night in its backups/ folder "
+        f"(default {history.DEFAULT_BACKUPS}; 0: none)",
     )
     parser.add_argument(
         "--dashboard", type=Path, help="dashboard directory (default: <state_dir>/dashboard)"
@@ -73,23 +96,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class NightlyCrashed(PipelineError):
+    """Something unexpected broke (a bug); its traceback was printed."""
+
+    exit_code = EXIT_CRASHED
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Record the nightly, write the dashboard, print a report; 1 when there are regressions."""
-    outcome = run_nightly(
-        settings,
-        args.results,
-        history_path=args.history,
-        dashboard_dir=args.dashboard,
-        min_passes=args.min_passes,
-        flaky_window=args.flaky_window,
-        keep=args.keep,
-        commit=args.commit,
-        source=args.source,
-        backlog_of=backlog,
-    )
-    files = publish(outcome)
+    history_path = args.history or settings.state_dir / history.DEFAULT_FILE
+    if args.check_history:
+        return check_history(history_path)
+    if args.results is None:
+        raise PipelineError("nightly: --results DIR is required (or --check-history)")
+    try:
+        outcome = run_nightly(
+            settings,
+            args.results,
+            history_path=history_path,
+            dashboard_dir=args.dashboard,
+            min_passes=args.min_passes,
+            flaky_window=args.flaky_window,
+            keep=args.keep,
+            backups=args.backups,
+            commit=args.commit,
+            source=args.source,
+            backlog_of=backlog,
+        )
+        files = publish(outcome)
+    except (PipelineError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        traceback.print_exc()
+        raise NightlyCrashed(
+            f"nightly: unexpected {type(exc).__name__} (a bug in mps-pipeline; the traceback "
+            f"is above): exit {EXIT_CRASHED}, not 1, so CI does not take it for regressions"
+        ) from exc
     if args.json:
         print(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
     else:
         render_terminal(outcome.summary, files, terminal())
     return 1 if outcome.summary["regressions"] else 0
+
+
+def check_history(path: Path) -> int:
+    """``--check-history``: 0 and the counts when valid; a damaged history raises (exit 2)."""
+    copies = history.backups(path)
+    if not os.path.lexists(path):
+        raise PipelineError(f"{path}: no history here (a nightly starts one)")
+    try:
+        found = history.check(path, thorough=True)
+    except history.DamagedHistoryError:
+        if copies:
+            print(f"backups ({len(copies)}, newest last):", *map(str, copies), sep="\n  ")
+        raise
+    span = f", {found.first} … {found.last}" if found.first else ""
+    size = f"{found.size / 1e6:.1f} MB" if found.size >= 100_000 else f"{found.size / 1e3:.0f} kB"
+    print(
+        f"{path}: a valid mps-pipeline history (integrity {found.integrity}, schema version "
+        f"{found.schema_version}, {size})\n"
+        f"  {found.nightlies} nightlies{span}\n"
+        f"  {found.runs} runs, {found.tests} tests, {found.results} results\n"
+        f"  {len(copies)} backup(s){': newest ' + copies[-1].name if copies else ''}"
+    )
+    return 0

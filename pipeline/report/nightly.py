@@ -88,7 +88,11 @@ def render_summary_markdown(summary: Mapping[str, Any], table: DtypeTable) -> st
 
     out += ["", "## Results", "", render.render_markdown(table).rstrip("\n")]
     if summary["warnings"]:
-        out += ["", "## Warnings", ""] + [f"- {esc(w)}" for w in summary["warnings"]]
+        out += ["", f"## Warnings ({len(summary['warnings'])})", ""]
+        skipped, total = summary["reports"]["skipped"], summary["reports"]["total"]
+        if skipped:
+            out += [f"**{len(skipped)} of {total} JUnit reports skipped** (nothing read):", ""]
+        out += [f"- {esc(w)}" for w in summary["warnings"]]
     return "\n".join(out) + "\n"
 
 
@@ -105,6 +109,12 @@ def render_terminal(summary: Mapping[str, Any], files: Sequence[Path], console: 
         console.print(f"  {runner}: pass rate {pct}  ({shown})", highlight=False)
     for w in summary["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+    reports = summary["reports"]
+    if reports["skipped"]:
+        console.print(
+            f"[bold]reports skipped: {len(reports['skipped'])} of {reports['total']}[/bold]",
+            highlight=False,
+        )
     console.print(f"[bold]regressions: {len(summary['regressions'])}[/bold]")
     for r in summary["regressions"]:
         console.print(

@@ -18,12 +18,21 @@ on each of three runners: repeating the names in every row made a night 8x bigge
 the file travels through the Actions cache every night. ``results_flat`` gives the plain
 (run_id, classname, name, kind, stem, dtype, outcome, flaky, attempts) rows for ad-hoc
 SQL. The file is in WAL mode; everything a nightly writes is one transaction.
+
+A file that exists but is not a valid history (empty, not SQLite, corrupt, a directory,
+another program's database, a newer schema) is refused without being touched: taking an
+empty file for a new history would silently drop every earlier night. Only a missing file
+starts a new history, made under a temporary name and renamed into place, so a file at the
+path is always a complete one. After each night :func:`backup` keeps a copy of the last
+few nights beside it (``backups/``), made with SQLite's backup API.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import sqlite3
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -34,6 +43,16 @@ from pipeline.results.junit import CaseResult, Outcome
 
 SCHEMA_VERSION = 1
 DEFAULT_FILE = "history/nightly.sqlite"  # relative to the state directory
+BACKUPS = "backups"  # beside the history file
+DEFAULT_BACKUPS = 7
+_SQLITE_HEADER = b"SQLite format 3\x00"
+# what a history must have: table -> its columns (more are fine: a later migration's)
+_TABLES = {
+    "schema_version": ("version",),
+    "runs": ("id", "started", "runner", "commit", "source"),
+    "tests": ("id", "classname", "name", "kind", "stem", "dtype"),
+    "results": ("run_id", "test_id", "outcome", "flaky", "attempts"),
+}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -146,36 +165,212 @@ def timestamp(when: datetime | str | None = None) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
-    """Open (creating it and its directory if needed) the history database at ``path``.
+class DamagedHistoryError(PipelineError):
+    """A file at the history's path that is not a valid history; it was not touched."""
 
-    Raises PipelineError when the file is not a history database or was written by a newer
-    version of the schema.
+    def __init__(self, path: Path, why: str) -> None:
+        self.path = path
+        self.why = why
+        super().__init__(
+            f"{path}: not a valid mps-pipeline history ({why}): restore it from a backup, "
+            "or move it away to start a new history"
+        )
+
+
+@dataclass(frozen=True)
+class HistoryCheck:
+    """What :func:`check` found in a valid history."""
+
+    path: Path
+    integrity: str  # "ok", the answer of PRAGMA integrity_check (or quick_check)
+    schema_version: int
+    nightlies: int
+    runs: int
+    tests: int
+    results: int
+    first: str | None  # started of the oldest and newest nightly
+    last: str | None
+    size: int  # bytes of the file (without its -wal)
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot change the file (nor, without a -wal beside it, add any).
+
+    Without a -wal file everything is in the main file, and ``immutable`` reads it without
+    the -shm/-wal files a read-only WAL connection would otherwise leave behind; with one
+    (a writer died), ``mode=ro`` reads the committed transactions it holds too.
+    """
+    uri = path.resolve().as_uri() + "?mode=ro"
+    if not Path(f"{path}-wal").exists():
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True)
+
+
+def check(path: str | Path, *, thorough: bool = False) -> HistoryCheck:
+    """Validate the existing history at ``path`` without writing to it.
+
+    ``PRAGMA quick_check`` (``integrity_check`` when ``thorough``: also indexes against
+    tables), the tables and columns of the schema, one known schema version. Raises
+    :class:`DamagedHistoryError` saying why the file is not a valid history, or a plain
+    PipelineError when there is no file.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise DamagedHistoryError(path, "it is a directory, not a file")
+    if path.is_symlink() and not path.exists():
+        raise DamagedHistoryError(path, "a symbolic link to nothing")
+    if not path.exists():
+        raise PipelineError(f"{path}: no history here (a nightly starts one)")
+    if not path.is_file():
+        raise DamagedHistoryError(path, "not a regular file")
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            header = f.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise DamagedHistoryError(path, f"cannot read it: {exc.strerror or exc}") from exc
+    if size == 0:
+        raise DamagedHistoryError(path, "an empty file, 0 bytes")
+    if header != _SQLITE_HEADER:
+        raise DamagedHistoryError(path, "not an SQLite database: no SQLite header")
+    try:
+        db = _read_only(path)
+    except sqlite3.Error as exc:
+        raise DamagedHistoryError(path, f"SQLite cannot open it: {exc}") from exc
+    try:
+        pragma = "integrity_check" if thorough else "quick_check"
+        problems = [row[0] for row in db.execute(f"PRAGMA {pragma}(20)")]
+        if problems != ["ok"]:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise DamagedHistoryError(path, f"corrupt: {problems[0]}{more}")
+        tables = {
+            name: {row[1] for row in db.execute(f"PRAGMA table_info({name})")} for name in _TABLES
+        }
+        if not any(tables.values()):
+            found = [n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            what = f"tables {', '.join(found[:5])}" if found else "no tables at all"
+            raise DamagedHistoryError(path, f"another database: {what}")
+        for name, columns in _TABLES.items():
+            lacking = [c for c in columns if c not in tables[name]]
+            if lacking:
+                what = f"no table {name}" if not tables[name] else (
+                    f"table {name} lacks {', '.join(lacking)}"
+                )  # fmt: skip
+                raise DamagedHistoryError(path, f"another schema: {what}")
+        versions = [v for (v,) in db.execute("SELECT version FROM schema_version")]
+        if len(versions) != 1 or not isinstance(versions[0], int):
+            raise DamagedHistoryError(path, f"schema_version holds {versions!r}, not one number")
+        (version,) = versions
+        if version > SCHEMA_VERSION:
+            raise DamagedHistoryError(
+                path,
+                f"schema version {version} is newer than this mps-pipeline understands "
+                f"({SCHEMA_VERSION}); upgrade mps-pipeline",
+            )
+        if version < 1:
+            raise DamagedHistoryError(path, f"unknown schema version {version}")
+        (nights, first, last), = db.execute(
+            "SELECT COUNT(DISTINCT started), MIN(started), MAX(started) FROM runs"
+        )  # fmt: skip
+        counts = [db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                  for t in ("runs", "tests", "results")]  # fmt: skip
+    except sqlite3.DatabaseError as exc:  # "file is not a database", "malformed", ...
+        raise DamagedHistoryError(path, str(exc)) from exc
+    finally:
+        db.close()
+    return HistoryCheck(path, "ok", version, nights, *counts, first, last, size)
+
+
+def _create(path: Path) -> None:
+    """A new, empty history at ``path``: made under a temporary name, then renamed."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    os.close(fd)
+    try:
+        db = sqlite3.connect(tmp)
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            with db:
+                db.executescript(_SCHEMA)
+                db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        finally:
+            db.close()  # the last connection: the WAL is checkpointed into the file, removed
+        os.replace(tmp, path)
+    except BaseException:
+        for leftover in (tmp, f"{tmp}-wal", f"{tmp}-shm"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+        raise
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    """Open (creating it and its directory if there is no file) the history at ``path``.
+
+    An existing file is checked first (:func:`check`, quick): one that is not a valid
+    history raises :class:`DamagedHistoryError` and is left as it was.
+    """
+    path = Path(path)
+    if os.path.lexists(path):
+        check(path)
+    else:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _create(path)
+        except (OSError, sqlite3.Error) as exc:
+            raise PipelineError(f"{path}: cannot create the history there ({exc})") from exc
     db = sqlite3.connect(path)
     try:
         db.execute("PRAGMA foreign_keys = ON")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable at checkpoints, never torn
         with db:
-            db.executescript(_SCHEMA)
-            versions = [v for (v,) in db.execute("SELECT version FROM schema_version")]
-            if not versions:
-                db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-            elif max(versions) > SCHEMA_VERSION:
-                raise PipelineError(
-                    f"{path}: history schema version {max(versions)} is newer than this "
-                    f"mps-pipeline understands ({SCHEMA_VERSION}); upgrade mps-pipeline"
-                )
+            db.executescript(_SCHEMA)  # indexes or views a version 1 file may lack
     except sqlite3.DatabaseError as exc:
         db.close()
-        raise PipelineError(f"{path}: not a usable history database ({exc})") from exc
+        raise DamagedHistoryError(path, str(exc)) from exc
     except BaseException:
         db.close()
         raise
     return db
+
+
+def backup(db: sqlite3.Connection, path: str | Path, started: str, keep: int) -> Path | None:
+    """Copy the history (open as ``db``, at ``path``) to ``backups/nightly-<date>-<time>.sqlite``
+    beside it, named after the nightly's ``started``; keep the newest ``keep`` of them.
+
+    The copy is made with SQLite's backup API (a consistent snapshot of the live database,
+    its WAL included), into a temporary file renamed into place, in rollback-journal mode
+    so that it is one self-contained file. ``keep`` 0 makes and keeps none. Returns the
+    new copy.
+    """
+    folder = Path(path).parent / BACKUPS
+    made = None
+    if keep > 0:
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = started[:19].replace(":", "")  # 2026-03-01T031700
+        made = folder / f"nightly-{stamp[:10]}-{stamp[11:]}.sqlite"
+        fd, tmp = tempfile.mkstemp(prefix=f".{made.name}.", suffix=".new", dir=folder)
+        os.close(fd)
+        try:
+            copy = sqlite3.connect(tmp)
+            try:
+                db.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")
+            finally:
+                copy.close()
+            os.replace(tmp, made)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    if folder.is_dir():
+        copies = sorted(folder.glob("nightly-*.sqlite"))
+        for old in copies[: max(len(copies) - keep, 0)]:
+            old.unlink()
+    return made
+
+
+def backups(path: str | Path) -> tuple[Path, ...]:
+    """The backups of the history at ``path``, oldest first."""
+    return tuple(sorted((Path(path).parent / BACKUPS).glob("nightly-*.sqlite")))
 
 
 def _insert_run(

@@ -3,11 +3,26 @@
 Reading uses the standard library's ElementTree, not junitparser: junitparser wraps every
 element in Python objects and took 0.62 s just to walk a 100,000-testcase report on this
 2-core machine, before any classification, and it gives up on a file that is not well
-formed. A well-formed file is parsed whole by the C parser (no Python call per element);
-a damaged one, which is what a runner killed mid-sweep leaves, is fed in chunks to an
-incremental parser (``XMLPullParser``) that keeps every testcase closed before the damage.
+formed. Every file is fed in 1 MiB chunks to the C incremental parser (``XMLPullParser``),
+which builds the elements without a Python call each; the loop over its start/end events
+is the only Python work per element, and it does two things:
+
+- it keeps every testcase closed so far, so a damaged file (what a runner killed mid-sweep
+  leaves) gives a warning and every testcase before the damage;
+- it counts the nesting: a file nested deeper than ``MAX_DEPTH`` elements (pytest writes
+  4: testsuites/testsuite/testcase/failure) is skipped whole with a warning, as soon as the
+  65th level opens. Nothing here recurses per level, and what does further on (junitparser
+  and ElementTree's writer in :func:`merge_reports`, a frame or two per level) only ever
+  sees files within the limit. Before it, 1,000 nested ``<testsuite>`` elements were a
+  RecursionError in the merge and 200,000 a segmentation fault.
+
+A file whose DOCTYPE declares entities or names an external DTD is refused (skipped with a
+warning) before its first element is read (:func:`_refused_dtd`): no JUnit writer emits
+one, ElementTree never fetches external entities but expat does expand internal ones (up
+to its amplification limit), and "billion laughs" style files are how XML bombs are made.
+
 Writing merged reports is what junitparser does well (suite bookkeeping, statistics), so
-``merge_reports`` uses it.
+``merge_reports`` uses it, on the elements read here: junitparser no longer parses.
 
 Outcomes follow what pytest and PyTorch's CI really write (FORMATS.md, "Tests and results"):
 an expected failure that failed is ``<skipped type="pytest.xfail">``; a
@@ -26,10 +41,11 @@ import os
 import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from xml.parsers import expat
 
 from pipeline.dtypes import TORCH_ALIASES
 
@@ -125,10 +141,16 @@ def _case(
 
 @dataclass(frozen=True)
 class ParsedReport:
-    """Every complete testcase found, in file order, plus warnings (missing/truncated files)."""
+    """Every complete testcase found, in file order, plus warnings (missing/truncated files).
+
+    ``skipped`` names the files nothing could be taken from (missing, empty, unreadable,
+    refused, nested too deep, or damaged before the first complete testcase); each has a
+    warning saying why.
+    """
 
     cases: tuple[CaseResult, ...]
     warnings: tuple[str, ...]
+    skipped: tuple[str, ...] = ()
 
 
 _DTYPES = frozenset(TORCH_ALIASES.values())
@@ -140,6 +162,10 @@ _XPASS_SKIP_MESSAGE = "xfail-marked test passes unexpectedly"
 _RERUN_TAGS = frozenset({"rerun", "flakyFailure", "flakyError", "rerunFailure", "rerunError"})
 _FINAL_TAGS = frozenset({"failure", "error", "skipped"})
 _CHUNK = 1 << 20
+_PROLOG_CHUNK = 1 << 16
+# Deepest element nesting read (the root is level 1); pytest writes 4 levels, Surefire and
+# merged reports a few more. Deeper files are skipped: see the module docstring.
+MAX_DEPTH = 64
 
 
 def parse_test_id(name: str) -> tuple[str, str, str] | None:
@@ -240,67 +266,121 @@ def _summarise(elem: ET.Element, suite: int) -> _Summary:
     return suite, _classify(final), _message(final), time, tuple(reruns), markers
 
 
-def _walk(root: ET.Element) -> Iterator[tuple[int, ET.Element]]:
-    """(container number, testcase) for every <testcase> under ``root``.
+class _TooDeep(Exception):
+    """The file nests elements deeper than MAX_DEPTH (raised at the first one too deep)."""
 
-    Suite by suite, each suite's testcases in document order; a testcase's own children
-    are not searched.
+
+class _Refused(Exception):
+    """The file's DOCTYPE declares entities or names an external DTD."""
+
+
+class _RootStarted(Exception):
+    """The prolog is over: there is no DOCTYPE after the root element's start tag."""
+
+
+def _refused_dtd(path: Path) -> str | None:
+    """Why ``path``'s DOCTYPE is refused, or None (no DOCTYPE, or a harmless one).
+
+    expat reads the prolog only, up to the root element's start tag (a DOCTYPE can come
+    nowhere else), with handlers that stop at the first entity declaration or external
+    DTD; a prolog that is not well formed is left to the real parse to report.
     """
-    if root.tag == "testcase":
-        yield 0, root
-        return
-    number = 0
-    stack = [root]
-    while stack:
-        parent = stack.pop()
-        number += 1
-        nested: list[ET.Element] = []
-        for child in parent:
-            if child.tag == "testcase":
-                yield number, child
-            elif len(child):
-                nested.append(child)
-        stack.extend(reversed(nested))
+    parser = expat.ParserCreate()
+
+    def doctype(name: str, system_id: str | None, public_id: str | None, _: int) -> None:
+        if system_id or public_id:
+            raise _Refused(f"its DOCTYPE names an external DTD ({system_id or public_id})")
+
+    def entity(name: str, *_: object) -> None:
+        raise _Refused(f"its DOCTYPE declares the entity {name!r}")
+
+    def root(*_: object) -> None:
+        raise _RootStarted
+
+    parser.StartDoctypeDeclHandler = doctype
+    parser.EntityDeclHandler = entity
+    parser.StartElementHandler = root
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(_PROLOG_CHUNK):
+                parser.Parse(chunk, False)
+            parser.Parse(b"", True)
+    except _Refused as exc:
+        return str(exc)
+    except (_RootStarted, expat.ExpatError, LookupError, ValueError):
+        pass  # LookupError, ValueError: an encoding expat cannot read, for _read to report
+    return None
 
 
-def _stream(path: Path, warnings: list[str]) -> list[tuple[int, ET.Element]]:
-    """(container number, testcase) for every complete <testcase> of a damaged file.
+_Found = list[tuple[int, ET.Element]]  # (container number, <testcase>) in document order
 
-    The file is fed in chunks to an incremental parser; at the first XML error (a runner
-    killed mid-write leaves a truncated file) it stops with a warning naming the file, and
-    every testcase whose closing tag came before the damage is kept.
+
+def _read(path: Path, warnings: list[str]) -> tuple[ET.Element | None, _Found]:
+    """The root (None unless the whole file was read) and every complete <testcase> of
+    ``path`` with its container number, in document order.
+
+    Testcases with one parent element share its number (0 for a root testcase); a
+    testcase's own children are not searched. The file is fed in chunks to an incremental
+    parser: at the first XML error (a runner killed mid-write leaves a truncated file) it
+    stops with a warning naming the file, and every testcase whose closing tag came before
+    the damage is kept. A file nested deeper than MAX_DEPTH, or refused by
+    :func:`_refused_dtd`, gives a warning and nothing.
     """
-    parser = ET.XMLPullParser(events=("end",))
-    found: list[tuple[int, ET.Element]] = []
-    number = 1  # bumped at each closing container, so testcases of one suite share it
+    if path.stat().st_size == 0:
+        warnings.append(f"{path}: empty JUnit report (the test run wrote nothing)")
+        return None, []
+    refused = _refused_dtd(path)
+    if refused is not None:
+        warnings.append(f"{path}: refused and skipped: {refused}, which no JUnit writer emits")
+        return None, []
+    parser = ET.XMLPullParser(events=("start", "end"))
+    found: _Found = []
+    root: ET.Element | None = None  # the first container: the root, unless that is a testcase
+    depth = 0
+    in_case = 0  # open <testcase> elements (a testcase inside one is not a testcase)
+    numbers: list[int] = [0]  # the number of each open element outside a testcase
+    count = 0
     try:
         with open(path, "rb") as f:
             while chunk := f.read(_CHUNK):
                 parser.feed(chunk)
-                for _event, elem in parser.read_events():
-                    if elem.tag == "testcase":
-                        found.append((number, elem))
-                    elif elem.tag in ("testsuite", "testsuites"):
-                        number += 1
+                for event, elem in parser.read_events():
+                    if event == "start":
+                        depth += 1
+                        if depth > MAX_DEPTH:
+                            raise _TooDeep
+                        if elem.tag == "testcase":
+                            in_case += 1
+                        elif not in_case:
+                            count += 1
+                            numbers.append(count)
+                            if count == 1:
+                                root = elem
+                    else:
+                        depth -= 1
+                        if elem.tag == "testcase":
+                            in_case -= 1
+                            if not in_case:
+                                found.append((numbers[-1], elem))
+                        elif not in_case:
+                            numbers.pop()
             parser.close()
-    except ET.ParseError as exc:
+    except _TooDeep:
+        warnings.append(
+            f"{path}: skipped: its XML nests deeper than {MAX_DEPTH} elements (pytest writes "
+            "4: testsuites/testsuite/testcase/failure), which no test report needs"
+        )
+        return None, []
+    except (ET.ParseError, LookupError, ValueError) as exc:
+        # LookupError, ValueError: an unknown or multi-byte encoding in the XML declaration
         warnings.append(
             f"{path}: truncated or malformed JUnit XML ({exc}); kept the {len(found)} complete"
             " testcase(s) before that point (was the test runner killed?)"
         )
-    return found
-
-
-def _testcases(path: Path, warnings: list[str]) -> list[tuple[int, ET.Element]]:
-    if path.stat().st_size == 0:
-        warnings.append(f"{path}: empty JUnit report (the test run wrote nothing)")
-        return []
-    try:
-        # Fast path: the C parser builds the whole tree with no Python call per element.
-        root = ET.parse(path).getroot()
-    except ET.ParseError:
-        return _stream(path, warnings)
-    return list(_walk(root))
+        return None, found
+    if root is None and found:
+        root = found[0][1]  # a lone <testcase> as the document
+    return root, found
 
 
 def _fold(key: _Key, summaries: list[_Summary], source: str) -> CaseResult:
@@ -338,18 +418,23 @@ def parse_report(path: str | os.PathLike[str]) -> ParsedReport:
     """Parse one JUnit XML file written by pytest (any junit_family) or PyTorch's CI.
 
     Repeated ``<testcase>`` elements with one classname+name are rerun attempts (the last
-    is the result). A missing, empty, truncated or malformed file gives a warning naming it
-    and every complete testcase before the damage; it never raises.
+    is the result). A missing, empty, unreadable, truncated or malformed file gives a
+    warning naming it and every complete testcase before the damage; a file nested deeper
+    than MAX_DEPTH or with entity declarations gives a warning and nothing. It never raises.
     """
     path = Path(path)
     if not path.is_file():
-        return ParsedReport((), (f"{path}: JUnit report not found (did the test run start?)",))
+        warning = f"{path}: JUnit report not found (did the test run start?)"
+        return ParsedReport((), (warning,), (str(path),))
     # Nothing built here can form a cycle, and with the collector on, its passes over the
     # growing heap doubled the time of a 100,000-testcase report (2.2 s -> 1.0 s measured).
     collecting = gc.isenabled()
     gc.disable()
     try:
         return _parse(path)
+    except OSError as exc:  # unreadable (permissions, I/O error) or gone since is_file()
+        warning = f"{path}: cannot read the JUnit report ({exc.strerror or exc}); skipped"
+        return ParsedReport((), (warning,), (str(path),))
     finally:
         if collecting:
             gc.enable()
@@ -358,7 +443,7 @@ def parse_report(path: str | os.PathLike[str]) -> ParsedReport:
 def _parse(path: Path) -> ParsedReport:
     warnings: list[str] = []
     source = str(path)
-    testcases = _testcases(path, warnings)
+    _root, testcases = _read(path, warnings)
     cases: dict[_Key, CaseResult] = {}
     repeated: set[_Key] = set()
     passed = Outcome.PASS
@@ -384,9 +469,11 @@ def _parse(path: Path) -> ParsedReport:
                 attempts.setdefault(key, []).append(_summarise(elem, suite))
         for key, summaries in attempts.items():
             cases[key] = _fold(key, summaries, source)
-    if not cases and not warnings:
-        warnings.append(f"{path}: JUnit report holds no testcases")
-    return ParsedReport(tuple(cases.values()), tuple(warnings))
+    if cases:
+        return ParsedReport(tuple(cases.values()), tuple(warnings))
+    if warnings:  # damaged before the first testcase, or refused
+        return ParsedReport((), tuple(warnings), (source,))
+    return ParsedReport((), (f"{path}: JUnit report holds no testcases",))
 
 
 def combine_results(earlier: CaseResult, later: CaseResult) -> CaseResult:
@@ -413,18 +500,20 @@ def parse_reports(paths: Iterable[str | os.PathLike[str]]) -> ParsedReport:
     """Parse several reports (shards of one run) into one result set, in the given order.
 
     A test id found in more than one file is folded with ``combine_results`` (later file
-    wins). Warnings of every file are kept.
+    wins). Warnings and skipped files of every file are kept.
     """
     cases: dict[tuple[str, str], CaseResult] = {}
     warnings: list[str] = []
+    skipped: list[str] = []
     for path in paths:
         report = parse_report(path)
         warnings.extend(report.warnings)
+        skipped.extend(report.skipped)
         for case in report.cases:
             key = (case.classname, case.name)
             previous = cases.get(key)
             cases[key] = case if previous is None else combine_results(previous, case)
-    return ParsedReport(tuple(cases.values()), tuple(warnings))
+    return ParsedReport(tuple(cases.values()), tuple(warnings), tuple(skipped))
 
 
 def merge_reports(
@@ -434,25 +523,44 @@ def merge_reports(
 
     Suites are kept as they are (junitparser merges suites that are the same suite and
     recomputes every count). A truncated input contributes its complete testcases in a
-    suite named after the file. The file is written atomically. Returns the warnings.
+    suite named after the file; a skipped one (see :func:`parse_report`) nothing. The file
+    is written atomically. Returns the warnings.
+
+    The files are read by :func:`_read`, within MAX_DEPTH: junitparser only builds and
+    writes the merged document, and its recursion (and ElementTree's writer's), a frame or
+    two per nesting level, stays far below Python's limit.
     """
     from junitparser import JUnitXml, JUnitXmlError, TestCase, TestSuite
 
     merged = JUnitXml()
     warnings: list[str] = []
-    for path in map(Path, paths):
-        if not path.is_file():
-            warnings.append(f"{path}: JUnit report not found (did the test run start?)")
-            continue
-        try:
-            merged += JUnitXml.fromfile(str(path))
-            continue
-        except (ET.ParseError, JUnitXmlError):
-            pass
-        suite = TestSuite(f"{path.name} (truncated)")
-        suite.add_testcases([TestCase.fromelem(e) for _, e in _stream(path, warnings)])
-        merged += suite
-    merged.update_statistics()
+    collecting = gc.isenabled()
+    gc.disable()  # as in parse_report: nothing read here forms a cycle
+    try:
+        for path in map(Path, paths):
+            if not path.is_file():
+                warnings.append(f"{path}: JUnit report not found (did the test run start?)")
+                continue
+            try:
+                root, testcases = _read(path, warnings)
+            except OSError as exc:
+                warnings.append(f"{path}: cannot read the JUnit report ({exc.strerror or exc})")
+                continue
+            if root is not None:
+                try:
+                    merged += JUnitXml.fromroot(root)
+                    continue
+                except JUnitXmlError:  # well formed, but the root is no test suite
+                    pass
+            if testcases:
+                label = path.name if root is not None else f"{path.name} (truncated)"
+                suite = TestSuite(label)
+                suite.add_testcases([TestCase.fromelem(e) for _, e in testcases])
+                merged += suite
+        merged.update_statistics()
+    finally:
+        if collecting:
+            gc.enable()
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)

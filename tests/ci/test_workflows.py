@@ -666,6 +666,87 @@ def test_pr_job_can_start_from_scratch():
     assert "git clean -ffd\n" in kept and "-ffdx" not in kept
 
 
+def _github_if(expression: str, *, cancelled: bool, outputs: dict[str, dict[str, str]]) -> bool:
+    """A GitHub `if:` expression of the forms the nightly's cache step uses, in Python.
+
+    Tokens: ``||``, ``&&``, ``!``, ``==``, ``!=``, parentheses, '...' strings,
+    ``cancelled()`` and ``steps.<id>.outputs.<name>`` (a missing output is '', as on GitHub);
+    anything else fails the test, so a new form gets taught here first.
+    """
+    expr = expression.strip().removeprefix("${{").removesuffix("}}")
+    tokens = re.findall(r"\|\||&&|==|!=|!|\(|\)|'[^']*'|[A-Za-z_][\w.-]*(?:\(\))?", expr)
+    assert "".join(tokens) == "".join(expr.split()), f"{expression}: teach _github_if"
+    python = []
+    for token in tokens:
+        if token in ("||", "&&", "!"):
+            python.append({"||": " or ", "&&": " and ", "!": " not "}[token])
+        elif token in ("==", "!=", "(", ")"):
+            python.append(token)
+        elif token.startswith("'"):
+            python.append(repr(token[1:-1]))
+        elif token == "cancelled()":
+            python.append(repr(cancelled))
+        elif token.startswith("steps."):
+            _, step, kind, name = token.split(".")
+            assert kind == "outputs", token
+            python.append(repr(outputs.get(step, {}).get(name, "")))
+        else:
+            raise AssertionError(f"{expression}: unknown token {token!r}")
+    return bool(eval("".join(python)))  # only the tokens checked above
+
+
+def test_github_if_reads_the_forms_it_knows():
+    outputs = {"a": {"status": "1"}}
+    assert _github_if("${{ !cancelled() }}", cancelled=False, outputs={})
+    assert not _github_if("${{ !cancelled() && steps.a.outputs.status == '0' }}",
+                          cancelled=False, outputs=outputs)  # fmt: skip
+    assert _github_if("steps.b.outputs.x == ''", cancelled=True, outputs=outputs)
+    with pytest.raises(AssertionError, match="teach _github_if|unknown token"):
+        _github_if("${{ success() || github.ref == 'main' }}", cancelled=False, outputs={})
+
+
+def test_nightly_history_is_saved_only_after_exit_0_or_1(tmp_path):
+    """1 is regressions (the history is valid and holds tonight); 2 a refused input such
+    as a damaged history; 70 a crash; no status: the step never ran or was killed."""
+    steps = _load("mps-nightly.yml")["jobs"]["aggregate"]["steps"]
+    (nightly,) = [s for s in steps if "-m pipeline nightly" in s.get("run", "")]
+    (save,) = [s for s in steps if s.get("uses", "").startswith("actions/cache/save@")]
+    (restore,) = [s for s in steps if s.get("uses", "").startswith("actions/cache/restore@")]
+    assert steps.index(restore) < steps.index(nightly) < steps.index(save)
+    assert nightly["id"] == "nightly"
+    for status, saved in {"0": True, "1": True, "2": False, "70": False, "139": False}.items():
+        outputs = {"nightly": {"status": status}}
+        assert _github_if(save["if"], cancelled=False, outputs=outputs) is saved, status
+        assert not _github_if(save["if"], cancelled=True, outputs=outputs)
+    assert not _github_if(save["if"], cancelled=False, outputs={})
+
+    # the step's script hands on the status, and still fails the step with it
+    fake = tmp_path / "bin" / "python"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho "python $*"\nexit "$FAKE_STATUS"\n')
+    fake.chmod(0o755)
+    script = tmp_path / "step.sh"
+    script.write_text(nightly["run"])
+    for status in (0, 1, 2, 70):
+        output = tmp_path / f"output-{status}"
+        env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}",
+               "GITHUB_OUTPUT": str(output), "RUN_URL": "https://x/runs/1",
+               "FAKE_STATUS": str(status)}  # fmt: skip
+        # GitHub runs a `run:` script as `bash -e {0}`
+        result = subprocess.run(["bash", "-e", str(script)], env=env, capture_output=True,
+                                text=True, timeout=30)  # fmt: skip
+        assert result.returncode == status, result.stderr
+        assert "nightly --results results --source https://x/runs/1" in result.stdout
+        assert output.read_text() == f"status={status}\n"
+
+
+def test_nightly_uploads_the_history_backups_even_when_refused():
+    steps = _load("mps-nightly.yml")["jobs"]["aggregate"]["steps"]
+    (upload,) = [s for s in steps if s.get("with", {}).get("name") == "mps-nightly-history-backups"]
+    assert upload["with"]["path"] == ".mps-pipeline/history/backups/"
+    assert _github_if(upload["if"], cancelled=False, outputs={"nightly": {"status": "2"}})
+
+
 # -- runner scripts --------------------------------------------------------------------------
 
 

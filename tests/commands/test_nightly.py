@@ -6,7 +6,9 @@ The nightly's analysis is tested in tests/results/test_nightly.py, on the same r
 from __future__ import annotations
 
 import json
+import random
 import shlex
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from pipeline.__main__ import build_parser, main
 from pipeline.commands import nightly
 from pipeline.config import load_settings
 from pipeline.results import history
+from pipeline.results import nightly as nightly_module
 from pipeline.workspace import prepare
 from tests.results.nightly_runs import RUNNERS
 
@@ -79,7 +82,9 @@ def test_the_nightly_workflow_calls_this_cli():
     )
     aggregate = workflow["jobs"]["aggregate"]
     (step,) = [s for s in aggregate["steps"] if "-m pipeline nightly" in s.get("run", "")]
-    argv = shlex.split(step["run"].split("-m pipeline ", 1)[1])
+    (line,) = [ln for ln in step["run"].splitlines() if "-m pipeline nightly" in ln]
+    # the step keeps the exit status for the cache step (tests/ci/test_workflows.py)
+    argv = shlex.split(line.split("-m pipeline ", 1)[1].removesuffix(" || status=$?"))
     args = build_parser("nightly").parse_args(
         [a.replace("$RUN_URL", "https://x/runs/1") for a in argv]
     )
@@ -90,6 +95,10 @@ def test_the_nightly_workflow_calls_this_cli():
         s["with"]["path"] for s in aggregate["steps"] if "actions/cache/" in s.get("uses", "")
     }
     assert cached == {".mps-pipeline/history"} and history.DEFAULT_FILE.startswith("history/")
+    # and its backups, beside it, are uploaded
+    uploaded = {s["with"]["name"]: s["with"]["path"] for s in aggregate["steps"]
+                if "actions/upload-artifact" in s.get("uses", "")}  # fmt: skip
+    assert uploaded["mps-nightly-history-backups"] == f".mps-pipeline/history/{history.BACKUPS}/"
     # the sweep writes results/<runner>/shard-<n>.xml, which collect_reports reads
     sweep = " ".join(s.get("run", "") for s in workflow["jobs"]["sweep"]["steps"])
     assert '"$RUNNER_TEMP/junit/$RUNNER_CONFIG/shard-$SHARD.xml"' in sweep
@@ -105,3 +114,154 @@ def test_the_nightly_workflow_calls_this_cli():
     assert build_parser("backlog").parse_args(argv).state_dir == "$RUNNER_TEMP/mps-state"
     (download,) = [s for s in aggregate["steps"] if s.get("with", {}).get("pattern") == "opinfo-*"]
     assert download["with"]["path"] == ".mps-pipeline/cache"
+
+
+# -- hostile reports, damaged histories, backups -------------------------------------------------
+
+
+def _deep(levels: int) -> str:
+    return (
+        "<testsuites>" + '<testsuite name="s">' * levels
+        + '<testcase classname="C" name="test_output_match_atan2_mps_float32"/>'
+        + "</testsuite>" * levels + "</testsuites>"
+    )  # fmt: skip
+
+
+def _nights_recorded(db_path: Path) -> int:
+    return history.check(db_path).nightlies
+
+
+@pytest.mark.parametrize("levels", [1_000, 50_000, 200_000])
+def test_a_deeply_nested_report_is_skipped_and_the_others_recorded(
+    settings, nights, capsys, levels
+):
+    results = nights.results()
+    deep = results / "macos-m2-15" / "shard-3.xml"
+    deep.write_text(_deep(levels))
+    only_deep = results / "macos-m4-26" / "shard-1.xml"  # a runner with nothing else
+    only_deep.parent.mkdir()
+    only_deep.write_text(_deep(levels))
+    code = main(["nightly", "--results", str(results), "--json", "--state-dir",
+                 str(settings.state_dir)])  # fmt: skip
+    assert code == 0  # a skipped file is a warning, not a regression (1) or an error (2)
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["reports"] == {"total": 8, "skipped": [str(deep), str(only_deep)]}
+    assert any(w.startswith(f"{deep}: skipped: its XML nests deeper than 64") for w in
+               summary["warnings"])  # fmt: skip
+    assert any(w.startswith("macos-m4-26: no testcase could be read") for w in summary["warnings"])
+    assert summary["runners"] == list(RUNNERS)  # macos-m4-26 is left out, the rest is in
+    assert all(sum(summary["counts"][r].values()) == 7 for r in RUNNERS)
+    markdown = (settings.state_dir / "dashboard" / "summary.md").read_text()
+    assert "2 of 8 JUnit reports skipped" in markdown
+    assert _nights_recorded(settings.state_dir / history.DEFAULT_FILE) == 1
+
+
+def test_no_readable_report_is_an_input_error_and_records_nothing(settings, nights, capsys):
+    state = ["--state-dir", str(settings.state_dir)]
+    assert main(["nightly", "--results", str(nights.results()), *state]) == 0
+    db_path = settings.state_dir / history.DEFAULT_FILE
+    before = db_path.read_bytes()
+    results = nights.results()
+    for report in results.rglob("*.xml"):
+        report.write_text(_deep(100) if report.name == "shard-1.xml" else "")
+    capsys.readouterr()
+    assert main(["nightly", "--results", str(results), *state]) == 2
+    err = capsys.readouterr().err
+    assert "none of the 6 JUnit report(s) held a testcase that could be read" in err
+    assert "no nightly was recorded" in err and "nests deeper than 64" in err
+    assert db_path.read_bytes() == before and _nights_recorded(db_path) == 1
+
+
+def test_a_crash_while_reading_records_nothing_and_is_not_exit_1(
+    settings, nights, capsys, monkeypatch
+):
+    """Every report is read before the history is touched; a bug is exit 70, not 1."""
+    from pipeline.results import junit
+
+    state = ["--state-dir", str(settings.state_dir)]
+    assert main(["nightly", "--results", str(nights.results()), *state]) == 0
+    db_path = settings.state_dir / history.DEFAULT_FILE
+    before = db_path.read_bytes()
+    real = junit.merge_reports
+
+    def merge_then_break(paths, out):  # the first runner's merge works, the second's breaks
+        if "macos-m2-15" in str(out):
+            raise RuntimeError("a bug")
+        return real(paths, out)
+
+    monkeypatch.setattr(junit, "merge_reports", merge_then_break)
+    capsys.readouterr()
+    assert main(["nightly", "--results", str(nights.results(macos_m1_14="bad")), *state]) == 70
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: a bug" in err
+    assert "unexpected RuntimeError" in err and "exit 70, not 1" in err
+    assert db_path.read_bytes() == before and _nights_recorded(db_path) == 1
+
+
+def _damage(path: Path, form: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if form == "empty":
+        path.write_bytes(b"")
+    elif form == "random bytes":
+        path.write_bytes(bytes(random.Random(0).randrange(256) for _ in range(8192)))
+    elif form == "directory":
+        path.mkdir()
+    else:  # another program's SQLite database
+        raw = sqlite3.connect(path)
+        raw.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+        raw.commit()
+        raw.close()
+
+
+def _state(folder: Path) -> dict[str, bytes | None]:
+    return {str(f): f.read_bytes() if f.is_file() else None for f in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("form", ["empty", "random bytes", "directory", "foreign sqlite"])
+def test_a_damaged_history_is_refused_untouched(settings, nights, capsys, form):
+    db_path = settings.state_dir / history.DEFAULT_FILE
+    _damage(db_path, form)
+    before = _state(db_path.parent)
+    state = ["--state-dir", str(settings.state_dir)]
+    assert main(["nightly", "--results", str(nights.results()), *state]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {db_path}: not a valid mps-pipeline history (" in err
+    assert "): restore it from a backup, or move it away to start a new history" in err
+    assert "Traceback" not in err
+    assert _state(db_path.parent) == before
+    assert not (settings.state_dir / "dashboard").exists()  # nothing written, no summary
+    assert main(["nightly", "--check-history", *state]) == 2
+    assert f"{db_path}: not a valid mps-pipeline history" in capsys.readouterr().err
+    assert _state(db_path.parent) == before
+
+
+def test_backups_rotate_and_check_history_reads_them(settings, nights, capsys, tmp_path):
+    db_path = tmp_path / "h" / "nightly.sqlite"
+    argv = ["--state-dir", str(settings.state_dir), "--history", str(db_path)]
+    assert main(["nightly", "--check-history", *argv]) == 2  # no history yet
+    assert "no history here" in capsys.readouterr().err
+    assert build_parser("nightly").parse_args(["nightly", "--backups", "3"]).backups == 3
+    for day in range(1, 5):  # as `nightly --backups 3`, on given nights
+        outcome = nightly_module.run_nightly(
+            settings, nights.results(), history_path=db_path, backups=3,
+            started=history.timestamp(f"2026-03-0{day}T03:17:00Z"), backlog_of=lambda index: (),
+        )  # fmt: skip
+        assert outcome.summary["warnings"] == []
+    names = [p.name for p in history.backups(db_path)]
+    assert names == [f"nightly-2026-03-0{d}-031700.sqlite" for d in (2, 3, 4)]
+    assert [_nights_recorded(p) for p in history.backups(db_path)] == [2, 3, 4]
+    capsys.readouterr()
+    assert main(["nightly", "--check-history", *argv]) == 0
+    out = capsys.readouterr().out
+    assert f"{db_path}: a valid mps-pipeline history (integrity ok, schema version 1," in out
+    assert "4 nightlies, 2026-03-01T03:17:00.000000Z … 2026-03-04T03:17:00.000000Z" in out
+    assert "12 runs, 7 tests, 84 results" in out
+    assert "3 backup(s): newest nightly-2026-03-04-031700.sqlite" in out
+    # a damaged history: the check names the backups to restore from
+    db_path.write_bytes(b"")
+    assert main(["nightly", "--check-history", *argv]) == 2
+    captured = capsys.readouterr()
+    assert "not a valid mps-pipeline history (an empty file, 0 bytes)" in captured.err
+    assert "backups (3, newest last):" in captured.out and names[-1] in captured.out
+    assert main(["nightly", *argv]) == 2
+    assert "--results DIR is required" in capsys.readouterr().err

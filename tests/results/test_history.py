@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -50,20 +53,150 @@ def test_new_file_has_the_schema_in_wal_mode(tmp_path):
     again.close()
 
 
-def test_newer_schema_and_foreign_files_are_refused(tmp_path):
-    path = tmp_path / "nightly.sqlite"
+def _history_with_nights(path, n: int) -> None:
+    db = history.connect(path)
+    for day in range(1, n + 1):
+        history.record_nightly(
+            db, {"a": [case("add", "float32", P)]}, commit="", started=night(day)
+        )
+    db.close()
+
+
+def _foreign(path) -> None:
+    raw = sqlite3.connect(path)
+    raw.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    raw.commit()
+    raw.close()
+
+
+def _other_schema(path) -> None:
+    raw = sqlite3.connect(path)
+    raw.executescript(
+        "CREATE TABLE schema_version (version INTEGER); INSERT INTO schema_version VALUES (1);"
+        "CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT);"
+    )
+    raw.close()
+
+
+def _newer(path) -> None:
     history.connect(path).close()
     raw = sqlite3.connect(path)
     with raw:
         raw.execute("UPDATE schema_version SET version = 99")
     raw.close()
-    with pytest.raises(PipelineError, match="schema version 99 is newer"):
-        history.connect(path)
 
-    junk = tmp_path / "junk.sqlite"
-    junk.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(PipelineError, match="not a usable history database"):
-        history.connect(junk)
+
+def _corrupt(path) -> None:
+    _history_with_nights(path, 3)
+    data = bytearray(path.read_bytes())
+    page = 4096  # the default page size: damage every page after the first (the schema's)
+    data[page:] = bytes(random.Random(1).randrange(256) for _ in range(len(data) - page))
+    path.write_bytes(bytes(data))
+
+
+def _header_then_junk(path) -> None:
+    path.write_bytes(
+        b"SQLite format 3\x00" + bytes(random.Random(2).randrange(256) for _ in range(8000))
+    )
+
+
+DAMAGED = {
+    "empty": (lambda p: p.write_bytes(b""), "an empty file, 0 bytes"),
+    "random bytes": (
+        lambda p: p.write_bytes(bytes(random.Random(0).randrange(256) for _ in range(8192))),
+        "not an SQLite database: no SQLite header",
+    ),
+    "SQLite header, then junk": (_header_then_junk, "file is not a database"),
+    "corrupt pages": (_corrupt, "database disk image is malformed"),
+    "directory": (lambda p: p.mkdir(), "it is a directory, not a file"),
+    "another program's database": (_foreign, "another database: tables users"),
+    "another schema": (_other_schema, "another schema: table runs lacks runner, commit, source"),
+    "newer schema": (_newer, "schema version 99 is newer than this mps-pipeline understands (1)"),
+}
+
+
+def _snapshot(folder) -> dict[str, bytes | None]:
+    return {
+        str(f.relative_to(folder)): f.read_bytes() if f.is_file() else None
+        for f in sorted(folder.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("form", DAMAGED)
+def test_damaged_histories_are_refused_and_left_untouched(tmp_path, form):
+    make, why = DAMAGED[form]
+    path = tmp_path / "h" / "nightly.sqlite"
+    path.parent.mkdir()
+    make(path)
+    before = _snapshot(path.parent)
+    for attempt in (history.check, lambda p: history.check(p, thorough=True), history.connect):
+        with pytest.raises(history.DamagedHistoryError) as raised:
+            attempt(path)
+        message = str(raised.value)
+        assert message.startswith(f"{path}: not a valid mps-pipeline history (")
+        assert message.endswith(
+            "): restore it from a backup, or move it away to start a new history"
+        )
+        assert why in message
+        assert raised.value.exit_code == 2
+        # the same bytes, and no -wal/-shm or temporary file beside it
+        assert _snapshot(path.parent) == before
+
+
+def test_a_missing_file_is_a_new_history_made_whole(tmp_path):
+    path = tmp_path / "h" / "nightly.sqlite"
+    history.connect(path).close()
+    assert sorted(f.name for f in path.parent.iterdir()) == ["nightly.sqlite"]
+    found = history.check(path, thorough=True)
+    assert (found.integrity, found.schema_version, found.nightlies, found.results) == (
+        "ok", 1, 0, 0,
+    )  # fmt: skip
+    blocked = tmp_path / "file"
+    blocked.write_text("x")
+    with pytest.raises(PipelineError, match="cannot create the history there"):
+        history.connect(blocked / "nightly.sqlite")
+
+
+def test_check_counts_a_valid_history(tmp_path):
+    path = tmp_path / "nightly.sqlite"
+    _history_with_nights(path, 4)
+    found = history.check(path, thorough=True)
+    assert (found.nightlies, found.runs, found.tests, found.results) == (4, 4, 1, 4)
+    assert (found.first, found.last) == (night(1), night(4))
+    # while a writer has it open (WAL mode, a -wal file beside it) it is read as committed
+    db = history.connect(path)
+    history.record_nightly(db, {"a": [case("sub", "int8", F)]}, commit="", started=night(5))
+    assert history.check(path).nightlies == 5
+    db.close()
+
+
+def test_backups_rotate_and_each_is_a_valid_history(tmp_path):
+    path = tmp_path / "history" / "nightly.sqlite"
+    db = history.connect(path)
+    made = []
+    try:
+        for day in range(1, 11):
+            history.record_nightly(db, {"a": [case("add", "float32", P)]}, commit="",
+                                   started=night(day))  # fmt: skip
+            made.append(history.backup(db, path, night(day), keep=7))
+    finally:
+        db.close()
+    assert made[0] == path.parent / "backups" / "nightly-2026-03-01-031700.sqlite"
+    kept = history.backups(path)
+    assert kept == tuple(made[-7:])
+    assert sorted(f.name for f in (path.parent / "backups").iterdir()) == [p.name for p in kept]
+    for n, copy in enumerate(kept, 4):
+        found = history.check(copy, thorough=True)
+        assert (found.nightlies, found.last) == (n, night(n))
+        assert not Path(f"{copy}-wal").exists()  # one self-contained file
+    # restoring one is copying it into place
+    path.unlink()
+    shutil.copy(kept[0], path)
+    assert history.check(path).nightlies == 4
+    db = history.connect(path)
+    assert history.backup(db, path, night(11), keep=0) is None
+    db.close()
+    assert history.backups(path) == ()
 
 
 def test_record_nightly_round_trips_and_reads_flat(db):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import gc
 import importlib.metadata
+import inspect
+import os
 import re
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.results.junit import (
+    MAX_DEPTH,
     CaseResult,
     Outcome,
     combine_results,
@@ -320,6 +323,130 @@ def test_garbage_collector_state_is_restored(enabled: bool) -> None:
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# --- hostile files: deep nesting, entities -------------------------------------------------
+
+CASE = '<testcase classname="C" name="test_output_match_abs_mps_int8" time="1"><failure message="m">x</failure></testcase>'  # noqa: E501
+
+
+def nested(levels: int, inner: str = CASE) -> str:
+    """``inner`` inside <testsuites> and ``levels - 1`` nested <testsuite> elements."""
+    suites = levels - 1
+    return (
+        '<?xml version="1.0" encoding="utf-8"?><testsuites>'
+        + '<testsuite name="s">' * suites + inner + "</testsuite>" * suites
+        + "</testsuites>"
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("levels", [1_000, 50_000])
+def test_deep_nesting_is_skipped_with_a_warning(tmp_path: Path, levels: int) -> None:
+    path = _write(tmp_path / "deep.xml", nested(levels))
+    start = time.perf_counter()
+    report = parse_report(path)
+    warnings = merge_reports([path, FIXTURES / "outcomes.xml"], tmp_path / "merged.xml")
+    assert time.perf_counter() - start < 2.0
+    assert report.cases == () and report.skipped == (str(path),)
+    (warning,) = report.warnings
+    assert warning.startswith(f"{path}: skipped:") and f"deeper than {MAX_DEPTH}" in warning
+    assert warnings == report.warnings
+    # the merge keeps the other report, and only it
+    assert len(parse_report(tmp_path / "merged.xml").cases) == 10
+
+
+def test_200000_levels_do_not_crash_the_interpreter(tmp_path: Path) -> None:
+    """Before the depth limit this was a segmentation fault: run it where one would show."""
+    path = _write(tmp_path / "deep.xml", nested(200_000))
+    code = (
+        "import sys; from pipeline.results.junit import parse_report, merge_reports; "
+        "r = parse_report(sys.argv[1]); w = merge_reports([sys.argv[1]], sys.argv[2]); "
+        "print(len(r.cases), len(w), r.skipped == (sys.argv[1],))"
+    )
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(tmp_path / "merged.xml")],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )  # fmt: skip
+    assert time.perf_counter() - start < 5.0
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1", "True"]
+
+
+def test_the_depth_limit_is_exact_and_what_recurses_below_it_is_bounded(tmp_path: Path) -> None:
+    at_limit = _write(tmp_path / "64.xml", nested(MAX_DEPTH - 2))  # + testcase + failure
+    over = _write(tmp_path / "65.xml", nested(MAX_DEPTH - 1))
+    assert [c.outcome for c in parse_report(at_limit).cases] == [Outcome.FAIL]
+    assert parse_report(over).skipped == (str(over),)
+    # deep inside a testcase counts too
+    deep_message = CASE.replace(">x<", ">" + "<b>" * MAX_DEPTH + "</b>" * MAX_DEPTH + "<")
+    assert parse_report(_write(tmp_path / "in-case.xml", nested(2, deep_message))).skipped
+    # junitparser and ElementTree's writer recurse per level: at the limit they need a few
+    # hundred frames at most, far from Python's default limit of 1,000
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack(0)) + 250)
+    try:
+        assert merge_reports([at_limit], tmp_path / "merged.xml") == ()
+    finally:
+        sys.setrecursionlimit(limit)
+    assert [c.outcome for c in parse_report(tmp_path / "merged.xml").cases] == [Outcome.FAIL]
+
+
+BILLION_LAUGHS = (
+    '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
+    + ']><testsuite><testcase classname="C" name="t"><failure message="&lol9;"/></testcase>'
+    "</testsuite>"
+).replace("&lol0;", "&lol;")
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (BILLION_LAUGHS, "declares the entity 'lol'"),
+        # an external entity (XXE): ElementTree never fetches it, and it is refused first
+        ('<?xml version="1.0"?><!DOCTYPE t [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+         '<testsuite><testcase classname="C" name="t">&x;</testcase></testsuite>',
+         "declares the entity 'x'"),
+        ('<!DOCTYPE t [<!ENTITY % p SYSTEM "http://example.invalid/x.dtd"> %p;]><testsuite/>',
+         "declares the entity 'p'"),
+        ('<!DOCTYPE testsuite SYSTEM "http://example.invalid/junit.dtd"><testsuite/>',
+         "names an external DTD (http://example.invalid/junit.dtd)"),
+    ],
+)  # fmt: skip
+def test_entity_declarations_and_external_dtds_are_refused(
+    tmp_path: Path, content: str, needle: str
+) -> None:
+    path = _write(tmp_path / "hostile.xml", content)
+    report = parse_report(path)
+    assert report.cases == () and report.skipped == (str(path),)
+    (warning,) = report.warnings
+    assert warning.startswith(f"{path}: refused and skipped:") and needle in warning
+    assert merge_reports([path], tmp_path / "merged.xml") == report.warnings
+    assert "lol" not in (tmp_path / "merged.xml").read_text()
+
+
+def test_a_harmless_doctype_is_read(tmp_path: Path) -> None:
+    path = _write(tmp_path / "ok.xml", nested(3).replace("?><", "?><!DOCTYPE testsuites><", 1))
+    assert [c.outcome for c in parse_report(path).cases] == [Outcome.FAIL]
+
+
+def test_an_unreadable_file_is_a_warning(tmp_path: Path, monkeypatch) -> None:
+    path = _write(tmp_path / "r.xml", nested(2))
+    real_open = open
+
+    def broken_open(file, *args, **kwargs):
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", broken_open)
+    report = parse_report(path)
+    assert report.skipped == (str(path),)
+    (warning,) = report.warnings
+    assert warning == f"{path}: cannot read the JUnit report (Permission denied); skipped"
+    assert "Permission denied" in merge_reports([path], tmp_path / "merged.xml")[0]
 
 
 # --- several files ---------------------------------------------------------------------------
