@@ -65,7 +65,8 @@ TYPES: dict[str, tuple[type, ...]] = {
     "github.status_context": (str,),
     "github.token_env": (str,),
     "github.bot_login": (str,),
-    "runners": (list,),
+    # a list of runner names, or a table of runner name -> macOS version ("15.0")
+    "runners": (list, dict),
 }
 SECTIONS = frozenset(key.partition(".")[0] for key in TYPES if "." in key)
 
@@ -112,6 +113,9 @@ class Settings:
     opinfo_table: Path | None
     github: GitHubSettings
     runners: tuple[str, ...]
+    # runner -> its macOS version, for the runners the ``runners:`` table gives one (the
+    # others: read from the name, ``macos-m2-15``)
+    runner_macos: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)
     # every setting by dotted name, with its origin: what `mps-pipeline config` lists
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False, repr=False)
     # the user's config file that was read, if any
@@ -262,7 +266,11 @@ def _user_file(
 def _parse_env(var: str, key: str, text: str) -> Any:
     typ = TYPES[key]
     if list in typ:
-        return [item for item in re.split(r"[,\s]+", text.strip()) if item]
+        items = [item for item in re.split(r"[,\s]+", text.strip()) if item]
+        if dict in typ and any("=" in item for item in items):
+            # MPS_PIPELINE_RUNNERS="macos-m1-14=14.0 macos-m2-15": a table, versions optional
+            return {name: version or None for name, _, version in (i.partition("=") for i in items)}
+        return items
     if float in typ:
         try:
             return float(text) if re.search(r"[.eE]", text) else int(text)
@@ -286,6 +294,33 @@ def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Source], list[str]]:
         elif text != "":  # an empty variable is unset, as in the shell's ${VAR:-default}
             layer[key] = Source(_parse_env(var, key, text), var)
     return layer, warnings
+
+
+_MACOS_VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
+
+
+def _runners(source: Source) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
+    """The runner names and the macOS versions the ``runners:`` table gives.
+
+    A list names the runners (a runner's version is then read from its name,
+    ``macos-m2-15``); a table maps each name to its macOS version (``"15.0"``, ``15``, or
+    null: read from the name).
+    """
+    value = source.value
+    if isinstance(value, list):
+        return tuple(str(name) for name in value), {}
+    versions: dict[str, tuple[int, ...]] = {}
+    for name, version in value.items():
+        if version is None:
+            continue
+        if not _MACOS_VERSION.match(str(version)):
+            raise ConfigError(
+                f"config key 'runners' ({source.origin}): the macOS version of runner "
+                f'{str(name)!r} must be a version such as "15.0" (or null: read from the '
+                f"name), got {version!r}"
+            )
+        versions[str(name)] = tuple(int(part) for part in str(version).split("."))
+    return tuple(str(name) for name in value), versions
 
 
 def override_origin(key: str, via: str) -> str:
@@ -391,6 +426,7 @@ def load_settings(
     if opinfo_table is None and is_sandbox:
         opinfo_table = paths.OPINFO_TABLE
     build_dir = root / sources["build_dir"].value
+    runners, runner_macos = _runners(sources["runners"])
     value = {key: source.value for key, source in sources.items()}
     return Settings(
         root=root,
@@ -410,7 +446,8 @@ def load_settings(
         github=GitHubSettings(
             **{key.partition(".")[2]: v for key, v in value.items() if key.startswith("github.")}
         ),
-        runners=tuple(str(r) for r in value["runners"]),
+        runners=runners,
+        runner_macos=MappingProxyType(runner_macos),
         sources=MappingProxyType(sources),
         config_file=str(user_path.resolve()) if user_path is not None else None,
         warnings=tuple(warnings),

@@ -259,3 +259,24 @@ def test_the_example_user_config_is_valid(tmp_path: Path) -> None:
     assert s.test_kinds == ("output_match", "output_grad_match")
     assert s.python == str(Path("~/pytorch/.venv/bin/python").expanduser())
     assert s.sources["python"].origin == str(checkout / ".mps-pipeline.yaml")
+
+
+def test_runners_are_a_list_of_names_or_a_table_of_macos_versions(tmp_path: Path) -> None:
+    s = load_settings(env={}, cwd=tmp_path)
+    assert s.runners == ("macos-m1-14", "macos-m2-15", "macos-m2-26") and s.runner_macos == {}
+    table = 'runners:\n  macos-m1-14: "14.7"\n  mac-mini-2: 15\n  studio: 26.0\n  beta: null\n'
+    s = load_settings(config_path=_write(tmp_path, table), env={}, cwd=tmp_path)
+    assert s.runners == ("macos-m1-14", "mac-mini-2", "studio", "beta")  # in the file's order
+    assert s.runner_macos == {"macos-m1-14": (14, 7), "mac-mini-2": (15,), "studio": (26, 0)}
+    env = {"MPS_PIPELINE_RUNNERS": "mini=15.5, macos-m2-26"}  # versions optional
+    s = load_settings(env=env, cwd=tmp_path)
+    assert s.runners == ("mini", "macos-m2-26") and s.runner_macos == {"mini": (15, 5)}
+    bad = _write(tmp_path, "runners:\n  mini: fifteen\n")
+    with pytest.raises(
+        ConfigError,
+        match=r"config key 'runners' \(.*pipeline\.yaml\): the macOS version of runner "
+        r"'mini' must be a version such as \"15\.0\".*got 'fifteen'",
+    ):
+        load_settings(config_path=bad, env={}, cwd=tmp_path)
+    with pytest.raises(ConfigError, match=r"'runners' must be list or dict, got str"):
+        read_file(_write(tmp_path, "runners: macos-m1-14\n"))

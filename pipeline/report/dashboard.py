@@ -289,6 +289,12 @@ def _diff_block(diff: str) -> str:
     return "<pre>" + "\n".join(lines) + "</pre>"
 
 
+def action_text(decision: Mapping[str, Any]) -> str:
+    """A proposal's action for people: ``delete``, ``move → MACOS_BEFORE_15_0_XFAILLIST``."""
+    to_list = decision.get("to_list")
+    return f"{decision['action']} → {to_list}" if to_list else decision["action"]
+
+
 def _card(label: str, value: object, tone: str = "") -> str:
     return f'<div class="card {tone}"><b>{_e(value)}</b>{_e(label)}</div>'
 
@@ -371,7 +377,7 @@ def render_html(summary: Mapping[str, Any]) -> str:
                     (
                         d["list"],
                         d["key"],
-                        d["action"],
+                        action_text(d),
                         "all" if d["new_dtypes"] is None else ", ".join(d["new_dtypes"]) or "–",
                         d["reason"],
                     )

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipeline.report import dashboard, render
+from pipeline.report.dashboard import action_text
 from pipeline.report.pr_comment import code_block
 from pipeline.results.nightly import NightlyOutcome
 from pipeline.results.table import DtypeTable
@@ -65,7 +66,7 @@ def render_summary_markdown(summary: Mapping[str, Any], table: DtypeTable) -> st
     out += ["", f"## xfail removals ({len(summary['proposals'])})", ""]
     for d in summary["proposals"]:
         entry = f"{esc(d['list'])}\\[{esc(repr(d['key']))}\\]"
-        out.append(f"- {entry}: {d['action']} — {esc(d['reason'])}")
+        out.append(f"- {entry}: {esc(action_text(d))} — {esc(d['reason'])}")
     if summary["diff"]:
         out += ["", code_block(summary["diff"], "diff")]
     elif not summary["proposals"]:
@@ -131,7 +132,7 @@ def render_terminal(summary: Mapping[str, Any], files: Sequence[Path], console: 
     console.print(f"[bold]xfail removals: {len(summary['proposals'])}[/bold]")
     for d in summary["proposals"]:
         entry = f"{d['list']}[{d['key']!r}]"
-        console.print(f"  {entry}: {d['action']} — {d['reason']}", markup=False, highlight=False)
+        console.print(f"  {entry}: {action_text(d)} — {d['reason']}", markup=False, highlight=False)
     if summary["diff"]:
         console.print(summary["diff"], markup=False, highlight=False)
     elif summary["proposal_note"]:

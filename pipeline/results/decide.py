@@ -26,7 +26,8 @@ from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
 from pipeline.tree import paths
 
-Action = Literal["keep", "drop_dtypes", "delete", "narrow_none"]
+# "move": the dtypes leave the entry for a macOS-version list (pipeline.results.macos)
+Action = Literal["keep", "drop_dtypes", "delete", "narrow_none", "move"]
 
 # The modifier a list lives in says which consistency test its xfails decorate.
 _KIND_BY_FUNCTION = {
@@ -66,7 +67,8 @@ class XfailDecision:
 
     ``new_dtypes`` is what the entry should list afterwards: ``old_dtypes`` for "keep",
     ``()`` for "delete", the remaining/still-failing dtypes otherwise (None = all dtypes).
-    ``dropped`` is what leaves it: the dtypes that xpassed everywhere (``()`` for "keep").
+    ``dropped`` is what leaves it: the dtypes that xpassed everywhere (``()`` for "keep"),
+    or for a "move", the dtypes that go to ``to_list`` (``new_dtypes``: what stays).
     """
 
     list: str
@@ -77,6 +79,7 @@ class XfailDecision:
     new_dtypes: tuple[str, ...] | None
     reason: str
     dropped: tuple[str, ...] = ()
+    to_list: str | None = None  # a "move"'s destination list (in the same function)
 
     def dropping_only(self, dtypes: Collection[str], reason: str) -> XfailDecision:
         """This entry's decision when only ``dtypes`` of ``dropped`` go (the rest stay)."""
@@ -89,7 +92,7 @@ class XfailDecision:
     def to_dict(self) -> dict[str, Any]:
         """The decision as JSON data: every field, dtype tuples as lists (None = all dtypes)."""
         as_list = lambda dtypes: None if dtypes is None else list(dtypes)  # noqa: E731
-        return {
+        out = {
             "list": self.list,
             "function": self.function,
             "key": self.key,
@@ -99,6 +102,9 @@ class XfailDecision:
             "new_dtypes": as_list(self.new_dtypes),
             "dropped": list(self.dropped),
         }
+        if self.to_list is not None:
+            out["to_list"] = self.to_list
+        return out
 
 
 def runner_version(runner: str) -> tuple[int, ...] | None:
@@ -112,15 +118,32 @@ def runner_version(runner: str) -> tuple[int, ...] | None:
     return tuple(int(part) for part in match.groups() if part is not None)
 
 
-def _applies(list_name: str, version: tuple[int, ...] | None) -> bool | None:
-    """Does a macOS-version list apply on ``version``? None: the list's name does not say."""
+def version_key(version: tuple[int, ...]) -> tuple[int, ...]:
+    """``version`` for comparing: 15, 15.0 and 15.0.0 are one release (trailing zeros go)."""
+    parts = list(version)
+    while parts and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def list_bound(list_name: str) -> tuple[str, tuple[int, ...]] | None:
+    """("BEFORE" or "AFTER", version) of a macOS-version list's name, else None."""
     match = _MACOS_BOUND.search(list_name + "_")
     if match is None:
         return None
+    return match.group(1), tuple(int(part) for part in match.groups()[1:] if part is not None)
+
+
+def _applies(list_name: str, version: tuple[int, ...] | None) -> bool | None:
+    """Does a macOS-version list apply on ``version``? None: the list's name does not say."""
+    bound = list_bound(list_name)
+    if bound is None:
+        return None
     if version is None:
         return False
-    bound = tuple(int(part) for part in match.groups()[1:] if part is not None)
-    return version < bound if match.group(1) == "BEFORE" else version >= bound
+    side, at = bound
+    before = version_key(version) < version_key(at)
+    return before if side == "BEFORE" else not before
 
 
 def entry_kind(entry: XfailLike) -> str | None:
@@ -259,7 +282,14 @@ def decide_xfails(
 
 
 def to_changes(decisions: Iterable[XfailDecision]) -> tuple[XfailChange, ...]:
-    """The editor's input (pipeline.edit.xfails.XfailChange) for every decision but "keep"."""
+    """The editor's input (pipeline.edit.xfails.XfailChange) for every decision but "keep".
+
+    A "move" is not a removal alone: :func:`pipeline.results.macos.proposal_edit` edits it.
+    """
+    decisions = tuple(decisions)
+    moves = [d.key for d in decisions if d.action == "move"]
+    if moves:
+        raise ValueError(f"to_changes: {', '.join(moves)} move to another list, not only out")
     return tuple(
         XfailChange(
             d.list,

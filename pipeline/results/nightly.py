@@ -12,8 +12,12 @@ Then, from the history:
   configured runner in each of the last ``min_passes`` nightlies. Each of those nights is
   judged by :func:`pipeline.results.decide.decide_xfails` with ``required_runners`` (so
   macOS-version lists, skip lists and "not run" keep their rules), and a dtype is proposed
-  when every one of them would drop it. The proposal is a unified diff of common_mps.py,
-  not applied.
+  when every one of them would drop it.
+- **macOS-version moves** (:mod:`pipeline.results.macos`): a dtype that xfails on the
+  runners older than some macOS version V and xpasses on the others, in each of those
+  nightlies, moves into ``MACOS_BEFORE_<V>_XFAILLIST``.
+
+  The proposals are one unified diff of common_mps.py, not applied.
 - **regressions**: a test that worked (pass or xpass) in a runner's previous run and fails
   (fail, error, or xfail) now.
 - **flaky tests**: attempts that disagreed tonight (a rerun passed), or an outcome that
@@ -29,13 +33,13 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
-from pipeline.results import decide, history, junit
+from pipeline.results import decide, history, junit, macos
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, display_names, merge_runs
 from pipeline.tree.git import head_commit
@@ -187,7 +191,7 @@ def propose(
 
 def _diff(settings: Settings, decisions: Sequence[decide.XfailDecision]) -> str:
     """The unified diff of common_mps.py that ``decisions`` make (the tree is not touched)."""
-    edit = decide.removal_edit(settings.root, decisions)
+    edit = macos.proposal_edit(settings.root, decisions)
     return edit.diff() if edit is not None else ""
 
 
@@ -443,6 +447,14 @@ def run_nightly(
         if index is not None:
             window = history.nightlies(db, min_passes, until=night.started)
             proposals = propose(db, index, table, window, settings.runners, min_passes)
+            moves = macos.propose_moves(
+                db, index, table, window, settings.runners, settings.runner_macos, min_passes
+            )
+            warnings.extend(macos.held_warnings(moves.held))
+            if moves.decisions:
+                proposals = replace(
+                    proposals, decisions=proposals.decisions + moves.decisions, note=""
+                )
             if proposals.decisions:
                 try:
                     diff = _diff(settings, proposals.decisions)

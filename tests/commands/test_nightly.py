@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 import random
 import shlex
+import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +22,12 @@ from pipeline.commands import nightly
 from pipeline.config import load_settings
 from pipeline.results import history
 from pipeline.results import nightly as nightly_module
+from pipeline.results.junit import Outcome, parse_reports
+from pipeline.sandbox import backend
+from pipeline.tree import paths
 from pipeline.workspace import prepare
-from tests.results.nightly_runs import RUNNERS
+from tests.conftest import commit, git
+from tests.results.nightly_runs import RUNNERS, sandbox_sweep
 
 
 @pytest.fixture
@@ -265,3 +272,81 @@ def test_backups_rotate_and_check_history_reads_them(settings, nights, capsys, t
     assert "backups (3, newest last):" in captured.out and names[-1] in captured.out
     assert main(["nightly", *argv]) == 2
     assert "--results DIR is required" in capsys.readouterr().err
+
+
+# runners named without a version: the runners: table says which macOS each one runs
+MACOS_TABLE = {"mini-m1": "14.0", "mini-m2": "15.0", "studio-m2": "26.0"}
+
+
+@pytest.mark.slow
+def test_an_xfail_only_the_old_macos_needs_moves_to_a_version_list(tmp_path, capsys, monkeypatch):
+    """maximum bfloat16 is xfailed everywhere (ON_MPS_XFAILLIST), but the simulated device
+    gets it wrong before macOS 14.4 only (mpsgraph_gaps.yaml). Swept on 14.0, 15.0 and
+    26.0, three nights in a row: the nightly proposes moving it into a new
+    MACOS_BEFORE_15_0_XFAILLIST; with the diff applied, the sweep is green on all three."""
+    monkeypatch.delenv(backend.BUILD_DIR_ENV, raising=False)
+    monkeypatch.delenv(backend.MACOS_ENV, raising=False)
+    config = tmp_path / "pipeline.yaml"
+    config.write_text("runners:\n" + "".join(f'  {r}: "{v}"\n' for r, v in MACOS_TABLE.items()))
+    state = tmp_path / "state"
+    root = prepare(load_settings({"state_dir": str(state)}, config_path=config, env={})).root
+    common_mps = root / paths.COMMON_MPS
+    text = common_mps.read_text()
+    entry = '            "maximum": [torch.bfloat16],\n'
+    assert entry in text and "MACOS_BEFORE_15_0" not in text
+    text = text.replace(entry, "", 1)  # out of MACOS_BEFORE_14_4_XFAILLIST, into ON_MPS's
+    on_mps = '            "arange": [torch.uint8],\n'
+    common_mps.write_text(text.replace(on_mps, on_mps + entry, 1))
+    commit(root, "xfail maximum bfloat16 on every macOS")
+    ninja = shutil.which("ninja") or str(Path(sys.executable).parent / "ninja")
+    build = subprocess.run(
+        [ninja, "-C", "build", "torch_cpu"], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    sandbox_sweep(root, tmp_path / "results", MACOS_TABLE, "test_output_match_maximum")
+
+    argv = ["nightly", "--results", str(tmp_path / "results"), "--state-dir", str(state),
+            "--config", str(config), "--json"]  # fmt: skip
+    summaries = []
+    for _ in range(3):
+        assert main(argv) == 0
+        summaries.append(json.loads(capsys.readouterr().out))
+    assert [s["proposals"] for s in summaries[:2]] == [[], []]
+    summary = summaries[2]
+    (move,) = summary["proposals"]
+    assert {k: move[k] for k in ("list", "key", "action", "to_list", "dropped", "new_dtypes")} == {
+        "list": "ON_MPS_XFAILLIST",
+        "key": "maximum",
+        "action": "move",
+        "to_list": "MACOS_BEFORE_15_0_XFAILLIST",
+        "dropped": ["bfloat16"],
+        "new_dtypes": [],
+    }
+    assert move["reason"].startswith(
+        "bfloat16: xfail on mini-m1 (macOS 14.0) and xpass on mini-m2 (macOS 15.0), "
+        "studio-m2 (macOS 26.0) in each of the last 3 nightlies ("
+    )
+    diff = summary["diff"]
+    assert "+        MACOS_BEFORE_15_0_XFAILLIST = {\n" in diff
+    assert "+                and (MACOS_VERSION < 15.0)\n" in diff
+    assert "+                        dtypes=MACOS_BEFORE_15_0_XFAILLIST[key],\n" in diff
+    assert (root / paths.COMMON_MPS).read_text() == common_mps.read_text()  # not applied
+    dash = state / "dashboard"
+    markdown = (dash / "summary.md").read_text()
+    assert (
+        "maximum'\\]: move → MACOS\\_BEFORE\\_15\\_0\\_XFAILLIST — bfloat16: xfail on" in markdown
+    )
+    html = (dash / "index.html").read_text()
+    assert "<td>move → MACOS_BEFORE_15_0_XFAILLIST</td>" in html
+    assert "xfail on mini-m1 (macOS 14.0) and xpass on mini-m2 (macOS 15.0)" in html
+
+    # the proposal, applied: maximum bfloat16 xfails on 14.0 only, and passes elsewhere
+    patch = tmp_path / "move.diff"
+    patch.write_text(diff)
+    git(root, "apply", str(patch))
+    sandbox_sweep(root, tmp_path / "applied", MACOS_TABLE, "test_output_match_maximum")
+    for runner, version in MACOS_TABLE.items():
+        cases = parse_reports(sorted((tmp_path / "applied" / runner).glob("*.xml"))).cases
+        outcomes = {c.dtype: c.outcome for c in cases}
+        assert outcomes["bfloat16"] == (Outcome.XFAIL if version == "14.0" else Outcome.PASS)
+        assert {o for d, o in outcomes.items() if d != "bfloat16"} == {Outcome.PASS}, runner

@@ -227,3 +227,21 @@ def test_pass_rate_axis_covers_the_lowest_point(rate):
     root = parse_svg(dashboard.pass_rate_chart(history))
     (point,) = root.iter(f"{SVG}circle")
     assert 0 <= float(point.get("cy")) <= float(root.get("height"))
+
+
+def test_a_move_names_the_list_it_goes_to():
+    move = {
+        "list": "ON_MPS_XFAILLIST",
+        "function": "mps_ops_modifier",
+        "key": "maximum",
+        "action": "move",
+        "old_dtypes": ["bfloat16"],
+        "new_dtypes": [],
+        "dropped": ["bfloat16"],
+        "to_list": "MACOS_BEFORE_15_0_XFAILLIST",
+        "reason": "bfloat16: xfail on macos-m1-14 (macOS 14.0) and xpass on macos-m2-15",
+    }
+    html = dashboard.render_html(summary(proposals=[move]))
+    assert "<td>move → MACOS_BEFORE_15_0_XFAILLIST</td>" in html
+    assert "xfail on macos-m1-14 (macOS 14.0) and xpass on macos-m2-15" in html
+    assert dashboard.action_text(summary()["proposals"][0]) == "drop_dtypes"

@@ -86,6 +86,7 @@ def tiny_reports(work: Path) -> dict[str, tuple[Path, ...]]:
     good: atan2 int64/int32, fmod float16 and hypot float32 xpass, hypot float16 xfails.
     bad: the same, but atan2 int64 fails again (xfail) and atan2 float32 fails.
     flaky: like good, and sub float32 fails its first attempt, passes its rerun.
+    old: like good, but atan2 int64 still fails (xfail): what an older macOS would show.
     """
     (work / "test_tiny.py").write_text(TINY)
     rerun = ("-p", "pytest_rerunfailures", "--reruns", "1")
@@ -98,6 +99,7 @@ def tiny_reports(work: Path) -> dict[str, tuple[Path, ...]]:
             _pytest(work, work / "bad.xml", TINY_FAIL=f"{BASE_FAIL},atan2_int64,atan2_float32")
         ],
         "flaky": [_pytest(work, work / "flaky.xml", *rerun, TINY_FAIL_ONCE=str(work / "once"))],
+        "old": [_pytest(work, work / "old.xml", TINY_FAIL=f"{BASE_FAIL},atan2_int64")],
     }
     for proc, out in (job for jobs in runs.values() for job in jobs):
         output, _ = proc.communicate(timeout=60)
@@ -123,6 +125,28 @@ class Nights:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(report, dest)
         return results
+
+
+def sandbox_sweep(root: Path, results: Path, macos: dict[str, str], tests: str) -> None:
+    """Run the built sandbox's own test/test_mps.py (``-k tests``) once per runner, side by
+    side, each on its simulated macOS release (runner -> ``MPS_SIM_MACOS_VERSION``): the
+    reports land in ``results/<runner>/shard-1.xml``, as the workflow downloads them."""
+    from pipeline.sandbox import backend
+
+    sweeps = []
+    for runner, version in macos.items():
+        report = results / runner / "shard-1.xml"
+        report.parent.mkdir(parents=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "test/test_mps.py", "-k", tests,
+             f"--junitxml={report}"],
+            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", backend.MACOS_ENV: version},
+        )  # fmt: skip
+        sweeps.append((proc, report))
+    for proc, report in sweeps:
+        output, _ = proc.communicate(timeout=120)
+        assert proc.returncode in (0, 1) and report.is_file(), output
 
 
 def run(settings, results: Path, **kw) -> dict:

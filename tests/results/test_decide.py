@@ -439,3 +439,15 @@ def test_real_common_mps_without_results_keeps_everything(real_common_mps: Path)
     decisions = decide_xfails(model.entries, {M1: []}, opinfos=infos)
     assert len(decisions) == len(model.entries) > 100
     assert {d.action for d in decisions} == {"keep"}
+
+
+def test_a_bare_major_version_is_that_release_point_zero() -> None:
+    """macos-m2-15 runs 15.0: a list for "before 15.0" does not apply on it, "before 15.1" does."""
+    e = entry("fft.hfft2", ("complex64",), list_name="MACOS_BEFORE_15_0_XFAILLIST")
+    runs = {
+        M1: results("fft_hfft2", {"complex64": X}),
+        M2: results("fft_hfft2", {"complex64": XF}),  # not in scope: the list does not apply
+    }
+    assert decide_one(e, runs, required=(M1, M2)).action == "delete"
+    e = entry("fft.hfft2", ("complex64",), list_name="MACOS_BEFORE_15_1_XFAILLIST")
+    assert decide_one(e, runs, required=(M1, M2)).action == "keep"

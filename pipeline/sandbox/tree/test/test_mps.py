@@ -29,7 +29,7 @@ MODIFIERS = {
     "output_match": "mps_ops_modifier",
     "output_grad_match": "mps_ops_grad_modifier",
 }
-_MACOS_LIST = re.compile(r"MACOS_BEFORE_(\d+)_(\d+)_XFAILLIST")
+_MACOS_LIST = re.compile(r"MACOS_BEFORE_(\d+)_(\d+)_XFAILLIST(?:_GRAD)?")
 
 
 def _expectations(lists, complex_ok, op, kind, dtype):
