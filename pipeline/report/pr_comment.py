@@ -44,7 +44,7 @@ FOLD_OPERATORS_AFTER = 10
 # Failing tests listed per class (new, already failing, flaky); results.json has them all.
 MAX_LISTED_FAILURES = 20
 # A test name is an identifier too; one longer than this is test output gone wrong.
-MAX_TEST_CHARS = 300
+MAX_TEST_CHARS = 200
 # How the status description names the failures that are not the PR's.
 CLASS_WORDS = {ALREADY_FAILING: "already failing on main", FLAKY: "flaky"}
 
@@ -333,7 +333,7 @@ def _baseline(baseline: Baseline | None) -> str:
         items = _failure_items(new, reasons=night is not None)
         out += ["", f"### ❌ New failures ({len(new)})", "", *items]
     else:
-        out += ["", "**No new failures:** the failing tests below fail on main too."]
+        out += ["", "**No new failures:** each failing test below fails on main too or is flaky."]
     if night is not None and (old or flaky):
         where = f"the nightly of {escape_markdown(night.date)}"
         if night.commit:

@@ -198,8 +198,8 @@ def compare(
         else:
             if own.started != night.started:
                 note = (
-                    f"{runner} is not in the latest nightly ({night.started[:10]}): compared "
-                    f"with its latest run, of {own.started[:10]}"
+                    f"the latest nightly ({night.started[:10]}) has no run of {runner}: "
+                    f"compared with its latest run, of {own.started[:10]}"
                 )
             runs = (own,)
     commit = next((r.commit for r in runs if r.commit), "")

@@ -117,8 +117,8 @@ def test_a_runner_missing_from_the_latest_nightly_is_compared_with_its_latest_ru
     result = baseline.compare(db, table, runner=M2)
     assert result.night.started.startswith("2026-03-01") and result.night.commit == "a" * 40
     assert result.note == (
-        f"{M2} is not in the latest nightly (2026-03-02): compared with its latest run, of "
-        "2026-03-01"
+        f"the latest nightly (2026-03-02) has no run of {M2}: compared with its latest run, "
+        "of 2026-03-01"
     )
     assert judged(result)["atan2 bool"] == (
         ALREADY_FAILING, f"failed on {M2} in the nightly of 2026-03-01 (commit aaaaaaaaaaaa)"
