@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,24 @@ import pytest
 from pipeline import sandbox
 from pipeline.__main__ import main
 from pipeline.commands import config as config_command
+from pipeline.config import load_settings
 from pipeline.guide import backlog, checklist
 from pipeline.impact.analyze import SCHEMA as AFFECTED_SCHEMA
 from pipeline.report import dashboard
-from pipeline.results import nightly, pr
-from tests.commands.test_pr_report import COMMON_MPS, build_now
+from pipeline.results import history, nightly, pr
+from tests.commands.test_pr_report import (
+    ATAN2_BOOL_XFAIL,
+    COMMON_MPS,
+    COPYSIGN_INTS,
+    COPYSIGN_NO_INT64,
+    build_now,
+    record_nights,
+    sweep,
+    touch_atan2,
+)
 from tests.conftest import commit, git
+from tests.results.nightly_runs import RUNNERS
+from tests.sandbox.edits import BINARY_METAL, edit
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "machine-output.md"
 # heading in docs/machine-output.md -> the schema version the code writes
@@ -38,7 +51,6 @@ OUTPUTS = {
     "nightly summary.json": nightly.SCHEMA,
     "pr-report results.json": pr.SCHEMA,
 }
-BINARY_METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
 _HEADING = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
 _JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
@@ -235,6 +247,51 @@ def test_pr_report_results_json(capsys, pr_tree: Path, tmp_path: Path) -> None:
     untested = _pr_report(capsys, pr_tree, tmp_path / "state-2", base)
     assert untested["table"] is None and untested["tests"]["run"] is None
     assert_valid("pr-report results.json", untested)
+    # no history: nothing compared, every failure new
+    assert tested["baseline"]["nightly"] is None and tested["baseline"]["cases"]
+    assert {c["class"] for c in tested["baseline"]["cases"]} == {"new"}
+
+
+def test_pr_report_results_json_with_every_class(capsys, pr_tree: Path, tmp_path: Path) -> None:
+    """Nightlies of real sweeps of main in the state dir's history; a PR run against them
+    with one failing test of each class: copysign int64 new (it passes on main), atan2 bool
+    already failing (main dropped its xfail), atan2 uint8 flaky (its xfail came and went)."""
+    state = tmp_path / "state"
+    settings = load_settings({"root": str(pr_tree), "state_dir": str(state)}, env={})
+    settings = replace(settings, opinfo_table=pr_tree / sandbox.OPINFO_TABLE)
+    edit(pr_tree, COMMON_MPS, ATAN2_BOOL_XFAIL, "                torch.uint8,\n")
+    commit(pr_tree, "main: expect atan2 bool to work")
+    uint8_xfails = sweep(settings, "before")
+    edit(pr_tree, COMMON_MPS, "                torch.int8,\n                torch.uint8,\n",
+         "                torch.int8,\n")  # fmt: skip
+    main_sha = commit(pr_tree, "main: expect atan2 uint8 to work")
+    uint8_fails = sweep(settings, "after")
+    nights = [dict.fromkeys(RUNNERS, r) for r in (uint8_fails, uint8_xfails, uint8_fails)]
+    record_nights(settings, state / history.DEFAULT_FILE, nights, main_sha)
+    edit(pr_tree, BINARY_METAL, COPYSIGN_INTS, COPYSIGN_NO_INT64)
+    touch_atan2(pr_tree)
+    commit(pr_tree, "the PR")
+
+    data = _pr_report(capsys, pr_tree, state, main_sha)
+    assert {c["test"]: c["class"] for c in data["baseline"]["cases"]} == {
+        "test_output_match_atan2_mps_uint8": "flaky",
+        "test_output_match_atan2_mps_bool": "already_failing",
+        "test_output_match_copysign_mps_int64": "new",
+    }
+    assert data["baseline"]["nightly"]["commit"] == main_sha
+    assert data["status"]["state"] == "failure"
+    assert data["status"]["description"].startswith(
+        "1 new failure (1 already failing on main, 1 flaky): 3 failed"
+    )
+    assert_valid("pr-report results.json", data)
+    for path, value in [
+        (("baseline", "cases", 0, "class"), "old"),
+        (("baseline", "cases", 0, "outcome"), "pass"),
+        (("baseline", "nightly", "commit"), "main"),
+    ]:
+        bad = copy.deepcopy(data)
+        _set(*path, value=value)(bad)
+        assert errors("pr-report results.json", bad), path
 
 
 # ---------------------------------------------------------- mutated output, rejected

@@ -2,7 +2,9 @@
 
 What it does, and how ci/workflows/mps-pr.yml splits it between a tokenless Mac job
 (``--results-only``) and a posting job (``--post-from DIR``), is described in
-:mod:`pipeline.report.pr`; ``--dry-run`` prints the comment instead of posting it.
+:mod:`pipeline.report.pr`; ``--dry-run`` prints the comment instead of posting it. How the
+failing tests are compared with the nightly history (``--history``, ``--runner``) is
+described in :mod:`pipeline.results.baseline`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.report.pr import report
+from pipeline.results import history
+from pipeline.results.baseline import RUNNER_ENV
 from pipeline.tree.git import BASE_BRANCHES
 
 
@@ -49,6 +53,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="commit to set the status on: the PR head that was tested (default: the PR's "
         "head when posting, which a push in between moves)",
     )
+    parser.add_argument(
+        "--history",
+        type=Path,
+        metavar="DB",
+        help="the nightly history to classify failing tests with: new, already failing on "
+        f"main, flaky (default: <state_dir>/{history.DEFAULT_FILE} if it exists; without "
+        "one every failure is new). With --post-from: classify again here; without a "
+        "history, the classes in results.json stand",
+    )
+    parser.add_argument(
+        "--runner",
+        metavar="NAME",
+        help="the runner configuration the tests run on (macos-m2-15...): compared with its "
+        f"nightly results only (default: ${RUNNER_ENV}; unknown: any runner of the latest "
+        "nightly)",
+    )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -64,4 +84,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         results_only=args.results_only,
         post_from=args.post_from,
         status_sha=args.status_sha,
+        history_path=args.history,
+        runner=args.runner,
     )

@@ -43,11 +43,13 @@ from pipeline.report.console import terminal
 from pipeline.report.github import STATUS_DESCRIPTION_MAX, GitHubClient, token_from_env
 from pipeline.report.impact import render_text
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
+from pipeline.results import baseline as baselines
 from pipeline.results import junit
 from pipeline.results import table as tables
 from pipeline.results.pr import (
     RESULTS_JSON,
     SCHEMA,
+    baseline_from_json,
     commit_id,
     read_results_json,
     results_folder,
@@ -85,6 +87,15 @@ class PrResults:
     table: tables.DtypeTable | None
     xfail_decisions: tuple[Mapping[str, Any], ...]
     xfail_diff: str  # unified diff of common_mps.py; never applied
+    # the failing tests against the nightly history; None: not compared (all of them new)
+    baseline: baselines.Baseline | None = None
+
+    @property
+    def judged(self) -> baselines.Baseline:
+        """The failing tests, each with its class (all new when nothing was compared)."""
+        if self.baseline is not None:
+            return self.baseline
+        return baselines.without_history(self.table)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -101,7 +112,9 @@ class PrResults:
             if len(description) > STATUS_DESCRIPTION_MAX:
                 description = description[: STATUS_DESCRIPTION_MAX - 1] + "…"
             return "error", description
-        return commit_status_for(self.counts, self.build_ok)
+        judged = self.judged
+        classes = None if judged.night is None else judged.counts
+        return commit_status_for(self.counts, self.build_ok, classes)
 
     def title(self) -> str:
         """The comment's heading: what was selected, of how many consistency tests."""
@@ -144,6 +157,7 @@ class PrResults:
             table="\n\n".join([*notes, table.strip()]).strip(),
             xfail_diff=self.xfail_diff,
             counts=self.counts,
+            baseline=self.judged,
             footer=" · ".join(line for line in lines if line),
         )
 
@@ -171,6 +185,7 @@ class PrResults:
                 "decisions": [dict(d) for d in self.xfail_decisions],
                 "diff": self.xfail_diff,
             },
+            "baseline": self.judged.to_dict(),
         }
 
     @classmethod
@@ -205,6 +220,7 @@ class PrResults:
         decisions = want(xfails.get("decisions"), list, "xfails.decisions")
         for i, d in enumerate(decisions):
             want(d, dict, f"xfails.decisions[{i}]")
+        table = None if table is None else table_from_json(table)
         return cls(
             pr=pr,
             base=base,
@@ -216,9 +232,10 @@ class PrResults:
             test_error=want(tests.get("error"), (str, type(None)), "tests.error"),
             selectors=strings(tests.get("selectors"), "tests.selectors"),
             run=want(tests.get("run"), (str, type(None)), "tests.run"),
-            table=None if table is None else table_from_json(table),
+            table=table,
             xfail_decisions=tuple(decisions),
             xfail_diff=want(xfails.get("diff"), str, "xfails.diff"),
+            baseline=baseline_from_json(data.get("baseline"), table),
         )
 
 
@@ -408,10 +425,20 @@ def report(
     results_only: bool = False,
     post_from: Path | None = None,
     status_sha: str | None = None,
+    history_path: Path | None = None,
+    runner: str | None = None,
 ) -> int:
-    """The whole command: collect (or load ``post_from``), write the results, then print the
-    comment (``dry_run``), stop (``results_only``) or post it with the commit status (on
-    ``status_sha``, else on the PR's current head)."""
+    """The whole command: collect (or load ``post_from``), classify the failing tests
+    against the nightly history, write the results, then print the comment (``dry_run``),
+    stop (``results_only``) or post it with the commit status (on ``status_sha``, else on
+    the PR's current head).
+
+    The history is ``history_path`` (which must exist), else the state directory's when
+    there is one (:func:`pipeline.results.baseline.history_file`); ``runner`` the PR run's
+    configuration (default ``$RUNNER_CONFIG``). With ``post_from``, the failing tests are
+    classified again only when a history is found here; else the classes the results-only
+    job wrote stand (and ``runner`` defaults to the one it recorded).
+    """
     if pr < 1:
         raise PipelineError(f"--pr {pr}: a pull request number is a positive integer")
     if post_from is not None and (base or head):
@@ -421,14 +448,25 @@ def report(
     sha = None if status_sha is None else _status_commit(status_sha)
     console = terminal(stderr=True)  # stdout carries the comment body alone (--dry-run)
     posting = not (dry_run or results_only)
-    # Missing credentials fail now, not after hours of building and testing.
+    # Missing credentials and a missing or broken history fail now, not after hours of
+    # building and testing.
     token = token_from_env(settings.github.token_env) if posting else None
+    db = baselines.history_file(settings.state_dir, history_path)
+    if db is not None:
+        baselines.check_history(db)
     if post_from is not None:
         results = load_results(post_from, pr)
+        if db is not None:  # classified again here; else as the results-only job did
+            judged = baselines.classify(db, results.table, runner=runner or results.judged.runner)
+            results = replace(results, baseline=judged)
     else:
+        runner = runner or os.environ.get(baselines.RUNNER_ENV) or None
         results = collect(settings, pr, console, base=base, head=head)
+        judged = baselines.classify(db, results.table, runner=runner)
+        results = replace(results, baseline=judged)
         folder = write_results(results, results_folder(settings, pr))
         console.print(f"results: {folder}", markup=False, highlight=False)
+    console.print(clip_line(baseline_line(results.judged)), markup=False, highlight=False)
     url = run_url()
     if dry_run:
         sys.stdout.write(results.comment(footer=f"[workflow run]({url})" if url else ""))
@@ -440,6 +478,18 @@ def report(
         return 0
     print(clip_line(post(settings, results, token, url, sha)))
     return 0
+
+
+def baseline_line(baseline: baselines.Baseline) -> str:
+    """What the failing tests were compared with, for the log."""
+    night = baseline.night
+    if night is None:
+        return f"baseline: {baseline.note or baselines.NO_BASELINE}"
+    counts = baseline.counts
+    classes = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in baselines.CLASSES)
+    commit = f", commit {night.commit[:12]}" if night.commit else ""
+    line = f"baseline: the nightly of {night.date} ({', '.join(night.runners)}{commit}): {classes}"
+    return line + (f"; {baseline.note}" if baseline.note else "")
 
 
 def pr_number(text: str) -> int:

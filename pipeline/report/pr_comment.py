@@ -1,5 +1,9 @@
 """The PR status comment: Markdown assembled from plain inputs, safe to post, and short enough.
 
+The failing tests lead, by how they compare with the nightly history of main
+(:mod:`pipeline.results.baseline`): new failures first, then those already failing on main
+and the flaky ones, each list capped at ``MAX_LISTED_FAILURES``.
+
 Anything that comes from test output (operator names, reasons, error lines, test names inside
 the rendered table) is defused: no raw HTML, no @-mentions or issue cross-references, no way
 to close a code fence early. GitHub refuses comments over 65,536 characters, so the largest
@@ -16,6 +20,13 @@ from dataclasses import dataclass
 
 from pipeline.report.clip import clip_lines
 from pipeline.report.render import escape_markdown, neutralize_references
+from pipeline.results.baseline import (
+    ALREADY_FAILING,
+    FLAKY,
+    NEW,
+    Baseline,
+    Failure,
+)
 from pipeline.results.junit import DISPLAY_ORDER, FAILING
 
 # The hidden first line of the PR-report comment: how the pipeline finds its comment again
@@ -30,6 +41,12 @@ MAX_REASON_CHARS = 200
 MAX_OPERATOR_CHARS = 200
 # Longer operator lists fold into <details> so the table stays near the top.
 FOLD_OPERATORS_AFTER = 10
+# Failing tests listed per class (new, already failing, flaky); results.json has them all.
+MAX_LISTED_FAILURES = 20
+# A test name is an identifier too; one longer than this is test output gone wrong.
+MAX_TEST_CHARS = 200
+# How the status description names the failures that are not the PR's.
+CLASS_WORDS = {ALREADY_FAILING: "already failing on main", FLAKY: "flaky"}
 
 OUTCOME_LABELS = (
     ("pass", "passed"),
@@ -39,6 +56,7 @@ OUTCOME_LABELS = (
     ("xfail", "xfailed"),
     ("skip", "skipped"),
 )
+_LABELS = dict(OUTCOME_LABELS)
 _BAD_OUTCOMES = tuple(o.value for o in DISPLAY_ORDER if o in FAILING)
 
 _TAG_START = re.compile(r"(?<!\\)<(?=[A-Za-z/!?])")
@@ -95,6 +113,7 @@ def build_comment(
     table: str = "",
     xfail_diff: str = "",
     counts: Mapping[str, int] | None = None,
+    baseline: Baseline | None = None,
     footer: str = "",
     budget: int = DEFAULT_BUDGET,
 ) -> str:
@@ -104,8 +123,9 @@ def build_comment(
     again; ``build_error`` the first compiler error when ``build_ok`` is false;
     ``operators`` (op, why it was selected); ``table`` the per-dtype Markdown table(s);
     ``xfail_diff`` a unified diff of the xfail entries that can go; ``counts`` outcome -> n
-    (pass fail error xfail xpass skip); ``footer`` trusted Markdown (links to the run).
-    The result is at most ``budget`` characters.
+    (pass fail error xfail xpass skip); ``baseline`` the failing tests classified against
+    the nightly history, listed right after the head, new ones first; ``footer`` trusted
+    Markdown (links to the run). The result is at most ``budget`` characters.
     """
     # Long lines are cut before anything is escaped or defused: a cut that leaves a code
     # span open then cannot expose its text undefused.
@@ -121,6 +141,7 @@ def build_comment(
         ],
     )
     head = _head(marker, title, build_ok, build_error, counts or {})
+    head += defuse(_baseline(baseline))
     tail = f"\n---\n{defuse(footer.strip())}\n" if footer.strip() else ""
 
     def render() -> str:
@@ -138,16 +159,30 @@ def build_comment(
     return body
 
 
-def commit_status_for(counts: Mapping[str, int], build_ok: bool) -> tuple[str, str]:
+def commit_status_for(
+    counts: Mapping[str, int], build_ok: bool, classes: Mapping[str, int] | None = None
+) -> tuple[str, str]:
     """The commit status ``(state, description)`` for a targeted run's outcome counts.
 
     Unexpected passes fail the status: with ``xfail_strict`` the suite fails until their
-    xfail entries are removed, which the comment's diff does.
+    xfail entries are removed, which the comment's diff does. ``classes`` (failing tests
+    per class, :mod:`pipeline.results.baseline`; None without a nightly baseline): only new
+    failures fail the status, and the description says how many others there are.
     """
     if not build_ok:
         return "failure", "MPS build failed; see the PR comment for the first error"
     if any(counts.get(key, 0) for key in _BAD_OUTCOMES):
-        return "failure", _shorten(_count_words(counts, first=_BAD_OUTCOMES), 140)
+        words = _count_words(counts, first=_BAD_OUTCOMES)
+        if classes and sum(classes.values()):
+            new = classes.get(NEW, 0)
+            known = ", ".join(
+                f"{classes[k]} {word}" for k, word in CLASS_WORDS.items() if classes.get(k)
+            )
+            if not new:
+                return "success", _shorten(f"no new failures ({known}): {words}", 140)
+            lead = f"{new} new failure{'' if new == 1 else 's'}" + (f" ({known})" if known else "")
+            return "failure", _shorten(f"{lead}: {words}", 140)
+        return "failure", _shorten(words, 140)
     if not sum(counts.values()):
         return "success", "no MPS consistency tests affected by this change"
     return "success", _shorten(_count_words(counts), 140)
@@ -265,6 +300,67 @@ def _head(
     if counts:
         lines += ["", f"**Tests:** {escape_markdown(_count_words(counts, sep=' · '))}"]
     return "\n".join(lines) + "\n"
+
+
+def _failure_items(failures: Sequence[Failure], reasons: bool = True) -> list[str]:
+    items = [
+        f"- {code_span(_shorten(f.test, MAX_TEST_CHARS))} ({_LABELS[f.outcome.value]})"
+        + (f": {escape_markdown(_one_line(f.reason, MAX_REASON_CHARS))}" if reasons else "")
+        for f in failures[:MAX_LISTED_FAILURES]
+    ]
+    if len(failures) > MAX_LISTED_FAILURES:
+        items.append(
+            f"- _…{len(failures) - MAX_LISTED_FAILURES} more in results.json (the workflow "
+            "artifacts)_"
+        )
+    return items
+
+
+def _baseline(baseline: Baseline | None) -> str:
+    """The failing tests by class, new ones first; "" when nothing failed."""
+    if baseline is None or not baseline.failures:
+        return ""
+    night = baseline.night
+    out: list[str] = []
+    note = _one_line(baseline.note, MAX_REASON_CHARS)
+    note = escape_markdown(note[:1].upper() + note[1:])
+    if night is None:
+        out += ["", f"_{note or 'No nightly baseline'}. Every failing test counts as new._"]
+    elif note:
+        out += ["", f"_{note}._"]
+    new, old, flaky = (baseline.of(k) for k in (NEW, ALREADY_FAILING, FLAKY))
+    if new:
+        items = _failure_items(new, reasons=night is not None)
+        out += ["", f"### ❌ New failures ({len(new)})", "", *items]
+    else:
+        out += ["", "**No new failures:** each failing test below fails on main too or is flaky."]
+    if night is not None and (old or flaky):
+        where = f"the nightly of {escape_markdown(night.date)}"
+        if night.commit:
+            where += f", commit {code_span(night.commit[:12])}"
+        runners = escape_markdown(", ".join(night.runners))
+        if old:
+            out += [
+                "",
+                f"### Already failing on main ({len(old)})",
+                "",
+                f"These fail on main too, in {where} ({runners}): not caused by this PR; "
+                "they do not fail the commit status.",
+                "",
+                *_failure_items(old),
+            ]
+        if flaky:
+            out += [
+                "",
+                f"### Flaky ({len(flaky)})",
+                "",
+                f"Their outcome on main changes from night to night (the last "
+                f"{baseline.window} nightlies, up to {where}); they do not fail the commit "
+                "status.",
+                "",
+                *_failure_items(flaky),
+            ]
+    return "\n".join(out) + "\n" if out else ""
 
 
 def _body(state: _State) -> str:
@@ -396,6 +492,10 @@ def _count_words(counts: Mapping[str, int], sep: str = ", ", first: Sequence[str
     order = [*first, *(k for k, _ in OUTCOME_LABELS if k not in first)]
     order += sorted(k for k in counts if k not in labels)
     return sep.join(f"{counts[key]} {labels.get(key, key)}" for key in order if counts.get(key, 0))
+
+
+def _one_line(text: str, limit: int) -> str:
+    return _shorten(" ".join(str(text).split()), limit)
 
 
 def _longest_run(text: str, char: str) -> int:

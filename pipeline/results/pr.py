@@ -15,6 +15,7 @@ from typing import Any
 
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
+from pipeline.results import baseline as baselines
 from pipeline.results import table as tables
 from pipeline.results.junit import Outcome
 
@@ -69,6 +70,66 @@ def commit_id(value: Any, where: str) -> str:
     if not _SHA.fullmatch(want(value, str, where)):
         raise PipelineError(f"results.json: {where} is not a full commit id")
     return value
+
+
+def outcome(value: Any, where: str) -> Outcome:
+    """``value`` checked to be an outcome's name (``pass``, ``fail``...)."""
+    if want(value, str, where) not in {o.value for o in Outcome}:
+        raise PipelineError(f"results.json: {where} {value!r} is unknown")
+    return Outcome(value)
+
+
+def baseline_from_json(data: Any, table: tables.DtypeTable | None) -> baselines.Baseline:
+    """``baseline`` back from ``Baseline.to_dict()``, checked against ``table``: it must
+    classify exactly the table's failing tests, and only as new without a nightly. A
+    results.json without one (an earlier version of schema 1) counts every failure new."""
+    if data is None:
+        return baselines.without_history(table)
+    want(data, dict, "baseline")
+    runner = want(data.get("runner"), (str, type(None)), "baseline.runner")
+    night = None
+    if (nightly := want(data.get("nightly"), (dict, type(None)), "baseline.nightly")) is not None:
+        commit = want(nightly.get("commit"), str, "baseline.nightly.commit")
+        night = baselines.Night(
+            want(nightly.get("started"), str, "baseline.nightly.started"),
+            commit and commit_id(commit, "baseline.nightly.commit"),
+            strings(nightly.get("runners"), "baseline.nightly.runners"),
+        )
+    failures = []
+    for i, case in enumerate(want(data.get("cases"), list, "baseline.cases")):
+        at = f"baseline.cases[{i}]"
+        want(case, dict, at)
+        klass = want(case.get("class"), str, f"{at}.class")
+        if klass not in baselines.CLASSES or (night is None and klass != baselines.NEW):
+            raise PipelineError(
+                f"results.json: {at}.class {klass!r} is unknown"
+                if klass not in baselines.CLASSES
+                else f"results.json: {at}.class is {klass!r} without a nightly to compare with"
+            )
+        main = want(case.get("main"), dict, f"{at}.main")
+        failures.append(
+            baselines.Failure(
+                want(case.get("stem"), str, f"{at}.stem"),
+                want(case.get("kind"), str, f"{at}.kind"),
+                want(case.get("dtype"), str, f"{at}.dtype"),
+                outcome(case.get("outcome"), f"{at}.outcome"),
+                klass,
+                want(case.get("reason"), str, f"{at}.reason"),
+                {
+                    want(r, str, f"{at}.main"): outcome(o, f"{at}.main[{r!r}]")
+                    for r, o in main.items()
+                },
+            )
+        )
+    got = [((f.kind, f.stem, f.dtype), f.outcome) for f in failures]
+    if got != baselines.failing(table):
+        raise PipelineError(
+            "results.json: baseline.cases are not the failing tests of the table; was the "
+            "folder written by `pr-report --results-only`?"
+        )
+    window = want(data.get("flaky_window"), int, "baseline.flaky_window")
+    note = want(data.get("note"), str, "baseline.note")
+    return baselines.Baseline(runner, night, window, note, tuple(failures))
 
 
 def table_from_json(data: dict[str, Any]) -> tables.DtypeTable:

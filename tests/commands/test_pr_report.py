@@ -21,15 +21,25 @@ from pipeline.__main__ import build_parser
 from pipeline.config import Settings, load_settings
 from pipeline.errors import BuildError, GitHubError, PipelineError
 from pipeline.guide import graph, stages
+from pipeline.guide.backlog import backlog
 from pipeline.report import pr
 from pipeline.report.clip import MAX_LINE_CHARS, MAX_LOG_CHARS
 from pipeline.report.pr_comment import MARKER, commit_status_for
+from pipeline.results import history, nightly
 from pipeline.run.build import CompilerError, find_ninja
 from pipeline.sandbox import backend
 from pipeline.workspace import prepare
 from tests.conftest import commit, git
 from tests.report.pr_samples import sample
-from tests.sandbox.edits import BINARY_KERNEL, add_atan2_stub, edit, line_of
+from tests.results.nightly_runs import RUNNERS
+from tests.sandbox.edits import (
+    BINARY_KERNEL,
+    BINARY_METAL,
+    BINARY_OPS,
+    add_atan2_stub,
+    edit,
+    line_of,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REPO = "octo/pytorch"
@@ -524,3 +534,192 @@ def test_the_log_cap_holds_for_many_long_lines(settings, tree, monkeypatch, capf
     _assert_capped(out, err)
     assert MAX_LOG_CHARS < len(err) < MAX_LOG_CHARS + 10_000
     assert "this run prints at most 200000 characters of build and test output" in err
+
+
+# -- the nightly baseline: new failures, already failing on main, flaky ---------------------
+
+# The nightly's sweep, cut to the two operators the PRs below touch (18 tests).
+SWEEP = ("test_output_match_atan2_mps_", "test_output_match_copysign_mps_")
+ATAN2_BOOL_XFAIL = "                torch.uint8,\n                torch.bool,\n"
+COPYSIGN_INTS = "REGISTER_INT2FLOAT_BINARY_OP(copysign);\n"
+# copysign's integer registrations without int64 (the macro registers long, int, ... bool)
+COPYSIGN_NO_INT64 = "".join(
+    f"REGISTER_BINARY_OP(copysign, {t}, float);\n"
+    for t in ("int", "short", "uchar", "char", "bool")
+)
+ATAN2_MESSAGE = '"MPS does not support atan2 op with integer input"'
+BOOL = "test_output_match_atan2_mps_bool"
+INT64 = "test_output_match_copysign_mps_int64"
+
+
+def main_red_on_atan2_bool(tree: Path) -> str:
+    """main expects atan2 bool to work, which MPSGraph cannot do: main fails that test."""
+    edit(tree, COMMON_MPS, ATAN2_BOOL_XFAIL, "                torch.uint8,\n")
+    return commit(tree, "main: expect atan2 bool to work")
+
+
+def touch_atan2(tree: Path) -> None:
+    """A change to atan2's MPSGraph implementation that selects its tests, outcomes alike."""
+    edit(tree, BINARY_OPS, ATAN2_MESSAGE, '"MPS does not support atan2 with integer inputs"')
+
+
+def sweep(settings: Settings, label: str) -> Path:
+    """A real nightly sweep (cut to SWEEP) of the tree as checked out: its JUnit report."""
+    build_now(settings.root)
+    own = replace(settings, state_dir=settings.state_dir.parent / f"sweep-{label}")
+    junit_path, _ = stages.run_consistency_tests(own, SWEEP, label)
+    return junit_path
+
+
+def record_nights(settings: Settings, db: Path, nights: list[dict[str, Path]], sha: str) -> None:
+    """Record each night's runner -> JUnit report as `nightly` does, on 2026-03-01, -02..."""
+    for day, reports in enumerate(nights, 1):
+        results = settings.state_dir.parent / f"nightly-{db.stem}-{day}"
+        for runner, report in reports.items():
+            (results / runner).mkdir(parents=True)
+            (results / runner / "shard-1.xml").write_bytes(report.read_bytes())
+        nightly.run_nightly(
+            settings, results, history_path=db, commit=sha, source=f"night-{day}",
+            started=history.timestamp(f"2026-03-{day:02d}T03:17:00Z"), backlog_of=backlog,
+            dashboard_dir=results.with_name(results.name + "-dashboard"),
+        )  # fmt: skip
+
+
+def classes(data: dict) -> dict[str, str]:
+    return {case["test"]: case["class"] for case in data["baseline"]["cases"]}
+
+
+@pytest.mark.slow
+def test_new_failures_lead_the_comment_and_alone_fail_the_status(settings, github, tree, capfd):
+    main_sha = main_red_on_atan2_bool(tree)
+    # the nightly of main, recorded where pr-report looks by default
+    report = sweep(settings, "main")
+    default = settings.state_dir / history.DEFAULT_FILE
+    record_nights(settings, default, [dict.fromkeys(RUNNERS, report)], main_sha)
+
+    # the PR breaks copysign int64 (it passed on main) and touches atan2 (bool fails on main)
+    edit(tree, BINARY_METAL, COPYSIGN_INTS, COPYSIGN_NO_INT64)
+    touch_atan2(tree)
+    github.head_sha = commit(tree, "copysign: registrations spelled out; atan2 message")
+    assert cli(settings, "--pr", "7", "--base", main_sha) == 0
+
+    data = results_json(settings)
+    assert data["tests"]["counts"] == {"pass": 11, "fail": 2, "xfail": 5}
+    assert classes(data) == {BOOL: "already_failing", INT64: "new"}
+    night = {"started": "2026-03-01T03:17:00.000000Z", "commit": main_sha, "runners": [*RUNNERS]}
+    assert data["baseline"]["nightly"] == night and data["baseline"]["runner"] is None
+    runners = ", ".join(RUNNERS)
+    reason = {case["test"]: case["reason"] for case in data["baseline"]["cases"]}
+    assert reason == {
+        INT64: f"passed on {runners} in the nightly of 2026-03-01",
+        BOOL: f"failed on {runners} in the nightly of 2026-03-01 (commit {main_sha[:12]})",
+    }
+    body = github.marked()[0]["body"]
+    new = body.index("### ❌ New failures (1)")
+    old = body.index("### Already failing on main (1)")
+    assert body.index("**Tests:**") < new < old < body.index("### Operators selected")
+    assert f"- `{INT64}` (failed): passed on {runners} in the nightly of 2026-03-01" in body
+    assert f"main too, in the nightly of 2026-03-01, commit `{main_sha[:12]}` ({runners}):" in body
+    assert f"- `{BOOL}` (failed): failed on {runners}" in body.split("Already failing", 1)[1]
+    assert "No nightly baseline" not in body
+    assert data["status"] == {
+        "state": "failure",
+        "description": "1 new failure (1 already failing on main): 2 failed, 11 passed, 5 xfailed",
+    }
+    assert [(s["sha"], s["state"], s["description"]) for s in github.statuses] == [
+        (github.head_sha, "failure", data["status"]["description"])
+    ]
+    assert "baseline: the nightly of 2026-03-01" in capfd.readouterr().err
+
+    # The author puts copysign back: what still fails fails on main too; the status is green.
+    edit(tree, BINARY_METAL, COPYSIGN_NO_INT64, COPYSIGN_INTS)
+    github.head_sha = commit(tree, "copysign: int64 back")
+    assert cli(settings, "--pr", "7", "--base", main_sha) == 0
+    data = results_json(settings)
+    assert classes(data) == {BOOL: "already_failing"}
+    [comment] = github.marked()
+    body = comment["body"]
+    assert "New failures" not in body and "**No new failures:**" in body
+    assert body.index("**No new failures:**") < body.index("### Already failing on main (1)")
+    assert github.statuses[-1] == {
+        "sha": github.head_sha,
+        "state": "success",
+        "description": "no new failures (1 already failing on main): 1 failed, 3 passed, 5 xfailed",
+        "context": "mps/targeted",
+    }
+    assert github.count("POST", "/comments$") == 1 and github.count("PATCH", "") == 1
+
+
+@pytest.mark.slow
+def test_the_posting_job_classifies_with_the_history_it_is_given(settings, github, tree, tmp_path):
+    """The Mac job has no history (every failure new); the report job has the nightly's:
+    atan2 bool flipped between fail and xfail night after night, and one Mac configuration
+    xfails it: flaky, and per runner what that runner did."""
+    xfailing = sweep(settings, "old")  # main before it dropped atan2 bool's xfail
+    main_sha = main_red_on_atan2_bool(tree)
+    failing = sweep(settings, "new")
+    flipping = tmp_path / "posting-job" / "flipping.sqlite"
+    record_nights(settings, flipping, [dict.fromkeys(RUNNERS, r) for r in
+                                       (failing, xfailing, failing)], main_sha)  # fmt: skip
+    mixed = tmp_path / "posting-job" / "mixed.sqlite"
+    nights = [{RUNNERS[0]: failing, RUNNERS[1]: xfailing}]
+    record_nights(settings, mixed, nights, main_sha)
+    touch_atan2(tree)
+    commit(tree, "atan2 message")
+
+    assert cli(settings, "--pr", "7", "--base", main_sha, "--results-only") == 0
+    data = results_json(settings)
+    assert classes(data) == {BOOL: "new"} and data["baseline"]["nightly"] is None
+    assert data["baseline"]["note"] == "no nightly baseline"
+    assert data["status"] == {"state": "failure", "description": "1 failed, 3 passed, 5 xfailed"}
+    folder = settings.results_dir / "pr-7"
+    post = ("--pr", "7", "--post-from", str(folder), "--status-sha", TESTED)
+
+    # no history where the comment is posted: the Mac job's classes stand
+    assert cli(settings, *post) == 0
+    body = github.marked()[0]["body"]
+    assert "_No nightly baseline. Every failing test counts as new._" in body
+    assert f"### ❌ New failures (1)\n\n- `{BOOL}` (failed)\n" in body
+    assert github.statuses[-1]["state"] == "failure"
+
+    assert cli(settings, *post, "--history", str(flipping)) == 0
+    body = github.marked()[0]["body"]
+    assert "### Flaky (1)" in body and "**No new failures:**" in body
+    flips = " → ".join(["fail", "xfail", "fail"])
+    reason = f"its outcome flipped over the last 3 nightlies on {RUNNERS[0]} ({flips})"
+    assert f"- `{BOOL}` (failed): {reason}" in body
+    assert (github.statuses[-1]["state"], github.statuses[-1]["description"]) == (
+        "success", "no new failures (1 flaky): 1 failed, 3 passed, 5 xfailed"
+    )  # fmt: skip
+
+    def classified(*argv: str) -> tuple[str, str]:
+        assert cli(settings, *post, "--history", str(mixed), *argv) == 0
+        return github.statuses[-1]["state"], github.marked()[0]["body"]
+
+    # one configuration failed it, the other xfailed it: which one the PR ran on decides
+    state, body = classified("--runner", RUNNERS[1])
+    assert state == "failure"
+    assert f"- `{BOOL}` (failed): xfailed on {RUNNERS[1]} in the nightly of 2026-03-01" in body
+    state, body = classified("--runner", RUNNERS[0])
+    assert state == "success" and f"- `{BOOL}` (failed): failed on {RUNNERS[0]} in" in body
+    state, body = classified()  # unknown: failing on any runner is failing on main
+    assert state == "success"
+    assert f"failed on {RUNNERS[0]}; xfailed" not in body and f"failed on {RUNNERS[0]} in" in body
+    state, body = classified("--runner", RUNNERS[2])
+    assert state == "success"
+    assert f"_The nightly history has no run of {RUNNERS[2]}: compared with every runner" in body
+
+
+def test_a_missing_history_file_is_an_error_before_anything_runs(settings, github, tmp_path):
+    missing = tmp_path / "nowhere" / "nightly.sqlite"
+    with pytest.raises(PipelineError, match="--history .*no such file") as info:
+        cli(settings, "--pr", "7", "--base", "HEAD", "--history", str(missing))
+    assert info.value.exit_code == 2
+    assert github.calls == [] and not settings.results_dir.exists() and not missing.exists()
+    with pytest.raises(PipelineError, match="no such file"):
+        cli(settings, "--pr", "7", "--post-from", str(tmp_path), "--history", str(missing))
+    broken = tmp_path / "broken.sqlite"
+    broken.write_text("not a database")
+    with pytest.raises(PipelineError, match="not a valid mps-pipeline history"):
+        cli(settings, "--pr", "7", "--base", "HEAD", "--history", str(broken))
+    assert github.calls == [] and not settings.results_dir.exists()

@@ -334,6 +334,52 @@ def test_commit_status_for(counts, build_ok, state, text):
     assert len(description) <= 140
 
 
+@pytest.mark.parametrize(
+    ("classes", "state", "text"),
+    [
+        ({"new": 1, "already_failing": 1, "flaky": 0}, "failure",
+         "1 new failure (1 already failing on main): 2 failed, 30 passed"),
+        ({"new": 2, "already_failing": 0, "flaky": 0}, "failure",
+         "2 new failures: 2 failed, 30 passed"),
+        ({"new": 0, "already_failing": 1, "flaky": 1}, "success",
+         "no new failures (1 already failing on main, 1 flaky): 2 failed, 30 passed"),
+        # classes that count nothing (not what a run writes): the counts decide, as before
+        ({"new": 0, "already_failing": 0, "flaky": 0}, "failure", "2 failed, 30 passed"),
+    ],
+)  # fmt: skip
+def test_commit_status_with_a_baseline_fails_for_new_failures_only(classes, state, text):
+    assert commit_status_for({"pass": 30, "fail": 2}, True, classes) == (state, text)
+    assert commit_status_for({"pass": 30}, True, classes) == ("success", "30 passed")
+    assert commit_status_for({"pass": 30, "fail": 2}, False, classes)[0] == "failure"
+
+
+def test_the_failing_tests_lead_and_each_class_is_capped():
+    from pipeline.report.pr_comment import MAX_LISTED_FAILURES
+    from pipeline.results.baseline import Baseline, Failure, Night
+
+    def failures(klass: str, n: int) -> list[Failure]:
+        return [
+            Failure(f"op{i}", "output_match", "float32", Outcome.FAIL, klass, f"why {i}", {})
+            for i in range(n)
+        ]
+
+    night = Night("2026-03-01T03:17:00.000000Z", "c" * 40, ("macos-m1-14",))
+    many = [*failures("new", MAX_LISTED_FAILURES + 5), *failures("flaky", 2)]
+    body = _comment(
+        counts={"fail": len(many)},
+        operators=[("op0", "x")],
+        baseline=Baseline("macos-m1-14", night, 5, "", tuple(many)),
+    )
+    new = body.split("### ❌ New failures (25)\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(new) == MAX_LISTED_FAILURES + 1
+    assert new[0] == "- `test_output_match_op0_mps_float32` (failed): why 0"
+    assert new[-1] == "- _…5 more in results.json (the workflow artifacts)_"
+    assert body.index("### ❌ New failures") < body.index("### Flaky (2)")
+    assert body.index("### Flaky (2)") < body.index("### Operators selected")
+    assert "the last 5 nightlies, up to the nightly of 2026-03-01, commit `cccccccccccc`" in body
+    assert "Already failing on main" not in body
+
+
 def test_a_fence_in_the_table_text_cannot_swallow_the_comment():
     body = _comment(table="legend\n```\n" + _table(2), xfail_diff=DIFF)
     assert "\n\\```\n" in body
