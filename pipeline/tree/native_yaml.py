@@ -17,6 +17,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from pipeline.errors import ParseError
 from pipeline.tree import paths
 from pipeline.tree.span import Span
+from pipeline.tree.text import read_text
 
 PATTERNS: tuple[str, ...] = (paths.NATIVE_YAML,)
 
@@ -159,12 +160,10 @@ def parse(text: str, path: str) -> NativeFunctions:
 
 
 def read(root: Path) -> NativeFunctions:
-    """Read the tree's native_functions.yaml; a missing file is a warning, not an error."""
+    """Read the tree's native_functions.yaml: the core file, so a missing or unreadable one
+    is an input error (:class:`~pipeline.errors.UnreadableFileError`), never an empty tree."""
     rel = PATTERNS[0]
-    file = root / rel
-    if not file.is_file():
-        return NativeFunctions(rel, (), (f"{rel} not found under {root}",))
-    return parse(file.read_text(encoding="utf-8"), rel)
+    return parse(read_text(root / rel, rel), rel)
 
 
 def _entry(node: Node, path: str, lines: list[str]) -> NativeFunction:
