@@ -149,8 +149,15 @@ def parse(text: str, path: str) -> NativeFunctions:
         mark = exc.problem_mark or exc.context_mark
         reason = " ".join(str(p) for p in (exc.context, exc.problem) if p)
         raise ParseError(path, mark.line + 1 if mark else None, f"invalid YAML: {reason}") from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a control one)
+        line = text.count("\n", 0, exc.position) + 1
+        char = exc.character
+        code = ord(char) if isinstance(char, str) and len(char) == 1 else char
+        what = f"character #x{code:04x}" if isinstance(code, int) else "a character"
+        raise ParseError(path, line, f"invalid YAML: {what}: {exc.reason}") from None
     except yaml.YAMLError as exc:
-        raise ParseError(path, None, f"invalid YAML: {exc}") from None
+        message = " ".join(str(exc).split())  # one line, whatever PyYAML put in it
+        raise ParseError(path, None, f"invalid YAML: {message}") from None
     if root is None:
         return NativeFunctions(path, ())
     if not isinstance(root, SequenceNode):
