@@ -46,6 +46,20 @@ class ParseError(PipelineError):
         super().__init__(f"{where}: {message}")
 
 
+class UnreadableFileError(ParseError):
+    """A tree file could not be read as text: an OSError, NUL bytes, or bytes that are not
+    UTF-8. The message names the file (tree-relative) and, for a decoding error, the line,
+    column and byte; :func:`pipeline.tree.text.read_text` raises it."""
+
+    def __init__(
+        self, path: str, message: str, line: int | None = None, column: int | None = None
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.column = column
+        PipelineError.__init__(self, f"{path}: {message}")
+
+
 class UnknownOperatorError(PipelineError):
     """The operator is not in the tree; suggests close names."""
 

@@ -95,7 +95,12 @@ def write_json(path: Path, data: object) -> None:
 
 
 def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    if not path.is_file():
+        return ""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:  # unreadable: the stage that reads it says so, in one line
+        return "unreadable"
 
 
 def build_identity(settings: Settings, *, did_work: bool) -> str:

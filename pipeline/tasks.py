@@ -108,8 +108,15 @@ def run_doit(argv: list[str], *, announce: bool = True) -> int:
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
 
-    loader = ModuleTaskLoader({**TASKS, "DOIT_CONFIG": doit_config(argv, announce=announce)})
-    return DoitMain(loader).run(argv)
+    main = DoitMain()
+    # doit sets its variables from the command line when it runs, but DOIT_CONFIG (the
+    # settings, the database's place) is read first: it must see this command line's
+    # variables, not those a previous run in this process left.
+    main.process_args(argv)
+    main.task_loader = ModuleTaskLoader(
+        {**TASKS, "DOIT_CONFIG": doit_config(argv, announce=announce)}
+    )
+    return main.run(argv)
 
 
 def _params(names: tuple[str, ...]) -> list[dict]:

@@ -26,7 +26,14 @@ def prepare(settings: Settings) -> Settings:
         from pipeline import sandbox  # only the sandbox needs it
 
         sandbox.materialize(settings.root)
-    elif not (settings.root / paths.NATIVE_YAML).is_file():
+        if not (settings.root / paths.NATIVE_YAML).exists():
+            raise ConfigError(
+                f"the sandbox's working copy {settings.root} has no {paths.NATIVE_YAML}; "
+                "delete that folder and the next run makes a fresh copy"
+            )
+    # exists(), not is_file(): a native_functions.yaml that is a folder or unreadable is the
+    # reader's one-line error, naming what is wrong with it
+    elif not (settings.root / paths.NATIVE_YAML).exists():
         origin = settings.sources["root"].origin if settings.sources else "root="
         raise ConfigError(
             f"{settings.root} is not a PyTorch checkout: no {paths.NATIVE_YAML} "

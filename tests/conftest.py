@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -96,3 +97,18 @@ def nights(tmp_path: Path, nightly_reports):
     from tests.results.nightly_runs import Nights
 
     return Nights(tmp_path / "results", nightly_reports)
+
+
+def deny_read(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``path`` unreadable: mode 000, and (as root reads anything) reading it raise the
+    PermissionError a user would get."""
+    path.chmod(0)
+    if os.access(path, os.R_OK):
+        original = Path.read_bytes
+
+        def denied(self: Path) -> bytes:
+            if self == path:
+                raise PermissionError(13, "Permission denied", str(self))
+            return original(self)
+
+        monkeypatch.setattr(Path, "read_bytes", denied)

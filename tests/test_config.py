@@ -280,3 +280,20 @@ def test_runners_are_a_list_of_names_or_a_table_of_macos_versions(tmp_path: Path
         load_settings(config_path=bad, env={}, cwd=tmp_path)
     with pytest.raises(ConfigError, match=r"'runners' must be list or dict, got str"):
         read_file(_write(tmp_path, "runners: macos-m1-14\n"))
+
+
+def test_in_process_doit_runs_read_their_own_variables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two doit runs in one process: the second's state_dir= is its own, not the first's."""
+    from pipeline.tasks import run_doit
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert run_doit(["list", f"state_dir={first}"]) == 0
+    assert run_doit(["list", f"state_dir={second}"]) == 0
+    assert (second / "doit.sqlite").exists() or (second / "sandbox").is_dir()
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .startswith(f"root: the bundled sandbox, working copy {second / 'sandbox'}")
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from pipeline.config import Settings
 from pipeline.guide.backlog import backlog, to_json
@@ -21,9 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    items = backlog(load_index(settings.tree))
+    """Print the backlog; the tree's warnings (what could not be read) go to stderr."""
+    index = load_index(settings.tree)
+    items = backlog(index)
+    for warning in index.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
-        print(json.dumps(to_json(items), indent=2))
+        print(json.dumps(to_json(items, index.warnings), indent=2))
     else:
         render_backlog(items, terminal())
     return 0

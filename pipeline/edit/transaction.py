@@ -37,6 +37,7 @@ from pathlib import Path, PurePosixPath
 from pipeline.edit.atomic import FileEdit, git_dirty
 from pipeline.errors import ConcurrentChangeError, DirtyFileError, PipelineError, TreeBusyError
 from pipeline.fsio import write_atomic
+from pipeline.tree.text import read_text
 
 __all__ = [
     "Ownership",
@@ -357,7 +358,7 @@ def commit(
     for edit in todo:
         path = root / edit.rel
         # Text comparison, as the editors read their input with read_text().
-        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        current = read_text(path, edit.rel) if path.exists() else ""
         if current != edit.before:
             raise ConcurrentChangeError(edit.rel)
     if not force:

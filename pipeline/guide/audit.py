@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pipeline import state
 from pipeline.config import Settings
 from pipeline.guide import checklist
-from pipeline.report.guide import render_checklist
+from pipeline.report.guide import render_checklist, render_warnings
 from pipeline.tree.index import OperatorRecord, TreeIndex, load_index
 
 if TYPE_CHECKING:
@@ -28,12 +28,14 @@ def record_audit(
     The edit and drop stages re-record it after they write, so it stays current. ``index``
     is the tree's index when the caller already loaded it for the tree as it is now.
     """
-    record = (index if index is not None else load_index(settings.tree)).record(op)
+    index = index if index is not None else load_index(settings.tree)
+    record = index.record(op)
     items = checklist.checklist(record)
     if console is not None:
+        render_warnings(index.warnings, console)
         render_checklist(record, items, console)
     files = state.op_files(settings, op)
-    state.write_json(files.audit, checklist.to_json(record, items))
+    state.write_json(files.audit, checklist.to_json(record, items, index.warnings))
     state.write_text(files.audit_digest, state.inputs_digest(settings))
     return record
 

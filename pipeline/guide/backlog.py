@@ -43,9 +43,14 @@ class BacklogItem:
         }
 
 
-def to_json(items: Sequence[BacklogItem]) -> dict:
-    """The ``backlog --json`` document (docs/machine-output.md, "backlog --json")."""
-    return {"schema": SCHEMA_VERSION, "items": [item.to_dict() for item in items]}
+def to_json(items: Sequence[BacklogItem], warnings: Sequence[str] = ()) -> dict:
+    """The ``backlog --json`` document (docs/machine-output.md, "backlog --json");
+    ``warnings`` are the tree index's."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "items": [item.to_dict() for item in items],
+        "warnings": list(warnings),
+    }
 
 
 def backlog(index: TreeIndex) -> tuple[BacklogItem, ...]:

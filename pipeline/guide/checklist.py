@@ -6,11 +6,13 @@ in docs/machine-output.md and kept stable.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from enum import Enum
 
 from pipeline.dtypes import COMPLEX, sort_key
 from pipeline.guide.workflow import of_record
-from pipeline.tree.index import OperatorRecord
+from pipeline.tree.index import OperatorRecord, Source
 from pipeline.tree.native_yaml import MpsKind
 from pipeline.tree.span import Span
 
@@ -27,14 +29,57 @@ class Detail:
     span: Span | None = None
 
 
+class Status(str, Enum):
+    """An item's verdict. ``unknown``: what it is judged on could not be read (a missing
+    common_mps.py or kernels/ folder, an unreadable .mm), so it may not pass."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class CheckItem:
-    """One line of the checklist: ✓ or ✗, what it checks, and the evidence."""
+    """One line of the checklist: ✓, ✗ or ?, what it checks, and the evidence."""
 
     id: str
-    ok: bool
+    status: Status
     title: str
     details: tuple[Detail, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Passed; an unknown item is not."""
+        return self.status is Status.PASS
+
+
+def _item(
+    record: OperatorRecord,
+    id: str,
+    ok: bool,
+    title: str,
+    details: tuple[Detail, ...] = (),
+    *,
+    pass_needs: Collection[Source] = (),
+    fail_needs: Collection[Source] = (),
+) -> CheckItem:
+    """The item, unknown when a source its verdict rests on has a gap.
+
+    ``pass_needs``: the sources a pass rests on, because it means nothing was found there
+    (no MPSGraph code in the host files). ``fail_needs``: those a failure rests on, because
+    it means what was looked for was not found (no functor in the kernels); a failure with
+    evidence (an xfail entry that is there) stands whatever else is missing.
+    """
+    needs = pass_needs if ok else fail_needs
+    gaps = [gap for source, gap in record.gaps if source in needs]
+    if not gaps:
+        return CheckItem(id, Status.PASS if ok else Status.FAIL, title, details)
+    return CheckItem(
+        id, Status.UNKNOWN, title, details + tuple(Detail(f"unknown: {g}") for g in gaps)
+    )
 
 
 def required_dtypes(record: OperatorRecord) -> tuple[str, ...]:
@@ -69,7 +114,8 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
     if not record.overloads:
         dispatch = (Detail("no native_functions.yaml entry"),)
     items.append(
-        CheckItem(
+        _item(
+            record,
             "dispatch",
             not pending and bool(record.overloads),
             "MPS dispatch on every overload (shared kernel, not a separate *_mps row)",
@@ -78,7 +124,8 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
     )
 
     items.append(
-        CheckItem(
+        _item(
+            record,
             "functor",
             bool(record.functors),
             "Metal functor in kernels/*.metal",
@@ -93,6 +140,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                     + " in aten/src/ATen/native/mps/kernels/"
                 ),
             ),
+            fail_needs={Source.KERNELS},
         )
     )
 
@@ -101,8 +149,11 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
     missing = [d for d in required if d not in registered]
     extra = registered - set(required)
     first_reg = record.registrations[0].span if record.registrations else None
+    # without common_mps.py, SUPPORTED_COMPLEX_OPS is unknown: so is whether complex is required
+    complex_unknown = any(d in COMPLEX for d in record.opinfo_dtypes if d not in UNSUPPORTED_ON_MPS)
     items.append(
-        CheckItem(
+        _item(
+            record,
             "dtypes",
             bool(record.registrations) and not missing,
             "registered dtypes cover what the OpInfo says MPS supports",
@@ -112,13 +163,16 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
             )
             + ((Detail(f"missing: {_dtype_list(missing)}"),) if missing else ())
             + ((Detail(f"registered beyond the OpInfo: {_dtype_list(extra)}"),) if extra else ()),
+            pass_needs={Source.XFAILS} if complex_unknown else (),
+            fail_needs={Source.KERNELS},
         )
     )
 
     native = [s for s in record.stubs if s.native]
     graph_stubs = [s for s in record.stubs if not s.native]
     items.append(
-        CheckItem(
+        _item(
+            record,
             "stub",
             bool(native) and not graph_stubs,
             "host stub registered (REGISTER_DISPATCH to a native Metal kernel)",
@@ -131,12 +185,14 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 for s in graph_stubs
             )
             or (Detail(f"no REGISTER_DISPATCH({record.op}_stub, ...) in operations/*.mm"),),
+            fail_needs=() if graph_stubs else {Source.HOST},
         )
     )
 
     implemented_in = {i.span.path for i in record.mpsgraph}
     items.append(
-        CheckItem(
+        _item(
+            record,
             "mpsgraph",
             not (record.mpsgraph or graph_stubs or record.leftover_includes),
             "no MPSGraph implementation left",
@@ -153,20 +209,25 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 )
                 for i in record.leftover_includes
             ),
+            pass_needs={Source.HOST},
         )
     )
 
     items.append(
-        CheckItem(
+        _item(
+            record,
             "old_names",
             not record.old_name_refs,
             "no remaining reference to an old *_mps name",
             tuple(Detail(name, span) for name, span in record.old_name_refs),
+            # the old names are those of the MPSGraph code found in the host files
+            pass_needs={Source.HOST},
         )
     )
 
     items.append(
-        CheckItem(
+        _item(
+            record,
             "xfails",
             not record.xfails,
             "no xfail/skip entries in common_mps.py",
@@ -178,11 +239,13 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 )
                 for e in record.xfails
             ),
+            pass_needs={Source.XFAILS},
         )
     )
 
     items.append(
-        CheckItem(
+        _item(
+            record,
             "decorators",
             not any(i.decorators for i in record.opinfos),
             "no MPS skip/xfail decorators on the OpInfo",
@@ -203,7 +266,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
         items.append(
             CheckItem(
                 "unrecognised",
-                False,
+                Status.FAIL,
                 "lines the readers could not interpret near this operator",
                 tuple(Detail(f"{u.reason}: {u.text.strip()}", u.span) for u in record.unrecognised),
             )
@@ -215,8 +278,11 @@ def _loc(span: Span) -> dict:
     return {"file": span.path, "line": span.start, "end_line": span.end}
 
 
-def to_json(record: OperatorRecord, items: tuple[CheckItem, ...]) -> dict:
-    """The documented ``--json`` document (docs/machine-output.md, "audit --json")."""
+def to_json(
+    record: OperatorRecord, items: tuple[CheckItem, ...], warnings: tuple[str, ...] = ()
+) -> dict:
+    """The documented ``--json`` document (docs/machine-output.md, "audit --json");
+    ``warnings`` are the tree index's."""
     return {
         "schema": SCHEMA_VERSION,
         "op": record.op,
@@ -270,6 +336,7 @@ def to_json(record: OperatorRecord, items: tuple[CheckItem, ...]) -> dict:
             {
                 "id": c.id,
                 "ok": c.ok,
+                "status": c.status.value,
                 "title": c.title,
                 "details": [
                     {"text": d.text, **(_loc(d.span) if d.span else {})} for d in c.details
@@ -277,4 +344,5 @@ def to_json(record: OperatorRecord, items: tuple[CheckItem, ...]) -> dict:
             }
             for c in items
         ],
+        "warnings": list(warnings),
     }

@@ -192,8 +192,11 @@ STAGES: tuple[Stage, ...] = (
         "What changed, what is still missing, the next command; exit 1 unless op=NAME is done.",
         lambda r, c: _stages().summary(r, c),
         after=lambda _: ("edit", "drop_xfails"),
+        # the recorded audit too: the checklist the summary reports (a file of the tree that
+        # went missing or unreadable changes it without any other input changing)
         inputs=lambda r: (
-            [_op(r).edit, _op(r).table_json, _op(r).xfails] + [state.build_stamp(r.settings)]
+            [_op(r).edit, _op(r).table_json, _op(r).xfails, _op(r).audit]
+            + [state.build_stamp(r.settings)]
         ),
         outputs=lambda r: [_op(r).summary],
     ),

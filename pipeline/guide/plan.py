@@ -25,7 +25,8 @@ from pipeline.edit.atomic import FileEdit
 from pipeline.errors import EditVerificationError
 from pipeline.guide.checklist import UNSUPPORTED_ON_MPS, required_dtypes
 from pipeline.tree import objc, paths
-from pipeline.tree.index import OperatorRecord, TreeIndex
+from pipeline.tree.index import OperatorRecord, Source, TreeIndex
+from pipeline.tree.text import read_text
 
 # What structured kernels hand their stubs: the kernel type when no declaration says otherwise
 DEFAULT_ITERATOR = "TensorIteratorBase&"
@@ -139,6 +140,10 @@ def stub_param_type(record: OperatorRecord) -> tuple[str | None, list[str]]:
             if unread
             else f"no DECLARE_DISPATCH for {stub} found under {paths.NATIVE_HEADERS}"
         )
+        # a header that could not be read may be the one declaring it
+        unreadable = [gap for source, gap in record.gaps if source is Source.HEADERS]
+        if unreadable:
+            why += f" (not all headers could be read: {'; '.join(unreadable)})"
         return DEFAULT_ITERATOR, [
             f"{why}; {function} takes {DEFAULT_ITERATOR}: check it against the stub's type"
         ]
@@ -237,7 +242,8 @@ def plan_edits(
     blockers: list[Blocker] = []
 
     def read(rel: str) -> str:
-        return edits[rel].after if rel in edits else (root / rel).read_text(encoding="utf-8")
+        # strict: a file that cannot be decoded is never edited (UnreadableFileError)
+        return edits[rel].after if rel in edits else read_text(root / rel, rel)
 
     kind = exec_kind(record)
     stub_file, metal_file = TARGET_FILES[kind]

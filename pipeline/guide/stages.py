@@ -309,12 +309,15 @@ def summary(request: Request, console: Console) -> None:
     Fails (exit 1) when tests fail or checklist items are left: the chain is not done.
     """
     settings = request.settings
-    record = load_index(settings.tree).record(request.op)
+    index = load_index(settings.tree)
+    record = index.record(request.op)
     files = state.op_files(settings, request.op)  # where the other stages wrote, as asked
     edits = json.loads(files.edit.read_text())
     drops = json.loads(files.xfails.read_text())
     counts = json.loads(files.table_json.read_text()).get("counts", {})
+    # not passed: failed, or unknown (what it rests on could not be read)
     missing = [i for i in checklist.checklist(record) if not i.ok]
+    unknown = sum(i.status is checklist.Status.UNKNOWN for i in missing)
     failing = _failures(files, drops)
     lines = [f"# {record.op}: migrate_op summary", ""]
     lines += [f"- edited {e['file']}: {e['summary']}" for e in edits["edited"]] or [
@@ -336,10 +339,15 @@ def summary(request: Request, console: Console) -> None:
         if len(failing) > FIRST_FAILURES:
             lines.append(f"- … {len(failing) - FIRST_FAILURES} more in {files.table_md}")
         lines.append("")
+    if index.warnings:  # what could not be read: the checks resting on it are unknown
+        lines.append("Warnings:")
+        lines += [f"- {w}" for w in index.warnings]
+        lines.append("")
     if missing:
         lines.append("Still to do:")
         for item in missing:
-            lines.append(f"- ✗ {item.title}")
+            mark = "?" if item.status is checklist.Status.UNKNOWN else "✗"
+            lines.append(f"- {mark} {item.title}")
             lines += [f"    - {x.text}" + (f" ({x.span})" if x.span else "") for x in item.details]
         lines.append("")
     if missing or failing:
@@ -356,5 +364,7 @@ def summary(request: Request, console: Console) -> None:
     if missing or failing:
         raise WorkLeftError(
             f"{record.op} is not done: {len(failing)} failing test(s), "
-            f"{len(missing)} checklist item(s) left (see {files.summary})"
+            f"{len(missing)} checklist item(s) left"
+            + (f", {unknown} of them unknown" if unknown else "")
+            + f" (see {files.summary})"
         )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pipeline.guide.checklist import Status
 from pipeline.guide.workflow import of_record
 
 if TYPE_CHECKING:
@@ -16,22 +17,39 @@ if TYPE_CHECKING:
     from pipeline.guide.checklist import CheckItem
     from pipeline.tree.index import OperatorRecord
 
+# ?: could not be judged, because what it rests on could not be read
+MARKS = {
+    Status.PASS: "[green]✓[/green]",
+    Status.FAIL: "[red]✗[/red]",
+    Status.UNKNOWN: "[yellow]?[/yellow]",
+}
+
 
 def render_checklist(record: OperatorRecord, items: Sequence[CheckItem], console: Console) -> None:
-    """The checklist for humans: ✓/✗ per item, evidence and file:line underneath."""
+    """The checklist for humans: ✓/✗/? per item, evidence and file:line underneath."""
     console.print(
         f"[bold]{record.op}[/bold]  workflow: [cyan]{of_record(record)}[/cyan]  "
         f"overloads: {len(record.overloads)}  consistency tests: {len(record.tests)}",
         highlight=False,
     )
     for item in items:
-        mark = "[green]✓[/green]" if item.ok else "[red]✗[/red]"
+        mark = MARKS[item.status]
         console.print(f" {mark} {item.title}", highlight=False)
         for d in item.details:
             where = f"  [dim]{d.span}[/dim]" if d.span else ""
             console.print(f"     {escape(d.text)}{where}", highlight=False, soft_wrap=True)
     done = sum(i.ok for i in items)
-    console.print(f"{done}/{len(items)} checks pass", highlight=False)
+    unknown = sum(i.status is Status.UNKNOWN for i in items)
+    console.print(
+        f"{done}/{len(items)} checks pass" + (f", {unknown} unknown" if unknown else ""),
+        highlight=False,
+    )
+
+
+def render_warnings(warnings: Iterable[str], console: Console) -> None:
+    """The tree index's warnings (a file that could not be read, a missing folder), one a line."""
+    for w in warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
 
 
 def render_backlog(items: Sequence[BacklogItem], console: Console) -> None:

@@ -38,6 +38,7 @@ from pipeline.errors import ParseError
 from pipeline.fsio import write_atomic
 from pipeline.tree import dispatch, files, metal, native_yaml, objc, paths
 from pipeline.tree.span import Span
+from pipeline.tree.text import read_text
 
 ARTIFACT_FORMAT = 1
 # The CPU-side files holding the shared structured kernels that call dispatch stubs.
@@ -151,15 +152,17 @@ class _Tree:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        # strict: a compiler stops at a file it cannot read, where the pipeline's own
+        # reading skips it with a warning
         self.yaml = native_yaml.read(root)
-        self.metal = metal.read(root)
-        self.host = objc.read(root)
-        self.stubs = dispatch.read(root)
+        self.metal = metal.read(root, strict=True)
+        self.host = objc.read(root, strict=True)
+        self.stubs = dispatch.read(root, strict=True)
         self.cpp: dict[str, CppKernel] = {}
         self.cpp_files = sorted(root.glob(CPP_GLOB))
         for file in self.cpp_files:
             rel = file.relative_to(root).as_posix()
-            for name, kernel in parse_cpp(file.read_text(encoding="utf-8"), rel).items():
+            for name, kernel in parse_cpp(read_text(file, rel), rel).items():
                 self.cpp.setdefault(name, kernel)
         self.by_full_name = {e.full_name: e for e in self.yaml.entries}
         self._lines: dict[str, list[str]] = {}
@@ -172,7 +175,7 @@ class _Tree:
     def lines(self, path: str) -> list[str]:
         if path not in self._lines:
             file = self.root / path
-            text = file.read_text(encoding="utf-8") if file.is_file() else ""
+            text = read_text(file, path) if file.is_file() else ""
             self._lines[path] = text.splitlines()
         return self._lines[path]
 
@@ -487,7 +490,8 @@ def build(root: Path) -> BuildOutput:
     try:
         tree = _Tree(root)
     except ParseError as exc:
-        diag = Diagnostic(exc.path, exc.line or 1, 1, "error", str(exc).split(": ", 1)[-1])
+        column = getattr(exc, "column", None) or 1
+        diag = Diagnostic(exc.path, exc.line or 1, column, "error", str(exc).split(": ", 1)[-1])
         return BuildOutput(None, (diag,), _fallback_inputs(root))
     diags: list[Diagnostic] = []
     _check_metal(tree, diags)

@@ -6,8 +6,13 @@ One module per file format, all with the same module-level interface:
 - ``parse(text, path)``: pure function from one file's text to frozen dataclasses that
   carry :class:`~pipeline.tree.span.Span` locations; raises
   :class:`~pipeline.errors.ParseError` naming file and line on malformed input;
-- ``read(root)``: every matching file under ``root``; a missing file is a warning in the
-  result's ``warnings``, never a crash.
+- ``read(root)``: every matching file under ``root``, read with
+  :func:`pipeline.tree.text.read_text`. What could not be read is a *gap*: for the kernel,
+  host and header files (many per tree) a missing pattern or an unreadable file is a
+  warning in the result's ``warnings`` and ``gaps`` and the file is skipped; for the core
+  files it is an input error (a missing native_functions.yaml or an unreadable
+  common_mps.py), except that a missing common_mps.py is a gap too. A gap makes the
+  checklist items that depend on it unknown, never passed.
 
 ``index`` joins the readers into one record per operator.
 """
@@ -18,25 +23,36 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
+from pipeline.errors import UnreadableFileError
+from pipeline.tree.text import read_text
+
 T = TypeVar("T")
 
 
 def parse_each(
-    root: Path, patterns: Iterable[str], parse: Callable[[str, str], T]
+    root: Path, patterns: Iterable[str], parse: Callable[[str, str], T], *, strict: bool = False
 ) -> tuple[list[T], list[str]]:
     """``parse(text, relative posix path)`` of every matching file, in pattern then path
-    order, and a warning for each pattern that matches nothing (a partial tree)."""
+    order, and the gaps: a pattern that matches nothing (a partial tree), and every match
+    that cannot be read as UTF-8 text (skipped; with ``strict``, its UnreadableFileError is
+    raised instead). A directory whose name matches is a gap too, not silently passed over."""
     results: list[T] = []
-    warnings: list[str] = []
+    gaps: list[str] = []
     for pattern in patterns:
-        matches = sorted(p for p in root.glob(pattern) if p.is_file())
+        matches = sorted(root.glob(pattern))
         if not matches:
-            warnings.append(f"no file matches {pattern} under {root}")
+            gaps.append(f"no file matches {pattern} under {root}")
         for path in matches:
-            results.append(
-                parse(path.read_text(encoding="utf-8"), path.relative_to(root).as_posix())
-            )
-    return results, warnings
+            rel = path.relative_to(root).as_posix()
+            try:
+                text = read_text(path, rel)
+            except UnreadableFileError as exc:
+                if strict:
+                    raise
+                gaps.append(f"{exc} (skipped)")
+                continue
+            results.append(parse(text, rel))
+    return results, gaps
 
 
 def files(root: Path, patterns: Iterable[str]) -> list[Path]:

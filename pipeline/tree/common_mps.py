@@ -35,6 +35,7 @@ from pipeline.dtypes import TORCH_ALIASES
 from pipeline.errors import ParseError
 from pipeline.tree import paths
 from pipeline.tree.span import Span, Unrecognised
+from pipeline.tree.text import read_text
 
 PATTERNS: tuple[str, ...] = (paths.COMMON_MPS,)
 
@@ -92,6 +93,8 @@ class CommonMps:
     warnings: tuple[str, ...]
     dicts: tuple[DictDecl, ...] = ()
     unrecognised: tuple[Unrecognised, ...] = ()
+    # why no xfail lists could be read (the file is missing; also in warnings)
+    gaps: tuple[str, ...] = ()
 
     def for_key(self, key: str) -> tuple[XfailEntry, ...]:
         """Every xfail/skip entry for an OpInfo key (``name + variant_test_name``)."""
@@ -320,9 +323,11 @@ def parse(text: str, path: str) -> CommonMps:
 
 
 def read(root: Path) -> CommonMps:
-    """Read the tree's common_mps.py; a missing file gives an empty model with a warning."""
+    """Read the tree's common_mps.py. A missing file gives an empty model with a gap (the
+    xfail checks are then unknown); one that cannot be read is an input error."""
     rel = PATTERNS[0]
     path = root / rel
-    if not path.is_file():
-        return CommonMps(rel, (), (), (f"{rel}: missing; no xfail lists were read",))
-    return parse(path.read_text(encoding="utf-8"), rel)
+    if not path.exists() and not path.is_symlink():
+        gap = f"{rel}: missing; no xfail lists were read"
+        return CommonMps(rel, (), (), (gap,), gaps=(gap,))
+    return parse(read_text(path, rel), rel)

@@ -131,6 +131,8 @@ class DispatchDecls:
 
     files: tuple[DispatchHeader, ...]
     warnings: tuple[str, ...]
+    # what could not be read (also in warnings): declarations may be missing from ``files``
+    gaps: tuple[str, ...] = ()
     _stubs: dict[str, StubDecl] = field(default_factory=dict, compare=False, repr=False)
 
     def stub(self, name: str) -> StubDecl | None:
@@ -498,9 +500,11 @@ def _tree_lookup(
     return lookup
 
 
-def read(root: Path) -> DispatchDecls:
-    """Every native header under ``root``, aliases resolved across the headers."""
-    scanned, warnings = parse_each(root, PATTERNS, _scan)
+def read(root: Path, *, strict: bool = False) -> DispatchDecls:
+    """Every native header under ``root``, aliases resolved across the headers; one that
+    cannot be read is a gap (see :func:`pipeline.tree.parse_each`)."""
+    scanned, gaps = parse_each(root, PATTERNS, _scan, strict=strict)
+    warnings = list(gaps)
     by_path = {s.path: s for s in scanned}
     everywhere: dict[str, list[TypeAlias]] = {}
     for s in scanned:
@@ -510,4 +514,4 @@ def read(root: Path) -> DispatchDecls:
     for f in files:
         warnings += f.warnings
     warnings += _redeclared((d for f in files for d in f.decls), across_files=True)
-    return DispatchDecls(tuple(files), tuple(warnings))
+    return DispatchDecls(tuple(files), tuple(warnings), tuple(gaps))

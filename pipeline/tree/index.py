@@ -14,19 +14,33 @@ import re
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from pipeline.errors import UnknownOperatorError
 from pipeline.fsio import write_atomic
-from pipeline.tree import common_mps, dispatch, files, metal, native_yaml, objc, opinfo, paths
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo, paths
 from pipeline.tree.source import TreeSource
 from pipeline.tree.span import Span, Unrecognised
 
 READERS = (native_yaml, metal, objc, common_mps, dispatch)
-CACHE_VERSION = 3  # 3: OpInfoRecord.output_dtypes
+CACHE_VERSION = 4  # 3: OpInfoRecord.output_dtypes; 4: the readers' gaps
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
+
+
+class Source(str, Enum):
+    """A part of the tree the checklist is judged on that can be read incompletely (a gap):
+    a missing folder or file, or a file that could not be read."""
+
+    KERNELS = "kernels"  # kernels/*.metal
+    HOST = "host"  # operations/*.mm
+    HEADERS = "headers"  # native/*.h
+    XFAILS = "xfails"  # common_mps.py
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -64,6 +78,9 @@ class OperatorRecord:
     kernel_names: tuple[str, ...] = ()
     # `_native.h` includes of the op left in files that hold MPSGraph code
     leftover_includes: tuple[objc.OpInclude, ...] = ()
+    # what the tree's readers could not read, by source: a check that depends on a source
+    # with a gap is unknown rather than passed (see pipeline.guide.checklist)
+    gaps: tuple[tuple[Source, str], ...] = ()
 
     @property
     def registered_dtypes(self) -> tuple[str, ...]:
@@ -113,6 +130,20 @@ class TreeIndex:
             + self.host.warnings
             + self.dispatch.warnings
             + self.xfails.warnings
+        )
+
+    @property
+    def gaps(self) -> tuple[tuple[Source, str], ...]:
+        """What could not be read, by source (each also one of :attr:`warnings`)."""
+        return tuple(
+            (source, gap)
+            for source, model in (
+                (Source.KERNELS, self.kernels),
+                (Source.HOST, self.host),
+                (Source.HEADERS, self.dispatch),
+                (Source.XFAILS, self.xfails),
+            )
+            for gap in model.gaps
         )
 
     def operators(self) -> tuple[str, ...]:
@@ -236,6 +267,7 @@ class TreeIndex:
             stub_decl=self.dispatch.stub(f"{op}_stub"),
             kernel_names=kernel_names,
             leftover_includes=leftover_includes,
+            gaps=self.gaps,
         )
 
     def _stub_of(self, op: str, stub: str) -> bool:
@@ -319,7 +351,10 @@ def find_references(root: Path, names: Iterable[str]) -> list[tuple[str, Span]]:
     cmd = ["git", "-C", str(root), "grep", "-n", "-w", "-I", "--untracked", "--no-color"]
     for n in names:
         cmd += ["-e", n]
-    proc = subprocess.run([*cmd, "--", *dirs], capture_output=True, text=True, check=False)
+    # errors="replace": a matching line may hold bytes that are not UTF-8
+    proc = subprocess.run(
+        [*cmd, "--", *dirs], capture_output=True, text=True, errors="replace", check=False
+    )
     word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
     hits: list[tuple[str, Span]] = []
     if proc.returncode in (0, 1) and "not a git repository" not in proc.stderr:
@@ -333,7 +368,12 @@ def find_references(root: Path, names: Iterable[str]) -> list[tuple[str, Span]]:
             if path.suffix not in REFERENCE_SUFFIXES or not path.is_file():
                 continue
             rel = path.relative_to(root).as_posix()
-            for lineno, text in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            try:
+                # a search, not a parse: as lenient as git grep (a latin-1 line still counts)
+                found = path.read_bytes().decode("utf-8", errors="replace")
+            except OSError:
+                continue  # unreadable: git grep skips it too
+            for lineno, text in enumerate(found.splitlines(), 1):
                 for m in word.finditer(text):
                     hits.append((m.group(1), Span(rel, lineno, lineno)))
     return hits
@@ -344,8 +384,13 @@ def _fingerprint(source: TreeSource, inputs: list[Path]) -> str:
         f"{CACHE_VERSION}|{source.root}|{source.python}|{source.test_kinds}".encode()
     )
     for path in inputs:
-        st = path.stat()
-        h.update(f"{path}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+        try:
+            st = path.stat()
+        except OSError:  # gone since the glob (or a dangling link): the build says so
+            h.update(f"{path}|-\n".encode())
+            continue
+        # ctime too: a chmod that makes a file (un)readable changes what the readers see
+        h.update(f"{path}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}\n".encode())
     return h.hexdigest()
 
 
@@ -366,7 +411,8 @@ def build_index(source: TreeSource) -> TreeIndex:
 
 def load_index(source: TreeSource) -> TreeIndex:
     """The tree's index, from the on-disk cache when no input file changed."""
-    readers = files(source.root, (p for r in READERS for p in r.PATTERNS))
+    # every match, directories too: the readers report one named like a source file
+    readers = [p for r in READERS for pat in r.PATTERNS for p in sorted(source.root.glob(pat))]
     key = _fingerprint(source, readers + opinfo.source_files(source))
     cache = source.cache_dir / "index.pickle"
     if cache.is_file():

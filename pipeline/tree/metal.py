@@ -69,6 +69,8 @@ class MetalFile:
 class MetalKernels:
     files: tuple[MetalFile, ...]
     warnings: tuple[str, ...]
+    # what could not be read (also in warnings): kernels may be missing from ``files``
+    gaps: tuple[str, ...] = ()
     _functors: dict[str, Functor] = field(default_factory=dict, compare=False, repr=False)
 
     def functor(self, name: str) -> Functor | None:
@@ -298,8 +300,9 @@ def _duplicate_warnings(registrations: list[Registration]) -> list[str]:
     return warnings
 
 
-def read(root: Path) -> MetalKernels:
-    """Parse every .metal kernel file under ``root``."""
-    files, warnings = parse_each(root, PATTERNS, parse)
-    warnings += [w for f in files for w in f.warnings]
-    return MetalKernels(tuple(files), tuple(warnings))
+def read(root: Path, *, strict: bool = False) -> MetalKernels:
+    """Parse every .metal kernel file under ``root``; one that cannot be read is a gap
+    (see :func:`pipeline.tree.parse_each`)."""
+    files, gaps = parse_each(root, PATTERNS, parse, strict=strict)
+    warnings = gaps + [w for f in files for w in f.warnings]
+    return MetalKernels(tuple(files), tuple(warnings), tuple(gaps))

@@ -17,6 +17,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from pipeline.errors import ParseError
 from pipeline.tree import paths
 from pipeline.tree.span import Span
+from pipeline.tree.text import read_text
 
 PATTERNS: tuple[str, ...] = (paths.NATIVE_YAML,)
 
@@ -148,8 +149,15 @@ def parse(text: str, path: str) -> NativeFunctions:
         mark = exc.problem_mark or exc.context_mark
         reason = " ".join(str(p) for p in (exc.context, exc.problem) if p)
         raise ParseError(path, mark.line + 1 if mark else None, f"invalid YAML: {reason}") from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a control one)
+        line = text.count("\n", 0, exc.position) + 1
+        char = exc.character
+        code = ord(char) if isinstance(char, str) and len(char) == 1 else char
+        what = f"character #x{code:04x}" if isinstance(code, int) else "a character"
+        raise ParseError(path, line, f"invalid YAML: {what}: {exc.reason}") from None
     except yaml.YAMLError as exc:
-        raise ParseError(path, None, f"invalid YAML: {exc}") from None
+        message = " ".join(str(exc).split())  # one line, whatever PyYAML put in it
+        raise ParseError(path, None, f"invalid YAML: {message}") from None
     if root is None:
         return NativeFunctions(path, ())
     if not isinstance(root, SequenceNode):
@@ -159,12 +167,10 @@ def parse(text: str, path: str) -> NativeFunctions:
 
 
 def read(root: Path) -> NativeFunctions:
-    """Read the tree's native_functions.yaml; a missing file is a warning, not an error."""
+    """Read the tree's native_functions.yaml: the core file, so a missing or unreadable one
+    is an input error (:class:`~pipeline.errors.UnreadableFileError`), never an empty tree."""
     rel = PATTERNS[0]
-    file = root / rel
-    if not file.is_file():
-        return NativeFunctions(rel, (), (f"{rel} not found under {root}",))
-    return parse(file.read_text(encoding="utf-8"), rel)
+    return parse(read_text(root / rel, rel), rel)
 
 
 def _entry(node: Node, path: str, lines: list[str]) -> NativeFunction:

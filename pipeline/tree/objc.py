@@ -109,6 +109,8 @@ class ObjcFile:
 class HostFiles:
     files: tuple[ObjcFile, ...]
     warnings: tuple[str, ...]
+    # what could not be read (also in warnings): host files may be missing from ``files``
+    gaps: tuple[str, ...] = ()
     _impls: dict[str, Implementation] = field(default_factory=dict, compare=False, repr=False)
 
     def stubs_for(self, stub: str) -> tuple[StubRegistration, ...]:
@@ -390,8 +392,9 @@ def _duplicate_stubs(stubs: list[StubRegistration]) -> list[str]:
     return warnings
 
 
-def read(root: Path) -> HostFiles:
-    """Parse every host .mm file under ``root``."""
-    files, warnings = parse_each(root, PATTERNS, parse)
-    warnings += [w for f in files for w in f.warnings]
-    return HostFiles(tuple(files), tuple(warnings))
+def read(root: Path, *, strict: bool = False) -> HostFiles:
+    """Parse every host .mm file under ``root``; one that cannot be read is a gap
+    (see :func:`pipeline.tree.parse_each`)."""
+    files, gaps = parse_each(root, PATTERNS, parse, strict=strict)
+    warnings = gaps + [w for f in files for w in f.warnings]
+    return HostFiles(tuple(files), tuple(warnings), tuple(gaps))

@@ -69,6 +69,7 @@ from pipeline.dtypes import TEST_KINDS, TORCH_ALIASES, sort_key
 from pipeline.errors import ConfigError, ParseError
 from pipeline.fsio import write_atomic
 from pipeline.tree.source import TreeSource
+from pipeline.tree.text import read_text
 
 DUMP_SCRIPT = Path(__file__).with_name("opinfo_dump.py")
 MPS_GRAD_DTYPES: tuple[str, ...] = ("float32", "float16")
@@ -168,7 +169,7 @@ def load_table(path: Path) -> tuple[OpInfoRecord, ...]:
     """Read a static OpInfo table (schema in the module docs); ParseError on bad input."""
     where = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, where)
         root = yaml.compose(text)
         data = yaml.safe_load(text)
     except OSError as exc:

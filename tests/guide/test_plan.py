@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import EditVerificationError
+from pipeline.errors import EditVerificationError, UnreadableFileError
 from pipeline.guide import plan as migrate
 from pipeline.sandbox import compile
 from pipeline.tree.index import load_index
@@ -78,6 +78,26 @@ def test_undeclared_stub_gets_the_default_and_a_note(sandbox_settings):
         "no DECLARE_DISPATCH for hypot_stub found under aten/src/ATen/native/*.h; "
         "hypot_mps_kernel takes TensorIteratorBase&"
     )
+
+
+def test_a_header_that_cannot_be_read_is_named_in_the_note(sandbox_settings):
+    header = sandbox_settings.root / BINARY_OPS_H
+    header.write_bytes(header.read_bytes() + b"// caf\xe9\n")
+    plan = migrate.plan_edits(load_index(sandbox_settings.tree), "hypot")
+    (note,) = [n for n in plan.notes if "hypot_stub" in n]
+    assert note.startswith(
+        "no DECLARE_DISPATCH for hypot_stub found under aten/src/ATen/native/*.h "
+        f"(not all headers could be read: {BINARY_OPS_H}: not UTF-8: byte 0xe9 at line"
+    )
+    assert "hypot_mps_kernel takes TensorIteratorBase&: check it against" in note
+
+
+def test_a_file_the_plan_must_edit_is_never_edited_undecoded(sandbox_settings):
+    # the readers skip BinaryKernel.mm; the plan registers atan2's stub in it: refused
+    host = sandbox_settings.root / BINARY_KERNEL
+    host.write_bytes(b"\xff\xfe" + host.read_text().encode("utf-16-le"))
+    with pytest.raises(UnreadableFileError, match=f"^{BINARY_KERNEL}: a UTF-16 file"):
+        migrate.plan_edits(load_index(sandbox_settings.tree), "atan2")
 
 
 def test_unreadable_declaration_gets_the_default_and_says_why(sandbox_settings):

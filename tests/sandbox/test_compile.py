@@ -255,6 +255,18 @@ def test_malformed_yaml_is_reported_with_its_line(sandbox_copy):
     assert result.inputs  # ninja still learns what to watch
 
 
+@pytest.mark.parametrize("rel", [BINARY_METAL, BINARY_OPS, BINARY_OPS_H, YAML])
+def test_a_file_that_is_not_utf8_is_a_compile_error_at_its_byte(sandbox_copy, rel):
+    # the pipeline's readers skip such a kernel file with a warning; a compiler stops there
+    path = sandbox_copy / rel
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([*lines[:4], b"  caf\xe9\n", *lines[4:]]))
+    result = compile.build(sandbox_copy)
+    (error,) = result.errors
+    assert (error.path, error.line, error.col) == (rel, 5, 6) and result.artifact is None
+    assert error.message == "not UTF-8: byte 0xe9 at line 5, column 6; re-save the file as UTF-8"
+
+
 def test_depfile_lists_every_input_relative_to_the_cwd(sandbox_copy, monkeypatch):
     build = sandbox_copy / "build"
     build.mkdir(exist_ok=True)

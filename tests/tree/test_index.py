@@ -136,6 +136,18 @@ def test_missing_files_are_warnings_not_crashes(sandbox_settings) -> None:
     assert index.record("atan2").xfails == ()
 
 
+def test_gaps_are_by_source_and_the_cache_sees_them_come_and_go(sandbox_settings) -> None:
+    kernels = sandbox_settings.root / "aten/src/ATen/native/mps/kernels"
+    assert load_index(sandbox_settings.tree).gaps == ()
+    (kernels / "Odd.metal").mkdir()  # a folder with a source file's name: matched, said
+    gap = "aten/src/ATen/native/mps/kernels/Odd.metal: is a directory, not a file (skipped)"
+    index = load_index(sandbox_settings.tree)
+    assert index.gaps == ((index_mod.Source.KERNELS, gap),) and gap in index.warnings
+    assert index.record("atan2").gaps == index.gaps
+    (kernels / "Odd.metal").rmdir()
+    assert load_index(sandbox_settings.tree).gaps == ()
+
+
 def test_unrecognised_lines_belong_to_the_ops_they_name(sandbox_settings) -> None:
     metal = sandbox_settings.root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
     metal.write_text(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.errors import ParseError
+from pipeline.errors import ParseError, UnreadableFileError
 from pipeline.tree import native_yaml
 from pipeline.tree.native_yaml import DispatchRow, operator_name, parse, read
 from pipeline.tree.span import Span
@@ -227,11 +227,12 @@ def test_malformed_input_names_file_and_line(text, line, words):
     assert str(info.value).startswith(f"native_functions.yaml:{line}: ")
 
 
-def test_read_missing_file_is_a_warning(tmp_path):
-    result = read(tmp_path)
-    assert result.entries == ()
-    assert len(result.warnings) == 1
-    assert native_yaml.PATTERNS[0] in result.warnings[0]
+def test_read_missing_file_is_an_input_error(tmp_path):
+    # the core file: without it every check would pass on an empty tree
+    with pytest.raises(UnreadableFileError) as info:
+        read(tmp_path)
+    assert str(info.value) == f"{native_yaml.PATTERNS[0]}: not found"
+    assert info.value.exit_code == 2
 
 
 def test_read_finds_the_file_under_root(tmp_path):
