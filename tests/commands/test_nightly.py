@@ -254,7 +254,9 @@ def test_backups_rotate_and_check_history_reads_them(settings, nights, capsys, t
     assert main(["nightly", "--check-history", *argv]) == 0
     out = capsys.readouterr().out
     version = history.SCHEMA_VERSION
-    assert f"{db_path}: a valid mps-pipeline history (integrity ok, schema version {version}," in out
+    assert f"{db_path}: a valid mps-pipeline history (integrity ok, schema version {version}," in (
+        out
+    )
     assert "4 nightlies, 2026-03-01T03:17:00.000000Z … 2026-03-04T03:17:00.000000Z" in out
     assert "12 runs, 7 tests, 84 results" in out
     assert "3 backup(s): newest nightly-2026-03-04-031700.sqlite" in out
