@@ -92,7 +92,9 @@ def test_the_nightly_workflow_calls_this_cli():
     assert args.source == "https://x/runs/1" and "RUN_URL" in step["env"]
     # the history lives where the workflow's cache steps save and restore it
     cached = {
-        s["with"]["path"] for s in aggregate["steps"] if "actions/cache/" in s.get("uses", "")
+        s["with"]["path"]
+        for s in aggregate["steps"]
+        if "actions/cache/" in s.get("uses", "") and "-history-" in s["with"]["key"]
     }
     assert cached == {".mps-pipeline/history"} and history.DEFAULT_FILE.startswith("history/")
     # and its backups, beside it, are uploaded
