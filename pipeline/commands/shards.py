@@ -131,8 +131,8 @@ def _suite(
             ) from exc
         warnings.append(
             f"the OpInfo metadata cannot be read ({exc}); planning the {len(suite)} tests "
-            "the history has durations for (tests new tonight run where run-sweep.sh's "
-            "plan does not place them)"
+            "the history has durations for (run-sweep.sh runs a test the plan lacks in the "
+            "shard its hash picks)"
         )
         return suite, "the tests in the history"
     suite = list(
@@ -199,7 +199,8 @@ def _render(
     if stability.previous:
         how = " (a fresh plan: keeping tests in place could not reach the target)"
         lines.append(
-            f"stability: {stability.moved:,} tests moved since {previous}, "
+            f"stability: {stability.moved:,} test{'' if stability.moved == 1 else 's'} moved "
+            f"since {previous}, "
             f"{stability.kept:,} kept, {stability.new:,} new, {stability.gone:,} gone"
             + (how if stability.replanned else "")
         )
