@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "affected": ("affected", "operators and tests a diff affects"),
     "pr-report": ("pr_report", "run a PR's affected tests and post one status comment"),
     "nightly": ("nightly", "merge every runner's JUnit, keep history, propose xfail removals"),
+    "shards": ("shards", "the nightly sweep's shards, balanced by each test's duration"),
     "config": ("config", "every setting, its value and where it came from"),
     "doit": ("doit", "doit's task interface from anywhere: doit migrate_op op=atan2, doit list"),
 }

@@ -12,6 +12,7 @@ Benchmarks (``--only`` names):
   ``-X importtime`` of ``pipeline.tasks``);
 - ``migrate``: a no-op ``doit migrate_op op=atan2`` (everything up to date) against the floor;
 - ``junit``: parsing a 100,000-testcase JUnit report;
+- ``shards``: planning 20,000 tests' shards from a history of 7 nights × 3 runners;
 - ``selection``: tests selected for single-operator changes, sandbox and real yaml, and
   whether the changed operator was missed.
 
@@ -63,11 +64,12 @@ WHEEL_FILES = {
     NATIVE_YAML: ("torchgen", "packaged/ATen/native/native_functions.yaml"),
     COMMON_MPS: ("torch", "testing/_internal/common_mps.py"),
 }
-BENCHMARKS = ("index", "audit", "migrate", "transaction", "junit", "selection")
+BENCHMARKS = ("index", "audit", "migrate", "transaction", "junit", "shards", "selection")
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
 REAL_FOLDS = ("logit", "pow", "addbmm")
 JUNIT_CASES = 100_000
+SHARD_TESTS = 20_000  # the shards benchmark's suite, recorded for 7 nights on 3 runners
 WIDTH = 100  # of the printed report (notes are wrapped to it)
 # the environment must not point the subprocesses at another tree or interpreter
 _DROPPED_ENV = ("PYTHONDONTWRITEBYTECODE",)
@@ -675,6 +677,95 @@ def bench_junit(ctx: Context, n_cases: int = JUNIT_CASES) -> Result:
     )
 
 
+def bench_shards(ctx: Context, n_tests: int = SHARD_TESTS, nights: int = 7) -> Result:
+    """``shards``' own work on a history of ``nights`` × 3 runners × ``n_tests`` tests with
+    heavy-tailed durations: reading the durations, medians, estimates and the plan."""
+    import random
+
+    from pipeline.dtypes import MPS_TEST_DTYPES
+    from pipeline.results import history, shards
+    from pipeline.results.junit import CaseResult, Outcome
+
+    rng = random.Random(7)
+    names = [
+        (f"op{i // len(MPS_TEST_DTYPES)}", MPS_TEST_DTYPES[i % len(MPS_TEST_DTYPES)])
+        for i in range(n_tests)
+    ]
+    base = [rng.lognormvariate(-1.0, 1.75) for _ in names]
+    path = ctx.work / "shards" / "nightly.sqlite"
+    db = history.connect(path)
+    try:
+        for night in range(nights):
+            runs = {
+                runner: [
+                    CaseResult(
+                        "test_mps.TestConsistencyMPS",
+                        f"test_output_match_{op}_mps_{dt}",
+                        "output_match",
+                        op,
+                        dt,
+                        Outcome.PASS,
+                        False,
+                        1,
+                        "",
+                        seconds * speed * rng.uniform(0.8, 1.2),
+                        "bench",
+                    )  # fmt: skip
+                    for (op, dt), seconds in zip(names, base, strict=True)
+                ]
+                for runner, speed in (("m1", 1.3), ("m2", 1.0), ("m2-26", 1.0))
+            }
+            history.record_nightly(
+                db, runs, commit="", started=history.timestamp(f"2026-03-{night + 1:02d}T03:17Z")
+            )
+    finally:
+        db.close()
+    suite = [shards.test_id("TestConsistencyMPS", f"test_output_match_{op}_mps_{dt}")
+             for op, dt in names]  # fmt: skip
+    reads, plans = [], []
+    result = None
+    for _ in range(ctx.repeats(5)):
+        start = time.perf_counter()
+        ro = history.open_read_only(path)
+        try:
+            found = history.durations(ro, nights)
+        finally:
+            ro.close()
+        samples = {shards.test_id(c, n): v for (c, n), v in found.items()}
+        read = time.perf_counter()
+        estimates = shards.estimate(suite, shards.medians(samples))
+        result, _ = shards.plan(estimates.seconds, 3)
+        plans.append(time.perf_counter() - read)
+        reads.append(read - start)
+    assert result is not None
+    count = shards.by_count(suite, estimates.seconds, 3)
+    total = [r + p for r, p in zip(reads, plans, strict=True)]
+    n = len(total)
+    return Result(
+        "shards",
+        "Shard planning",
+        f"shards' work without the OpInfo load: a history of {nights} nights × 3 runners × "
+        f"{n_tests:,} tests ({path.stat().st_size / 1e6:.1f} MB), read, medians, estimates "
+        "and a 3-shard plan",
+        (
+            Figure(f"plan {n_tests:,} tests, median of {n}", _median(total), "s", "", True),
+            Figure("  reading the durations", _median(reads), "s"),
+            Figure("  medians, estimates, LPT", _median(plans), "s"),
+            Figure("  slowest / mean shard, by duration", result.ratio, "x", "<= 1.05"),
+            Figure("  slowest / mean shard, by count", count.ratio, "x"),
+        ),
+        (),
+        {
+            "read_s": reads,
+            "plan_s": plans,
+            "tests": n_tests,
+            "nights": nights,
+            "ratio": result.ratio,
+            "count_ratio": count.ratio,
+        },  # fmt: skip
+    )
+
+
 # --- 5. test selection ------------------------------------------------------------------------
 
 
@@ -857,6 +948,7 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "migrate": bench_migrate,
     "transaction": bench_transaction,
     "junit": bench_junit,
+    "shards": bench_shards,
     "selection": bench_selection,
 }
 

@@ -48,6 +48,14 @@ def test_junit_parses_every_case(ctx: bench.Context) -> None:
     assert result.figures[1].value == pytest.approx(500 / headline.value)
 
 
+def test_shards_plans_every_recorded_test(ctx: bench.Context) -> None:
+    result = bench.bench_shards(ctx, n_tests=400, nights=2)
+    headline = result.figures[0]
+    assert headline.unit == "s" and headline.headline and headline.label.startswith("plan 400")
+    assert result.data["tests"] == 400 and result.data["ratio"] <= 1.05
+    assert result.data["count_ratio"] >= result.data["ratio"]
+
+
 def test_sandbox_selection_misses_no_operator(ctx: bench.Context) -> None:
     result = bench.bench_selection(ctx, real=False)
     rows = result.data["sandbox"]

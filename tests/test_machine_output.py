@@ -26,7 +26,7 @@ from pipeline.config import load_settings
 from pipeline.guide import backlog, checklist
 from pipeline.impact.analyze import SCHEMA as AFFECTED_SCHEMA
 from pipeline.report import dashboard
-from pipeline.results import history, nightly, pr
+from pipeline.results import history, nightly, pr, shards
 from tests.commands.test_pr_report import (
     ATAN2_BOOL_XFAIL,
     COMMON_MPS,
@@ -50,6 +50,7 @@ OUTPUTS = {
     "config --json": config_command.SCHEMA,
     "nightly summary.json": nightly.SCHEMA,
     "pr-report results.json": pr.SCHEMA,
+    "shards --json": shards.SCHEMA,
 }
 _HEADING = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
 _JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -110,7 +111,7 @@ def test_every_output_has_one_valid_draft_2020_12_schema() -> None:
 
 
 def test_every_json_help_points_at_the_document(capsys) -> None:
-    for command in ("audit", "backlog", "affected", "config", "nightly", "pr-report"):
+    for command in ("audit", "backlog", "affected", "config", "nightly", "pr-report", "shards"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         help_text = "".join(capsys.readouterr().out.split())  # argparse wraps at the "-"
@@ -209,6 +210,26 @@ def test_nightly_summary_json(capsys, sandbox_settings, nights) -> None:
     other = next(p for p in broken["proposals"] if p["action"] != "move")
     other["to_list"] = "MACOS_BEFORE_15_0_XFAILLIST"
     assert errors("nightly summary.json", broken)  # and only a move does
+
+
+def test_shards_json(capsys, sandbox_settings, nights) -> None:
+    """A plan by count (no history yet), then one by the durations of a real nightly."""
+    state = ["--state-dir", str(sandbox_settings.state_dir)]
+    _, by_count = cli_json(capsys, "shards", "--num-shards", "3", "--json", *state)
+    assert {s["seconds"] for s in by_count["shards"]} == {None}
+    assert_valid("shards --json", by_count)
+    assert main(["nightly", "--results", str(nights.results()), *state]) == 0
+    capsys.readouterr()
+    _, timed = cli_json(capsys, "shards", "--num-shards", "3", "--json", *state)
+    # JUnit times have 3 decimals: a shard of fast sandbox tests may add up to 0
+    assert all(s["seconds"] >= 0 for s in timed["shards"])
+    assert_valid("shards --json", timed)
+    timed["shards"][0]["index"] = 0
+    assert errors("shards --json", timed)
+    timed["shards"][0] = {"index": 1, "tests": ["test_output_match_atan2_mps_float32"],
+                          "seconds": 1.0}  # fmt: skip
+    (problem,) = errors("shards --json", timed)
+    assert problem.startswith("$.shards[0].tests[0]: ") and "does not match" in problem
 
 
 @pytest.fixture

@@ -5,18 +5,25 @@ share ``runs.started`` (UTC, ISO 8601 with microseconds, so text order is time o
 xfail proposals, regressions, flaky tests and the dashboard's pass-rate chart all read
 the last few nightlies.
 
-Schema (version 1)::
+Schema (version 2)::
 
     schema_version(version)
-    runs(id, started, runner, commit, source)           -- one per runner per nightly
-    tests(id, classname, name, kind, stem, dtype)        -- each test id once
-    results(run_id, test_id, outcome, flaky, attempts)   -- one per test per run
-    results_flat                                         -- view: results joined with tests
+    runs(id, started, runner, commit, source)                    -- one per runner per nightly
+    tests(id, classname, name, kind, stem, dtype)                 -- each test id once
+    results(run_id, test_id, outcome, flaky, attempts, seconds)   -- one per test per run
+    results_flat                                                  -- view: results joined with tests
+
+``seconds`` is the test's JUnit time, summed over its attempts (what the ``shards`` command
+balances the sweep by); NULL where unknown. Version 1 had no ``seconds``: :func:`connect`
+migrates a version 1 file in place, in one transaction (the column added, the view
+recreated, the version set to 2), its earlier results keeping NULL seconds. :func:`check`
+accepts both versions (a version 1 file is valid and waits for its migration) and refuses
+newer ones.
 
 Test ids live in their own table because a night of the full sweep is about 7,000 tests
 on each of three runners: repeating the names in every row made a night 8x bigger, and
 the file travels through the Actions cache every night. ``results_flat`` gives the plain
-(run_id, classname, name, kind, stem, dtype, outcome, flaky, attempts) rows for ad-hoc
+(run_id, classname, name, kind, stem, dtype, outcome, flaky, attempts, seconds) rows for ad-hoc
 SQL. The file is in WAL mode; everything a nightly writes is one transaction.
 
 A file that exists but is not a valid history (empty, not SQLite, corrupt, a directory,
@@ -41,7 +48,7 @@ from pathlib import Path
 from pipeline.errors import PipelineError
 from pipeline.results.junit import CaseResult, Outcome
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_FILE = "history/nightly.sqlite"  # relative to the state directory
 BACKUPS = "backups"  # beside the history file
 DEFAULT_BACKUPS = 7
@@ -53,6 +60,8 @@ _TABLES = {
     "tests": ("id", "classname", "name", "kind", "stem", "dtype"),
     "results": ("run_id", "test_id", "outcome", "flaky", "attempts"),
 }
+# what each later schema version added: version -> (table, column)
+_ADDED = {2: ("results", "seconds")}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -79,6 +88,7 @@ CREATE TABLE IF NOT EXISTS results (
     outcome TEXT NOT NULL,
     flaky INTEGER NOT NULL,
     attempts INTEGER NOT NULL,
+    seconds REAL,
     PRIMARY KEY (run_id, test_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS runs_by_runner ON runs (runner, started);
@@ -86,9 +96,10 @@ CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source);
 CREATE INDEX IF NOT EXISTS tests_by_stem ON tests (stem, kind, dtype);
 CREATE VIEW IF NOT EXISTS results_flat AS
     SELECT r.run_id, t.classname, t.name, t.kind, t.stem, t.dtype, r.outcome, r.flaky,
-           r.attempts
+           r.attempts, r.seconds
     FROM results AS r JOIN tests AS t ON t.id = r.test_id;
 """
+_VIEW = _SCHEMA[_SCHEMA.index("CREATE VIEW") :]
 
 
 @dataclass(frozen=True)
@@ -269,6 +280,11 @@ def check(path: str | Path, *, thorough: bool = False) -> HistoryCheck:
             )
         if version < 1:
             raise DamagedHistoryError(path, f"unknown schema version {version}")
+        for added, (table, column) in _ADDED.items():
+            if version >= added and column not in tables[table]:
+                raise DamagedHistoryError(
+                    path, f"another schema: version {version}, but table {table} lacks {column}"
+                )
         (nights, first, last), = db.execute(
             "SELECT COUNT(DISTINCT started), MIN(started), MAX(started) FROM runs"
         )  # fmt: skip
@@ -306,7 +322,8 @@ def connect(path: str | Path) -> sqlite3.Connection:
     """Open (creating it and its directory if there is no file) the history at ``path``.
 
     An existing file is checked first (:func:`check`, quick): one that is not a valid
-    history raises :class:`DamagedHistoryError` and is left as it was.
+    history raises :class:`DamagedHistoryError` and is left as it was. A valid version 1
+    file is then migrated to version 2 (:func:`_migrate`).
     """
     path = Path(path)
     if os.path.lexists(path):
@@ -322,8 +339,12 @@ def connect(path: str | Path) -> sqlite3.Connection:
         db.execute("PRAGMA foreign_keys = ON")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable at checkpoints, never torn
+        _migrate(db)
         with db:
-            db.executescript(_SCHEMA)  # indexes or views a version 1 file may lack
+            db.executescript(_SCHEMA)  # indexes or views an older file may lack
+    except PipelineError:
+        db.close()
+        raise
     except sqlite3.DatabaseError as exc:
         db.close()
         raise DamagedHistoryError(path, str(exc)) from exc
@@ -331,6 +352,44 @@ def connect(path: str | Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a checked history to SCHEMA_VERSION in one transaction, or leave it as it was.
+
+    1 -> 2: ``results.seconds`` added (NULL for the results already there), ``results_flat``
+    recreated with it. The version is read again under the write lock, so two processes
+    opening one version 1 file migrate it once.
+    """
+    (version,) = db.execute("SELECT version FROM schema_version").fetchone()
+    if version == SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")  # explicit: sqlite3 opens no transaction before DDL
+    try:
+        (version,) = db.execute("SELECT version FROM schema_version").fetchone()
+        if version == 1:
+            db.execute("ALTER TABLE results ADD COLUMN seconds REAL")
+            db.execute("DROP VIEW IF EXISTS results_flat")
+            db.execute(_VIEW)
+            db.execute("UPDATE schema_version SET version = 2")
+        db.commit()
+    except sqlite3.Error as exc:
+        db.rollback()
+        raise PipelineError(
+            f"cannot migrate the history from schema version {version} to {SCHEMA_VERSION} "
+            f"({exc}); it was left as it was (version {version})"
+        ) from exc
+    except BaseException:
+        db.rollback()
+        raise
+
+
+def open_read_only(path: str | Path) -> sqlite3.Connection:
+    """The existing history at ``path``, checked (:func:`check`) and opened read-only: never
+    migrated nor otherwise written (a version 1 file has no ``seconds``)."""
+    path = Path(path)
+    check(path)
+    return _read_only(path)
 
 
 def backup(db: sqlite3.Connection, path: str | Path, started: str, keep: int) -> Path | None:
@@ -395,14 +454,18 @@ def _insert_run(
     ids = {(cls, name): i for i, cls, name in db.execute("SELECT id, classname, name FROM tests")}
     # one id reported twice in a run: the later row wins, as in junit.parse_reports
     db.executemany(
-        "INSERT OR REPLACE INTO results (run_id, test_id, outcome, flaky, attempts) "
-        "VALUES (?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO results (run_id, test_id, outcome, flaky, attempts, seconds) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
         (
-            (run_id, ids[(c.classname, c.name)], Outcome(c.outcome).value, int(c.flaky), c.attempts)
+            (run_id, ids[(c.classname, c.name)], Outcome(c.outcome).value, *_counts(c))
             for c in cases
         ),
     )
     return run_id
+
+
+def _counts(case: CaseResult) -> tuple[int, int, float]:
+    return int(case.flaky), case.attempts, case.time
 
 
 def record_nightly(
@@ -467,13 +530,14 @@ def previous_run(db: sqlite3.Connection, runner: str, before: str) -> Run | None
 def run_cases(
     db: sqlite3.Connection, run_id: int, *, stems: Iterable[str] | None = None
 ) -> tuple[CaseResult, ...]:
-    """The stored results of one run as CaseResults (no message or time: not stored).
+    """The stored results of one run as CaseResults (no message: not stored; time 0.0 where
+    the history has no seconds).
 
     With ``stems``, only those consistency tests.
     """
     query = (
-        "SELECT t.classname, t.name, t.kind, t.stem, t.dtype, r.outcome, r.flaky, r.attempts "
-        "FROM results AS r JOIN tests AS t ON t.id = r.test_id WHERE r.run_id = ?"
+        "SELECT t.classname, t.name, t.kind, t.stem, t.dtype, r.outcome, r.flaky, r.attempts, "
+        "r.seconds FROM results AS r JOIN tests AS t ON t.id = r.test_id WHERE r.run_id = ?"
     )
     params: list = [run_id]
     if stems is not None:
@@ -481,13 +545,10 @@ def run_cases(
         query += f" AND t.stem IN ({', '.join('?' * len(stems))})"
         params += stems
     source = f"history run {run_id}"
+    rows = db.execute(query + " ORDER BY t.id", params)
     return tuple(
-        CaseResult(
-            cls, name, kind, stem, dtype, Outcome(outcome), bool(flaky), attempts, "", 0.0, source
-        )
-        for cls, name, kind, stem, dtype, outcome, flaky, attempts in db.execute(
-            query + " ORDER BY t.id", params
-        )
+        CaseResult(*ids, Outcome(outcome), bool(flaky), attempts, "", seconds or 0.0, source)
+        for *ids, outcome, flaky, attempts, seconds in rows
     )
 
 
@@ -552,6 +613,30 @@ def flipping(
             )
         )
     return tuple(sorted(series, key=lambda s: (s.classname, s.name, s.runner)))
+
+
+def durations(db: sqlite3.Connection, last_n: int) -> dict[tuple[str, str], list[float]]:
+    """(classname, name) -> the test's recorded seconds in the last ``last_n`` nightlies,
+    one per run that has them (every runner's), oldest first.
+
+    A version 1 history (opened read-only, unmigrated) has none: ``{}``.
+    """
+    if "seconds" not in {row[1] for row in db.execute("PRAGMA table_info(results)")}:
+        return {}
+    runs = db.execute(
+        "SELECT id FROM runs WHERE started IN (SELECT started FROM runs "
+        "    GROUP BY started ORDER BY started DESC LIMIT ?) ORDER BY started, id",
+        (last_n,),
+    ).fetchall()
+    # run by run along the primary key: a third of the time of one sorted join
+    by_id: dict[int, list[float]] = {}
+    for (run,) in runs:
+        for test, seconds in db.execute(
+            "SELECT test_id, seconds FROM results WHERE run_id = ? AND seconds IS NOT NULL", (run,)
+        ):
+            by_id.setdefault(test, []).append(seconds)
+    names = {i: (cls, name) for i, cls, name in db.execute("SELECT id, classname, name FROM tests")}
+    return {names[test]: seconds for test, seconds in by_id.items()}
 
 
 def outcome_counts(

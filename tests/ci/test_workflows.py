@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -710,8 +711,9 @@ def test_nightly_history_is_saved_only_after_exit_0_or_1(tmp_path):
     as a damaged history; 70 a crash; no status: the step never ran or was killed."""
     steps = _load("mps-nightly.yml")["jobs"]["aggregate"]["steps"]
     (nightly,) = [s for s in steps if "-m pipeline nightly" in s.get("run", "")]
-    (save,) = [s for s in steps if s.get("uses", "").startswith("actions/cache/save@")]
-    (restore,) = [s for s in steps if s.get("uses", "").startswith("actions/cache/restore@")]
+    history = [s for s in steps if "mps-nightly-history-" in s.get("with", {}).get("key", "")]
+    (save,) = [s for s in history if s.get("uses", "").startswith("actions/cache/save@")]
+    (restore,) = [s for s in history if s.get("uses", "").startswith("actions/cache/restore@")]
     assert steps.index(restore) < steps.index(nightly) < steps.index(save)
     assert nightly["id"] == "nightly"
     for status, saved in {"0": True, "1": True, "2": False, "70": False, "139": False}.items():
@@ -875,3 +877,90 @@ def test_run_sweep_fails_when_pytest_cannot_run(tmp_path):
 def test_run_sweep_usage():
     result = _bash(str(SCRIPTS / "run-sweep.sh"), "1")
     assert result.returncode == 2 and "usage" in result.stderr
+
+
+_PLANNED_SWEEP = """
+class TestConsistencyMPS:
+    def test_output_match_add_mps_float32(self):
+        pass
+
+    def test_output_match_add_mps_float16(self):
+        pass
+
+    def test_output_match_atan2_mps_float32(self):
+        assert False, "mismatch"
+
+    def test_output_match_atan2_mps_int64(self):
+        pass
+
+    def test_output_match_new_op_mps_float32(self):
+        pass  # in no shard of the plan: spread by hash
+
+class TestOther:
+    def test_unrelated(self):
+        pass
+"""
+
+
+def _ran(report: Path) -> set[str]:
+    return set(re.findall(r'<testcase [^>]*name="([^"]+)"', report.read_text()))
+
+
+def test_run_sweep_runs_its_shard_of_a_plan(tmp_path):
+    """Two shards of a `shards` plan: each runs its own tests and never the other's; a test
+    the plan lacks runs in exactly one shard; a planned test test_mps.py lacks is ignored."""
+    from pipeline.results import shards
+
+    _fake_pytorch(tmp_path, _PLANNED_SWEEP)
+    ids = [f"TestConsistencyMPS::test_output_match_{t}" for t in
+           ("add_mps_float32", "add_mps_float16", "atan2_mps_float32", "atan2_mps_int64",
+            "gone_mps_float32")]  # fmt: skip
+    weights = dict(zip(ids, (5.0, 1.0, 2.0, 2.0, 0.5), strict=True))
+    plan = tmp_path / "plan" / "shards.json"
+    plan.parent.mkdir()
+    plan.write_text(json.dumps(shards.to_json(shards.plan(weights, 2)[0])))
+    planned = [set(s["tests"]) for s in json.loads(plan.read_text())["shards"]]
+    ran = []
+    for shard in (1, 2):
+        out = tmp_path / "junit" / f"shard-{shard}.xml"
+        result = _bash(
+            str(SCRIPTS / "run-sweep.sh"), str(shard), "2", str(out), cwd=tmp_path,
+            env={**os.environ, "PYTHON": sys.executable, "MPS_SHARD_PLAN": "plan/shards.json"},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"sweep: shard {shard}/2 by the plan {plan} (" in result.stdout
+        assert "1 collected tests were in no shard of the plan" in result.stdout
+        ran.append(_ran(out))
+        assert {f"TestConsistencyMPS::{n}" for n in ran[-1]} - planned[shard - 1] <= {
+            "TestConsistencyMPS::test_output_match_new_op_mps_float32"
+        }
+    assert not ran[0] & ran[1]
+    everything = {n.partition("::")[2] for n in ids[:4]} | {"test_output_match_new_op_mps_float32"}
+    assert ran[0] | ran[1] == everything  # test_unrelated is not in the sweep
+
+
+def test_run_sweep_without_a_usable_plan_shards_by_count(tmp_path):
+    from pipeline.results import shards
+
+    _fake_pytorch(tmp_path, _PLANNED_SWEEP)
+    three = tmp_path / "three.json"
+    three.write_text(json.dumps(shards.to_json(shards.plan({"A::test_a": 1.0}, 3)[0])))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    for plan, why in (
+        (tmp_path / "missing.json", "does not exist"),
+        (three, "a plan of 3 shards, not 2"),
+        (broken, "not JSON"),
+    ):
+        reports = []
+        for shard in (1, 2):
+            out = tmp_path / "junit" / plan.stem / f"shard-{shard}.xml"
+            result = _bash(
+                str(SCRIPTS / "run-sweep.sh"), str(shard), "2", str(out), cwd=tmp_path,
+                env={**os.environ, "PYTHON": sys.executable, "MPS_SHARD_PLAN": str(plan)},
+            )  # fmt: skip
+            assert result.returncode == 0, result.stdout + result.stderr
+            assert "::warning title=" in result.stdout and why in result.stdout
+            assert f"sweep: shard {shard}/2 by --shard-id/--num-shards" in result.stdout
+            reports.append(_ran(out))
+        assert not reports[0] & reports[1] and len(reports[0] | reports[1]) == 5

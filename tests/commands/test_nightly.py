@@ -99,7 +99,9 @@ def test_the_nightly_workflow_calls_this_cli():
     assert args.source == "https://x/runs/1" and "RUN_URL" in step["env"]
     # the history lives where the workflow's cache steps save and restore it
     cached = {
-        s["with"]["path"] for s in aggregate["steps"] if "actions/cache/" in s.get("uses", "")
+        s["with"]["path"]
+        for s in aggregate["steps"]
+        if "actions/cache/" in s.get("uses", "") and "-history-" in s["with"]["key"]
     }
     assert cached == {".mps-pipeline/history"} and history.DEFAULT_FILE.startswith("history/")
     # and its backups, beside it, are uploaded
@@ -260,7 +262,10 @@ def test_backups_rotate_and_check_history_reads_them(settings, nights, capsys, t
     capsys.readouterr()
     assert main(["nightly", "--check-history", *argv]) == 0
     out = capsys.readouterr().out
-    assert f"{db_path}: a valid mps-pipeline history (integrity ok, schema version 1," in out
+    version = history.SCHEMA_VERSION
+    assert f"{db_path}: a valid mps-pipeline history (integrity ok, schema version {version}," in (
+        out
+    )
     assert "4 nightlies, 2026-03-01T03:17:00.000000Z … 2026-03-04T03:17:00.000000Z" in out
     assert "12 runs, 7 tests, 84 results" in out
     assert "3 backup(s): newest nightly-2026-03-04-031700.sqlite" in out

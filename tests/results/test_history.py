@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import shutil
 import sqlite3
@@ -44,7 +45,7 @@ def test_new_file_has_the_schema_in_wal_mode(tmp_path):
         assert {"schema_version", "runs", "tests", "results"} <= tables
         indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert {"runs_by_runner", "runs_by_source", "tests_by_stem"} <= indexes
-        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
     finally:
         conn.close()
     # reopening does not add a second version row
@@ -111,7 +112,7 @@ DAMAGED = {
     "directory": (lambda p: p.mkdir(), "it is a directory, not a file"),
     "another program's database": (_foreign, "another database: tables users"),
     "another schema": (_other_schema, "another schema: table runs lacks runner, commit, source"),
-    "newer schema": (_newer, "schema version 99 is newer than this mps-pipeline understands (1)"),
+    "newer schema": (_newer, "schema version 99 is newer than this mps-pipeline understands (2)"),
 }
 
 
@@ -149,7 +150,7 @@ def test_a_missing_file_is_a_new_history_made_whole(tmp_path):
     assert sorted(f.name for f in path.parent.iterdir()) == ["nightly.sqlite"]
     found = history.check(path, thorough=True)
     assert (found.integrity, found.schema_version, found.nightlies, found.results) == (
-        "ok", 1, 0, 0,
+        "ok", 2, 0, 0,
     )  # fmt: skip
     blocked = tmp_path / "file"
     blocked.write_text("x")
@@ -310,3 +311,127 @@ def test_timestamp_is_canonical_utc():
     assert history.timestamp().endswith("Z")
     with pytest.raises(PipelineError, match="ISO 8601"):
         history.timestamp("last tuesday")
+
+
+# --- schema version 2: seconds, and the migration of version 1 files ----------------------
+
+# the schema of version 1 as mps-pipeline wrote it, before results had seconds
+_V1_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY, started TEXT NOT NULL, runner TEXT NOT NULL,
+    "commit" TEXT NOT NULL DEFAULT '', source TEXT NOT NULL DEFAULT '', UNIQUE (started, runner)
+);
+CREATE TABLE tests (
+    id INTEGER PRIMARY KEY, classname TEXT NOT NULL, name TEXT NOT NULL, kind TEXT, stem TEXT,
+    dtype TEXT, UNIQUE (classname, name)
+);
+CREATE TABLE results (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    test_id INTEGER NOT NULL REFERENCES tests (id),
+    outcome TEXT NOT NULL, flaky INTEGER NOT NULL, attempts INTEGER NOT NULL,
+    PRIMARY KEY (run_id, test_id)
+) WITHOUT ROWID;
+CREATE INDEX runs_by_runner ON runs (runner, started);
+CREATE INDEX runs_by_source ON runs (source);
+CREATE INDEX tests_by_stem ON tests (stem, kind, dtype);
+CREATE VIEW results_flat AS
+    SELECT r.run_id, t.classname, t.name, t.kind, t.stem, t.dtype, r.outcome, r.flaky,
+           r.attempts
+    FROM results AS r JOIN tests AS t ON t.id = r.test_id;
+INSERT INTO schema_version VALUES (1);
+INSERT INTO runs VALUES (1, '2026-03-01T03:17:00.000000Z', 'macos-m1-14', 'abc', 'run-1');
+INSERT INTO tests VALUES (1, 'test_mps.TestConsistencyMPS',
+                          'test_output_match_add_mps_float32', 'output_match', 'add', 'float32');
+INSERT INTO results VALUES (1, 1, 'pass', 0, 1);
+"""
+
+
+def _v1_file(path: Path) -> None:
+    raw = sqlite3.connect(path)
+    raw.executescript(_V1_SCHEMA)
+    raw.execute("PRAGMA journal_mode = WAL")
+    raw.close()
+
+
+def _columns(path: Path, table: str) -> list[str]:
+    raw = sqlite3.connect(path)
+    try:
+        return [row[1] for row in raw.execute(f"PRAGMA table_info({table})")]
+    finally:
+        raw.close()
+
+
+def test_seconds_are_recorded_read_back_and_windowed(db):
+    for day, seconds in ((1, 2.0), (2, 3.0), (3, 7.5)):
+        fast = dataclasses.replace(case("add", "float32", P), time=seconds)
+        history.record_nightly(db, {"a": [fast], "b": [case("sub", "int8", F)]}, commit="",
+                               started=night(day))  # fmt: skip
+    run = history.nightlies(db, 1)[0].runs[0]
+    assert [c.time for c in history.run_cases(db, run.id)] == [7.5]
+    key = (CLS, "test_output_match_add_mps_float32")
+    assert history.durations(db, 7)[key] == [2.0, 3.0, 7.5]  # oldest first
+    assert history.durations(db, 2) == {key: [3.0, 7.5], (CLS, case("sub", "int8", F).name):
+                                        [0.5, 0.5]}  # fmt: skip
+    flat = db.execute("SELECT name, seconds FROM results_flat WHERE seconds = 7.5").fetchall()
+    assert flat == [("test_output_match_add_mps_float32", 7.5)]
+
+
+def test_a_version_1_file_is_valid_and_migrated_in_place(tmp_path):
+    path = tmp_path / "nightly.sqlite"
+    _v1_file(path)
+    found = history.check(path, thorough=True)
+    assert (found.schema_version, found.results) == (1, 1)
+    # read-only, it stays version 1 and has no durations
+    ro = history.open_read_only(path)
+    assert history.durations(ro, 7) == {}
+    ro.close()
+    assert "seconds" not in _columns(path, "results")
+
+    db = history.connect(path)
+    try:
+        assert db.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert _columns(path, "results")[-1] == "seconds"
+        (old,) = history.run_cases(db, 1)  # the version 1 result, its seconds unknown
+        assert (old.name, old.outcome, old.time) == ("test_output_match_add_mps_float32", P, 0.0)
+        assert db.execute("SELECT seconds FROM results_flat").fetchall() == [(None,)]
+        history.record_nightly(db, {"macos-m1-14": [case("add", "float32", P)]}, commit="",
+                               started=night(2))  # fmt: skip
+        assert history.durations(db, 7) == {(CLS, "test_output_match_add_mps_float32"): [0.5]}
+    finally:
+        db.close()
+    again = history.check(path, thorough=True)
+    assert (again.schema_version, again.nightlies, again.results) == (2, 2, 2)
+    history.connect(path).close()  # migrating twice is nothing
+    assert history.check(path).schema_version == 2
+
+
+def test_a_migration_that_fails_leaves_version_1_whole(tmp_path):
+    path = tmp_path / "nightly.sqlite"
+    _v1_file(path)
+    raw = sqlite3.connect(path)
+    raw.execute(  # the version's update fails after the column was added
+        "CREATE TRIGGER no_update BEFORE UPDATE ON schema_version "
+        "BEGIN SELECT RAISE(ABORT, 'read-only version'); END"
+    )
+    raw.commit()
+    raw.close()
+    with pytest.raises(
+        PipelineError,
+        match=r"cannot migrate .* from schema version 1 to 2 "
+        r"\(read-only version\); it was left as it was \(version 1\)",
+    ):
+        history.connect(path)
+    assert "seconds" not in _columns(path, "results")
+    assert history.check(path, thorough=True).schema_version == 1
+
+
+def test_version_2_without_seconds_is_another_schema(tmp_path):
+    path = tmp_path / "nightly.sqlite"
+    _v1_file(path)
+    raw = sqlite3.connect(path)
+    with raw:
+        raw.execute("UPDATE schema_version SET version = 2")
+    raw.close()
+    with pytest.raises(history.DamagedHistoryError, match="version 2, but table results lacks"):
+        history.connect(path)
