@@ -34,19 +34,25 @@ def _edit(root: Path, rel: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+def three_commits(root: Path) -> tuple[str, dict[str, str]]:
+    """Three commits on the git checkout at ``root``: atan2's own functor ("own"), a macro
+    atan2 shares ("shared"), a docs page ("docs"); the commit before them, and theirs."""
+    before = git(root, "rev-parse", "HEAD")
+    atan2 = ATAN2_LINE.replace("float(b)))", "float(b)) + 0.0f)")
+    _edit(root, BINARY_METAL, ATAN2_LINE, atan2)
+    own = commit(root, "mps: atan2 takes the float path for halves")
+    _edit(root, BINARY_METAL, INT2FLOAT_BOOL, INT2FLOAT_BOOL.replace("float", "half"))
+    shared = commit(root, "mps: bool inputs of int-to-float binary ops give half")
+    (root / "docs").mkdir()
+    (root / "docs" / "mps.md").write_text("# MPS notes\n")
+    docs = commit(root, "docs: MPS notes")
+    return before, {"own": own, "shared": shared, "docs": docs}
+
+
 @pytest.fixture
 def history(sandbox_tree: Path) -> tuple[Path, str, dict[str, str]]:
     """The sandbox copy, its first commit, and three commits after it, by what they touch."""
-    before = git(sandbox_tree, "rev-parse", "HEAD")
-    atan2 = ATAN2_LINE.replace("float(b)))", "float(b)) + 0.0f)")
-    _edit(sandbox_tree, BINARY_METAL, ATAN2_LINE, atan2)
-    own = commit(sandbox_tree, "mps: atan2 takes the float path for halves")
-    _edit(sandbox_tree, BINARY_METAL, INT2FLOAT_BOOL, INT2FLOAT_BOOL.replace("float", "half"))
-    shared = commit(sandbox_tree, "mps: bool inputs of int-to-float binary ops give half")
-    (sandbox_tree / "docs").mkdir()
-    (sandbox_tree / "docs" / "mps.md").write_text("# MPS notes\n")
-    docs = commit(sandbox_tree, "docs: MPS notes")
-    return sandbox_tree, before, {"own": own, "shared": shared, "docs": docs}
+    return (sandbox_tree, *three_commits(sandbox_tree))
 
 
 def test_suspects_are_ranked_own_then_shared_and_the_docs_commit_is_absent(history) -> None:
