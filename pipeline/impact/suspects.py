@@ -114,8 +114,9 @@ class CommitAnalysis:
 
     def _list(self, before: str, after: str) -> _Range:
         total = git.range_count(self.root, before, after) or 0
-        log = git.range_log(self.root, before, after, self.limit) or ()
-        notes = []
+        listed = git.range_log(self.root, before, after, self.limit)
+        log = listed or ()
+        notes = [] if listed is not None else [f"git log {_short(before)}..{_short(after)} failed"]
         if not git.is_ancestor(self.root, before, after):
             notes.append(
                 f"{_short(after)} does not descend from {_short(before)}: the commits are "
