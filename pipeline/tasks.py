@@ -108,7 +108,9 @@ def run_doit(argv: list[str], *, announce: bool = True) -> int:
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
 
-    main = DoitMain()
+    # doit's `run` writes to the sys.stdout of when doit was imported (an option default):
+    # in-process, that must be today's
+    main = DoitMain(extra_config={"run": {"outfile": sys.stdout}})
     # doit sets its variables from the command line when it runs, but DOIT_CONFIG (the
     # settings, the database's place) is read first: it must see this command line's
     # variables, not those a previous run in this process left.

@@ -38,6 +38,7 @@ from tests.commands.test_pr_report import (
     touch_atan2,
 )
 from tests.conftest import commit, git
+from tests.impact.test_suspects import three_commits
 from tests.results.nightly_runs import RUNNERS
 from tests.sandbox.edits import BINARY_METAL, edit
 
@@ -190,6 +191,7 @@ def test_nightly_summary_json(capsys, sandbox_settings, nights) -> None:
         capsys.readouterr()
         assert_valid("nightly summary.json", json.loads(summary_json.read_text()))
     third = nights.results(macos_m1_14="bad", macos_m2_15="flaky")
+    three_commits(sandbox_settings.root)  # tonight's HEAD: the regressions have suspects
     # and a report the nightly skips (nested far too deep)
     (third / "macos-m2-26" / "shard-9.xml").write_text("<testsuite>" * 100 + "</testsuite>" * 100)
     code, printed = cli_json(capsys, "nightly", "--results", str(third), "--json", *state)
@@ -198,6 +200,7 @@ def test_nightly_summary_json(capsys, sandbox_settings, nights) -> None:
     assert printed == summary
     for key in ("regressions", "flaky", "proposals", "history", "judged_nightlies"):
         assert summary[key], f"the third nightly has no {key}"
+    assert all(r["suspects"] for r in summary["regressions"])
     assert summary["reports"]["skipped"] == [str(third / "macos-m2-26" / "shard-9.xml")]
     assert summary["backlog"]["items"] and summary["table"]["rows"]
     assert_valid("nightly summary.json", summary)

@@ -5,6 +5,8 @@
 - ``analyze``: the rules, one per kind of file, and the ``Impact`` they add up to; with the
   settings, ``diff_impact`` (a git diff) and ``listed_impact`` (changed lines)
 - ``selection``: selected-versus-total figures for benchmarks
+- ``suspects``: the commits of a range that can affect an operator, ranked (a nightly
+  regression's suspects)
 """
 
 from __future__ import annotations

@@ -60,14 +60,37 @@ MPS_RUNTIME_DIR = "aten/src/ATen/mps/"
 SHARED_NATIVE_DIR = paths.NATIVE_DIR + "/"
 _YAML_COMMENT = re.compile(r"(^|\s)#.*$")
 SCHEMA = 1  # of the affected --json document (docs/machine-output.md)
+# What a reason's changed place is to its operator: its own code or entry (functor, kernel,
+# stub, registration, dispatch row, structured kernel, xfail or OpInfo entry), or code it
+# shares with others (a header, a macro, a helper, another operator's functor it uses)
+OWN = "own"
+SHARED = "shared"
 
 
 @dataclass(frozen=True)
 class AffectedOp:
-    """An operator a change reaches, and every reason found for it."""
+    """An operator a change reaches, and every reason found for it.
+
+    ``kinds`` runs parallel to ``reasons``: :data:`OWN` or :data:`SHARED` for each. ``keys``
+    are the OpInfo keys the operator is limited to (None: every OpInfo matching its name).
+    Neither is in ``to_dict()``: ``affected --json`` keeps its documented shape.
+    """
 
     operator: str
     reasons: tuple[str, ...]
+    kinds: tuple[str, ...] = ()
+    keys: frozenset[str] | None = None
+
+    @property
+    def own(self) -> bool:
+        """Whether some reason is a change of the operator's own code or entry."""
+        return OWN in self.kinds
+
+    def matches(self, info: OpInfoRecord) -> bool:
+        """Whether this operator's tests include ``info``'s (as the test selection has it)."""
+        if self.keys is not None:
+            return info.key in self.keys
+        return self.operator in (info.name, info.aten_name) or self.operator in info.aliases
 
 
 @dataclass(frozen=True)
@@ -117,7 +140,8 @@ class Impact:
 
 @dataclass
 class _Findings:
-    reasons: dict[str, dict[str, None]] = field(default_factory=dict)
+    # operator -> reason -> its kind (OWN wins when one reason is found both ways)
+    reasons: dict[str, dict[str, str]] = field(default_factory=dict)
     # operator -> OpInfo keys it is limited to (None: every OpInfo matching the operator)
     keys: dict[str, set[str] | None] = field(default_factory=dict)
     sweep: dict[str, None] = field(default_factory=dict)
@@ -136,9 +160,11 @@ class _Findings:
         build: bool,
         keys: Iterable[str] | None = None,
         construct: tuple | None = None,
+        shared: bool = False,
     ) -> None:
         if construct is None or (op, construct) not in self.said:
-            self.reasons.setdefault(op, {})[reason] = None
+            kinds = self.reasons.setdefault(op, {})
+            kinds[reason] = OWN if kinds.get(reason) == OWN or not shared else SHARED
         if construct is not None:
             self.said.add((op, construct))
         self.build |= build
@@ -390,11 +416,16 @@ def _metal_file(side_view: TreeView, path: str, text: str) -> _MetalFile | None:
 
 
 def _hit_kernels(
-    ctx: _Context, kernels: Iterable[str], reason: str, construct: tuple | None = None
+    ctx: _Context,
+    kernels: Iterable[str],
+    reason: str,
+    construct: tuple | None = None,
+    *,
+    shared: bool = False,
 ) -> None:
     for kernel in sorted(kernels):
         for op, how in ctx.resolver.ops_for_kernel(kernel):
-            ctx.found.hit(op, reason + how, build=True, construct=construct)
+            ctx.found.hit(op, reason + how, build=True, construct=construct, shared=shared)
 
 
 def _file_wide(ctx: _Context, mfile: _MetalFile, reason: str) -> None:
@@ -404,7 +435,7 @@ def _file_wide(ctx: _Context, mfile: _MetalFile, reason: str) -> None:
         return
     name = posixpath.basename(mfile.path)
     reason = f"{reason}: every operator with Metal kernels in {name}"
-    _hit_kernels(ctx, kernels, reason, ("file", mfile.path))
+    _hit_kernels(ctx, kernels, reason, ("file", mfile.path), shared=True)
 
 
 def _rule_metal(change: ChangedFile, ctx: _Context) -> None:
@@ -446,7 +477,7 @@ def _metal_line(
                 users = mfile.reach([mfile.struct_name(functor)], exclude=unit) - {kernel}
                 reason = f"{where}functor {kernel}_functor, used by {{}}, changed"
                 for user in sorted(users):
-                    _hit_kernels(ctx, [user], reason.format(user), construct)
+                    _hit_kernels(ctx, [user], reason.format(user), construct, shared=True)
         return
     unit = next((u for u in mfile.units if u.start <= line <= u.end), None)
     key = ("unit", unit.start if unit else line)
@@ -463,7 +494,11 @@ def _metal_line(
         return
     what = "macro" if unit.kind == "define" else "kernel" if unit.kind == "kernel" else "helper"
     construct = ("unit", path, unit.kind, unit.defines or unit.mentions)
-    _hit_kernels(ctx, kernels, f"{where}shared {what} {label} changed", construct)
+    reason = f"{where}shared {what} {label} changed"
+    # a kernel function is its own kernels' code; what reaches it through it shares it
+    own = set(unit.defines) & kernels if unit.kind == "kernel" else set()
+    _hit_kernels(ctx, own, reason, construct)
+    _hit_kernels(ctx, kernels - own, reason, construct, shared=True)
 
 
 # --- headers under kernels/ and c10/metal/ ----------------------------------------------
@@ -500,11 +535,11 @@ def _rule_header(change: ChangedFile, ctx: _Context) -> None:
             if mfile is None:
                 ctx.found.full(reason + f"; {inc_name} does not parse", build=True)
             else:
-                _hit_kernels(ctx, mfile.all_kernels(), reason)
+                _hit_kernels(ctx, mfile.all_kernels(), reason, shared=True)
         elif includer.startswith(OPERATIONS_DIR) and includer in view.host:
             ops = _host_ops(ctx, view.host[includer])
             for op in sorted(ops):
-                ctx.found.hit(op, reason, build=True)
+                ctx.found.hit(op, reason, build=True, shared=True)
             if not ops:
                 ctx.found.full(reason + f"; no operator found in {inc_name}", build=True)
         elif not is_kernel_header(includer):
@@ -706,6 +741,7 @@ def _rule_opinfo_definitions(change: ChangedFile, ctx: _Context) -> None:
                     build=False,
                     keys=_info_keys(ctx, user),
                     construct=("def", side.path, top.names),  # type: ignore[union-attr]
+                    shared=True,
                 )
 
 
@@ -774,7 +810,11 @@ def _rule_shared_cpp(change: ChangedFile, ctx: _Context) -> None:
             for op, what in found.items():
                 reason = f"{side.where(line)}{label}{what} changed (MPS shares it)"
                 ctx.found.hit(
-                    op, reason, build=True, construct=("cpp", side.path, unit.defines, what)
+                    op,
+                    reason,
+                    build=True,
+                    construct=("cpp", side.path, unit.defines, what),
+                    shared=bool(label),  # a helper the structured kernel uses
                 )
                 attributed = True
     if not attributed:
@@ -814,16 +854,19 @@ def _declared_with(decl: dispatch.StubDecl, alias: str, model: dispatch.Dispatch
     return False
 
 
-def _line_stubs(model: dispatch.DispatchHeader, line: int) -> list[tuple[str, str]]:
-    """(stub, what changed) for each stub whose declared type a header line is part of."""
-    found = [(d.stub, f"declaration of {d.stub}") for d in model.decls if d.span.contains(line)]
+def _line_stubs(model: dispatch.DispatchHeader, line: int) -> list[tuple[str, str, bool]]:
+    """(stub, what changed, shared) for each stub whose declared type a header line is part
+    of; shared: a type alias other stubs may be declared with too, not the stub's own line."""
+    found = [
+        (d.stub, f"declaration of {d.stub}", False) for d in model.decls if d.span.contains(line)
+    ]
     for u in model.unrecognised:  # a declaration whose type the reader could not resolve
         if u.span.contains(line):
-            found += [(s, f"declaration of {s}") for s in _STUB_WORD.findall(u.text)]
+            found += [(s, f"declaration of {s}", False) for s in _STUB_WORD.findall(u.text)]
     for alias in model.aliases:
         if alias.span.contains(line):
             found += [
-                (d.stub, f"type alias {alias.name} of {d.stub}")
+                (d.stub, f"type alias {alias.name} of {d.stub}", True)
                 for d in model.decls
                 if _declared_with(d, alias.name, model)
             ]
@@ -858,7 +901,7 @@ def _rule_shared_header(change: ChangedFile, ctx: _Context) -> None:
                         f"{side.where(line)}function type {alias.name} changed; stubs other "
                         "headers declare with it are not followed"
                     )
-            for stub, what in _line_stubs(model, line):
+            for stub, what, shared in _line_stubs(model, line):
                 if stub not in registered:
                     continue
                 ctx.found.hit(
@@ -866,6 +909,7 @@ def _rule_shared_header(change: ChangedFile, ctx: _Context) -> None:
                     f"{side.where(line)}{what} changed (MPS registers it)",
                     build=True,
                     construct=("stub type", side.path, stub),
+                    shared=shared,
                 )
                 attributed = True
     if not attributed:
@@ -949,6 +993,10 @@ def _tests_for(
     return tuple(t for info in wanted for kind in kinds for t in info.test_ids(kind))
 
 
+def _frozen(keys: set[str] | None) -> frozenset[str] | None:
+    return None if keys is None else frozenset(keys)
+
+
 def analyze(
     changes: Iterable[ChangedFile],
     *,
@@ -980,7 +1028,8 @@ def analyze(
     test_ids = everything if full else _tests_for(found.keys, opinfos, kinds)
     return Impact(
         operators=tuple(
-            AffectedOp(op, tuple(reasons)) for op, reasons in sorted(found.reasons.items())
+            AffectedOp(op, tuple(reasons), tuple(reasons.values()), _frozen(found.keys.get(op)))
+            for op, reasons in sorted(found.reasons.items())
         ),
         full_sweep=full,
         full_sweep_reasons=tuple(found.sweep),

@@ -258,14 +258,20 @@ class Resolver:
     def ops_for_impl(self, name: str) -> tuple[str, ...]:
         """Operators of the yaml entries that dispatch any key to ``name`` (MPS rows first)."""
         found = dict.fromkeys(sorted(self.mps_kernels.get(name, ())))
-        if not found:
-            for view in self.views:
-                if view.native is None:
-                    continue
-                for entry in view.native.entries:
-                    if any(row.kernel == name for row in entry.dispatch):
-                        found[entry.operator] = None
-        return tuple(found)
+        return tuple(found) if found else tuple(self._dispatched.get(name, ()))
+
+    @cached_property
+    def _dispatched(self) -> dict[str, dict[str, None]]:
+        """Kernel name -> operators of the yaml entries dispatching any key to it, in order
+        (built once: a host file asks for each of its implementations)."""
+        table: dict[str, dict[str, None]] = {}
+        for view in self.views:
+            if view.native is None:
+                continue
+            for entry in view.native.entries:
+                for row in entry.dispatch:
+                    table.setdefault(row.kernel, {})[entry.operator] = None
+        return table
 
     def stubs_registering(self, function: str) -> tuple[str, ...]:
         """Stubs whose REGISTER_DISPATCH names host function ``function``."""

@@ -8,7 +8,8 @@ Everything is drawn from the nightly's summary (``summary.json``, built by
   stripe per runner where the runners disagree; a dot marks a flaky result; hovering shows
   each runner's outcome and message);
 - the migration backlog by workflow, and its easiest items;
-- regressions, flaky tests, the proposed xfail removals as a diff.
+- regressions with their suspects (the commits since the runner's previous run that can
+  affect the operator), flaky tests, the proposed xfail removals as a diff.
 
 Every piece of text is escaped with :func:`html.escape`, and a Content-Security-Policy
 that allows no script keeps a test message that slips through from running anyway.
@@ -45,6 +46,7 @@ RUNNER_COLORS = ("#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e
 WORKFLOW_LABELS = {"migrate": "migrate (MPSGraph → Metal)", "add": "add (no MPS kernel yet)"}
 FONT = "font-family:ui-sans-serif,system-ui,sans-serif;font-size:11px"
 _MAX_TITLE = 200
+MAX_SUSPECTS = 5  # per regression, on the page and in summary.md (the JSON has all)
 
 _CSS = """
 body{font:14px/1.45 ui-sans-serif,system-ui,-apple-system,sans-serif;color:#1f2328;
@@ -60,6 +62,7 @@ pre{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:8px;ov
 .add{color:#1a7f37}.del{color:#cf222e}.hunk{color:#8250df}
 .scroll{overflow:auto;max-height:80vh;border:1px solid #d0d7de;border-radius:6px}
 .caption{color:#57606a;font-size:12px}.warn{color:#9a6700}code{font-size:12px}
+.suspects{margin:0;padding-left:18px}.suspects li{margin:0 0 4px}
 """
 
 
@@ -269,9 +272,16 @@ def bar_chart(counts: Mapping[str, int], labels: Mapping[str, str] | None = None
 # ------------------------------------------------------------------------------- page
 
 
+class _Html(str):
+    """A table cell that is markup already (every piece of text in it escaped)."""
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{c if isinstance(c, _Html) else _e(c)}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -293,6 +303,28 @@ def action_text(decision: Mapping[str, Any]) -> str:
     """A proposal's action for people: ``delete``, ``move → MACOS_BEFORE_15_0_XFAILLIST``."""
     to_list = decision.get("to_list")
     return f"{decision['action']} → {to_list}" if to_list else decision["action"]
+
+
+def suspects_more(count: int) -> str:
+    """The line after a regression's suspects cut at MAX_SUSPECTS ("" when none were cut)."""
+    more = count - MAX_SUSPECTS
+    return f"…and {more} more suspect{'s' * (more > 1)} (summary.json has all)" if more > 0 else ""
+
+
+def _suspects_cell(regression: Mapping[str, Any]) -> _Html:
+    """A regression's ranked suspects (commit, kind, title, reasons) and its note."""
+    suspects = regression.get("suspects", [])
+    items = [
+        f"<li><code>{_e(s['commit'][:12])}</code> <b>{_e(s['kind'])}</b> {_e(_clip(s['title']))}"
+        f'<br><span class="caption">{_e(_clip("; ".join(s["reasons"])))}</span></li>'
+        for s in suspects[:MAX_SUSPECTS]
+    ]
+    parts = [f'<ol class="suspects">{"".join(items)}</ol>'] if items else []
+    if more := suspects_more(len(suspects)):
+        parts.append(f'<span class="caption">{_e(more)}</span>')
+    if regression.get("suspects_note"):
+        parts.append(f'<span class="caption">{_e(regression["suspects_note"])}</span>')
+    return _Html("".join(parts) or "–")
 
 
 def _card(label: str, value: object, tone: str = "") -> str:
@@ -339,7 +371,7 @@ def render_html(summary: Mapping[str, Any]) -> str:
     if regressions:
         parts.append(
             _table(
-                ["test", "runner", "was", "now", "message"],
+                ["test", "runner", "was", "now", "message", "suspects (most likely first)"],
                 [
                     (
                         r["name"],
@@ -347,6 +379,7 @@ def render_html(summary: Mapping[str, Any]) -> str:
                         r["before"],
                         r["after"] + (" (flaky)" if r["flaky"] else ""),
                         _clip(r["message"]),
+                        _suspects_cell(r),
                     )
                     for r in regressions
                 ],

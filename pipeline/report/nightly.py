@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipeline.report import dashboard, render
-from pipeline.report.dashboard import action_text
+from pipeline.report.dashboard import MAX_SUSPECTS, action_text, suspects_more
 from pipeline.report.pr_comment import code_block
 from pipeline.results.nightly import NightlyOutcome
 from pipeline.results.table import DtypeTable
@@ -28,6 +28,22 @@ def _more(count: int) -> str:
     if count == 0:
         return "None."
     return f"- …and {count - MAX_LISTED} more (summary.json has all)" if count > MAX_LISTED else ""
+
+
+def _suspect_lines(regression: Mapping[str, Any]) -> list[str]:
+    """A regression's suspects, most likely first, as nested list items; then its note."""
+    esc = render.escape_markdown
+    suspects = regression.get("suspects", [])
+    lines = [
+        f"  - suspect `{s['commit'][:12]}` ({s['kind']}) {esc(s['title'])} — "
+        f"{esc('; '.join(s['reasons'])[:300])}"
+        for s in suspects[:MAX_SUSPECTS]
+    ]
+    if more := suspects_more(len(suspects)):
+        lines.append(f"  - {esc(more)}")
+    if regression.get("suspects_note"):
+        lines.append(f"  - {esc(regression['suspects_note'])}")
+    return lines
 
 
 def render_summary_markdown(summary: Mapping[str, Any], table: DtypeTable) -> str:
@@ -55,6 +71,7 @@ def render_summary_markdown(summary: Mapping[str, Any], table: DtypeTable) -> st
         out.append(
             f"- {esc(r['name'])} on {esc(r['runner'])}: {r['before']} → {r['after']}{message}"
         )
+        out += _suspect_lines(r)
     out.append(_more(len(regressions)))
     out += ["", f"## Flaky tests ({len(flaky)})", ""]
     for f in flaky[:MAX_LISTED]:
@@ -122,6 +139,12 @@ def render_terminal(summary: Mapping[str, Any], files: Sequence[Path], console: 
             f"  [red]{escape(r['name'])}[/red] on {r['runner']}: {r['before']} → {r['after']}",
             highlight=False,
         )
+        for s in r.get("suspects", [])[:MAX_SUSPECTS]:
+            line = f"    suspect {s['commit'][:12]} ({s['kind']}) {s['title']}"
+            console.print(line, markup=False, highlight=False)
+        for extra in (suspects_more(len(r.get("suspects", []))), r.get("suspects_note")):
+            if extra:
+                console.print(f"    {extra}", markup=False, highlight=False)
     console.print(f"[bold]flaky: {len(summary['flaky'])}[/bold]")
     for f in summary["flaky"]:
         console.print(

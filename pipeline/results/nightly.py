@@ -19,7 +19,9 @@ Then, from the history:
 
   The proposals are one unified diff of common_mps.py, not applied.
 - **regressions**: a test that worked (pass or xpass) in a runner's previous run and fails
-  (fail, error, or xfail) now.
+  (fail, error, or xfail) now, with its suspects: the commits between the two runs'
+  PyTorch commits that can affect its operator (:mod:`pipeline.impact.suspects`, on the
+  checkout at ``settings.root``).
 - **flaky tests**: attempts that disagreed tonight (a rerun passed), or an outcome that
   changed and changed back over the last ``flaky_window`` nightlies.
 - **migration backlog**: the ``backlog`` command's list, counted by workflow.
@@ -39,6 +41,7 @@ from typing import Any
 
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
+from pipeline.impact.suspects import CommitAnalysis, Suspect
 from pipeline.results import decide, history, junit, macos
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, display_names, merge_runs
@@ -67,6 +70,17 @@ class Regression:
     flaky: bool
     message: str
     previous: str  # started of the run it worked in
+    previous_commit: str = ""  # the PyTorch commit that run tested
+    suspects: tuple[Suspect, ...] = ()  # ranked, from name_suspects
+    suspects_note: str = ""  # what limits the suspects ("": nothing)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "before": self.before.value,
+            "after": self.after.value,
+            "suspects": [s.to_dict() for s in self.suspects],
+        }
 
 
 @dataclass(frozen=True)
@@ -224,9 +238,28 @@ def find_regressions(
                         t.flaky,
                         messages.get((t.classname, t.name), ""),
                         previous.started,
+                        previous.commit,
                     )
                 )
     return tuple(sorted(found, key=lambda r: (r.name, r.runner)))
+
+
+def name_suspects(
+    root: Path,
+    regressions: Sequence[Regression],
+    commit: str,
+    opinfos: Sequence[Any],
+    kinds: Sequence[str],
+) -> tuple[Regression, ...]:
+    """Each regression with its suspects: the commits between the PyTorch commit its
+    previous run tested and ``commit`` (tonight's) that can affect its OpInfo, in the
+    checkout at ``root``. Each commit is analysed once, for every regression."""
+    analysis = CommitAnalysis(root, opinfos, kinds)
+    named = []
+    for r in regressions:
+        found = analysis.suspects(r.previous_commit, commit, r.stem)
+        named.append(replace(r, suspects=found.suspects, suspects_note=found.note))
+    return tuple(named)
 
 
 def find_flaky(
@@ -316,9 +349,7 @@ def build_summary(
             for c in (proposals.candidates if proposals else ())
         ],
         "diff": proposals.diff if proposals else "",
-        "regressions": [
-            {**r.__dict__, "before": r.before.value, "after": r.after.value} for r in regressions
-        ],
+        "regressions": [r.to_dict() for r in regressions],
         "flaky": [
             {**f.__dict__, "reasons": list(f.reasons), "outcomes": [o.value for o in f.outcomes]}
             for f in flaky
@@ -472,6 +503,11 @@ def run_nightly(
         history.backup(db, history_path, night.started, backups)
     finally:
         db.close()
+    if regressions:
+        opinfos = index.opinfos if index is not None else ()
+        regressions = name_suspects(
+            settings.root, regressions, night.commit, opinfos, settings.test_kinds
+        )
 
     summary = build_summary(
         night=night,

@@ -51,3 +51,43 @@ def default_base(root: Path, head: str | None = None) -> str:
         f"neither {' nor '.join(BASE_BRANCHES)} exists in {root}: pass --base REV "
         "(the commit the PR is based on)"
     )
+
+
+def has_commit(root: Path, sha: str) -> bool:
+    """Whether the checkout at ``root`` holds commit ``sha`` (``git cat-file -e``)."""
+    return bool(sha) and git(root, "cat-file", "-e", "--end-of-options", f"{sha}^{{commit}}") == ""
+
+
+def is_ancestor(root: Path, older: str, newer: str) -> bool:
+    """Whether ``older`` is ``newer`` or one of its ancestors."""
+    return git(root, "merge-base", "--is-ancestor", "--end-of-options", older, newer) == ""
+
+
+def range_count(root: Path, before: str, after: str) -> int | None:
+    """How many commits ``git rev-list before..after`` lists; None when git says no."""
+    out = git(root, "rev-list", "--count", "--end-of-options", f"{before}..{after}")
+    return int(out) if out is not None and out.isdigit() else None
+
+
+def range_log(
+    root: Path, before: str, after: str, limit: int
+) -> tuple[tuple[str, tuple[str, ...], str], ...] | None:
+    """The newest ``limit`` commits of ``before..after``, newest first (topological order):
+    each ``(sha, parents, title)``; None when git says no."""
+    out = git(
+        root,
+        "log",
+        "--topo-order",
+        f"--max-count={limit}",
+        "--format=%H%x1f%P%x1f%s",
+        "--end-of-options",
+        f"{before}..{after}",
+        "--",
+    )
+    if out is None:
+        return None
+    commits = []
+    for line in out.splitlines():
+        sha, parents, title = (line.split("\x1f", 2) + ["", ""])[:3]
+        commits.append((sha, tuple(parents.split()), title))
+    return tuple(commits)

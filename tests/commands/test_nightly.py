@@ -27,6 +27,7 @@ from pipeline.sandbox import backend
 from pipeline.tree import paths
 from pipeline.workspace import prepare
 from tests.conftest import commit, git
+from tests.impact.test_suspects import three_commits
 from tests.results.nightly_runs import RUNNERS, sandbox_sweep
 
 
@@ -62,6 +63,68 @@ def test_regression_is_flagged_and_fails_the_command(settings, nights, capsys):
     html = (settings.state_dir / "dashboard" / "index.html").read_text()
     assert "<svg" in html and "<script" not in html
     assert "atan2_float32: mismatch &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
+    # both nights tested the checkout's HEAD: no commit to suspect
+    same = "same PyTorch commit as last night: not a code change (flaky or environment)"
+    assert {(r["suspects_note"], len(r["suspects"])) for r in summary["regressions"]} == {(same, 0)}
+    assert same in html
+
+
+def test_a_regression_names_the_commits_that_can_affect_its_operator(settings, nights, capsys):
+    """Last night tested ``before``; tonight HEAD, three commits later: atan2's functor, a
+    macro atan2 shares, a docs page. atan2's regressions name the first two, own first."""
+    root, state = settings.root, ["--state-dir", str(settings.state_dir)]
+    before, shas = three_commits(root)
+    assert main(["nightly", "--results", str(nights.results()), "--commit", before, *state]) == 0
+    capsys.readouterr()
+    assert main(["nightly", "--results", str(nights.results(macos_m1_14="bad")), *state]) == 1
+    out = capsys.readouterr().out  # the terminal report names them too
+    assert f"suspect {shas['own'][:12]} (own) mps: atan2 takes the float path" in out
+    dash = settings.state_dir / "dashboard"
+    summary = json.loads((dash / "summary.json").read_text())
+    assert summary["commit"] == shas["docs"]
+    titles = {
+        "own": "mps: atan2 takes the float path for halves",
+        "shared": "mps: bool inputs of int-to-float binary ops give half",
+    }
+    for r in summary["regressions"]:  # atan2 float32 and int64
+        assert r["previous_commit"] == before and r["suspects_note"] == ""
+        assert [(s["commit"], s["kind"], s["title"]) for s in r["suspects"]] == [
+            (shas["own"], "own", titles["own"]),
+            (shas["shared"], "shared", titles["shared"]),
+        ]
+        own, shared = r["suspects"]
+        assert own["reasons"] == ["BinaryKernel.metal:49 functor atan2_functor changed"]
+        assert "shared macro REGISTER_INT2FLOAT_BINARY_OP changed" in shared["reasons"][0]
+    markdown = (dash / "summary.md").read_text()
+    regression = "- test\\_output\\_match\\_atan2\\_mps\\_float32 on macos-m1-14: pass → fail"
+    at = markdown.index(regression)
+    block = markdown[at : markdown.index("\n- ", at + 1)]
+    assert block.index(f"  - suspect `{shas['own'][:12]}` (own) mps: atan2") < block.index(
+        f"  - suspect `{shas['shared'][:12]}` (shared) mps: bool inputs"
+    )
+    assert "BinaryKernel.metal:49 functor atan2\\_functor changed" in block
+    assert "docs: MPS notes" not in markdown
+    html = (dash / "index.html").read_text()
+    row = html[html.index("<td>test_output_match_atan2_mps_float32</td>") :].split("</tr>")[0]
+    assert row.index(f"<code>{shas['own'][:12]}</code> <b>own</b> mps: atan2") < row.index(
+        f"<code>{shas['shared'][:12]}</code> <b>shared</b>"
+    )
+    assert "docs: MPS notes" not in html
+
+
+def test_a_checkout_lacking_last_nights_commit_says_so(settings, nights, capsys):
+    state = ["--state-dir", str(settings.state_dir)]
+    gone = "0123456789abcdef0123456789abcdef01234567"
+    assert main(["nightly", "--results", str(nights.results()), "--commit", gone, *state]) == 0
+    capsys.readouterr()
+    assert main(["nightly", "--results", str(nights.results(macos_m1_14="bad")), *state]) == 1
+    summary = json.loads((settings.state_dir / "dashboard" / "summary.json").read_text())
+    note = f"the checkout lacks {gone}: fetch it to name suspects"
+    assert {(r["suspects_note"], len(r["suspects"])) for r in summary["regressions"]} == {(note, 0)}
+    assert note in capsys.readouterr().out
+    dash = settings.state_dir / "dashboard"
+    assert note in (dash / "index.html").read_text()
+    assert f"  - {note}" in (dash / "summary.md").read_text()
 
 
 def test_cli_paths_and_history_file(settings, nights, tmp_path, capsys):

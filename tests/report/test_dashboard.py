@@ -245,3 +245,26 @@ def test_a_move_names_the_list_it_goes_to():
     assert "<td>move → MACOS_BEFORE_15_0_XFAILLIST</td>" in html
     assert "xfail on macos-m1-14 (macOS 14.0) and xpass on macos-m2-15" in html
     assert dashboard.action_text(summary()["proposals"][0]) == "drop_dtypes"
+
+
+def test_a_regression_lists_its_suspects_escaped_and_cut():
+    suspects = [
+        {
+            "commit": f"{n:x}" * 40,
+            "title": f"suspect {n} <b>{EVIL}</b>",
+            "kind": "own" if n == 1 else "shared",
+            "reasons": [f"BinaryKernel.metal:{n} functor <atan2_functor> changed"],
+        }
+        for n in range(1, dashboard.MAX_SUSPECTS + 3)
+    ]
+    (regression,) = summary()["regressions"]
+    regression.update(suspects=suspects, suspects_note="a <note>", previous_commit="")
+    html = dashboard.render_html(summary(regressions=[regression]))
+    row = html[html.index("<td>test_output_match_atan2_mps_float32</td>") :].split("</tr>")[0]
+    assert "<script" not in row and "suspect 1 &lt;b&gt;mismatch &lt;script&gt;" in row
+    assert row.index("<code>111111111111</code> <b>own</b>") < row.index("<b>shared</b>")
+    assert "functor &lt;atan2_functor&gt; changed" in row
+    assert row.count("<li>") == dashboard.MAX_SUSPECTS and "…and 2 more suspects" in row
+    assert "a &lt;note&gt;" in row
+    # a summary.json written before suspects existed still draws
+    assert "<td>–</td>" in dashboard.render_html(summary())

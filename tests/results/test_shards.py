@@ -203,7 +203,7 @@ def test_the_document_round_trips_and_bad_ones_are_named():
     doc = shards.to_json(plan)
     assert doc["schema"] == shards.SCHEMA and [s["index"] for s in doc["shards"]] == [1, 2, 3]
     assert [tuple(t) for t in shards.from_json(doc, "p.json")] == list(plan.shards)
-    assert doc["shards"][0]["seconds"] == round(plan.loads[0], 3)
+    assert doc["shards"][0]["seconds"] == round(plan.loads[0], 6)
     for bad, why in (
         ([], 'no "shards" list'),
         ({"schema": 9, "shards": []}, "schema 9"),
