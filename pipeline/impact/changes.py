@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, UnreadableFileError
 
 Range = tuple[int, int]  # 1-based, inclusive
 
@@ -177,10 +177,14 @@ def changed_files(root: Path, base: str, head: str | None = None) -> tuple[Chang
 
 
 def _read_disk(root: Path, path: str) -> str | None:
+    # Lenient decoding: a diff's analysis reads what it can of a file that is not UTF-8
+    # (the readers refuse it when they parse it).
     try:
         return (root / path).read_bytes().decode("utf-8", errors="replace")
     except (FileNotFoundError, IsADirectoryError):
         return None
+    except OSError as exc:
+        raise UnreadableFileError(path, f"cannot be read: {exc.strerror or exc}") from None
 
 
 def _whole(text: str | None) -> tuple[Range, ...]:

@@ -25,6 +25,7 @@ from pipeline.edit.xfails import XfailChange
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
 from pipeline.tree import paths
+from pipeline.tree.text import read_text
 
 # "move": the dtypes leave the entry for a macOS-version list (pipeline.results.macos)
 Action = Literal["keep", "drop_dtypes", "delete", "narrow_none", "move"]
@@ -313,5 +314,5 @@ def removal_edit(root: Path, decisions: Iterable[XfailDecision]) -> FileEdit | N
     # caller that really has entries to drop should pay.
     from pipeline.edit.xfails import apply_xfail_changes
 
-    text = (root / paths.COMMON_MPS).read_text(encoding="utf-8")
+    text = read_text(root / paths.COMMON_MPS, paths.COMMON_MPS)
     return apply_xfail_changes(text, paths.COMMON_MPS, changes)

@@ -37,6 +37,7 @@ from pipeline.results.decide import OpInfoLike, XfailDecision, XfailLike
 from pipeline.results.junit import Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
 from pipeline.tree import paths
+from pipeline.tree.text import read_text
 
 if TYPE_CHECKING:
     from pipeline.tree.index import TreeIndex
@@ -314,5 +315,5 @@ def proposal_edit(root: Path, decisions: Iterable[XfailDecision]) -> FileEdit | 
         for d in decisions
         if d.action == MOVE and d.to_list is not None
     ]
-    text = (root / paths.COMMON_MPS).read_text(encoding="utf-8")
+    text = read_text(root / paths.COMMON_MPS, paths.COMMON_MPS)
     return apply_xfail_moves(text, paths.COMMON_MPS, changes, additions)

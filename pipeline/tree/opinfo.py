@@ -66,7 +66,7 @@ from pathlib import Path
 import yaml
 
 from pipeline.dtypes import TEST_KINDS, TORCH_ALIASES, sort_key
-from pipeline.errors import ConfigError, ParseError
+from pipeline.errors import ConfigError, ParseError, UnreadableFileError
 from pipeline.fsio import write_atomic
 from pipeline.tree.source import TreeSource
 from pipeline.tree.text import read_text
@@ -334,7 +334,12 @@ def _source_hash(internal: Path) -> str:
     files = sorted({p for pattern in SOURCE_GLOBS for p in internal.glob(pattern) if p.is_file()})
     for path in files:  # content, not mtimes: the cache may travel between CI machines
         digest.update(path.relative_to(internal).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
+        try:
+            digest.update(path.read_bytes())
+        except OSError as exc:
+            raise UnreadableFileError(
+                str(path), f"cannot be read: {exc.strerror or exc} (an OpInfo source)"
+            ) from None
     return digest.hexdigest()[:24]
 
 

@@ -203,3 +203,16 @@ def test_tree_path_resolution(tmp_path: Path) -> None:
     assert rel is None and why == f"outside the tree {root.resolve()}"
     rel, why = tree_path(root, str(root), cwd=tmp_path)
     assert rel is None and why.startswith("a directory, not a file")
+
+
+def test_an_unreadable_changed_file_is_an_input_error_naming_it(
+    sandbox_tree: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from tests.conftest import deny_read
+
+    metal = sandbox_tree / BINARY_METAL
+    metal.write_text(metal.read_text() + "\n// changed\n")
+    deny_read(metal, monkeypatch)
+    code, out, err = _affected(capsys, sandbox_tree, tmp_path / "state", "--base", "HEAD")
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"error: {BINARY_METAL}: cannot be read: Permission denied" in err
