@@ -318,16 +318,19 @@ def _create(path: Path) -> None:
         raise
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
+def connect(path: str | Path, *, checked: bool = False) -> sqlite3.Connection:
     """Open (creating it and its directory if there is no file) the history at ``path``.
 
     An existing file is checked first (:func:`check`, quick): one that is not a valid
-    history raises :class:`DamagedHistoryError` and is left as it was. A valid version 1
-    file is then migrated to version 2 (:func:`_migrate`).
+    history raises :class:`DamagedHistoryError` and is left as it was. ``checked``: the
+    caller has just run :func:`check` itself (the nightly runs the thorough one), so it is
+    not run twice: on 180 nights of a fleet (300 MB) each check reads the whole file, 1.3 s.
+    A valid version 1 file is then migrated to version 2 (:func:`_migrate`).
     """
     path = Path(path)
     if os.path.lexists(path):
-        check(path)
+        if not checked:
+            check(path)
     else:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -644,17 +647,20 @@ def outcome_counts(
 ) -> tuple[tuple[str, str, dict[str, int]], ...]:
     """(started, runner, {outcome: tests}) for every run of the last ``last_n`` nightlies,
     oldest first."""
-    rows = db.execute(
-        "SELECT r.started, r.runner, x.outcome, COUNT(*) "
-        "FROM runs AS r JOIN results AS x ON x.run_id = r.id "
-        "WHERE r.started IN (SELECT started FROM runs GROUP BY started "
-        "                    ORDER BY started DESC LIMIT ?) "
-        "GROUP BY r.id, x.outcome ORDER BY r.started, r.id",
+    runs = db.execute(
+        "SELECT id, started, runner FROM runs WHERE started IN (SELECT started FROM runs "
+        "    GROUP BY started ORDER BY started DESC LIMIT ?) ORDER BY started, id",
         (last_n,),
-    )
+    ).fetchall()
+    # run by run along the primary key: one join grouped by run and outcome sorted every
+    # result of the window in a temporary b-tree (2.1 s for 60 nights of a 3 × 20,000-test
+    # fleet; 0.7 s this way)
     out: dict[tuple[str, str], dict[str, int]] = {}
-    for started, runner, outcome, count in rows:
-        out.setdefault((started, runner), {o.value: 0 for o in Outcome})[outcome] = count
+    for run, started, runner in runs:
+        for outcome, count in db.execute(
+            "SELECT outcome, COUNT(*) FROM results WHERE run_id = ? GROUP BY outcome", (run,)
+        ):
+            out.setdefault((started, runner), {o.value: 0 for o in Outcome})[outcome] = count
     return tuple((started, runner, counts) for (started, runner), counts in out.items())
 
 
