@@ -127,3 +127,14 @@ def test_real_yaml_cases_fold_one_entry_each(ctx: bench.Context, real_native_yam
         ]
         assert [e.full_name for e in changed] == [entry]
         assert changed[0].operator == op and changed[0].mps_kind == "shared"
+
+
+def test_fleet_ingests_a_generated_night_and_measures_it(ctx: bench.Context) -> None:
+    result = bench.bench_fleet(ctx, n_tests=800, nights=4, shards_per_runner=2)
+    figures = {f.label.strip(): f for f in result.figures}
+    child = result.data["child"]
+    assert child["regressions"] > 0 and child["peak_rss_mb"] > 0
+    assert set(child["ratios"]) == set(bench.FLEET_RUNNERS)
+    assert figures["summary.json"].value > 0 and figures["summary.json"].goal == "<= 5 MB"
+    assert "find_regressions" in child["phases_s"] and "check" in child["phases_s"]
+    assert result.data["db_mb"] > 0 and result.data["nights"] == 4

@@ -174,7 +174,8 @@ def _cell_title(name: str, dtype: str, cell: Mapping[str, Any]) -> str:
 
 
 def heatmap(table: Mapping[str, Any]) -> str:
-    """Operator × dtype outcomes of one nightly (``DtypeTable.to_dict()``): an SVG grid."""
+    """Operator × dtype outcomes of one nightly (``DtypeTable.to_dict()``, compact or not):
+    an SVG grid."""
     rows, dtypes, runners = table.get("rows", []), table.get("dtypes", []), table["runners"]
     if not rows or not dtypes:
         return _empty("no consistency test results")
@@ -203,6 +204,14 @@ def heatmap(table: Mapping[str, Any]) -> str:
                 body.append(
                     f'<rect x="{tx:.1f}" y="{ty}" width="{cell}" height="{cell}" fill="{NOT_RUN}" '
                     f'stroke="#eaeef2"><title>{_e(f"{label} {dtype}: not tested")}</title></rect>'
+                )
+                continue
+            if isinstance(data, str):
+                # a plain cell (summary.json schema 2): every runner, this outcome, nothing else
+                tip = f"{label} {dtype}: {data} on every runner"
+                body.append(
+                    f'<rect x="{tx:.1f}" y="{ty}" width="{cell}" height="{cell}" '
+                    f'fill="{OUTCOME_COLORS[data]}"><title>{_e(tip)}</title></rect>'
                 )
                 continue
             title = f"<title>{_e(_cell_title(label, dtype, data))}</title>"
@@ -269,6 +278,43 @@ def bar_chart(counts: Mapping[str, int], labels: Mapping[str, str] | None = None
     return _svg(label_w + bar_w + 60, 16 + row_h * len(counts), "counts by category", body)
 
 
+def _seconds(value: float) -> str:
+    minutes, secs = divmod(value, 60)
+    return f"{int(minutes)} min {secs:02.0f} s" if minutes else f"{secs:.1f} s"
+
+
+def shard_balance(shards: Mapping[str, Mapping[str, Any]]) -> str:
+    """Last night's wall time per shard, per runner (summary["shards"]): a bar per shard,
+    scaled to the slowest shard of the night, with each runner's slowest / mean."""
+    if not shards:
+        return "<p>No shard times (a summary from before schema 2, or no report was read).</p>"
+    longest = max((r["seconds"] for s in shards.values() for r in s["reports"]), default=0)
+    rows = []
+    for runner, s in shards.items():
+        ratio = f"{s['ratio']:.2f}×" if s.get("ratio") is not None else "–"
+        for i, r in enumerate(s["reports"]):
+            share = r["seconds"] / longest if longest > 0 else 0
+            bar = (
+                f'<svg xmlns="http://www.w3.org/2000/svg" width="204" height="12" '
+                f'role="img" aria-label="{_e(_seconds(r["seconds"]))}">'
+                f'<rect x="0" y="1" width="{max(1.0, 200 * share):.1f}" height="10" '
+                f'fill="{RUNNER_COLORS[list(shards).index(runner) % len(RUNNER_COLORS)]}"/></svg>'
+            )
+            label = f"shard {r['shard']}" if r.get("shard") is not None else r["report"]
+            measured = "" if r.get("measured") == "suite" else " (sum of its tests)"
+            rows.append(
+                (
+                    runner if i == 0 else "",
+                    ratio if i == 0 else "",
+                    label,
+                    _Html(f"{_e(_seconds(r['seconds']))}{_e(measured)}"),
+                    r["tests"],
+                    _Html(bar),
+                )
+            )
+    return _table(["runner", "slowest / mean", "shard", "wall time", "tests", ""], rows)
+
+
 # ------------------------------------------------------------------------------- page
 
 
@@ -332,7 +378,8 @@ def _card(label: str, value: object, tone: str = "") -> str:
 
 
 def render_html(summary: Mapping[str, Any]) -> str:
-    """The dashboard page for one nightly summary (schema 1)."""
+    """The dashboard page for one nightly summary (schema 2; a schema 1 one, which spells
+    out every cell and has no ``shards``, is drawn too)."""
     started = summary["started"][:16].replace("T", " ")
     commit = summary.get("commit") or "unknown"
     regressions, flaky = summary["regressions"], summary["flaky"]
@@ -432,6 +479,14 @@ def render_html(summary: Mapping[str, Any]) -> str:
             rows.append((c["list"], c["key"], streaks))
         parts.append(_table(["list", "key", "dtypes (nightlies so far)"], rows))
 
+    parts.append("<h2>Shard balance</h2>")
+    parts.append(shard_balance(summary.get("shards", {})))
+    parts.append(
+        '<p class="caption">Each shard\'s wall time last night, as its JUnit report records it '
+        "(the testsuite time pytest writes: the whole session, collection included). "
+        "Slowest / mean: how much longer the runner's job waited for its slowest shard than "
+        "for an even split; <code>mps-pipeline shards</code> plans balanced ones.</p>"
+    )
     parts.append("<h2>Latest results: operator × dtype</h2>")
     parts.append(f'<div class="scroll">{heatmap(summary["table"])}</div>')
 
@@ -479,7 +534,8 @@ def write_dashboard(out_dir: Path, summary: Mapping[str, Any], markdown: str) ->
     files = {
         INDEX: render_html(summary),
         SUMMARY_MD: markdown,
-        SUMMARY_JSON: json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
+        # compact: at fleet size the indentation alone was a third of the file
+        SUMMARY_JSON: json.dumps(summary, separators=(",", ":"), ensure_ascii=False) + "\n",
     }
     if summary["diff"]:
         files[DIFF] = summary["diff"]

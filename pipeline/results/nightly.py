@@ -33,7 +33,9 @@ Then, from the history:
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,7 +50,7 @@ from pipeline.results.table import DtypeTable, display_names, merge_runs
 from pipeline.tree.git import head_commit
 from pipeline.tree.index import TreeIndex, load_index
 
-SCHEMA = 1  # of summary.json
+SCHEMA = 2  # of summary.json (2: plain table cells are just their outcome; shards)
 DEFAULT_MIN_PASSES = 3
 DEFAULT_FLAKY_WINDOW = 5
 DEFAULT_KEEP = 180
@@ -145,6 +147,44 @@ def collect_reports(
         )
     order = [r for r in runners if r in found] + sorted(r for r in found if r not in runners)
     return {r: tuple(found[r]) for r in order}, tuple(warnings)
+
+
+_SHARD_NUMBER = re.compile(r"shard-(\d+)")
+
+
+def shard_balance(
+    results: Path, walls: Mapping[str, Sequence[junit.ReportWall]]
+) -> dict[str, dict[str, Any]]:
+    """summary.json's ``shards``: per runner, each report's wall time (a shard's, in the
+    nightly workflow's layout) and the slowest shard over the mean."""
+    out: dict[str, dict[str, Any]] = {}
+    for runner, found in walls.items():
+        if not found:
+            continue
+        reports = []
+        for w in found:
+            path = Path(w.source)
+            rel = path.relative_to(results).as_posix() if path.is_relative_to(results) else w.source
+            number = _SHARD_NUMBER.fullmatch(path.stem)
+            reports.append(
+                {
+                    "report": rel,
+                    "shard": int(number.group(1)) if number else None,
+                    "seconds": w.seconds,
+                    "measured": w.measured,
+                    "tests": w.tests,
+                }
+            )
+        seconds = [r["seconds"] for r in reports]
+        mean = sum(seconds) / len(seconds)
+        out[runner] = {
+            "reports": reports,
+            "total_seconds": round(sum(seconds), 6),
+            "max_seconds": max(seconds),
+            "mean_seconds": round(mean, 6),
+            "ratio": round(max(seconds) / mean, 4) if mean > 0 else None,
+        }
+    return out
 
 
 # -------------------------------------------------------------------------- proposals
@@ -325,6 +365,7 @@ def build_summary(
     min_passes: int,
     reports: tuple[int, Sequence[str]],
     warnings: Sequence[str],
+    shards: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The nightly's summary.json (schema ``SCHEMA``, documented in docs/machine-output.md):
     what the dashboard and --json show."""
@@ -340,7 +381,8 @@ def build_summary(
         "min_passes": min_passes,
         "counts": counts,
         "pass_rate": {runner: pass_rate(c) for runner, c in counts.items()},
-        "table": table.to_dict(),
+        "table": table.to_dict(compact=True),
+        "shards": dict(shards or {}),
         "proposals": [d.to_dict() for d in proposals.decisions] if proposals else [],
         "proposal_note": proposals.note if proposals else "needs the tree index (see warnings)",
         "judged_nightlies": list(proposals.nightlies) if proposals else [],
@@ -377,6 +419,71 @@ class NightlyOutcome:
     junit_files: tuple[Path, ...]  # one merged report per runner, in dashboard_dir/junit/
 
 
+class _HistoryCheck:
+    """:func:`history.check` (thorough) of ``path`` in a thread; :meth:`result` waits for it
+    and raises what it raised."""
+
+    def __init__(self, path: Path) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(path,), daemon=True)
+        self._thread.start()
+
+    def _run(self, path: Path) -> None:
+        try:
+            history.check(path, thorough=True)
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def result(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+def _read_reports(settings: Settings, results: Path) -> tuple[
+    dict[str, tuple[Path, ...]],
+    list[str],
+    dict[str, tuple[CaseResult, ...]],
+    list[str],
+    dict[str, tuple[junit.ReportWall, ...]],
+    int,
+]:  # fmt: skip
+    """Every runner's reports under ``results``, read: (reports, warnings, cases, skipped
+    files, wall times, number of reports). A report that cannot be read is a warning (and
+    in summary.json's "reports"); only when none can be read at all is there nothing to
+    record (an input error, exit 2)."""
+    reports, found = collect_reports(results, settings.runners)
+    warnings = list(found)
+    cases: dict[str, tuple[CaseResult, ...]] = {}
+    skipped: list[str] = []
+    walls: dict[str, tuple[junit.ReportWall, ...]] = {}
+    for runner, paths in reports.items():
+        parsed = junit.parse_reports(paths)
+        warnings.extend(parsed.warnings)
+        skipped.extend(parsed.skipped)
+        if parsed.cases:
+            cases[runner] = parsed.cases
+            walls[runner] = parsed.walls
+        else:
+            # recorded as an empty run, it would hide tomorrow's regressions (compared with
+            # no results) and look like a night it did not have
+            warnings.append(
+                f"{runner}: no testcase could be read from its {len(paths)} report(s); "
+                "it is left out of tonight's record"
+            )
+    n_reports = sum(len(paths) for paths in reports.values())
+    if not cases:
+        shown = "; ".join(warnings[:3]) + ("; ..." if len(warnings) > 3 else "")
+        raise PipelineError(
+            f"--results {results}: none of the {n_reports} JUnit report(s) held a testcase "
+            f"that could be read, so no nightly was recorded ({shown})"
+        )
+    missing = [r for r in settings.runners if r not in cases]
+    if missing:
+        warnings.append(f"no results from {', '.join(missing)} (did its jobs run?)")
+    return reports, warnings, cases, skipped, walls, n_reports
+
+
 def run_nightly(
     settings: Settings,
     results: Path,
@@ -401,8 +508,8 @@ def run_nightly(
     ``<state_dir>/dashboard``); the rest of the dashboard is the report layer's
     (:func:`pipeline.report.nightly.publish`).
 
-    Order: the history is checked (a damaged one is an input error and stays untouched),
-    then every report is read and merged, and only then is the night recorded, in one
+    Order: the history is checked (a damaged one is an input error and stays untouched)
+    while every report is read, then they are merged, and only then is the night recorded, in one
     transaction, and analysed. After that, ``backups`` copies of the history are kept in
     its ``backups/`` folder (:func:`pipeline.results.history.backup`).
     """
@@ -414,58 +521,39 @@ def run_nightly(
         raise PipelineError("nightly: --backups must be >= 0 (0: keep no backups)")
     history_path = history_path or settings.state_dir / history.DEFAULT_FILE
     dashboard_dir = dashboard_dir or settings.state_dir / DEFAULT_DASHBOARD
-    if os.path.lexists(history_path):
-        # a damaged history stops the night before anything is read or written (the full
-        # integrity_check: about 0.1 s for 30 nights of 21,000 results)
-        history.check(history_path, thorough=True)
-    # Everything is read before the history is touched: a report that cannot be read is a
-    # warning (and in summary.json's "reports"), and only when none can be read at all is
-    # there nothing to record (an input error, exit 2).
-    reports, warnings = collect_reports(results, settings.runners)
-    warnings = list(warnings)
-    cases: dict[str, tuple[CaseResult, ...]] = {}
-    skipped: list[str] = []
-    for runner, paths in reports.items():
-        parsed = junit.parse_reports(paths)
-        warnings.extend(parsed.warnings)
-        skipped.extend(parsed.skipped)
-        if parsed.cases:
-            cases[runner] = parsed.cases
-        else:
-            # recorded as an empty run, it would hide tomorrow's regressions (compared with
-            # no results) and look like a night it did not have
-            warnings.append(
-                f"{runner}: no testcase could be read from its {len(paths)} report(s); "
-                "it is left out of tonight's record"
-            )
-    n_reports = sum(len(paths) for paths in reports.values())
-    if not cases:
-        shown = "; ".join(warnings[:3]) + ("; ..." if len(warnings) > 3 else "")
-        raise PipelineError(
-            f"--results {results}: none of the {n_reports} JUnit report(s) held a testcase "
-            f"that could be read, so no nightly was recorded ({shown})"
-        )
-    missing = [r for r in settings.runners if r not in cases]
-    if missing:
-        warnings.append(f"no results from {', '.join(missing)} (did its jobs run?)")
+    checked = os.path.lexists(history_path)
+    # A damaged history stops the night before anything is written: the full
+    # integrity_check (about 0.1 s for 30 nights of 21,000 results, 1.5 s for 180 nights of
+    # 3 × 20,000, in SQLite, without the GIL) runs in a thread while the reports are read,
+    # and nothing is written until it has passed; connect() then does not check again.
+    check = _HistoryCheck(history_path) if checked else None
+    try:
+        reports, warnings, cases, skipped, walls, n_reports = _read_reports(settings, results)
+        index: TreeIndex | None = None
+        backlog_items: Sequence[Any] | None = None
+        backlog_error = tree_warning = ""
+        try:
+            index = load_index(settings.tree)
+            backlog_items = backlog_of(index)
+        except PipelineError as exc:
+            backlog_error = str(exc)
+            tree_warning = f"cannot read the tree at {settings.root}: {exc}"
+        table = merge_runs(cases, display_names(index.opinfos) if index is not None else {})
+    except BaseException:
+        if check is not None:
+            check.result()  # a damaged history is the error to report first
+        raise
+    if check is not None:
+        check.result()
     merged = []
     for runner in cases:
         out = dashboard_dir / "junit" / f"{runner}.xml"
         warnings.extend(w for w in junit.merge_reports(reports[runner], out) if w not in warnings)
         merged.append(out)
+    if tree_warning:
+        warnings.append(tree_warning)
 
-    index: TreeIndex | None = None
-    backlog_items: Sequence[Any] | None = None
-    backlog_error = ""
-    try:
-        index = load_index(settings.tree)
-        backlog_items = backlog_of(index)
-    except PipelineError as exc:
-        backlog_error = str(exc)
-        warnings.append(f"cannot read the tree at {settings.root}: {exc}")
-    table = merge_runs(cases, display_names(index.opinfos) if index is not None else {})
-
-    db = history.connect(history_path)
+    db = history.connect(history_path, checked=checked)
     try:
         night = history.record_nightly(
             db,
@@ -522,5 +610,6 @@ def run_nightly(
         min_passes=min_passes,
         reports=(n_reports, tuple(skipped)),
         warnings=warnings,
+        shards=shard_balance(results, walls),
     )
     return NightlyOutcome(summary, table, dashboard_dir, tuple(merged))

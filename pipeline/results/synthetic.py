@@ -62,17 +62,26 @@ def _case_xml(i: int) -> str:
     return f"{head} />"
 
 
-def make_report(n_cases: int) -> str:
+def case_name(i: int) -> str:
+    """The name of the ``i``-th case of :func:`make_report` (for histories that match it)."""
+    return _case_name(i)
+
+
+def make_report(n_cases: int, *, start: int = 0, suite_time: float = 1.0) -> str:
     """Return a well-formed pytest-style JUnit document with ``n_cases`` distinct test ids.
 
     For benchmarks and tests only. Cases are consistency tests
     (``TestConsistencyMPS.test_output_match_op<N>_variant-<k>_mps_<dtype>``, every fifth
     operator an ``output_grad_match`` one) with a fixed, repeatable mix of pass, fail,
     error, xfail, xpass and skip, plus flaky cases in both rerun shapes.
+
+    ``start`` numbers the first case (a shard of a larger sweep: cases ``start`` to
+    ``start + n_cases - 1``); ``suite_time`` is the testsuite's ``time``, the wall time
+    pytest writes there.
     """
-    body = "".join(_case_xml(i) for i in range(n_cases))
+    body = "".join(_case_xml(i) for i in range(start, start + n_cases))
     return (
         '<?xml version="1.0" encoding="utf-8"?>\n<testsuites name="pytest tests">'
         f'<testsuite name="pytest" errors="0" failures="0" skipped="0" tests="{n_cases}"'
-        f' time="1.0" hostname="synthetic">{body}</testsuite></testsuites>\n'
+        f' time="{suite_time:.3f}" hostname="synthetic">{body}</testsuite></testsuites>\n'
     )

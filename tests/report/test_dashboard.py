@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -268,3 +269,37 @@ def test_a_regression_lists_its_suspects_escaped_and_cut():
     assert "a &lt;note&gt;" in row
     # a summary.json written before suspects existed still draws
     assert "<td>–</td>" in dashboard.render_html(summary())
+
+
+def test_plain_cells_and_the_shard_balance_of_a_schema_2_summary():
+    runs = {
+        r: [case("atan2", "float16", Outcome.PASS), case("atan2", "float32", Outcome.FAIL, "x")]
+        for r in ("macos-m1-14", "macos-m2-15")
+    }
+    table = merge_runs(runs).to_dict(compact=True)
+    assert table["rows"][0]["cells"]["float16"] == "pass"  # plain: just the outcome
+    assert table["rows"][0]["cells"]["float32"]["runners"]["macos-m1-14"]["message"] == "x"
+    evil = "m1<script>"
+    shards = {
+        evil: {
+            "reports": [
+                {"report": f"{evil}/shard-1.xml", "shard": 1, "seconds": 90.0,
+                 "measured": "suite", "tests": 10},
+                {"report": f"{evil}/x.xml", "shard": None, "seconds": 30.0,
+                 "measured": "cases", "tests": 5},
+            ],
+            "total_seconds": 120.0, "max_seconds": 90.0, "mean_seconds": 60.0, "ratio": 1.5,
+        }
+    }  # fmt: skip
+    page = dashboard.render_html(summary(schema=2, table=table, shards=shards))
+    assert "atan2 float16: pass on every runner" in page
+    assert "<h2>Shard balance</h2>" in page and "1.50×" in page
+    assert "1 min 30 s" in page and "30.0 s (sum of its tests)" in page
+    assert "m1&lt;script&gt;/x.xml" in page and "<script>" not in page
+    for svg in re.findall(r"<svg.*?</svg>", page, re.S):
+        parse_svg(svg)
+
+
+def test_a_schema_1_summary_has_no_shard_times():
+    page = dashboard.render_html(summary())
+    assert "No shard times (a summary from before schema 2" in page

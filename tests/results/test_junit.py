@@ -692,3 +692,23 @@ def test_100k_report_ingests_in_linear_time(tmp_path: Path) -> None:
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+@pytest.mark.parametrize(
+    ("xml", "seconds", "measured"),
+    [
+        ('<testsuites time="9.5"><testsuite time="1.0">{c}</testsuite></testsuites>', 9.5, "suite"),
+        ('<testsuites><testsuite time="2.5">{c}</testsuite><testsuite time="1.0"/></testsuites>',
+         3.5, "suite"),
+        ('<testsuite time="4.0">{c}</testsuite>', 4.0, "suite"),
+        ("<testsuite>{c}</testsuite>", 0.75, "cases"),
+        ('<testsuites><testsuite time="4.0">{c}', 0.75, "cases"),  # truncated
+    ],
+)  # fmt: skip
+def test_a_reports_wall_time(tmp_path: Path, xml: str, seconds: float, measured: str) -> None:
+    cases = '<testcase classname="c" name="a" time="0.5"/>'
+    cases += '<testcase classname="c" name="b" time="0.25"/>'
+    path = _write(tmp_path / "shard-1.xml", xml.format(c=cases))
+    (wall,) = parse_reports([path]).walls
+    assert (wall.seconds, wall.measured, wall.tests) == (seconds, measured, 2)
+    assert wall.source == str(path)
