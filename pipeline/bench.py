@@ -68,12 +68,15 @@ WHEEL_FILES = {
     COMMON_MPS: ("torch", "testing/_internal/common_mps.py"),
 }
 BENCHMARKS = (
-    "index", "audit", "migrate", "transaction", "junit", "shards", "fleet", "selection"
+    "index", "audit", "migrate", "transaction", "junit", "shards", "fleet", "suspects",
+    "selection",
 )  # fmt: skip
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
 REAL_FOLDS = ("logit", "pow", "addbmm")
 JUNIT_CASES = 100_000
+SUSPECT_COMMITS = 50  # a night's range of PyTorch commits
+SUSPECT_OPS = 5  # regressed operators whose suspects are named over that range
 SHARD_TESTS = 20_000  # the shards benchmark's suite, recorded for 7 nights on 3 runners
 WIDTH = 100  # of the printed report (notes are wrapped to it)
 # the environment must not point the subprocesses at another tree or interpreter
@@ -1203,6 +1206,73 @@ def _selection_figures(label: str, rows: list[dict[str, Any]]) -> list[Figure]:
     ]
 
 
+def bench_suspects(ctx: Context, n_commits: int | None = None) -> Result:
+    """Naming the suspects of a night's regressions over a range of commits of a checkout."""
+    from pipeline.impact.suspects import CommitAnalysis
+
+    n_commits = n_commits or (10 if ctx.quick else SUSPECT_COMMITS)
+    # the wheel's 15,789-line yaml, as a yaml commit costs on a real checkout
+    root = ctx.work / "suspects-tree"
+    shutil.copytree(real_tree(ctx), root)
+    settings = settings_for(
+        root, ctx.work / "suspects-state", opinfo_table=root / sandbox.OPINFO_TABLE
+    )
+    git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+
+    def commit(message: str) -> str:
+        subprocess.run([*git, "add", "-A"], check=True, capture_output=True)
+        subprocess.run([*git, "commit", "-qm", message], check=True, capture_output=True)
+        return subprocess.run(
+            [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    subprocess.run([*git, "init", "-q"], check=True, capture_output=True)
+    before = after = commit("base")
+    # a realistic mix: mostly files no MPS rule reads, then host files, kernels, the yaml
+    (root / "docs").mkdir()
+    touched = [root / "docs" / "notes.md", root / "docs" / "notes.md",
+               *sorted(root.glob(paths.OPERATIONS_MM))[:1],
+               *sorted(root.glob(paths.KERNELS_METAL))[:1], root / NATIVE_YAML]  # fmt: skip
+    for i in range(n_commits):
+        target = touched[i % len(touched)]
+        if target.suffix == ".md":
+            change = f"\n# change {i}\n"
+        elif target.suffix == ".yaml":  # a new operator's row: the whole yaml is read again
+            change = f"\n- func: mps_bench_{i}(Tensor self) -> Tensor\n  variants: function\n"
+        else:  # code every operator of the file may use
+            change = f"\nstatic inline int mps_bench_helper_{i}() {{ return {i}; }}\n"
+        with target.open("a", encoding="utf-8") as fh:
+            fh.write(change)
+        after = commit(f"change {i}: {target.name}")
+    infos = opinfo.load_opinfos(settings.tree)
+    ops = sorted({i.stem for i in infos})[:SUSPECT_OPS]
+
+    found: dict[str, int] = {}
+
+    def name_all() -> None:
+        analysis = CommitAnalysis(root, infos)
+        for op in ops:
+            found[op] = len(analysis.suspects(before, after, op).suspects)
+        found["analysed"] = analysis.analysed
+
+    samples = timed(name_all, ctx.repeats(3))
+    return Result(
+        "suspects",
+        "regression suspects over a range of commits",
+        f"{n_commits} commits (docs, .mm, .metal, native_functions.yaml edits) on the wheel's "
+        "yaml with the sandbox's kernels, "
+        f"suspects named for {len(ops)} regressed operators, each commit analysed once",
+        (
+            Figure(f"{len(ops)} operators over {n_commits} commits", _median(samples), "s",
+                   "< 5 s", True),
+            Figure("  per commit", _median(samples) / n_commits, "s"),
+        ),
+        notes=("one commit in five edits native_functions.yaml: those dominate (the yaml is "
+               "parsed for the commit and its parent)",),
+        data={"commits": n_commits, "operators": ops, "found": found},
+    )  # fmt: skip
+
+
 # --- the command ------------------------------------------------------------------------------
 
 RUNNERS: dict[str, Callable[[Context], Result]] = {
@@ -1213,6 +1283,7 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "junit": bench_junit,
     "shards": bench_shards,
     "fleet": bench_fleet,
+    "suspects": bench_suspects,
     "selection": bench_selection,
 }
 

@@ -138,3 +138,14 @@ def test_fleet_ingests_a_generated_night_and_measures_it(ctx: bench.Context) -> 
     assert figures["summary.json"].value > 0 and figures["summary.json"].goal == "<= 5 MB"
     assert "find_regressions" in child["phases_s"] and "check" in child["phases_s"]
     assert result.data["db_mb"] > 0 and result.data["nights"] == 4
+
+
+def test_suspects_analyses_each_commit_once(ctx: bench.Context) -> None:
+    result = bench.bench_suspects(ctx, n_commits=5)
+    found = result.data["found"]
+    assert result.data["commits"] == 5 and len(result.data["operators"]) == bench.SUSPECT_OPS
+    # the docs commits stop after their diff; the .mm, .metal and yaml ones are analysed
+    assert 0 < found["analysed"] <= 5
+    # the helper functions added to the kernel and host files make suspects
+    assert sum(found[op] for op in result.data["operators"]) > 0
+    assert result.figures[0].unit == "s" and result.figures[0].headline
