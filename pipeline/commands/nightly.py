@@ -124,7 +124,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             backlog_of=backlog,
         )
         files = publish(outcome)
-    except (PipelineError, KeyboardInterrupt):
+        # inside the try: a crash while printing must not exit 1 ("regressions") either
+        if args.json:
+            print(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
+        else:
+            render_terminal(outcome.summary, files, terminal())
+    except (PipelineError, KeyboardInterrupt, BrokenPipeError):
         raise
     except Exception as exc:
         traceback.print_exc()
@@ -132,10 +137,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             f"nightly: unexpected {type(exc).__name__} (a bug in mps-pipeline; the traceback "
             f"is above): exit {EXIT_CRASHED}, not 1, so CI does not take it for regressions"
         ) from exc
-    if args.json:
-        print(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
-    else:
-        render_terminal(outcome.summary, files, terminal())
     return 1 if outcome.summary["regressions"] else 0
 
 

@@ -270,6 +270,20 @@ def test_a_crash_while_reading_records_nothing_and_is_not_exit_1(
     assert db_path.read_bytes() == before and _nights_recorded(db_path) == 1
 
 
+def test_a_crash_while_reporting_is_exit_70_not_1(settings, nights, capsys, monkeypatch):
+    """A bug in printing the report (after the night is recorded) is exit 70 too: exit 1
+    would say "regressions" to the workflow, which would then save the history."""
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("a rendering bug")
+
+    monkeypatch.setattr(nightly, "render_terminal", broken)
+    state = ["--state-dir", str(settings.state_dir)]
+    assert main(["nightly", "--results", str(nights.results()), *state]) == 70
+    err = capsys.readouterr().err
+    assert "RuntimeError: a rendering bug" in err and "exit 70, not 1" in err
+
+
 def _damage(path: Path, form: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if form == "empty":
