@@ -239,15 +239,17 @@ def find_checkout(start: Path) -> Path | None:
 
 
 def _user_file(
-    config_path: Path | None, env: Mapping[str, str], checkout: Path | None
+    config_path: Path | None, env: Mapping[str, str], checkout: Path | None, cwd: Path
 ) -> Path | None:
-    """The user's config file: the one named, else the checkout's own (or None)."""
+    """The user's config file: the one named (relative to ``cwd``), else the checkout's own
+    (or None)."""
     if config_path is not None:
-        return config_path
+        return cwd / config_path
     if env.get(CONFIG_ENV):
-        if not Path(env[CONFIG_ENV]).is_file():
+        named = cwd / env[CONFIG_ENV]
+        if not named.is_file():
             raise ConfigError(f"{CONFIG_ENV}={env[CONFIG_ENV]}: no such config file")
-        return Path(env[CONFIG_ENV])
+        return named
     if checkout is None:
         return None
     yaml_file = checkout / CHECKOUT_CONFIG
@@ -360,7 +362,7 @@ def load_settings(
         checkout: Path | None = (cwd / os.path.expanduser(named_root)).resolve()
     else:
         checkout = None if named_root == SANDBOX else find_checkout(cwd)
-    user_path = _user_file(config_path, env, checkout)
+    user_path = _user_file(config_path, env, checkout, cwd)
 
     sources = {key: Source(value, DEFAULT) for key, value in defaults().items()}
     bases = dict.fromkeys(_PATH_KEYS, cwd)

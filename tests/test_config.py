@@ -297,3 +297,10 @@ def test_in_process_doit_runs_read_their_own_variables(
         .err.splitlines()[-1]
         .startswith(f"root: the bundled sandbox, working copy {second / 'sandbox'}")
     )
+
+
+def test_a_relative_config_file_is_relative_to_the_working_directory(tmp_path: Path) -> None:
+    _write(tmp_path, "lock_wait: 9\n", "mine.yaml")
+    assert load_settings(config_path=Path("mine.yaml"), env={}, cwd=tmp_path).lock_wait == 9
+    env = {"MPS_PIPELINE_CONFIG": "mine.yaml"}
+    assert load_settings(env=env, cwd=tmp_path).lock_wait == 9

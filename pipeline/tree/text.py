@@ -60,8 +60,10 @@ def decode(data: bytes, rel: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        start = data.rfind(b"\n", 0, exc.start) + 1
-        line = data.count(b"\n", 0, exc.start) + 1
+        # lines as read_text counts them: \r\n, \r and \n each end one
+        head = data[: exc.start].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        start = exc.start - (len(head) - head.rfind(b"\n") - 1)
+        line = head.count(b"\n") + 1
         # everything before the first bad byte decodes: the column counts characters
         column = len(data[start : exc.start].decode("utf-8")) + 1
         raise UnreadableFileError(
