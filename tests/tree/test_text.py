@@ -96,10 +96,7 @@ def test_os_errors_name_the_file(tmp_path: Path, monkeypatch) -> None:
         read_text(locked, "locked.metal")
 
 
-def test_the_line_of_a_bad_byte_counts_every_line_end(tmp_path: Path) -> None:
-    from pipeline.errors import UnreadableFileError
-    from pipeline.tree.text import decode
-
+def test_the_line_of_a_bad_byte_counts_every_line_end() -> None:
     for ending in (b"\n", b"\r\n", b"\r"):
         data = ending.join([b"a", b"b", b"cd\xe9"])
         with pytest.raises(UnreadableFileError, match="byte 0xe9 at line 3, column 3"):
