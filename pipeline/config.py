@@ -388,11 +388,12 @@ def load_settings(
             )
 
     root_value = sources["root"].value
-    if root_value is None:
-        found = find_checkout(cwd)
-        is_sandbox = found is None
+    if root_value is None:  # no source named a root: `checkout` is the one around cwd
+        is_sandbox = checkout is None
         sources["root"] = (
-            Source(SANDBOX, NO_CHECKOUT) if found is None else Source(str(found), FROM_CHECKOUT)
+            Source(SANDBOX, NO_CHECKOUT)
+            if checkout is None
+            else Source(str(checkout), FROM_CHECKOUT)
         )
     else:
         is_sandbox = root_value == SANDBOX

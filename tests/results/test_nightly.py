@@ -7,7 +7,6 @@ sandbox's own test/test_mps.py, built with ninja, once per simulated macOS versi
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from pipeline.sandbox import backend
 from pipeline.tree import common_mps
 from pipeline.tree.opinfo import OpInfoRecord
 from pipeline.workspace import prepare
-from tests.results.nightly_runs import RUNNERS, proposed, run
+from tests.results.nightly_runs import RUNNERS, proposed, run, sandbox_sweep
 
 
 @pytest.fixture
@@ -312,20 +311,7 @@ def test_sandbox_test_mps_on_three_simulated_runners(tmp_path, monkeypatch):
     assert build.returncode == 0, build.stdout + build.stderr
 
     results = tmp_path / "results"
-    sweeps = []
-    for runner, version in MACOS.items():  # the three runners, side by side
-        report = results / runner / "shard-1.xml"
-        report.parent.mkdir(parents=True)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "test/test_mps.py", "-k", SANDBOX_TESTS,
-             f"--junitxml={report}"],
-            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", backend.MACOS_ENV: version},
-        )  # fmt: skip
-        sweeps.append((proc, report))
-    for proc, report in sweeps:
-        output, _ = proc.communicate(timeout=120)
-        assert proc.returncode in (0, 1) and report.is_file(), output
+    sandbox_sweep(root, results, MACOS, SANDBOX_TESTS)  # the three runners, side by side
 
     first = run(settings, results, min_passes=2)
     assert first["proposals"] == []
