@@ -33,4 +33,4 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Figures quoted in issue notes: medians and ratios, never pass/fail thresholds."""
     _install(session)
-    session.run("python", "-m", "pipeline.bench", *session.posargs)
+    session.run("python", "-m", "bench", *session.posargs)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import bench
+import bench.__main__ as bench
 from pipeline.tree import native_yaml
 
 
@@ -23,7 +23,7 @@ def ctx(tmp_path: Path) -> bench.Context:
 def test_quick_junit_run_prints_figures_and_writes_json(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     proc = subprocess.run(
-        [sys.executable, "-m", "pipeline.bench", "--quick", "--only", "junit"]
+        [sys.executable, "-m", "bench", "--quick", "--only", "junit"]
         + ["--cache-dir", str(cache)],
         capture_output=True,
         text=True,

@@ -27,7 +27,7 @@ from pipeline.results.junit import (
     parse_reports,
     parse_test_id,
 )
-from pipeline.results.synthetic import make_report
+from bench.synthetic import make_report
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "junit"
 

@@ -1,4 +1,4 @@
-"""Performance figures for issue notes: ``python -m pipeline.bench [--quick] [--only NAME...]``.
+"""Performance figures for issue notes: ``python -m bench [--quick] [--only NAME...]``.
 
 Every figure is a median of repeated runs, or a ratio of two medians, printed with what it
 measures. The goal an issue set is shown beside it for context; nothing is checked against
@@ -652,7 +652,7 @@ def bench_transaction(ctx: Context) -> Result:
 def bench_junit(ctx: Context, n_cases: int = JUNIT_CASES) -> Result:
     """Median time of ``parse_report`` on a synthetic ``n_cases``-testcase report."""
     from pipeline.results.junit import parse_report
-    from pipeline.results.synthetic import make_report
+    from bench.synthetic import make_report
 
     path = ctx.work / f"junit-{n_cases}.xml"
     path.write_text(make_report(n_cases), encoding="utf-8")
@@ -801,7 +801,7 @@ _ANALYSIS = ("propose", "propose_moves", "find_regressions", "name_suspects", "f
 def fleet_history(path: Path, n_tests: int, nights: int, runners: Sequence[str]) -> None:
     """A history of ``nights`` nightlies × ``runners`` × ``n_tests`` results, in SQL.
 
-    The tests are :func:`pipeline.results.synthetic.make_report`'s, with its outcomes,
+    The tests are :func:`bench.synthetic.make_report`'s, with its outcomes,
     except that a quarter of its failures passed before (tonight's regressions) and one
     test in 1,999 failed on a night (flips: flaky over the window, fixes, regressions).
     """
@@ -809,7 +809,7 @@ def fleet_history(path: Path, n_tests: int, nights: int, runners: Sequence[str])
 
     from pipeline.results import history
     from pipeline.results.junit import parse_test_id
-    from pipeline.results.synthetic import case_name
+    from bench.synthetic import case_name
 
     db = history.connect(path)
     try:
@@ -918,7 +918,7 @@ def bench_fleet(
 ) -> Result:
     """One nightly at fleet size, on a generated history: see :func:`fleet_history`."""
     from pipeline.results import history, shards
-    from pipeline.results.synthetic import case_name, make_report
+    from bench.synthetic import case_name, make_report
 
     n_tests = n_tests or (1_200 if ctx.quick else FLEET_TESTS)
     nights = nights or (8 if ctx.quick else FLEET_NIGHTS)
@@ -942,7 +942,7 @@ def bench_fleet(
     root = sandbox.materialize(work / "tree")
     spec = {"root": str(root), "state": str(work / "state"), "results": str(results),
             "history": str(path), "runners": list(FLEET_RUNNERS)}  # fmt: skip
-    code = f"from pipeline.bench import fleet_child; fleet_child({json.dumps(spec)!r})"
+    code = f"from bench.__main__ import fleet_child; fleet_child({json.dumps(spec)!r})"
     child = json.loads(run(ctx, [sys.executable, "-c", code], REPO).stdout.splitlines()[-1])
     ingest = child["run_nightly_s"] + child["publish_s"]
     phases = child["phases_s"]
@@ -1331,7 +1331,7 @@ def _load() -> float | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline.bench", description=__doc__.split("\n")[0]
+        prog="python -m bench", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (about a third)")
     parser.add_argument(
