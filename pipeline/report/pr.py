@@ -40,7 +40,7 @@ from pipeline.impact import affected, selected_opinfos
 from pipeline.report import render
 from pipeline.report.clip import LogCap, clip_line
 from pipeline.report.console import terminal
-from pipeline.report.github import STATUS_DESCRIPTION_MAX, GitHubClient, token_from_env
+from pipeline.github import STATUS_DESCRIPTION_MAX, GitHubClient, token_from_env
 from pipeline.report.impact import render_text
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
 from pipeline.results import baseline as baselines

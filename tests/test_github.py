@@ -15,8 +15,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from pipeline.errors import GitHubError
-from pipeline.report import github as github_module
-from pipeline.report.github import GitHubClient, token_from_env
+from pipeline import github as github_module
+from pipeline.github import GitHubClient, token_from_env
 
 TOKEN = "ghp_S3cr3tT0kenThatMustNeverBePrinted0123"
 REPO = "octo/pytorch"
