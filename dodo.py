@@ -1,6 +1,6 @@
 """doit entry point: `doit migrate_op op=atan2`, `doit audit op=atan2`, `doit pr_report pr=N`, ...
 
-The tasks are derived from the stage table in pipeline/guide/graph.py; see `doit list`,
+The tasks are derived from the stage table in pipeline/flows/migrate.py; see `doit list`,
 `doit help TASK` and the README.
 """
 

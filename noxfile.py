@@ -24,9 +24,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
-    """ruff on the package, tests, dodo.py and noxfile.py."""
-    session.install("ruff")
-    session.run("ruff", "check", "pipeline", "tests", "dodo.py", "noxfile.py")
+    """ruff; the layers (import-linter contracts in pyproject.toml); mypy on pipeline/."""
+    session.install("-e", ".[dev]")
+    session.run("ruff", "check", "pipeline", "tests", "bench", "dodo.py", "noxfile.py")
+    session.run("lint-imports")
+    session.run("mypy")
 
 
 @nox.session(python="3.11")

@@ -445,7 +445,7 @@ def import_costs(importtime: str, module: str) -> dict[str, float]:
 
 def audit_in_process(settings: Settings, n: int) -> list[float]:
     """The audit task's own work, in this process: warm load_index, record, checklist."""
-    from pipeline.guide.audit import record_audit
+    from pipeline.flows.audit import record_audit
 
     console = Console(file=io.StringIO(), width=100)
     return timed(lambda: record_audit(settings, AUDIT_OP, console), n)
@@ -651,8 +651,8 @@ def bench_transaction(ctx: Context) -> Result:
 
 def bench_junit(ctx: Context, n_cases: int = JUNIT_CASES) -> Result:
     """Median time of ``parse_report`` on a synthetic ``n_cases``-testcase report."""
-    from pipeline.results.junit import parse_report
     from bench.synthetic import make_report
+    from pipeline.results.junit import parse_report
 
     path = ctx.work / f"junit-{n_cases}.xml"
     path.write_text(make_report(n_cases), encoding="utf-8")
@@ -807,9 +807,9 @@ def fleet_history(path: Path, n_tests: int, nights: int, runners: Sequence[str])
     """
     from datetime import datetime, timedelta, timezone
 
+    from bench.synthetic import case_name
     from pipeline.results import history
     from pipeline.results.junit import parse_test_id
-    from bench.synthetic import case_name
 
     db = history.connect(path)
     try:
@@ -855,9 +855,9 @@ def fleet_child(spec: str) -> None:
     import importlib
     import resource
 
+    from pipeline.flows import nightly
     from pipeline.guide.backlog import backlog
     from pipeline.report.nightly import publish
-    from pipeline.results import nightly
 
     args = json.loads(spec)
     phases: dict[str, float] = {}
@@ -917,8 +917,8 @@ def bench_fleet(
     shards_per_runner: int = FLEET_SHARDS,
 ) -> Result:
     """One nightly at fleet size, on a generated history: see :func:`fleet_history`."""
-    from pipeline.results import history, shards
     from bench.synthetic import case_name, make_report
+    from pipeline.results import history, shards
 
     n_tests = n_tests or (1_200 if ctx.quick else FLEET_TESTS)
     nights = nights or (8 if ctx.quick else FLEET_NIGHTS)

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pipeline.run.build import CompilerError
-
+from dataclasses import dataclass
 
 # The exit-code table, the same for `python -m pipeline` and doit (README, "Exit status").
 EXIT_OK = 0
@@ -113,6 +109,19 @@ class TreeBusyError(PipelineError):
 
 class EditVerificationError(PipelineError):
     """An edit, re-parsed, did not change exactly what was intended; nothing was written."""
+
+
+@dataclass(frozen=True)
+class CompilerError:
+    """The first error a compiler (or cmake) reported: where, and what."""
+
+    path: str
+    line: int
+    column: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
 
 
 class BuildError(PipelineError):

@@ -1,4 +1,4 @@
-"""doit tasks, derived from the stage table (:data:`pipeline.guide.graph.STAGES`).
+"""doit tasks, derived from the stage table (:data:`pipeline.flows.migrate.STAGES`).
 
 ``dodo.py`` re-exports :data:`TASKS`. Variables come from the doit command line
 (``doit migrate_op op=atan2 root=/path/to/pytorch force=1 dry_run=1 body="..."``; each is
@@ -25,7 +25,7 @@ from doit.exceptions import TaskError, TaskFailed
 
 from pipeline.config import OVERRIDABLE, Settings, load_settings
 from pipeline.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_WORK_LEFT, PipelineError
-from pipeline.guide.graph import BY_NAME, STAGES, VARIABLES, Request, Stage
+from pipeline.flows.migrate import BY_NAME, STAGES, VARIABLES, Request, Stage
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -233,7 +233,7 @@ def task_pr_report() -> dict:
     base, head, dry_run = var("base"), var("head"), flag("dry_run")
 
     def run(_console: Console) -> None:
-        from pipeline.report import pr as pr_report
+        from pipeline.flows import pr as pr_report
 
         pr_report.report(settings(), pr_report.pr_number(pr), base=base, head=head, dry_run=dry_run)
 

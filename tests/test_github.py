@@ -14,8 +14,8 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from pipeline.errors import GitHubError
 from pipeline import github as github_module
+from pipeline.errors import GitHubError
 from pipeline.github import GitHubClient, token_from_env
 
 TOKEN = "ghp_S3cr3tT0kenThatMustNeverBePrinted0123"

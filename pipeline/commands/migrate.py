@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline.config import OVERRIDABLE, Settings
-from pipeline.guide.graph import STAGE_NAMES
+from pipeline.flows.migrate import STAGE_NAMES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -25,16 +25,12 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.errors import EXIT_CRASHED, PipelineError
+from pipeline.flows.nightly import run_nightly
 from pipeline.guide.backlog import backlog
 from pipeline.report.console import terminal
 from pipeline.report.nightly import publish, render_terminal
 from pipeline.results import history
-from pipeline.results.nightly import (
-    DEFAULT_FLAKY_WINDOW,
-    DEFAULT_KEEP,
-    DEFAULT_MIN_PASSES,
-    run_nightly,
-)
+from pipeline.results.nightly import DEFAULT_FLAKY_WINDOW, DEFAULT_KEEP, DEFAULT_MIN_PASSES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -2,7 +2,7 @@
 
 What it does, and how ci/workflows/mps-pr.yml splits it between a tokenless Mac job
 (``--results-only``) and a posting job (``--post-from DIR``), is described in
-:mod:`pipeline.report.pr`; ``--dry-run`` prints the comment instead of posting it. How the
+:mod:`pipeline.flows.pr`; ``--dry-run`` prints the comment instead of posting it. How the
 failing tests are compared with the nightly history (``--history``, ``--runner``) is
 described in :mod:`pipeline.results.baseline`.
 """
@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.report.pr import report
+from pipeline.flows.pr import report
 from pipeline.results import history
 from pipeline.results.baseline import RUNNER_ENV
 from pipeline.tree.git import BASE_BRANCHES

@@ -16,16 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pipeline.dtypes import sort_key
-from pipeline.edit.atomic import FileEdit
-from pipeline.edit.xfails import XfailChange
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
-from pipeline.tree import paths
-from pipeline.tree.text import read_text
 
 # "move": the dtypes leave the entry for a macOS-version list (pipeline.results.macos)
 Action = Literal["keep", "drop_dtypes", "delete", "narrow_none", "move"]
@@ -280,39 +275,3 @@ def decide_xfails(
         for entry in entries
         if entry.key in by_key
     )
-
-
-def to_changes(decisions: Iterable[XfailDecision]) -> tuple[XfailChange, ...]:
-    """The editor's input (pipeline.edit.xfails.XfailChange) for every decision but "keep".
-
-    A "move" is not a removal alone: :func:`pipeline.results.macos.proposal_edit` edits it.
-    """
-    decisions = tuple(decisions)
-    moves = [d.key for d in decisions if d.action == "move"]
-    if moves:
-        raise ValueError(f"to_changes: {', '.join(moves)} move to another list, not only out")
-    return tuple(
-        XfailChange(
-            d.list,
-            d.function,
-            d.key,
-            None if d.action == "delete" else d.new_dtypes,
-            delete=d.action == "delete",
-        )
-        for d in decisions
-        if d.action != "keep"
-    )
-
-
-def removal_edit(root: Path, decisions: Iterable[XfailDecision]) -> FileEdit | None:
-    """The (unapplied) edit of the tree's common_mps.py that ``decisions`` make; None when
-    every decision keeps its entry."""
-    changes = to_changes(decisions)
-    if not changes:
-        return None
-    # Imported here: libcst (behind the xfail editor) is 0.2 s of start-up that only a
-    # caller that really has entries to drop should pay.
-    from pipeline.edit.xfails import apply_xfail_changes
-
-    text = read_text(root / paths.COMMON_MPS, paths.COMMON_MPS)
-    return apply_xfail_changes(text, paths.COMMON_MPS, changes)

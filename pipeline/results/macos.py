@@ -27,17 +27,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.dtypes import sort_key
-from pipeline.edit.atomic import FileEdit
 from pipeline.results import decide, history
 from pipeline.results.decide import OpInfoLike, XfailDecision, XfailLike
 from pipeline.results.junit import Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
-from pipeline.tree import paths
-from pipeline.tree.text import read_text
 
 if TYPE_CHECKING:
     from pipeline.tree.index import TreeIndex
@@ -285,35 +281,3 @@ def held_warnings(held: Sequence[str], limit: int = 3) -> tuple[str, ...]:
     if len(held) > limit:
         out.append(f"no macOS-version move for {len(held) - limit} more dtype(s), likewise")
     return tuple(out)
-
-
-# ---------------------------------------------------------------------------- the edit
-
-
-def proposal_edit(root: Path, decisions: Iterable[XfailDecision]) -> FileEdit | None:
-    """The (unapplied, verified) edit of the tree's common_mps.py that removals and moves
-    make together; None when there is nothing to change.
-
-    An entry that loses dtypes to several decisions (a removal and a move, two moves)
-    keeps only the dtypes every one of them keeps.
-    """
-    decisions = [d for d in decisions if d.action != "keep"]
-    if not decisions:
-        return None
-    from pipeline.edit.macos_lists import XfailAddition, apply_xfail_moves
-    from pipeline.edit.xfails import XfailChange
-
-    # what each entry keeps: what every decision on it keeps (none of them keeps "all")
-    keeps: dict[tuple[str, str, str], tuple[str, ...]] = {}
-    for d in decisions:
-        target = (d.list, d.function, d.key)
-        new = () if d.action == "delete" else tuple(d.new_dtypes or ())
-        keeps[target] = tuple(x for x in keeps.get(target, new) if x in new)
-    changes = [XfailChange(*target, new or None, delete=not new) for target, new in keeps.items()]
-    additions = [
-        XfailAddition(d.to_list, d.function, d.key, d.dropped)
-        for d in decisions
-        if d.action == MOVE and d.to_list is not None
-    ]
-    text = read_text(root / paths.COMMON_MPS, paths.COMMON_MPS)
-    return apply_xfail_moves(text, paths.COMMON_MPS, changes, additions)

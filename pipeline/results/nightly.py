@@ -32,11 +32,9 @@ Then, from the history:
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -44,11 +42,10 @@ from typing import Any
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.impact.suspects import CommitAnalysis, Suspect
-from pipeline.results import decide, history, junit, macos
+from pipeline.results import decide, history, junit
 from pipeline.results.junit import CaseResult, Outcome
-from pipeline.results.table import DtypeTable, display_names, merge_runs
-from pipeline.tree.git import head_commit
-from pipeline.tree.index import TreeIndex, load_index
+from pipeline.results.table import DtypeTable, merge_runs
+from pipeline.tree.index import TreeIndex
 
 SCHEMA = 2  # of summary.json (2: plain table cells are just their outcome; shards)
 DEFAULT_MIN_PASSES = 3
@@ -243,12 +240,6 @@ def propose(
     return Proposals(tuple(proposals), tuple(candidates), "", starts, note)
 
 
-def _diff(settings: Settings, decisions: Sequence[decide.XfailDecision]) -> str:
-    """The unified diff of common_mps.py that ``decisions`` make (the tree is not touched)."""
-    edit = macos.proposal_edit(settings.root, decisions)
-    return edit.diff() if edit is not None else ""
-
-
 # ------------------------------------------------------------ regressions and flakes
 
 
@@ -417,199 +408,3 @@ class NightlyOutcome:
     table: DtypeTable
     dashboard_dir: Path
     junit_files: tuple[Path, ...]  # one merged report per runner, in dashboard_dir/junit/
-
-
-class _HistoryCheck:
-    """:func:`history.check` (thorough) of ``path`` in a thread; :meth:`result` waits for it
-    and raises what it raised."""
-
-    def __init__(self, path: Path) -> None:
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(path,), daemon=True)
-        self._thread.start()
-
-    def _run(self, path: Path) -> None:
-        try:
-            history.check(path, thorough=True)
-        except BaseException as exc:  # handed to the caller by result()
-            self._error = exc
-
-    def result(self) -> None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-
-def _read_reports(settings: Settings, results: Path) -> tuple[
-    dict[str, tuple[Path, ...]],
-    list[str],
-    dict[str, tuple[CaseResult, ...]],
-    list[str],
-    dict[str, tuple[junit.ReportWall, ...]],
-    int,
-]:  # fmt: skip
-    """Every runner's reports under ``results``, read: (reports, warnings, cases, skipped
-    files, wall times, number of reports). A report that cannot be read is a warning (and
-    in summary.json's "reports"); only when none can be read at all is there nothing to
-    record (an input error, exit 2)."""
-    reports, found = collect_reports(results, settings.runners)
-    warnings = list(found)
-    cases: dict[str, tuple[CaseResult, ...]] = {}
-    skipped: list[str] = []
-    walls: dict[str, tuple[junit.ReportWall, ...]] = {}
-    for runner, paths in reports.items():
-        parsed = junit.parse_reports(paths)
-        warnings.extend(parsed.warnings)
-        skipped.extend(parsed.skipped)
-        if parsed.cases:
-            cases[runner] = parsed.cases
-            walls[runner] = parsed.walls
-        else:
-            # recorded as an empty run, it would hide tomorrow's regressions (compared with
-            # no results) and look like a night it did not have
-            warnings.append(
-                f"{runner}: no testcase could be read from its {len(paths)} report(s); "
-                "it is left out of tonight's record"
-            )
-    n_reports = sum(len(paths) for paths in reports.values())
-    if not cases:
-        shown = "; ".join(warnings[:3]) + ("; ..." if len(warnings) > 3 else "")
-        raise PipelineError(
-            f"--results {results}: none of the {n_reports} JUnit report(s) held a testcase "
-            f"that could be read, so no nightly was recorded ({shown})"
-        )
-    missing = [r for r in settings.runners if r not in cases]
-    if missing:
-        warnings.append(f"no results from {', '.join(missing)} (did its jobs run?)")
-    return reports, warnings, cases, skipped, walls, n_reports
-
-
-def run_nightly(
-    settings: Settings,
-    results: Path,
-    *,
-    history_path: Path | None = None,
-    dashboard_dir: Path | None = None,
-    min_passes: int = DEFAULT_MIN_PASSES,
-    flaky_window: int = DEFAULT_FLAKY_WINDOW,
-    keep: int = DEFAULT_KEEP,
-    backups: int = history.DEFAULT_BACKUPS,
-    commit: str | None = None,
-    source: str = "",
-    started: str | None = None,
-    backlog_of: Callable[[TreeIndex], Sequence[Any]],
-) -> NightlyOutcome:
-    """Record one nightly in the history and analyse it; see the module docstring.
-
-    ``backlog_of`` is :func:`pipeline.guide.backlog.backlog`, passed in by the caller:
-    interpreting results sits below the guide's domain logic.
-
-    The merged JUnit reports are written to ``dashboard_dir/junit/`` (default
-    ``<state_dir>/dashboard``); the rest of the dashboard is the report layer's
-    (:func:`pipeline.report.nightly.publish`).
-
-    Order: the history is checked (a damaged one is an input error and stays untouched)
-    while every report is read, then they are merged, and only then is the night recorded, in one
-    transaction, and analysed. After that, ``backups`` copies of the history are kept in
-    its ``backups/`` folder (:func:`pipeline.results.history.backup`).
-    """
-    if min_passes < 1 or flaky_window < 2 or keep < max(min_passes, flaky_window):
-        raise PipelineError(
-            "nightly: --min-passes must be >= 1, --flaky-window >= 2, and --keep at least both"
-        )
-    if backups < 0:
-        raise PipelineError("nightly: --backups must be >= 0 (0: keep no backups)")
-    history_path = history_path or settings.state_dir / history.DEFAULT_FILE
-    dashboard_dir = dashboard_dir or settings.state_dir / DEFAULT_DASHBOARD
-    checked = os.path.lexists(history_path)
-    # A damaged history stops the night before anything is written: the full
-    # integrity_check (about 0.1 s for 30 nights of 21,000 results, 1.5 s for 180 nights of
-    # 3 × 20,000, in SQLite, without the GIL) runs in a thread while the reports are read,
-    # and nothing is written until it has passed; connect() then does not check again.
-    check = _HistoryCheck(history_path) if checked else None
-    try:
-        reports, warnings, cases, skipped, walls, n_reports = _read_reports(settings, results)
-        index: TreeIndex | None = None
-        backlog_items: Sequence[Any] | None = None
-        backlog_error = tree_warning = ""
-        try:
-            index = load_index(settings.tree)
-            backlog_items = backlog_of(index)
-        except PipelineError as exc:
-            backlog_error = str(exc)
-            tree_warning = f"cannot read the tree at {settings.root}: {exc}"
-        table = merge_runs(cases, display_names(index.opinfos) if index is not None else {})
-    except BaseException:
-        if check is not None:
-            check.result()  # a damaged history is the error to report first
-        raise
-    if check is not None:
-        check.result()
-    merged = []
-    for runner in cases:
-        out = dashboard_dir / "junit" / f"{runner}.xml"
-        warnings.extend(w for w in junit.merge_reports(reports[runner], out) if w not in warnings)
-        merged.append(out)
-    if tree_warning:
-        warnings.append(tree_warning)
-
-    db = history.connect(history_path, checked=checked)
-    try:
-        night = history.record_nightly(
-            db,
-            cases,
-            commit=head_commit(settings.root) if commit is None else commit,
-            started=started,
-            source=source,
-        )
-        proposals = None
-        if index is not None:
-            window = history.nightlies(db, min_passes, until=night.started)
-            proposals = propose(db, index, table, window, settings.runners, min_passes)
-            moves = macos.propose_moves(
-                db, index, table, window, settings.runners, settings.runner_macos, min_passes
-            )
-            warnings.extend(macos.held_warnings(moves.held))
-            if moves.decisions:
-                proposals = replace(
-                    proposals, decisions=proposals.decisions + moves.decisions, note=""
-                )
-            if proposals.decisions:
-                try:
-                    diff = _diff(settings, proposals.decisions)
-                    proposals = Proposals(
-                        proposals.decisions, proposals.candidates, diff, proposals.nightlies, ""
-                    )
-                except PipelineError as exc:
-                    warnings.append(f"could not write the xfail diff: {exc}")
-        regressions = find_regressions(db, night, cases)
-        flaky = find_flaky(db, cases, flaky_window)
-        trend = history.outcome_counts(db, CHART_NIGHTLIES)
-        pruned = history.prune(db, keep)
-        if pruned:
-            warnings.append(f"history: dropped the {pruned} oldest nightlies (keeping {keep})")
-        history.backup(db, history_path, night.started, backups)
-    finally:
-        db.close()
-    if regressions:
-        opinfos = index.opinfos if index is not None else ()
-        regressions = name_suspects(
-            settings.root, regressions, night.commit, opinfos, settings.test_kinds
-        )
-
-    summary = build_summary(
-        night=night,
-        settings=settings,
-        table=table,
-        proposals=proposals,
-        regressions=regressions,
-        flaky=flaky,
-        backlog_items=backlog_items,
-        backlog_error=backlog_error,
-        trend=trend,
-        min_passes=min_passes,
-        reports=(n_reports, tuple(skipped)),
-        warnings=warnings,
-        shards=shard_balance(results, walls),
-    )
-    return NightlyOutcome(summary, table, dashboard_dir, tuple(merged))

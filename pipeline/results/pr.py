@@ -3,7 +3,7 @@
 ``results.json`` is written on the self-hosted Mac, which ran the PR's code, and read in
 another job that holds a write token (``pr-report --post-from``): every field is checked
 before use, with a message naming where in the file it went wrong. The model that is
-written and read is :class:`pipeline.report.pr.PrResults`.
+written and read is :class:`pipeline.flows.pr.PrResults`.
 """
 
 from __future__ import annotations

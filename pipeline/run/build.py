@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pipeline.errors import BuildError
+from pipeline.errors import BuildError, CompilerError
 from pipeline.run.progress import ProgressDisplay, progress_display, stream, strip_ansi
 
 # Forced so that progress lines parse whatever the user's NINJA_STATUS says; it also reaches
@@ -37,19 +37,6 @@ _NINJA_ERROR = re.compile(r"ninja: (?:error|fatal): (?P<message>.+)")
 _NO_BUILD_FILE = re.compile(r"loading '[^']+': No such file or directory")
 _NO_DIRECTORY = re.compile(r"chdir to '[^']+' - No such file or directory")
 _UNKNOWN_TARGET = re.compile(r"unknown target '(?P<target>[^']+)'(?P<rest>.*)")
-
-
-@dataclass(frozen=True)
-class CompilerError:
-    """The first error a compiler (or cmake) reported: where, and what."""
-
-    path: str
-    line: int
-    column: int | None
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
 
 
 @dataclass(frozen=True)

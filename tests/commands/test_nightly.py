@@ -20,8 +20,8 @@ import yaml
 from pipeline.__main__ import build_parser, main
 from pipeline.commands import nightly
 from pipeline.config import load_settings
+from pipeline.flows import nightly as nightly_flow
 from pipeline.results import history
-from pipeline.results import nightly as nightly_module
 from pipeline.results.junit import Outcome, parse_reports
 from pipeline.sandbox import backend
 from pipeline.tree import paths
@@ -328,7 +328,7 @@ def test_backups_rotate_and_check_history_reads_them(settings, nights, capsys, t
     assert "no history here" in capsys.readouterr().err
     assert build_parser("nightly").parse_args(["nightly", "--backups", "3"]).backups == 3
     for day in range(1, 5):  # as `nightly --backups 3`, on given nights
-        outcome = nightly_module.run_nightly(
+        outcome = nightly_flow.run_nightly(
             settings, nights.results(), history_path=db_path, backups=3,
             started=history.timestamp(f"2026-03-0{day}T03:17:00Z"), backlog_of=lambda index: (),
         )  # fmt: skip

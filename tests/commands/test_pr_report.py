@@ -20,12 +20,13 @@ from pipeline import sandbox, state
 from pipeline.__main__ import build_parser
 from pipeline.config import Settings, load_settings
 from pipeline.errors import BuildError, GitHubError, PipelineError
-from pipeline.guide import graph, stages
+from pipeline.flows import migrate as graph
+from pipeline.flows import nightly as nightly_flow
+from pipeline.flows import pr, stages
 from pipeline.guide.backlog import backlog
-from pipeline.report import pr
 from pipeline.report.clip import MAX_LINE_CHARS, MAX_LOG_CHARS
 from pipeline.report.pr_comment import MARKER, commit_status_for
-from pipeline.results import history, nightly
+from pipeline.results import history
 from pipeline.run.build import CompilerError, find_ninja
 from pipeline.sandbox import backend
 from pipeline.workspace import prepare
@@ -578,7 +579,7 @@ def record_nights(settings: Settings, db: Path, nights: list[dict[str, Path]], s
         for runner, report in reports.items():
             (results / runner).mkdir(parents=True)
             (results / runner / "shard-1.xml").write_bytes(report.read_bytes())
-        nightly.run_nightly(
+        nightly_flow.run_nightly(
             settings, results, history_path=db, commit=sha, source=f"night-{day}",
             started=history.timestamp(f"2026-03-{day:02d}T03:17:00Z"), backlog_of=backlog,
             dashboard_dir=results.with_name(results.name + "-dashboard"),

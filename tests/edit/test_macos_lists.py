@@ -14,7 +14,7 @@ from pipeline import sandbox
 from pipeline.edit.macos_lists import XfailAddition, applies_list, apply_xfail_moves
 from pipeline.edit.xfails import XfailChange
 from pipeline.errors import EditVerificationError
-from pipeline.results import macos
+from pipeline.guide import xfails as xfail_plan
 from pipeline.results.decide import XfailDecision
 from pipeline.tree import common_mps, paths
 
@@ -225,11 +225,11 @@ def test_a_removal_and_a_move_of_one_entry_make_one_edit(sandbox_tree) -> None:
         (atan2[0], *atan2[2:]), "xfail on 14 only", ("int32",), to_list=NEW,
     )  # fmt: skip
     before = (sandbox_tree / REL).read_text()
-    edit = macos.proposal_edit(sandbox_tree, [remove, move])
+    edit = xfail_plan.proposal_edit(sandbox_tree, [remove, move])
     assert edit is not None and (sandbox_tree / REL).read_text() == before  # not applied
     assert entries(edit.after, "UNIMPLEMENTED_XFAILLIST")["atan2"] == atan2[2:]
     assert entries(edit.after, NEW) == {"atan2": ("int32",)}
-    assert macos.proposal_edit(sandbox_tree, []) is None
+    assert xfail_plan.proposal_edit(sandbox_tree, []) is None
 
 
 # --- the wheel's common_mps.py -----------------------------------------------------------------
@@ -259,7 +259,7 @@ def test_moves_in_the_real_file_compile_and_read_back(real_common_mps, tmp_path)
         XfailDecision(msort.list, GRAD, "msort", "move", msort.dtypes, (), "r", ("float16",),
                       to_list=NEW_GRAD),
     ]  # fmt: skip
-    edit = macos.proposal_edit(root, decisions)
+    edit = xfail_plan.proposal_edit(root, decisions)
     assert edit is not None
     compile(edit.after, REL, "exec")  # the created lists and their applying code compile
     after = common_mps.parse(edit.after, REL)

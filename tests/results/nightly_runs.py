@@ -15,9 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pipeline.flows import nightly
 from pipeline.guide.backlog import backlog
 from pipeline.report.nightly import publish
-from pipeline.results import nightly
 
 RUNNERS = ("macos-m1-14", "macos-m2-15", "macos-m2-26")
 

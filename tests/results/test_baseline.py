@@ -11,7 +11,7 @@ import json
 import pytest
 
 from pipeline.errors import PipelineError
-from pipeline.report.pr import PrResults
+from pipeline.flows.pr import PrResults
 from pipeline.results import baseline, history
 from pipeline.results.baseline import ALREADY_FAILING, FLAKY, NEW
 from pipeline.results.junit import CaseResult, Outcome

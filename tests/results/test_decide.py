@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.edit.xfails import XfailChange, apply_xfail_changes
-from pipeline.results.decide import XfailDecision, decide_xfails, runner_version, to_changes
+from pipeline.guide.xfails import to_changes
+from pipeline.results.decide import XfailDecision, decide_xfails, runner_version
 from pipeline.results.junit import CaseResult, Outcome, parse_report
 from pipeline.results.table import build_table, merge_runs
 from pipeline.tree.common_mps import XfailEntry, parse

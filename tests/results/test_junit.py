@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.synthetic import make_report
 from pipeline.results.junit import (
     MAX_DEPTH,
     CaseResult,
@@ -27,7 +28,6 @@ from pipeline.results.junit import (
     parse_reports,
     parse_test_id,
 )
-from bench.synthetic import make_report
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "junit"
 

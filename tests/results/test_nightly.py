@@ -19,8 +19,9 @@ import pytest
 
 from pipeline.config import load_settings
 from pipeline.edit.xfails import apply_xfail_changes
+from pipeline.guide import xfails as xfail_plan
 from pipeline.report import dashboard
-from pipeline.results import decide, history, nightly
+from pipeline.results import history, nightly
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import merge_runs
 from pipeline.sandbox import backend
@@ -256,7 +257,7 @@ def test_proposals_on_the_real_common_mps(real_common_mps, tmp_path):
         ("XFAILLIST_GRAD", "_segment_reduce"): ("drop_dtypes", ("float16",)),
         ("MACOS_BEFORE_14_4_XFAILLIST", "fft.hfft2"): ("delete", ()),
     }
-    diff = apply_xfail_changes(text, rel, decide.to_changes(got.decisions)).diff()
+    diff = apply_xfail_changes(text, rel, xfail_plan.to_changes(got.decisions)).diff()
     removed = [line for line in diff.splitlines() if line.startswith("-") and "---" not in line]
     added = [line for line in diff.splitlines() if line.startswith("+") and "+++" not in line]
     assert removed == [

@@ -3,7 +3,8 @@ up-to-date rule. The doit tasks, the CLI's ``--stage`` choices and dodo.py's exp
 derived from :data:`STAGES`.
 
 doit imports this on every start-up: it imports only the light modules (settings, state
-layout, paths); a stage's action imports :mod:`pipeline.guide.stages` when it really runs.
+layout, paths); a stage's action imports :mod:`pipeline.flows.stages` when it really runs.
+What a run was asked to do is a :class:`pipeline.flows.request.Request`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pipeline import state
-from pipeline.config import OVERRIDABLE, Settings
+from pipeline.config import OVERRIDABLE
+from pipeline.flows.request import Request
 from pipeline.tree import files, paths
 
 if TYPE_CHECKING:
@@ -42,26 +44,14 @@ VARIABLES: dict[str, str] = {
 SETTINGS_VARIABLES = (*OVERRIDABLE, "config")
 
 
-@dataclass(frozen=True)
-class Request:
-    """What one run of the chain was asked to do."""
-
-    settings: Settings
-    op: str
-    force: bool = False
-    dry_run: bool = False
-    body: str | None = None
-    host_body: str | None = None
-
-
 def _stages() -> ModuleType:
-    from pipeline.guide import stages  # the heavy part: only when a stage runs
+    from pipeline.flows import stages  # the heavy part: only when a stage runs
 
     return stages
 
 
 def _audit() -> ModuleType:
-    from pipeline.guide import audit  # `doit audit` runs every time: it imports only this
+    from pipeline.flows import audit  # `doit audit` runs every time: it imports only this
 
     return audit
 

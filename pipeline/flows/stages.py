@@ -1,8 +1,8 @@
 """The stages of the guide for one operator: audit → edit → build → test → table → drop
-xfails → summary, as plain functions of a :class:`~pipeline.guide.graph.Request`.
+xfails → summary, as plain functions of a :class:`~pipeline.flows.request.Request`.
 
 Which stage runs when, and what it reads and writes, is declared once in
-:mod:`pipeline.guide.graph`; this module is what the stages do. Every stage that touches the
+:mod:`pipeline.flows.migrate`; this module is what the stages do. Every stage that touches the
 tree or its build holds the tree's lock, and the edit stages commit their files as one
 transaction (:mod:`pipeline.edit.transaction`).
 """
@@ -22,9 +22,9 @@ from pipeline.config import Settings
 from pipeline.edit import transaction
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import PipelineError, WorkLeftError
+from pipeline.flows.audit import record_audit
+from pipeline.flows.request import Request
 from pipeline.guide import checklist
-from pipeline.guide.audit import record_audit
-from pipeline.guide.graph import Request
 from pipeline.guide.plan import EditPlan, plan_edits
 from pipeline.guide.xfails import plan_xfail_changes
 from pipeline.report import render

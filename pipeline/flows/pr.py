@@ -34,13 +34,13 @@ from pipeline.errors import BuildError, PipelineError
 
 # The build and test stages are called as stages.X (not imported by name) so that tests
 # can monkeypatch them.
-from pipeline.guide import stages
+from pipeline.flows import stages
+from pipeline.github import STATUS_DESCRIPTION_MAX, GitHubClient, token_from_env
 from pipeline.guide.xfails import plan_xfail_changes
 from pipeline.impact import affected, selected_opinfos
 from pipeline.report import render
 from pipeline.report.clip import LogCap, clip_line
 from pipeline.report.console import terminal
-from pipeline.github import STATUS_DESCRIPTION_MAX, GitHubClient, token_from_env
 from pipeline.report.impact import render_text
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
 from pipeline.results import baseline as baselines

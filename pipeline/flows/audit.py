@@ -1,6 +1,6 @@
 """The audit stage: the checklist printed and recorded with its inputs' digest.
 
-Apart from :mod:`pipeline.guide.stages` because `doit audit` runs it on every call: it must
+Apart from :mod:`pipeline.flows.stages` because `doit audit` runs it on every call: it must
 not pay for importing the runners, editors and renderers the other stages need.
 """
 
@@ -17,7 +17,7 @@ from pipeline.tree.index import OperatorRecord, TreeIndex, load_index
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.guide.graph import Request
+    from pipeline.flows.request import Request
 
 
 def record_audit(
