@@ -780,17 +780,17 @@ FLEET_RUNNERS = ("macos-m1-14", "macos-m2-15", "macos-m2-26")
 FLEET_TESTS = 20_000  # consistency results per runner per night
 FLEET_NIGHTS = 180  # the history keeps 180 nightlies (nightly --keep)
 FLEET_SHARDS = 4  # JUnit files per runner
-# the analysis' phases, timed in the child: (module, function)
+# the analysis' phases, timed in the child: (module, function), patched where they are called
 _FLEET_PHASES = (
     ("pipeline.results.history", "check"),
     ("pipeline.results.junit", "parse_reports"),
     ("pipeline.results.junit", "merge_reports"),
     ("pipeline.results.history", "record_nightly"),
-    ("pipeline.results.nightly", "propose"),
+    ("pipeline.flows.nightly", "propose"),  # as the flow calls it
     ("pipeline.results.macos", "propose_moves"),
-    ("pipeline.results.nightly", "find_regressions"),
-    ("pipeline.results.nightly", "name_suspects"),
-    ("pipeline.results.nightly", "find_flaky"),
+    ("pipeline.flows.nightly", "find_regressions"),  # as the flow calls it
+    ("pipeline.flows.nightly", "name_suspects"),  # as the flow calls it
+    ("pipeline.flows.nightly", "find_flaky"),  # as the flow calls it
     ("pipeline.results.history", "outcome_counts"),
     ("pipeline.results.history", "prune"),
     ("pipeline.results.history", "backup"),

@@ -8,6 +8,7 @@ rerun shapes follow what pytest and PyTorch's CI really write (see FORMATS.md).
 from __future__ import annotations
 
 from pipeline.dtypes import MPS_TEST_DTYPES
+from pipeline.testid import TestId
 
 _CLASS = "test_mps.TestConsistencyMPS"
 
@@ -25,7 +26,7 @@ def _case_name(i: int) -> str:
     dtype = MPS_TEST_DTYPES[i % len(MPS_TEST_DTYPES)]
     op = i // len(MPS_TEST_DTYPES)
     kind = "output_grad_match" if op % 5 == 4 else "output_match"
-    return f"test_{kind}_op{op}_variant-{op % 3}_mps_{dtype}"
+    return str(TestId(kind, f"op{op}_variant-{op % 3}", dtype))
 
 
 def _case_xml(i: int) -> str:

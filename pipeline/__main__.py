@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pipeline.config import OVERRIDABLE, load_settings
 from pipeline.errors import EXIT_INTERRUPTED, EXIT_OK, PipelineError
+from pipeline.options import OPTIONS, SETTINGS_OPTIONS
 from pipeline.workspace import announce, prepare
 
 # command -> (module in pipeline.commands implementing add_arguments() and run(), help)
@@ -39,16 +40,8 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         if name != command:
             continue
         mod = importlib.import_module(f"pipeline.commands.{module}")
-        p.add_argument(
-            "--root", help="PyTorch checkout (default: the one you stand in, else the sandbox)"
-        )
-        p.add_argument("--python", help="interpreter that can `import torch` (OpInfo metadata)")
-        p.add_argument("--state-dir", help="where results, caches and doit's database live")
-        p.add_argument("--build-dir", help="build directory, relative to root (default: build)")
-        p.add_argument("--opinfo-table", help="static OpInfo table instead of importing torch")
-        p.add_argument(
-            "--config", help="config file (default: .mps-pipeline.yaml at the checkout's root)"
-        )
+        for option in SETTINGS_OPTIONS:
+            OPTIONS[option].add_to(p)
         mod.add_arguments(p)
         p.set_defaults(module=mod)
     return parser

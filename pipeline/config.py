@@ -77,7 +77,7 @@ NO_CHECKOUT = "default: no PyTorch checkout contains the current directory"
 
 
 @dataclass(frozen=True)
-class Source:
+class Resolved:
     """A resolved setting and where it came from (default, a file, a variable, a flag)."""
 
     value: Any
@@ -117,7 +117,7 @@ class Settings:
     # others: read from the name, ``macos-m2-15``)
     runner_macos: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)
     # every setting by dotted name, with its origin: what `mps-pipeline config` lists
-    sources: Mapping[str, Source] = field(default_factory=dict, compare=False, repr=False)
+    sources: Mapping[str, Resolved] = field(default_factory=dict, compare=False, repr=False)
     # the user's config file that was read, if any
     config_file: str | None = None
     # said on stderr by every command: e.g. a MPS_PIPELINE_* variable that is no setting
@@ -281,9 +281,9 @@ def _parse_env(var: str, key: str, text: str) -> Any:
     return text
 
 
-def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Source], list[str]]:
+def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Resolved], list[str]]:
     by_var = {env_var(key): key for key in TYPES}
-    layer: dict[str, Source] = {}
+    layer: dict[str, Resolved] = {}
     warnings: list[str] = []
     for var, text in env.items():
         if not var.startswith(ENV_PREFIX) or var in ENV_NOT_SETTINGS:
@@ -294,14 +294,14 @@ def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Source], list[str]]:
             hint = f" (did you mean {close[0]}?)" if close else ""
             warnings.append(f"{var} is not an mps-pipeline setting{hint}; it is ignored")
         elif text != "":  # an empty variable is unset, as in the shell's ${VAR:-default}
-            layer[key] = Source(_parse_env(var, key, text), var)
+            layer[key] = Resolved(_parse_env(var, key, text), var)
     return layer, warnings
 
 
 _MACOS_VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
 
 
-def _runners(source: Source) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
+def _runners(source: Resolved) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
     """The runner names and the macOS versions the ``runners:`` table gives.
 
     A list names the runners (a runner's version is then read from its name,
@@ -347,31 +347,31 @@ def load_settings(
     env = os.environ if env is None else env
     cwd = (cwd or Path.cwd()).resolve()
 
-    given: dict[str, Source] = {}
+    given: dict[str, Resolved] = {}
     for key, value in (overrides or {}).items():
         if value in (None, ""):
             continue
         if key not in OVERRIDABLE:
             raise ConfigError(f"cannot override config key {key!r} from the command line")
-        given[key] = Source(value, override_origin(key, via))
+        given[key] = Resolved(value, override_origin(key, via))
     env_layer, warnings = _env_layer(env)
 
     # The checkout decides which config file is read, so it comes from the layers above it.
-    named_root = (given.get("root") or env_layer.get("root") or Source(None, "")).value
+    named_root = (given.get("root") or env_layer.get("root") or Resolved(None, "")).value
     if named_root is not None and named_root != SANDBOX:
         checkout: Path | None = (cwd / os.path.expanduser(named_root)).resolve()
     else:
         checkout = None if named_root == SANDBOX else find_checkout(cwd)
     user_path = _user_file(config_path, env, checkout, cwd)
 
-    sources = {key: Source(value, DEFAULT) for key, value in defaults().items()}
+    sources = {key: Resolved(value, DEFAULT) for key, value in defaults().items()}
     bases = dict.fromkeys(_PATH_KEYS, cwd)
     if user_path is not None:
         origin = str(user_path.resolve())
         if user_path.name == "pyproject.toml":
             origin += f" [tool.{PYPROJECT_TABLE}]"
         for key, value in read_file(user_path).items():
-            sources[key] = Source(value, origin)
+            sources[key] = Resolved(value, origin)
             if key in _PATH_KEYS:
                 bases[key] = user_path.resolve().parent
     for layer in (env_layer, given):
@@ -391,9 +391,9 @@ def load_settings(
     if root_value is None:  # no source named a root: `checkout` is the one around cwd
         is_sandbox = checkout is None
         sources["root"] = (
-            Source(SANDBOX, NO_CHECKOUT)
+            Resolved(SANDBOX, NO_CHECKOUT)
             if checkout is None
-            else Source(str(checkout), FROM_CHECKOUT)
+            else Resolved(str(checkout), FROM_CHECKOUT)
         )
     else:
         is_sandbox = root_value == SANDBOX
@@ -402,7 +402,7 @@ def load_settings(
         state_dir = (bases["state_dir"] / os.path.expanduser(state_source.value)).resolve()
     elif is_sandbox:
         state_dir = cwd / STATE_DIR_NAME
-        sources["state_dir"] = Source(None, "default: in the current directory")
+        sources["state_dir"] = Resolved(None, "default: in the current directory")
     if is_sandbox:
         root = state_dir / SANDBOX
     else:
@@ -414,15 +414,15 @@ def load_settings(
             )
         if state_source.value is None:
             state_dir = root / STATE_DIR_NAME
-            sources["state_dir"] = Source(None, "default: inside the checkout")
+            sources["state_dir"] = Resolved(None, "default: inside the checkout")
     # what `mps-pipeline config` shows: the paths as resolved, each with its origin
     if not is_sandbox:
-        sources["root"] = Source(str(root), sources["root"].origin)
-    sources["state_dir"] = Source(str(state_dir), sources["state_dir"].origin)
+        sources["root"] = Resolved(str(root), sources["root"].origin)
+    sources["state_dir"] = Resolved(str(state_dir), sources["state_dir"].origin)
     if sources["python"].value is None:
-        sources["python"] = Source(sys.executable, "default: the interpreter running this")
+        sources["python"] = Resolved(sys.executable, "default: the interpreter running this")
     elif sources["python"].value.startswith("~"):
-        sources["python"] = Source(
+        sources["python"] = Resolved(
             os.path.expanduser(sources["python"].value), sources["python"].origin
         )
     opinfo_table = sources["opinfo_table"].value

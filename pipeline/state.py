@@ -20,6 +20,10 @@ from pipeline.tree import files, paths
 
 # ninja appends one line per command it ran to this file in the build directory.
 NINJA_LOG = ".ninja_log"
+# the nightly's files, relative to the state directory (help texts quote them)
+HISTORY = "history/nightly.sqlite"
+DASHBOARD = "dashboard"
+SHARD_PLAN = "shards.json"
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,21 @@ def op_files(settings: Settings, op: str) -> OpFiles:
 def build_stamp(settings: Settings) -> Path:
     """The identity of the last build; what the test stage depends on."""
     return settings.state_dir / "build.json"
+
+
+def history_path(state_dir: Path) -> Path:
+    """The nightly history database of a state directory."""
+    return state_dir / HISTORY
+
+
+def dashboard_dir(state_dir: Path) -> Path:
+    """Where the nightly publishes its dashboard (and the merged JUnit reports)."""
+    return state_dir / DASHBOARD
+
+
+def shard_plan(state_dir: Path) -> Path:
+    """Where ``shards`` writes its plan."""
+    return state_dir / SHARD_PLAN
 
 
 def build_log(settings: Settings) -> Path:

@@ -14,13 +14,14 @@ prints one line and exits 130.
 from __future__ import annotations
 
 import difflib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from doit import get_var
+from doit import get_var, task_params
 from doit.exceptions import TaskError, TaskFailed
 
 from pipeline.config import OVERRIDABLE, Settings, load_settings
@@ -44,16 +45,34 @@ def settings(opts: dict[str, str] | None = None) -> Settings:
     """Settings from doit variables (root=, python=, state_dir=..., config=FILE), the
     environment and config files; the tree made ready (the sandbox's copy created) before
     any task looks at it."""
-    return _settings(tuple((k, var(k, opts)) for k in OVERRIDABLE), var("config", opts))
+    # Keyed on all that resolving reads: the variables, the directory (the checkout around
+    # it is the default root) and the MPS_PIPELINE_* environment, so a chdir or a changed
+    # variable in the same process never gets another tree's settings.
+    return _settings(
+        tuple((k, var(k, opts)) for k in OVERRIDABLE),
+        var("config", opts),
+        os.getcwd(),
+        tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("MPS_PIPELINE_"))),
+    )
 
 
 @cache
-def _settings(overrides: tuple[tuple[str, str | None], ...], config: str | None) -> Settings:
+def _settings(
+    overrides: tuple[tuple[str, str | None], ...],
+    config: str | None,
+    cwd: str,
+    env: tuple[tuple[str, str], ...],
+) -> Settings:
     from pipeline.workspace import prepare
 
     try:
         return prepare(
-            load_settings(dict(overrides), via="doit", config_path=Path(config) if config else None)
+            load_settings(
+                dict(overrides),
+                via="doit",
+                config_path=Path(config) if config else None,
+                cwd=Path(cwd),
+            )
         )
     except PipelineError as exc:  # a bad root= or config: say so, no traceback from doit
         print(f"error: {exc}", file=sys.stderr)
@@ -198,8 +217,7 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
     create.__name__ = f"task_{stage.name}"
     create.__doc__ = stage.doc
     # doit's creator params: parsed from `--op atan2` and listed by `doit help TASK`
-    create._task_creator_params = _params(stage.all_variables)  # type: ignore[attr-defined]
-    return create
+    return task_params(_params(stage.all_variables))(create)
 
 
 def _subtasks(stage: Stage, op: str, task: dict) -> Iterator[dict]:

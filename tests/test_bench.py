@@ -140,6 +140,7 @@ def test_fleet_ingests_a_generated_night_and_measures_it(ctx: bench.Context) -> 
     assert result.data["db_mb"] > 0 and result.data["nights"] == 4
 
 
+@pytest.mark.realdata  # a git history of the wheel's native_functions.yaml
 def test_suspects_analyses_each_commit_once(ctx: bench.Context) -> None:
     result = bench.bench_suspects(ctx, n_commits=5)
     found = result.data["found"]

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import tomllib
+
 PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 
 
@@ -18,6 +20,20 @@ MODULES = {
     for p in PACKAGE.rglob("*.py")
     if "sandbox/tree" not in p.as_posix()  # the sandbox's PyTorch-shaped tree, not ours
 }
+
+
+def test_every_module_has_a_layer() -> None:
+    # import-linter checks only the packages a contract names: a new top-level module must
+    # find its layer in pyproject.toml before it is covered
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    (layers,) = [
+        c["layers"]
+        for c in config["tool"]["importlinter"]["contracts"]
+        if c["type"] == "layers"
+    ]
+    declared = {name.strip() for layer in layers for name in layer.split("|")}
+    top = {".".join(m.split(".")[:2]) for m in MODULES if m != "pipeline"}
+    assert top - declared == set()
 
 
 def test_tasks_import_the_core_without_module_name_strings() -> None:

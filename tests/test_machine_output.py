@@ -20,13 +20,14 @@ import jsonschema
 import pytest
 
 from pipeline import sandbox
+from pipeline import state as layout
 from pipeline.__main__ import main
 from pipeline.commands import config as config_command
 from pipeline.config import load_settings
 from pipeline.guide import backlog, checklist
 from pipeline.impact.analyze import SCHEMA as AFFECTED_SCHEMA
 from pipeline.report import dashboard
-from pipeline.results import history, nightly, pr, shards
+from pipeline.results import nightly, pr, shards
 from tests.commands.test_pr_report import (
     ATAN2_BOOL_XFAIL,
     COMMON_MPS,
@@ -307,7 +308,7 @@ def test_pr_report_results_json_with_every_class(capsys, pr_tree: Path, tmp_path
     main_sha = commit(pr_tree, "main: expect atan2 uint8 to work")
     uint8_fails = sweep(settings, "after")
     nights = [dict.fromkeys(RUNNERS, r) for r in (uint8_fails, uint8_xfails, uint8_fails)]
-    record_nights(settings, state / history.DEFAULT_FILE, nights, main_sha)
+    record_nights(settings, state / layout.HISTORY, nights, main_sha)
     edit(pr_tree, BINARY_METAL, COPYSIGN_INTS, COPYSIGN_NO_INT64)
     touch_atan2(pr_tree)
     commit(pr_tree, "the PR")

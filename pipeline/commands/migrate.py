@@ -9,18 +9,13 @@ import argparse
 
 from pipeline.config import OVERRIDABLE, Settings
 from pipeline.flows.migrate import STAGE_NAMES
+from pipeline.options import OPTIONS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("op", help="operator name or OpInfo alias")
-    parser.add_argument("--force", action="store_true", help="edit files with uncommitted changes")
-    parser.add_argument(
-        "--dry-run", action="store_true", help="show every diff and what is left; write nothing"
-    )
-    parser.add_argument("--body", help="operator() body of a missing Metal functor")
-    parser.add_argument(
-        "--host-body", help="body of a host kernel for a stub declared with extra parameters"
-    )
+    OPTIONS["op"].add_to(parser, positional=True)
+    for name in ("force", "dry_run", "body", "host_body"):
+        OPTIONS[name].add_to(parser)
     parser.add_argument(
         "--stage",
         default="migrate_op",

@@ -23,6 +23,7 @@ import os
 import traceback
 from pathlib import Path
 
+from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import EXIT_CRASHED, PipelineError
 from pipeline.flows.nightly import run_nightly
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "required unless --check-history",
     )
     parser.add_argument(
-        "--history", type=Path, help=f"SQLite history (default: <state_dir>/{history.DEFAULT_FILE})"
+        "--history", type=Path, help=f"SQLite history (default: <state_dir>/{state.HISTORY})"
     )
     parser.add_argument(
         "--check-history",
@@ -100,7 +101,7 @@ class NightlyCrashed(PipelineError):
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Record the nightly, write the dashboard, print a report; 1 when there are regressions."""
-    history_path = args.history or settings.state_dir / history.DEFAULT_FILE
+    history_path = args.history or state.history_path(settings.state_dir)
     if args.check_history:
         return check_history(history_path)
     if args.results is None:

@@ -13,9 +13,9 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from pipeline import state
 from pipeline.config import Settings
 from pipeline.flows.pr import report
-from pipeline.results import history
 from pipeline.results.baseline import RUNNER_ENV
 from pipeline.tree.git import BASE_BRANCHES
 
@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="DB",
         help="the nightly history to classify failing tests with: new, already failing on "
-        f"main, flaky (default: <state_dir>/{history.DEFAULT_FILE} if it exists; without "
+        f"main, flaky (default: <state_dir>/{state.HISTORY} if it exists; without "
         "one every failure is new). With --post-from: classify again here; without a "
         "history, the classes in results.json stand",
     )

@@ -23,14 +23,13 @@ import os
 import sys
 from pathlib import Path
 
+from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.results import history, shards
 from pipeline.results.junit import parse_test_id
 from pipeline.tree.opinfo import load_opinfos
-
-DEFAULT_PLAN = "shards.json"  # relative to the state directory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,10 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print the plan as JSON (schema: docs/machine-output.md)",
     )
     parser.add_argument(
-        "--history", type=Path, help=f"SQLite history (default: <state_dir>/{history.DEFAULT_FILE})"
+        "--history", type=Path, help=f"SQLite history (default: <state_dir>/{state.HISTORY})"
     )
     parser.add_argument(
-        "--out", type=Path, help=f"where the plan is written (default: <state_dir>/{DEFAULT_PLAN})"
+        "--out",
+        type=Path,
+        help=f"where the plan is written (default: <state_dir>/{state.SHARD_PLAN})",
     )
     parser.add_argument(
         "--previous",
@@ -72,8 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.nights < 1:
         raise PipelineError("shards: --nights must be at least 1")
-    history_path = args.history or settings.state_dir / history.DEFAULT_FILE
-    out = args.out or settings.state_dir / DEFAULT_PLAN
+    history_path = args.history or state.history_path(settings.state_dir)
+    out = args.out or state.shard_plan(settings.state_dir)
     warnings: list[str] = []
     samples = _samples(history_path, args.nights)
     suite, source = _suite(settings, samples, warnings)

@@ -182,7 +182,7 @@ def registration_lines(
 
 
 def _list_macros(
-    source: cpp.Source, parsed: metal.MetalFile, arity: int
+    source: cpp.CppText, parsed: metal.MetalFile, arity: int
 ) -> list[tuple[str, cpp.Directive, str]]:
     """The file's list macros: name, ``#define``, the arguments (after NAME) of a new line.
 

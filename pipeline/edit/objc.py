@@ -166,7 +166,7 @@ def remove_include(text: str, path: str, op: str) -> FileEdit:
     return FileEdit(path, text, after, f"remove #include <ATen/ops/{op}_native.h>")
 
 
-def _receiver(source: cpp.Source, path: str) -> str:
+def _receiver(source: cpp.CppText, path: str) -> str:
     """How this file calls the shader library (``lib.``), or refuse: the stub could not build."""
     seen = Counter(m.group(1) for m in _RECEIVER.finditer(source.masked))
     if seen:
@@ -305,7 +305,7 @@ def _function_place(
     before: objc.ObjcFile,
     direct: list[objc.StubRegistration],
     namespaces: list[cpp.Namespace],
-    source: cpp.Source,
+    source: cpp.CppText,
     path: str,
 ) -> tuple[int, list[str], list[str]]:
     """(line index to insert before, blank lines to lead with, blank lines to trail with)."""

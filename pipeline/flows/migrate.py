@@ -16,32 +16,18 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pipeline import state
-from pipeline.config import OVERRIDABLE
 from pipeline.flows.request import Request
+from pipeline.options import OPTIONS, SETTINGS_OPTIONS
 from pipeline.tree import files, paths
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 # The variables the chain's tasks read (`doit migrate_op op=atan2 force=1`), one line each:
-# `doit help TASK` lists those of TASK.
-VARIABLES: dict[str, str] = {
-    "op": "op=NAME: operator name or OpInfo alias (op=atan2, op=arctan2)",
-    "root": "root=DIR: PyTorch checkout (default: the one you stand in, else the sandbox)",
-    "force": "force=1: edit files that have uncommitted changes of yours",
-    "dry_run": "dry_run=1: show every diff and what is left to write; write nothing",
-    "body": 'body="return ...;": operator() body of a Metal functor not written yet',
-    "host_body": 'host_body="...": body of a host kernel for a stub with extra parameters',
-    "python": "python=EXE: interpreter that can import torch (OpInfos, the tests)",
-    "state_dir": "state_dir=DIR: where results, caches and doit's database live",
-    "build_dir": "build_dir=DIR: the build directory, relative to root (default: build)",
-    "opinfo_table": "opinfo_table=FILE: a static OpInfo table instead of importing op_db",
-    "config": "config=FILE: a config file instead of the checkout's .mps-pipeline.yaml",
-}
-
-
+# `doit help TASK` lists those of TASK. Written once, in the option table.
+VARIABLES: dict[str, str] = {name: option.doit_help() for name, option in OPTIONS.items()}
 # the settings every stage's task takes as variables
-SETTINGS_VARIABLES = (*OVERRIDABLE, "config")
+SETTINGS_VARIABLES = SETTINGS_OPTIONS
 
 
 def _stages() -> ModuleType:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.guide.xfails import proposal_edit
@@ -22,7 +23,6 @@ from pipeline.results import decide, history, junit, macos
 from pipeline.results.junit import CaseResult
 from pipeline.results.nightly import (
     CHART_NIGHTLIES,
-    DEFAULT_DASHBOARD,
     DEFAULT_FLAKY_WINDOW,
     DEFAULT_KEEP,
     DEFAULT_MIN_PASSES,
@@ -147,8 +147,8 @@ def run_nightly(
         )
     if backups < 0:
         raise PipelineError("nightly: --backups must be >= 0 (0: keep no backups)")
-    history_path = history_path or settings.state_dir / history.DEFAULT_FILE
-    dashboard_dir = dashboard_dir or settings.state_dir / DEFAULT_DASHBOARD
+    history_path = history_path or state.history_path(settings.state_dir)
+    dashboard_dir = dashboard_dir or state.dashboard_dir(settings.state_dir)
     checked = os.path.lexists(history_path)
     # A damaged history stops the night before anything is written: the full
     # integrity_check (about 0.1 s for 30 nights of 21,000 results, 1.5 s for 180 nights of
@@ -222,7 +222,12 @@ def run_nightly(
     if regressions:
         opinfos = index.opinfos if index is not None else ()
         regressions = name_suspects(
-            settings.root, regressions, night.commit, opinfos, settings.test_kinds
+            settings.root,
+            regressions,
+            night.commit,
+            opinfos,
+            settings.test_kinds,
+            settings.test_file,
         )
 
     summary = build_summary(

@@ -21,7 +21,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from pipeline import testid
 from pipeline.config import Settings
 from pipeline.errors import BuildError, PipelineError
 
@@ -280,6 +281,19 @@ class _Say:
         self._console.print(line, highlight=False, soft_wrap=True)
 
 
+@dataclass(frozen=True)
+class Runners:
+    """What runs the PR's build and tests: the migrate chain's runners, unless a caller (a
+    test) passes its own."""
+
+    build: Callable[[Settings, Console], None]
+    tests: Callable[[Settings, tuple[str, ...], str], tuple[Path, str]]
+
+    @classmethod
+    def default(cls) -> Runners:
+        return cls(stages.run_build, stages.run_consistency_tests)
+
+
 def collect(
     settings: Settings,
     pr: int,
@@ -287,6 +301,7 @@ def collect(
     *,
     base: str | None = None,
     head: str | None = None,
+    runners: Runners | None = None,
 ) -> PrResults:
     """Analyse the diff, build if a build input changed, run the selected tests, decide xfails.
 
@@ -294,13 +309,16 @@ def collect(
     says so), not raised. Tests always run in the work tree, so ``head`` should be what is
     checked out (or None).
     """
+    run = runners or Runners.default()
     say = _Say(console)
     root = settings.root
     base_sha = resolve(root, base) if base else default_base(root, head)
     head_sha = resolve(root, head) if head else None
     kinds = settings.test_kinds
     opinfos = opinfo.load_opinfos(settings.tree)
-    impact = affected(root, base_sha, head_sha, opinfos=opinfos, kinds=kinds)
+    impact = affected(
+        root, base_sha, head_sha, opinfos=opinfos, kinds=kinds, test_file=settings.test_file
+    )
     say(render_text(impact))  # operator names come from the PR's code
     chosen = selected_opinfos(impact, opinfos, kinds)
     result = PrResults(
@@ -320,18 +338,19 @@ def collect(
     )
     if impact.build_needed:
         try:
-            stages.run_build(settings, console)
+            run.build(settings, console)
         except BuildError as exc:
             say(str(exc), "build failed:", "red")
             return replace(result, build_ok=False, build_error=_build_error(settings, exc))
     if not chosen:
         return result
-    selectors = (
-        tuple(f"test_{k}" for k in kinds) if impact.full_sweep else stages.selectors(chosen, kinds)
-    )
+    if impact.full_sweep:
+        selectors = tuple(testid.kind_selector(k) for k in kinds)
+    else:
+        selectors = stages.selectors(chosen, kinds)
     result = replace(result, selectors=selectors)
     try:
-        junit_path, summary = stages.run_consistency_tests(settings, selectors, f"pr-{pr}")
+        junit_path, summary = run.tests(settings, selectors, f"pr-{pr}")
     except PipelineError as exc:
         say(str(exc), "tests:", "red")
         return replace(result, test_error=str(exc))

@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from pipeline import state
+from pipeline import state, testid
 from pipeline.config import Settings
 from pipeline.edit import transaction
 from pipeline.edit.atomic import FileEdit
@@ -167,7 +167,7 @@ def build(request: Request, console: Console) -> None:
 
 def selectors(opinfos: Iterable[OpInfoRecord], kinds: Sequence[str]) -> tuple[str, ...]:
     """pytest -k substrings selecting exactly these OpInfos' consistency tests."""
-    return tuple(f"test_{k}_{info.stem}_mps_" for info in opinfos for k in kinds)
+    return tuple(testid.selector(k, info.stem) for info in opinfos for k in kinds)
 
 
 def run_consistency_tests(

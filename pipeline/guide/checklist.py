@@ -12,7 +12,7 @@ from enum import Enum
 
 from pipeline.dtypes import COMPLEX, sort_key
 from pipeline.guide.workflow import of_record
-from pipeline.tree.index import OperatorRecord, Source
+from pipeline.tree.index import OperatorRecord, TreePart
 from pipeline.tree.native_yaml import MpsKind
 from pipeline.tree.span import Span
 
@@ -63,8 +63,8 @@ def _item(
     title: str,
     details: tuple[Detail, ...] = (),
     *,
-    pass_needs: Collection[Source] = (),
-    fail_needs: Collection[Source] = (),
+    pass_needs: Collection[TreePart] = (),
+    fail_needs: Collection[TreePart] = (),
 ) -> CheckItem:
     """The item, unknown when a source its verdict rests on has a gap.
 
@@ -140,7 +140,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                     + " in aten/src/ATen/native/mps/kernels/"
                 ),
             ),
-            fail_needs={Source.KERNELS},
+            fail_needs={TreePart.KERNELS},
         )
     )
 
@@ -163,8 +163,8 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
             )
             + ((Detail(f"missing: {_dtype_list(missing)}"),) if missing else ())
             + ((Detail(f"registered beyond the OpInfo: {_dtype_list(extra)}"),) if extra else ()),
-            pass_needs={Source.XFAILS} if complex_unknown else (),
-            fail_needs={Source.KERNELS},
+            pass_needs={TreePart.XFAILS} if complex_unknown else (),
+            fail_needs={TreePart.KERNELS},
         )
     )
 
@@ -185,7 +185,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 for s in graph_stubs
             )
             or (Detail(f"no REGISTER_DISPATCH({record.op}_stub, ...) in operations/*.mm"),),
-            fail_needs=() if graph_stubs else {Source.HOST},
+            fail_needs=() if graph_stubs else {TreePart.HOST},
         )
     )
 
@@ -209,7 +209,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 )
                 for i in record.leftover_includes
             ),
-            pass_needs={Source.HOST},
+            pass_needs={TreePart.HOST},
         )
     )
 
@@ -221,7 +221,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
             "no remaining reference to an old *_mps name",
             tuple(Detail(name, span) for name, span in record.old_name_refs),
             # the old names are those of the MPSGraph code found in the host files
-            pass_needs={Source.HOST},
+            pass_needs={TreePart.HOST},
         )
     )
 
@@ -239,7 +239,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 )
                 for e in record.xfails
             ),
-            pass_needs={Source.XFAILS},
+            pass_needs={TreePart.XFAILS},
         )
     )
 

@@ -25,7 +25,7 @@ from pipeline.edit.atomic import FileEdit
 from pipeline.errors import EditVerificationError
 from pipeline.guide.checklist import UNSUPPORTED_ON_MPS, required_dtypes
 from pipeline.tree import objc, paths
-from pipeline.tree.index import OperatorRecord, Source, TreeIndex
+from pipeline.tree.index import OperatorRecord, TreeIndex, TreePart
 from pipeline.tree.text import read_text
 
 # What structured kernels hand their stubs: the kernel type when no declaration says otherwise
@@ -141,7 +141,7 @@ def stub_param_type(record: OperatorRecord) -> tuple[str | None, list[str]]:
             else f"no DECLARE_DISPATCH for {stub} found under {paths.NATIVE_HEADERS}"
         )
         # a header that could not be read may be the one declaring it
-        unreadable = [gap for source, gap in record.gaps if source is Source.HEADERS]
+        unreadable = [gap for source, gap in record.gaps if source is TreePart.HEADERS]
         if unreadable:
             why += f" (not all headers could be read: {'; '.join(unreadable)})"
         return DEFAULT_ITERATOR, [

@@ -52,7 +52,6 @@ OPINFO_DEFINITIONS = (
     "torch/testing/_internal/common_methods_invocations.py",
     "torch/testing/_internal/opinfo/",
 )
-TEST_MPS = "test/test_mps.py"
 TESTING_DIR = "torch/testing/"
 # MPS runtime outside native/mps: allocator, streams, device; nothing op-specific
 MPS_RUNTIME_DIR = "aten/src/ATen/mps/"
@@ -919,9 +918,10 @@ def _rule_shared_header(change: ChangedFile, ctx: _Context) -> None:
 # --- dispatch ---------------------------------------------------------------------------
 
 
-def classify(path: str) -> str:
+def classify(path: str, test_file: str = paths.TEST_MPS) -> str:
     """Which rule handles ``path``: yaml, metal, header, host, mps_other, shared_cpp,
-    shared_header, common_mps, opinfo, test_mps, testing or ignored."""
+    shared_header, common_mps, opinfo, test_mps, testing or ignored. ``test_file`` is the
+    ``test.file`` setting: the file whose change may affect every consistency test."""
     if path == NATIVE_YAML:
         return "yaml"
     if path.startswith(KERNELS_DIR) and path.endswith(".metal"):
@@ -943,7 +943,7 @@ def classify(path: str) -> str:
         path == OPINFO_DEFINITIONS[0] or path.startswith(OPINFO_DEFINITIONS[1])
     ):
         return "opinfo"
-    if path == TEST_MPS:
+    if path == test_file:
         return "test_mps"
     if path.startswith(TESTING_DIR) and path.endswith(".py"):
         return "testing"
@@ -1003,6 +1003,7 @@ def analyze(
     opinfos: Iterable[OpInfoRecord],
     view: TreeView | None = None,
     kinds: Sequence[str] = ("output_match",),
+    test_file: str = paths.TEST_MPS,
 ) -> Impact:
     """The operators ``changes`` affect, why, and which consistency tests cover them.
 
@@ -1020,7 +1021,7 @@ def analyze(
     found = _Findings(warnings=list(dict.fromkeys([*new.warnings, *old.warnings])))
     ctx = _Context(old, new, Resolver([new, old], opinfos), opinfos, found)
     for change in changes:
-        kind = classify(change.path)
+        kind = classify(change.path, test_file)
         _RULES.get(kind, _rule_simple(kind))(change, ctx)
 
     everything = tuple(t for info in opinfos for kind in kinds for t in info.test_ids(kind))
@@ -1049,10 +1050,12 @@ def affected(
     *,
     opinfos: Sequence[OpInfoRecord],
     kinds: Sequence[str] = ("output_match",),
+    test_file: str = paths.TEST_MPS,
 ) -> Impact:
     """Analyse ``git diff base..head`` (the work tree when ``head`` is None) under ``root``."""
     changes = changed_files(root, base, head)
-    return analyze(changes, opinfos=opinfos, view=load_view(root, head), kinds=kinds)
+    view = load_view(root, head)
+    return analyze(changes, opinfos=opinfos, view=view, kinds=kinds, test_file=test_file)
 
 
 # -- with the settings: the tree, its OpInfos and the test kinds ------------------------
@@ -1066,6 +1069,7 @@ def diff_impact(settings: Settings, base: str, head: str | None = None) -> Impac
         head,
         opinfos=opinfo.load_opinfos(settings.tree),
         kinds=settings.test_kinds,
+        test_file=settings.test_file,
     )
 
 
@@ -1109,6 +1113,7 @@ def listed_impact(settings: Settings, specs: Sequence[str], *, cwd: Path | None 
         opinfos=opinfo.load_opinfos(settings.tree),
         view=load_view(root),
         kinds=settings.test_kinds,
+        test_file=settings.test_file,
     )
     return replace(impact, warnings=(*warnings, *impact.warnings))
 

@@ -29,7 +29,7 @@ from pipeline.errors import PipelineError
 from pipeline.impact.analyze import OWN, SHARED, Impact, analyze, classify
 from pipeline.impact.changes import changed_files
 from pipeline.impact.view import TreeView, load_view
-from pipeline.tree import git
+from pipeline.tree import git, paths
 from pipeline.tree.opinfo import OpInfoRecord
 
 SWEEP = "sweep"
@@ -84,8 +84,10 @@ class CommitAnalysis:
         kinds: Sequence[str] = ("output_match",),
         *,
         limit: int = MAX_COMMITS,
+        test_file: str = paths.TEST_MPS,
     ) -> None:
         self.root, self.opinfos, self.kinds, self.limit = root, tuple(opinfos), kinds, limit
+        self.test_file = test_file
         self._ranges: dict[tuple[str, str], _Range] = {}
         # sha -> its impact (None: it changed nothing a rule reads), or why it could not be
         self._impacts: dict[str, Impact | None | str] = {}
@@ -148,10 +150,16 @@ class CommitAnalysis:
             view = view.with_texts({c.path: c.new_text for c in changes})
             self._view = (sha, view)
             self.analysed += 1
-            if all(classify(c.path) == "ignored" for c in changes):
+            if all(classify(c.path, self.test_file) == "ignored" for c in changes):
                 result: Impact | None | str = None
             else:
-                result = analyze(changes, opinfos=self.opinfos, view=view, kinds=self.kinds)
+                result = analyze(
+                    changes,
+                    opinfos=self.opinfos,
+                    view=view,
+                    kinds=self.kinds,
+                    test_file=self.test_file,
+                )
         except PipelineError as exc:
             result = str(exc)
         self._impacts[sha] = result

@@ -29,11 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline import state
 from pipeline.errors import PipelineError
 from pipeline.results import history
 from pipeline.results.junit import FAILING, CaseResult, Outcome
 from pipeline.results.nightly import DEFAULT_FLAKY_WINDOW
 from pipeline.results.table import DtypeTable
+from pipeline.testid import TestId
 
 NEW = "new"
 ALREADY_FAILING = "already_failing"
@@ -84,7 +86,7 @@ class Failure:
     @property
     def test(self) -> str:
         """The test's name: ``test_output_match_atan2_mps_bool``."""
-        return f"test_{self.kind}_{self.stem}_mps_{self.dtype}"
+        return str(TestId(self.kind, self.stem, self.dtype))
 
 
 @dataclass(frozen=True)
@@ -249,11 +251,11 @@ def history_file(state_dir: Path, explicit: Path | None) -> Path | None:
         if not explicit.is_file():
             raise PipelineError(
                 f"--history {explicit}: no such file; pass the nightly's history "
-                f"(<state_dir>/{history.DEFAULT_FILE}, which `nightly` writes), or leave "
+                f"(<state_dir>/{state.HISTORY}, which `nightly` writes), or leave "
                 "--history out to report without a baseline"
             )
         return explicit
-    default = state_dir / history.DEFAULT_FILE
+    default = state.history_path(state_dir)
     return default if default.is_file() else None
 
 

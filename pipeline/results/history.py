@@ -49,7 +49,6 @@ from pipeline.errors import PipelineError
 from pipeline.results.junit import CaseResult, Outcome
 
 SCHEMA_VERSION = 2
-DEFAULT_FILE = "history/nightly.sqlite"  # relative to the state directory
 BACKUPS = "backups"  # beside the history file
 DEFAULT_BACKUPS = 7
 _SQLITE_HEADER = b"SQLite format 3\x00"

@@ -47,7 +47,8 @@ from enum import Enum
 from pathlib import Path
 from xml.parsers import expat
 
-from pipeline.dtypes import TORCH_ALIASES
+# one id format, spelled in pipeline.testid; re-exported here for the readers of results
+from pipeline.testid import parse_parts as parse_test_id
 
 
 class Outcome(str, Enum):
@@ -171,7 +172,6 @@ class ReportWall:
     tests: int
 
 
-_DTYPES = frozenset(TORCH_ALIASES.values())
 _UNEXPECTED_SUCCESS = "Unexpected success"
 _XPASS_STRICT = "[XPASS(strict)]"
 _XPASS_SKIP_MESSAGE = "xfail-marked test passes unexpectedly"
@@ -184,25 +184,6 @@ _PROLOG_CHUNK = 1 << 16
 # Deepest element nesting read (the root is level 1); pytest writes 4 levels, Surefire and
 # merged reports a few more. Deeper files are skipped: see the module docstring.
 MAX_DEPTH = 64
-
-
-def parse_test_id(name: str) -> tuple[str, str, str] | None:
-    """``test_output_match_nn_functional_pad_constant_mps_float16`` -> (kind, stem, dtype).
-
-    The dtype is whatever follows the last ``_mps_`` (stems contain underscores and may
-    contain '-'); it must be a known dtype name, else the test is not a consistency test.
-    """
-    # Written out rather than looped over TEST_KINDS: it runs once per testcase.
-    if name.startswith("test_output_match_"):
-        kind, rest = "output_match", name[18:]
-    elif name.startswith("test_output_grad_match_"):
-        kind, rest = "output_grad_match", name[23:]
-    else:
-        return None
-    stem, sep, dtype = rest.rpartition("_mps_")
-    if sep and stem and dtype in _DTYPES:
-        return kind, stem, dtype
-    return None
 
 
 _Key = tuple[str, str]  # (classname, name)

@@ -45,13 +45,13 @@ from pipeline.impact.suspects import CommitAnalysis, Suspect
 from pipeline.results import decide, history, junit
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, merge_runs
+from pipeline.tree import paths
 from pipeline.tree.index import TreeIndex
 
 SCHEMA = 2  # of summary.json (2: plain table cells are just their outcome; shards)
 DEFAULT_MIN_PASSES = 3
 DEFAULT_FLAKY_WINDOW = 5
 DEFAULT_KEEP = 180
-DEFAULT_DASHBOARD = "dashboard"  # relative to the state directory
 CHART_NIGHTLIES = 60
 
 
@@ -281,11 +281,12 @@ def name_suspects(
     commit: str,
     opinfos: Sequence[Any],
     kinds: Sequence[str],
+    test_file: str = paths.TEST_MPS,
 ) -> tuple[Regression, ...]:
     """Each regression with its suspects: the commits between the PyTorch commit its
     previous run tested and ``commit`` (tonight's) that can affect its OpInfo, in the
     checkout at ``root``. Each commit is analysed once, for every regression."""
-    analysis = CommitAnalysis(root, opinfos, kinds)
+    analysis = CommitAnalysis(root, opinfos, kinds, test_file=test_file)
     named = []
     for r in regressions:
         found = analysis.suspects(r.previous_commit, commit, r.stem)

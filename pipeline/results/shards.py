@@ -34,6 +34,7 @@ from typing import Any
 
 from pipeline.errors import PipelineError
 from pipeline.results.junit import parse_test_id
+from pipeline.testid import node_of
 
 SCHEMA = 1  # of the plan document (shards --json, the --out file)
 DEFAULT_NIGHTS = 7  # nightlies whose durations are taken
@@ -41,11 +42,7 @@ TARGET = 1.05  # the slowest shard may take this times the mean shard
 _LAST = "\uffff"  # sorts after every test id
 
 
-def test_id(classname: str, name: str) -> str:
-    """A history row's test as a plan's test id: ``test_mps.TestConsistencyMPS`` (pytest's
-    JUnit classname) and PyTorch CI's bare ``TestConsistencyMPS`` both give
-    ``TestConsistencyMPS::<name>``."""
-    return f"{classname.rpartition('.')[2]}::{name}"
+test_id = node_of  # a history row's (classname, name) as a plan's test id
 
 
 def operator(test: str) -> str | None:

@@ -14,7 +14,8 @@ One module per file format, all with the same module-level interface:
   common_mps.py), except that a missing common_mps.py is a gap too. A gap makes the
   checklist items that depend on it unknown, never passed.
 
-``index`` joins the readers into one record per operator.
+The interface is :class:`pipeline.tree.reader.Reader` and the readers are registered in
+:data:`pipeline.tree.reader.READERS`; ``index`` joins them into one record per operator.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ class Directive:
 
 
 @dataclass(frozen=True)
-class Source:
+class CppText:
     """A C-family file in four aligned layers (same length, same line breaks).
 
     ``code`` has comments blanked; ``plain`` additionally blanks the contents of string and
@@ -74,7 +74,7 @@ class Source:
         return Span(self.path, self.line_of(start), self.line_of(max(start, end - 1)))
 
 
-def lex(text: str, path: str) -> Source:
+def lex(text: str, path: str) -> CppText:
     """Split ``text`` into aligned layers; raise ParseError on unterminated comments/strings."""
     code: list[str] = []
     plain: list[str] = []
@@ -168,7 +168,7 @@ def lex(text: str, path: str) -> Source:
         )
         for s, e in directives
     )
-    return Source(path, text, code_text, plain_text, "".join(masked), dirs, line_starts)
+    return CppText(path, text, code_text, plain_text, "".join(masked), dirs, line_starts)
 
 
 def _char_literal_end(text: str, start: int) -> int:
@@ -183,7 +183,7 @@ def _char_literal_end(text: str, start: int) -> int:
     return lit.end() if lit else start + 1
 
 
-def match_close(masked: str, open_pos: int, path: str, source: Source | None = None) -> int:
+def match_close(masked: str, open_pos: int, path: str, source: CppText | None = None) -> int:
     """Offset of the bracket closing the one at ``open_pos`` in masked text (``({[``)."""
     opener = masked[open_pos]
     closer = {"(": ")", "{": "}", "[": "]"}[opener]
@@ -301,7 +301,7 @@ class MacroScope:
 
     def __init__(
         self,
-        source: Source,
+        source: CppText,
         base: Mapping[str, Macro] | None = None,
         terminals: Iterable[str] = (),
     ) -> None:
@@ -341,7 +341,7 @@ class MacroScope:
         self._local.add(macro.name)
 
 
-def collect_macros(source: Source) -> tuple[dict[str, Macro], list[str]]:
+def collect_macros(source: CppText) -> tuple[dict[str, Macro], list[str]]:
     """The ``#define``s in effect at the end of the file, and redefinition warnings."""
     scope = MacroScope(source)
     return dict(scope.at(len(source.text) + 1)), scope.warnings
@@ -541,7 +541,7 @@ _OBJC_END = re.compile(r"@end\b")
 _DECLARATOR_MACROS = frozenset({"TORCH_IMPL_FUNC"})
 
 
-def scan(source: Source) -> tuple[list[TopItem], list[Namespace]]:
+def scan(source: CppText) -> tuple[list[TopItem], list[Namespace]]:
     """Namespace-scope items of ``source`` in order; raise ParseError on unbalanced braces."""
     m = source.masked
     n = len(m)
@@ -616,7 +616,7 @@ def scan(source: Source) -> tuple[list[TopItem], list[Namespace]]:
     return items, namespaces
 
 
-def call_args(source: Source, item: TopItem, layer: str = "code") -> list[str]:
+def call_args(source: CppText, item: TopItem, layer: str = "code") -> list[str]:
     """The arguments of a call item, from the ``code`` (default) or ``masked`` layer."""
     text = source.code if layer == "code" else source.masked
     open_, close = item.args

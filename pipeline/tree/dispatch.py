@@ -28,10 +28,10 @@ from pathlib import Path
 from pipeline.errors import ParseError
 from pipeline.tree import parse_each, paths
 from pipeline.tree.cpp import (
+    CppText,
     Macro,
     MacroError,
     MacroScope,
-    Source,
     expand,
     lex,
     match_close,
@@ -186,7 +186,7 @@ def _params(text: str) -> tuple[str, ...]:
     return tuple(param_type(p) for p in split_args(inner, templates=True))
 
 
-def _statement_end(source: Source, start: int) -> int | None:
+def _statement_end(source: CppText, start: int) -> int | None:
     """Offset of the ``;`` ending the statement from ``start``, brackets balanced; None when
     a closing bracket or a ``{`` of another construct comes first."""
     m = source.masked
@@ -204,7 +204,7 @@ def _statement_end(source: Source, start: int) -> int | None:
     return None
 
 
-def _scan_aliases(source: Source) -> tuple[list[TypeAlias], list[Unrecognised]]:
+def _scan_aliases(source: CppText) -> tuple[list[TypeAlias], list[Unrecognised]]:
     aliases: list[TypeAlias] = []
     unrecognised: list[Unrecognised] = []
     for m in _USING.finditer(source.masked):
@@ -262,7 +262,7 @@ class _Namespaces:
         return self._names[bisect.bisect_right(self._offsets, offset) - 1]
 
 
-def _declare_args(code: str, masked: str, open_: int, source: Source) -> tuple[list[str], int]:
+def _declare_args(code: str, masked: str, open_: int, source: CppText) -> tuple[list[str], int]:
     close = match_close(masked, open_, source.path, source)
     inner = code[open_ + 1 : close]
     return ([] if not inner.strip() else split_args(inner)), close
@@ -278,7 +278,7 @@ def _site(args: list[str], span: Span, text: str, namespace: str) -> _Site | Unr
     return _Site(stub, fn_type, span, text, namespace)
 
 
-def _statement(source: Source, start: int, close: int) -> tuple[Span, str]:
+def _statement(source: CppText, start: int, close: int) -> tuple[Span, str]:
     """Span and text of a call ending at ``close``, with its ``;`` when one follows."""
     after = _SEMICOLON.match(source.masked, close + 1)
     end = after.end() if after else close + 1
@@ -295,7 +295,7 @@ def _declares(name: str, macros: Mapping[str, Macro], seen: frozenset[str] = fro
 
 
 def _expand_sites(
-    source: Source,
+    source: CppText,
     name: str,
     start: int,
     open_: int,
@@ -318,7 +318,7 @@ def _expand_sites(
     return found, close
 
 
-def _scan_sites(source: Source) -> tuple[list[_Site], list[Unrecognised], list[str]]:
+def _scan_sites(source: CppText) -> tuple[list[_Site], list[Unrecognised], list[str]]:
     if DECLARE not in source.code:
         return [], [], []  # most headers: no declaration, and no local macro making one
     scope = MacroScope(source, terminals=(DECLARE,))
@@ -359,7 +359,7 @@ def _scan_sites(source: Source) -> tuple[list[_Site], list[Unrecognised], list[s
     return sites, unrecognised, warnings
 
 
-def _native_includes(source: Source) -> tuple[str, ...]:
+def _native_includes(source: CppText) -> tuple[str, ...]:
     """Included headers that this reader also reads (``<ATen/native/X.h>``, ``"X.h"``)."""
     found: list[str] = []
     here = posixpath.dirname(source.path)

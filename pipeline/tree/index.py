@@ -20,17 +20,17 @@ from pathlib import Path
 from pipeline.errors import UnknownOperatorError
 from pipeline.fsio import write_atomic
 from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo, paths
+from pipeline.tree.reader import READERS
 from pipeline.tree.source import TreeSource
 from pipeline.tree.span import Span, Unrecognised
 
-READERS = (native_yaml, metal, objc, common_mps, dispatch)
 CACHE_VERSION = 4  # 3: OpInfoRecord.output_dtypes; 4: the readers' gaps
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
 
 
-class Source(str, Enum):
+class TreePart(str, Enum):
     """A part of the tree the checklist is judged on that can be read incompletely (a gap):
     a missing folder or file, or a file that could not be read."""
 
@@ -80,7 +80,7 @@ class OperatorRecord:
     leftover_includes: tuple[objc.OpInclude, ...] = ()
     # what the tree's readers could not read, by source: a check that depends on a source
     # with a gap is unknown rather than passed (see pipeline.guide.checklist)
-    gaps: tuple[tuple[Source, str], ...] = ()
+    gaps: tuple[tuple[TreePart, str], ...] = ()
 
     @property
     def registered_dtypes(self) -> tuple[str, ...]:
@@ -133,15 +133,15 @@ class TreeIndex:
         )
 
     @property
-    def gaps(self) -> tuple[tuple[Source, str], ...]:
+    def gaps(self) -> tuple[tuple[TreePart, str], ...]:
         """What could not be read, by source (each also one of :attr:`warnings`)."""
         return tuple(
             (source, gap)
             for source, model in (
-                (Source.KERNELS, self.kernels),
-                (Source.HOST, self.host),
-                (Source.HEADERS, self.dispatch),
-                (Source.XFAILS, self.xfails),
+                (TreePart.KERNELS, self.kernels),
+                (TreePart.HOST, self.host),
+                (TreePart.HEADERS, self.dispatch),
+                (TreePart.XFAILS, self.xfails),
             )
             for gap in model.gaps
         )
@@ -412,7 +412,9 @@ def build_index(source: TreeSource) -> TreeIndex:
 def load_index(source: TreeSource) -> TreeIndex:
     """The tree's index, from the on-disk cache when no input file changed."""
     # every match, directories too: the readers report one named like a source file
-    readers = [p for r in READERS for pat in r.PATTERNS for p in sorted(source.root.glob(pat))]
+    readers = [
+        p for r in READERS.values() for pat in r.PATTERNS for p in sorted(source.root.glob(pat))
+    ]
     key = _fingerprint(source, readers + opinfo.source_files(source))
     cache = source.cache_dir / "index.pickle"
     if cache.is_file():

@@ -19,10 +19,10 @@ from pathlib import Path
 from pipeline.errors import ParseError
 from pipeline.tree import parse_each, paths
 from pipeline.tree.cpp import (
+    CppText,
     Macro,
     MacroError,
     MacroScope,
-    Source,
     TopItem,
     call_args,
     expand,
@@ -152,7 +152,7 @@ class _Definition:
     item: TopItem
 
 
-def _definition(source: Source, item: TopItem) -> _Definition | None:
+def _definition(source: CppText, item: TopItem) -> _Definition | None:
     m = source.masked
     header = item.header(m)
     impl = _IMPL_FUNC.search(header)
@@ -195,7 +195,7 @@ def _first_call_paren(header: str) -> int | None:
     return None
 
 
-def _exec_call(source: Source, start: int, end: int) -> tuple[str | None, str | None]:
+def _exec_call(source: CppText, start: int, end: int) -> tuple[str | None, str | None]:
     """(kind, kernel name) of the first ``exec_KIND_kernel(...)`` call in ``[start, end)``."""
     call = _EXEC_CALL.search(source.masked, start, end)
     if call is None:
@@ -206,7 +206,7 @@ def _exec_call(source: Source, start: int, end: int) -> tuple[str | None, str | 
     return call.group(1), name.group(1) if name else None
 
 
-def _kernel_function(source: Source, d: _Definition) -> KernelFunction | None:
+def _kernel_function(source: CppText, d: _Definition) -> KernelFunction | None:
     if d.impl_func or not d.returns_void or not _ITERATOR_PARAM.search(d.first_param):
         return None
     kind, kernel = _exec_call(source, d.item.body[0], d.item.body[1])
@@ -317,7 +317,7 @@ def parse(text: str, path: str) -> ObjcFile:
 
 
 def _definitions(
-    source: Source, items: list[TopItem], span: Span | None = None, macro: str | None = None
+    source: CppText, items: list[TopItem], span: Span | None = None, macro: str | None = None
 ) -> tuple[list[KernelFunction], list[Implementation]]:
     """The kernel functions and *_mps implementations among ``items``' blocks.
 
@@ -344,7 +344,7 @@ def _definitions(
 
 
 def _expand_call(
-    source: Source,
+    source: CppText,
     item: TopItem,
     macros: dict[str, Macro],
     file_functions: dict[str, KernelFunction],

@@ -68,6 +68,7 @@ import yaml
 from pipeline.dtypes import TEST_KINDS, TORCH_ALIASES, sort_key
 from pipeline.errors import ConfigError, ParseError, UnreadableFileError
 from pipeline.fsio import write_atomic
+from pipeline.testid import TestId
 from pipeline.tree.source import TreeSource
 from pipeline.tree.text import read_text
 
@@ -131,9 +132,7 @@ class OpInfoRecord:
 
     def test_ids(self, kind: str = "output_match") -> tuple[str, ...]:
         """``TestConsistencyMPS::test_<kind>_<stem>_mps_<dtype>`` for each instantiated dtype."""
-        return tuple(
-            f"TestConsistencyMPS::test_{kind}_{self.stem}_mps_{d}" for d in self.dtypes_for(kind)
-        )
+        return tuple(TestId(kind, self.stem, d).node for d in self.dtypes_for(kind))
 
 
 def _dtype(name: str) -> str:

@@ -22,6 +22,8 @@ NATIVE_HEADERS = f"{NATIVE_DIR}/*.h"
 # The CPU-side structured kernels MPS shares: they call the stubs the .mm files register.
 NATIVE_SOURCES = f"{NATIVE_DIR}/*.cpp"
 COMMON_MPS = f"{TESTING_INTERNAL_DIR}/common_mps.py"
+# the consistency tests; the default of the test.file setting, which every reader follows
+TEST_MPS = "test/test_mps.py"
 # The static OpInfo table the bundled sandbox ships (a real tree has op_db instead).
 OPINFO_TABLE = f"{TESTING_INTERNAL_DIR}/opinfo_table.yaml"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline import state as layout
 from pipeline.__main__ import build_parser, main
 from pipeline.commands import nightly
 from pipeline.config import load_settings
@@ -166,7 +167,7 @@ def test_the_nightly_workflow_calls_this_cli():
         for s in aggregate["steps"]
         if "actions/cache/" in s.get("uses", "") and "-history-" in s["with"]["key"]
     }
-    assert cached == {".mps-pipeline/history"} and history.DEFAULT_FILE.startswith("history/")
+    assert cached == {".mps-pipeline/history"} and layout.HISTORY.startswith("history/")
     # and its backups, beside it, are uploaded
     uploaded = {s["with"]["name"]: s["with"]["path"] for s in aggregate["steps"]
                 if "actions/upload-artifact" in s.get("uses", "")}  # fmt: skip
@@ -225,13 +226,13 @@ def test_a_deeply_nested_report_is_skipped_and_the_others_recorded(
     assert all(sum(summary["counts"][r].values()) == 7 for r in RUNNERS)
     markdown = (settings.state_dir / "dashboard" / "summary.md").read_text()
     assert "2 of 8 JUnit reports skipped" in markdown
-    assert _nights_recorded(settings.state_dir / history.DEFAULT_FILE) == 1
+    assert _nights_recorded(settings.state_dir / layout.HISTORY) == 1
 
 
 def test_no_readable_report_is_an_input_error_and_records_nothing(settings, nights, capsys):
     state = ["--state-dir", str(settings.state_dir)]
     assert main(["nightly", "--results", str(nights.results()), *state]) == 0
-    db_path = settings.state_dir / history.DEFAULT_FILE
+    db_path = settings.state_dir / layout.HISTORY
     before = db_path.read_bytes()
     results = nights.results()
     for report in results.rglob("*.xml"):
@@ -252,7 +253,7 @@ def test_a_crash_while_reading_records_nothing_and_is_not_exit_1(
 
     state = ["--state-dir", str(settings.state_dir)]
     assert main(["nightly", "--results", str(nights.results()), *state]) == 0
-    db_path = settings.state_dir / history.DEFAULT_FILE
+    db_path = settings.state_dir / layout.HISTORY
     before = db_path.read_bytes()
     real = junit.merge_reports
 
@@ -305,7 +306,7 @@ def _state(folder: Path) -> dict[str, bytes | None]:
 
 @pytest.mark.parametrize("form", ["empty", "random bytes", "directory", "foreign sqlite"])
 def test_a_damaged_history_is_refused_untouched(settings, nights, capsys, form):
-    db_path = settings.state_dir / history.DEFAULT_FILE
+    db_path = settings.state_dir / layout.HISTORY
     _damage(db_path, form)
     before = _state(db_path.parent)
     state = ["--state-dir", str(settings.state_dir)]

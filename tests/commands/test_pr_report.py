@@ -417,21 +417,19 @@ def test_a_failed_build_is_reported_from_the_error_it_raised(settings, tree, mon
     def fail(settings, console, error=None):
         raise BuildError("build failed: whatever\nfull log: x", first_error=error)
 
-    def collect():
-        return pr.collect(settings, 7, Console(file=io.StringIO()), base=base)
+    def collect(build):
+        runners = pr.Runners(build, stages.run_consistency_tests)
+        return pr.collect(settings, 7, Console(file=io.StringIO()), base=base, runners=runners)
 
     error = CompilerError(str(tree / BINARY_KERNEL), 41, 3, "no member named 'atan3'")
-    monkeypatch.setattr(stages, "run_build", lambda s, c: fail(s, c, error))
-    results = collect()
+    results = collect(lambda s, c: fail(s, c, error))
     assert not results.build_ok and results.selectors == () and results.table is None
     assert results.build_error == f"{BINARY_KERNEL}:41: no member named 'atan3'"
     assert stale.read_text() == "old.mm:1:1: error: an earlier build's error\n"
 
-    monkeypatch.setattr(stages, "run_build", lambda s, c: fail(s, c))
-    assert collect().build_error == "build failed: whatever"
+    assert collect(lambda s, c: fail(s, c)).build_error == "build failed: whatever"
     outside = CompilerError("/usr/include/math.h", 7, None, "oops")
-    monkeypatch.setattr(stages, "run_build", lambda s, c: fail(s, c, outside))
-    assert collect().build_error == "/usr/include/math.h:7: oops"
+    assert collect(lambda s, c: fail(s, c, outside)).build_error == "/usr/include/math.h:7: oops"
 
 
 def test_post_from_dry_run_for_a_fork_prints_only(settings, github, tmp_path, capsys, monkeypatch):
@@ -595,7 +593,7 @@ def test_new_failures_lead_the_comment_and_alone_fail_the_status(settings, githu
     main_sha = main_red_on_atan2_bool(tree)
     # the nightly of main, recorded where pr-report looks by default
     report = sweep(settings, "main")
-    default = settings.state_dir / history.DEFAULT_FILE
+    default = settings.state_dir / state.HISTORY
     record_nights(settings, default, [dict.fromkeys(RUNNERS, report)], main_sha)
 
     # the PR breaks copysign int64 (it passed on main) and touches atan2 (bool fails on main)

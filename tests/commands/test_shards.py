@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline import state as layout
 from pipeline.__main__ import build_parser, main
 from pipeline.commands import shards as command
 from pipeline.config import load_settings
-from pipeline.results import history, shards
+from pipeline.results import shards
 from pipeline.tree.opinfo import load_opinfos
 from pipeline.workspace import prepare
 
@@ -49,7 +50,7 @@ def _record(capsys, settings, nights, **scenario) -> None:
 def test_plans_the_suite_from_real_nightly_runs(capsys, settings, nights):
     for _ in range(2):
         _record(capsys, settings, nights)
-    db_path = settings.state_dir / history.DEFAULT_FILE
+    db_path = settings.state_dir / layout.HISTORY
     before = db_path.read_bytes()
     code, out, _ = _shards(capsys, settings, "--num-shards", "3", "--json")
     assert code == 0
@@ -65,7 +66,7 @@ def test_plans_the_suite_from_real_nightly_runs(capsys, settings, nights):
     measured = "TestConsistencyMPS::test_output_match_atan2_mps_float32"
     assert measured in counts
     # written where the next run starts from, and the history was only read
-    plan = settings.state_dir / command.DEFAULT_PLAN
+    plan = settings.state_dir / layout.SHARD_PLAN
     assert json.loads(plan.read_text()) == doc
     assert db_path.read_bytes() == before
 
@@ -88,11 +89,11 @@ def test_without_history_a_plan_by_count_with_a_note(capsys, settings, tmp_path)
     assert [s["seconds"] for s in doc["shards"]] == [None, None]
     sizes = [len(s["tests"]) for s in doc["shards"]]
     assert abs(sizes[0] - sizes[1]) <= 1 and sum(sizes) == len(_suite(settings))
-    assert not (settings.state_dir / command.DEFAULT_PLAN).exists()  # --out, not the default
+    assert not (settings.state_dir / layout.SHARD_PLAN).exists()  # --out, not the default
 
 
 def test_a_damaged_history_is_exit_2_and_untouched(capsys, settings):
-    db_path = settings.state_dir / history.DEFAULT_FILE
+    db_path = settings.state_dir / layout.HISTORY
     db_path.parent.mkdir(parents=True)
     db_path.write_bytes(b"")
     code, _, err = _shards(capsys, settings, "--num-shards", "2")
@@ -106,7 +107,7 @@ def test_previous_plans(capsys, settings, tmp_path):
                            str(tmp_path / "nope.json"))  # fmt: skip
     assert code == 2 and "shards: --previous" in err and "cannot read the previous plan" in err
     # a damaged default plan: a warning, and a new plan over it
-    plan = settings.state_dir / command.DEFAULT_PLAN
+    plan = settings.state_dir / layout.SHARD_PLAN
     plan.write_text('{"schema": 1, "shards": 3}')
     code, out, err = _shards(capsys, settings, "--num-shards", "2")
     assert code == 0 and "warning: " in err and "planning from scratch" in err
@@ -162,7 +163,7 @@ def test_the_nightly_workflow_plans_and_hands_the_plan_on():
     # the aggregation's state dir is the one its cache steps name
     state = aggregate["env"]["MPS_PIPELINE_STATE_DIR"]
     assert state == "${{ github.workspace }}/.mps-pipeline"
-    plan_path = f".mps-pipeline/{command.DEFAULT_PLAN}"
+    plan_path = f".mps-pipeline/{layout.SHARD_PLAN}"
     caches = {
         (job, s["uses"].split("@")[0]): s
         for job in ("plan", "aggregate")
@@ -191,4 +192,4 @@ def test_the_nightly_workflow_plans_and_hands_the_plan_on():
     ]
     assert download["continue-on-error"] is True
     (run,) = [s for s in sweep["steps"] if "run-sweep.sh" in s.get("run", "")]
-    assert run["env"]["MPS_SHARD_PLAN"] == f"{download['with']['path']}/{command.DEFAULT_PLAN}"
+    assert run["env"]["MPS_SHARD_PLAN"] == f"{download['with']['path']}/{layout.SHARD_PLAN}"

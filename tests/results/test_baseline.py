@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from pipeline import state as layout
 from pipeline.errors import PipelineError
 from pipeline.flows.pr import PrResults
 from pipeline.results import baseline, history
@@ -166,7 +167,7 @@ def test_which_history(tmp_path):
     state = tmp_path / "state"
     assert baseline.history_file(state, None) is None  # and nothing is created
     assert not state.exists()
-    default = state / history.DEFAULT_FILE
+    default = state / layout.HISTORY
     history.connect(default).close()
     assert baseline.history_file(state, None) == default
     given = tmp_path / "given.sqlite"

@@ -142,7 +142,7 @@ def test_gaps_are_by_source_and_the_cache_sees_them_come_and_go(sandbox_settings
     (kernels / "Odd.metal").mkdir()  # a folder with a source file's name: matched, said
     gap = "aten/src/ATen/native/mps/kernels/Odd.metal: is a directory, not a file (skipped)"
     index = load_index(sandbox_settings.tree)
-    assert index.gaps == ((index_mod.Source.KERNELS, gap),) and gap in index.warnings
+    assert index.gaps == ((index_mod.TreePart.KERNELS, gap),) and gap in index.warnings
     assert index.record("atan2").gaps == index.gaps
     (kernels / "Odd.metal").rmdir()
     assert load_index(sandbox_settings.tree).gaps == ()
