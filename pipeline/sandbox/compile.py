@@ -275,7 +275,7 @@ def _serving(tree: _Tree, entry: native_yaml.NativeFunction, seen: frozenset[str
     stubs = {stub: _stub_record(tree, stub, []) for stub in cpp.stubs}
     if any(record is None for record in stubs.values()):
         served = "missing_stub"
-    elif all(record["native"] for record in stubs.values()):
+    elif all(record is not None and record["native"] for record in stubs.values()):
         served = "native"
     else:
         served = "mpsgraph"
