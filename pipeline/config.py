@@ -348,12 +348,12 @@ def load_settings(
     cwd = (cwd or Path.cwd()).resolve()
 
     given: dict[str, Resolved] = {}
-    for key, value in (overrides or {}).items():
-        if value in (None, ""):
+    for key, given_value in (overrides or {}).items():
+        if given_value in (None, ""):
             continue
         if key not in OVERRIDABLE:
             raise ConfigError(f"cannot override config key {key!r} from the command line")
-        given[key] = Resolved(value, override_origin(key, via))
+        given[key] = Resolved(given_value, override_origin(key, via))
     env_layer, warnings = _env_layer(env)
 
     # The checkout decides which config file is read, so it comes from the layers above it.

@@ -140,3 +140,5 @@ class BuildError(PipelineError):
 
 class GitHubError(PipelineError):
     """The GitHub API refused a request (401/403/404/422...)."""
+
+    status: int | None = None  # the HTTP status, when GitHub answered

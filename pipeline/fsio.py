@@ -12,12 +12,10 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with (
-            os.fdopen(fd, "wb")
-            if isinstance(data, bytes)
-            else os.fdopen(fd, "w", encoding="utf-8", newline="")
-        ) as fh:
-            fh.write(data)
+        # text is written as its UTF-8 bytes, untranslated: what mode "w" with newline=""
+        # would write, through one file type
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data if isinstance(data, bytes) else data.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)

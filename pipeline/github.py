@@ -433,6 +433,7 @@ class GitHubClient:
                 self._sleep(delay)
                 continue
             raise self._error(response, what)
+        raise AssertionError("itertools.count() never ends")  # each attempt returns or raises
 
     def _rate_limit_wait(self, response: requests.Response, attempt: int) -> float | None:
         """Seconds to wait if ``response`` is a (secondary) rate limit, else None."""

@@ -210,7 +210,7 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
                 task["uptodate"] = rules
         else:
             task["actions"] = None
-        if not stage.per_op:
+        if not stage.per_op or op is None:  # a per-op stage without one failed above
             return task
         return _subtasks(stage, op, task)
 

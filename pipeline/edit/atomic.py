@@ -10,14 +10,18 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline.tree.span import Span
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # the span of an entry compared regardless of where it sits
 NOWHERE = Span("", 0, 0)
 
 
-def unplaced(entries: Iterable[object]) -> Counter:
+def unplaced(entries: Iterable[DataclassInstance]) -> Counter:
     """Entries with their spans blanked: what must survive an edit that moves lines."""
     return Counter(dataclasses.replace(e, span=NOWHERE) for e in entries)
 

@@ -176,7 +176,7 @@ def _insert_key(text: str, path: str, name: str, function: str, key: str) -> str
             f"add {key!r} to it by hand"
         )
     if node.keys:
-        first_key = node.keys[0]
+        first_key = node.keys[0] or node.values[0]  # a leading **spread has no key
         indent = _indent_of(lines[first_key.lineno - 1])
         last = node.values[-1]
         last_line = last.end_lineno or last.lineno
@@ -325,9 +325,9 @@ def _applying_block(
     ]
     # after the loop's last `if key in <an xfail list>` block, else at the loop's end
     after = loop.body[-1]
-    for stmt in loop.body:
-        if isinstance(stmt, ast.If) and any("XFAILLIST" in n for n in _names(stmt.test)):
-            after = stmt
+    for statement in loop.body:
+        if isinstance(statement, ast.If) and any("XFAILLIST" in n for n in _names(statement.test)):
+            after = statement
     return after.end_lineno or after.lineno, head + body
 
 
@@ -405,8 +405,10 @@ def _dict_node(tree: ast.Module, name: str, function: str) -> ast.Dict | None:
                 node.targets if isinstance(node, ast.Assign)
                 else [node.target] if isinstance(node, ast.AnnAssign) else []
             )  # fmt: skip
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets) and isinstance(
-                node.value, ast.Dict
+            if (
+                isinstance(node, (ast.Assign, ast.AnnAssign))
+                and any(isinstance(t, ast.Name) and t.id == name for t in targets)
+                and isinstance(node.value, ast.Dict)
             ):
                 return node.value
     return None
@@ -425,7 +427,9 @@ def applies_list(text: str, function: str, name: str) -> bool:
                 continue
             compare = _version_compare(stmt.test)
             if compare is None or (
-                match and compare.comparators[0].value != float(f"{match[1]}.{match[2]}")
+                match
+                and isinstance(number := compare.comparators[0], ast.Constant)
+                and number.value != float(f"{match[1]}.{match[2]}")
             ):
                 continue
             decorates = any(
@@ -480,7 +484,7 @@ def _verify(
             expected[c.target] = [(value(c.new_dtypes), None) for _ in olds]
     for a in additions:
         target = (a.list, a.function, a.key)
-        olds = expected.get(target)
+        olds = expected.get(target, [])
         if not olds:
             expected[target] = [(frozenset(a.dtypes), None)]
         else:

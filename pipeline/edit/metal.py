@@ -214,7 +214,7 @@ def _extend_macro(text: str, directive: cpp.Directive, line: str) -> str:
     """
     rows = text[directive.start : directive.end].split("\n")
     last = rows[-1].rstrip()
-    indent = re.match(r"\s*", last).group() if len(rows) > 1 else "  "
+    indent = last[: len(last) - len(last.lstrip())] if len(rows) > 1 else "  "
     new_last = indent + line + (";" if last.endswith(";") else "")
     contents = [r.rstrip()[:-1].rstrip() for r in rows[:-1]] + [last.removesuffix(";") + ";"]
     column = max([len(r.rstrip()) - 1 for r in rows[:-1]] + [max(len(c) for c in contents) + 1])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pipeline.edit.atomic import NOWHERE, FileEdit, unplaced
 from pipeline.errors import EditVerificationError, ParseError
@@ -414,7 +415,7 @@ def add_macro_registration(
         return None
     args = [new if a == old else a for a in args]
     last = max(s.span.end for s in objc.parse(text, path).stubs if s.macro == like.macro)
-    indent = re.match(r"[ \t]*", written)[0]
+    indent = written[: len(written) - len(written.lstrip(" \t"))]
     line = f"{indent}{like.macro}({', '.join(args)}){call[3]}\n"
     after = "".join(lines[:last] + [line] + lines[last:])
     try:
@@ -446,7 +447,7 @@ def remove_registration(text: str, path: str, stub: str) -> FileEdit:
     after = _remove_lines(text, span.start, span.end)
     parsed = _parse(after, path, "the edited file")
 
-    def kept(entries: Iterable[object]) -> Counter:  # what lies outside the removed lines
+    def kept(entries: Iterable[Any]) -> Counter:  # what lies outside the removed lines
         return unplaced(e for e in entries if not span.overlaps(e.span.start, e.span.end))
 
     same = all(

@@ -194,7 +194,10 @@ class _Editor(cst.CSTTransformer):
         for index, element in enumerate(original_node.elements):
             if not isinstance(element, cst.DictElement):
                 continue
-            where = (self.positions[element.key].start.line, _string_value(element.key))
+            key = _string_value(element.key)
+            if key is None:  # not a string key, so no entry's
+                continue
+            where = (self.positions[element.key].start.line, key)
             op = self.ops.get(where)
             if op is None:
                 continue
@@ -235,7 +238,8 @@ class _Editor(cst.CSTTransformer):
         line = self.lines[start.line - 1]
         indent = line[: len(line) - len(line.lstrip())]
         body = "".join(f"{indent}    {item},\n" for item in items)
-        return cst.parse_expression(f"[\n{body}{indent}]").visit(_AbsoluteIndent())
+        expression = cst.parse_expression(f"[\n{body}{indent}]").visit(_AbsoluteIndent())
+        return cst.ensure_type(expression, cst.List)  # the transformer only moves whitespace
 
 
 class _AbsoluteIndent(cst.CSTTransformer):
@@ -415,6 +419,7 @@ def _verify(before: CommonMps, text: str, after_text: str, path: str, ops: list[
         raise fail("an unrecognised declaration changed")
 
     by_entry = {(op.entry.span.start, op.entry.key): op for op in ops}
+    expected: list[tuple[tuple[str, str, str], tuple[str, ...] | frozenset[str] | None, str | None]]
     expected = []
     for entry in before.entries:
         target = (entry.list, entry.function, entry.key)
@@ -427,7 +432,7 @@ def _verify(before: CommonMps, text: str, after_text: str, path: str, ops: list[
     if len(after.entries) != len(expected):
         raise fail(f"expected {len(expected)} entries after the edit, found {len(after.entries)}")
     for entry, (target, value, raw) in zip(after.entries, expected, strict=True):
-        got = entry.dtypes
+        got: tuple[str, ...] | frozenset[str] | None = entry.dtypes
         if isinstance(value, frozenset) and got is not None:
             got = frozenset(got)  # a narrowed list is compared as a set of dtypes
         if ((entry.list, entry.function, entry.key), got, entry.raw) != (target, value, raw):

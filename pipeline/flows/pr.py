@@ -286,7 +286,7 @@ class Runners:
     """What runs the PR's build and tests: the migrate chain's runners, unless a caller (a
     test) passes its own."""
 
-    build: Callable[[Settings, Console], None]
+    build: Callable[[Settings, Console], object]
     tests: Callable[[Settings, tuple[str, ...], str], tuple[Path, str]]
 
     @classmethod

@@ -470,7 +470,7 @@ def _metal_line(
             done.add(key)
             for functor in functors:
                 kernel = mfile.functor_kernel(functor)
-                construct = ("functor", path, kernel)
+                construct: tuple = ("functor", path, kernel)
                 _hit_kernels(ctx, [kernel], f"{where}functor {kernel}_functor changed", construct)
                 unit = next((u for u in mfile.units if functor.span.overlaps(u.start, u.end)), None)
                 users = mfile.reach([mfile.struct_name(functor)], exclude=unit) - {kernel}
@@ -659,8 +659,10 @@ def _rule_common_mps(change: ChangedFile, ctx: _Context) -> None:
     if change.old_text is not None and old is not None and new is not None:
         before, after = _xfail_signature(old), _xfail_signature(new)
         lines = {}
-        for model, label in ((old, " (old)"), (new, "")):
-            for item in (*model.entries, *model.sets):
+        for parsed, label in ((old, " (old)"), (new, "")):
+            keyed: tuple[common_mps.XfailEntry | common_mps.SetEntry, ...]
+            keyed = (*parsed.entries, *parsed.sets)
+            for item in keyed:
                 lines[(item.list, item.function, item.key)] = f"{name}:{item.span.start}{label}"
         for k in dict.fromkeys([*after, *before]):
             if before.get(k) == after.get(k):

@@ -226,6 +226,7 @@ def parse_changed(spec: str) -> tuple[str, list[Range]]:
     Such a suffix that is not a list of ranges (``c.mm:``, ``c.mm:3-``, ``c.mm:5-2``,
     ``c.mm:0``) is an error, not part of the path.
     """
+    suffix: str | None
     path, colon, suffix = spec.rpartition(":")
     if not colon or not _RANGE_CHARS.fullmatch(suffix):
         path, suffix = spec, None

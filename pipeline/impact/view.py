@@ -294,14 +294,14 @@ class Resolver:
         stubs: dict[str, None] = {}
         for view in self.views:
             for model in view.host.values():
-                for stub in model.stubs:
-                    if stub.kernel_name == kernel:
-                        stubs[stub.stub] = None
+                for registration in model.stubs:
+                    if registration.kernel_name == kernel:
+                        stubs[registration.stub] = None
                 for fn in model.functions:
                     if fn.kernel_name == kernel:
                         stubs.update(dict.fromkeys(self.stubs_registering(fn.name)))
         if stubs:
-            result = {}
+            result: dict[str, str] = {}
             for stub in stubs:
                 op, _ = self.stub_operator(stub)
                 result.setdefault(op, "" if op == kernel else f" (kernel {kernel} run by {stub})")

@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING
 
 from pipeline.dtypes import sort_key
 from pipeline.results import decide, history
-from pipeline.results.decide import OpInfoLike, XfailDecision, XfailLike
+from pipeline.results.decide import Action, OpInfoLike, XfailDecision, XfailLike
 from pipeline.results.junit import Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
 
 if TYPE_CHECKING:
     from pipeline.tree.index import TreeIndex
 
-MOVE = "move"
+MOVE: Action = "move"
 _GRAD_FUNCTION = "mps_ops_grad_modifier"
 
 
@@ -117,17 +117,17 @@ def split(
             "version and the runners: table gives none)"
         )
         return Split(failing, passing, None, why)
+    known = {r: v for r, v in version.items() if v is not None}  # all of them, by now
     key = decide.version_key
-    newest_failing = max(failing, key=lambda r: key(version[r]))
-    oldest_passing = min(passing, key=lambda r: key(version[r]))
-    low = version[oldest_passing]
-    assert low is not None and version[newest_failing] is not None
-    if key(version[newest_failing]) >= key(low):
+    newest_failing = max(failing, key=lambda r: key(known[r]))
+    oldest_passing = min(passing, key=lambda r: key(known[r]))
+    low = known[oldest_passing]
+    if key(known[newest_failing]) >= key(low):
         return None  # fails on a newer macOS than one it works on: no version boundary
     bound = (low[0], low[1] if len(low) > 1 else 0)
-    if key(version[newest_failing]) >= key(bound):
+    if key(known[newest_failing]) >= key(bound):
         why = (
-            f"xfails on {newest_failing} (macOS {show_version(version[newest_failing])}), "
+            f"xfails on {newest_failing} (macOS {show_version(known[newest_failing])}), "
             f"which a list for before macOS {show_version(bound)} would not cover"
         )
         return Split(failing, passing, None, why)

@@ -158,7 +158,7 @@ def shard_balance(
     for runner, found in walls.items():
         if not found:
             continue
-        reports = []
+        reports: list[dict[str, Any]] = []
         for w in found:
             path = Path(w.source)
             rel = path.relative_to(results).as_posix() if path.is_relative_to(results) else w.source

@@ -76,8 +76,8 @@ def estimate(suite: Sequence[str], measured: Mapping[str, float]) -> Estimates:
     if not measured:
         return Estimates(dict.fromkeys(suite, 1.0), 0, 0, len(suite), False)
     by_stem: dict[str | None, list[float]] = {}
-    for test, seconds in measured.items():
-        by_stem.setdefault(operator(test), []).append(seconds)
+    for test, taken in measured.items():
+        by_stem.setdefault(operator(test), []).append(taken)
     stem_median = {stem: statistics.median(values) for stem, values in by_stem.items() if stem}
     everything = statistics.median(measured.values())
     seconds: dict[str, float] = {}

@@ -166,6 +166,8 @@ def parse_collected(line: str) -> int | None:
     collected, deselected, selected = (int(g) if g else None for g in match.groups())
     if selected is not None:
         return selected
+    if collected is None:  # not optional in the pattern
+        return None
     return collected - (deselected or 0)
 
 

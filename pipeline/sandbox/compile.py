@@ -250,18 +250,18 @@ def _function_span(tree: _Tree, reg: objc.StubRegistration) -> Span:
 def _serving(tree: _Tree, entry: native_yaml.NativeFunction, seen: frozenset[str]) -> dict:
     """How MPS runs one overload, following structured_delegate to the kernel entry."""
     kind = entry.mps_kind
-    if kind == "delegate":
+    if kind is native_yaml.MpsKind.DELEGATE:
         target = tree.by_full_name.get(entry.structured_delegate or "")
         if target is None or target.full_name in seen:
             return {"mps": None, "overload": entry.full_name}
         record = _serving(tree, target, seen | {entry.full_name})
         return {"via": target.full_name, **record}
-    if kind == "composite":
+    if kind is native_yaml.MpsKind.COMPOSITE:
         return {"mps": "composite"}
     kernel = entry.kernel_for("MPS")
-    if kind == "none" or kernel is None:
+    if kind is native_yaml.MpsKind.NONE or kernel is None:
         return {"mps": None, "overload": entry.full_name}
-    if kind == "mps_specific":
+    if kind is native_yaml.MpsKind.MPS_SPECIFIC:
         impl = tree.host.implementation(kernel)
         return {
             "mps": "mpsgraph",
@@ -275,7 +275,7 @@ def _serving(tree: _Tree, entry: native_yaml.NativeFunction, seen: frozenset[str
     stubs = {stub: _stub_record(tree, stub, []) for stub in cpp.stubs}
     if any(record is None for record in stubs.values()):
         served = "missing_stub"
-    elif all(record["native"] for record in stubs.values()):
+    elif all(record is not None and record["native"] for record in stubs.values()):
         served = "native"
     else:
         served = "mpsgraph"
@@ -314,7 +314,7 @@ def _check_dispatch(tree: _Tree, diags: list[Diagnostic]) -> set[str]:
             continue
         row = next(r for r in reversed(entry.dispatch) if "MPS" in r.keys)
         col = row.text.find(kernel) + 1 if kernel in row.text else 1
-        if entry.mps_kind == "mps_specific":
+        if entry.mps_kind is native_yaml.MpsKind.MPS_SPECIFIC:
             if tree.host.implementation(kernel) is None:
                 diags.append(
                     Diagnostic(
@@ -361,7 +361,11 @@ def _check_dispatch(tree: _Tree, diags: list[Diagnostic]) -> set[str]:
 
 def _check_host(tree: _Tree, reachable: set[str], diags: list[Diagnostic]) -> None:
     """Compile-time checks of the .mm files: stubs, their kernels, stale implementations."""
-    declared = {e.kernel_for("MPS") for e in tree.yaml.entries if e.mps_kind == "mps_specific"}
+    declared = {
+        e.kernel_for("MPS")
+        for e in tree.yaml.entries
+        if e.mps_kind is native_yaml.MpsKind.MPS_SPECIFIC
+    }
     callers: dict[str, list[str]] = {}
     for cpp in tree.cpp.values():
         for stub in cpp.stubs:

@@ -32,6 +32,14 @@ _DIRECTIVE_EVENT = re.compile(r"//|/\*|\"|'|(?<!\\)(?<!\\\r)\n")
 _CONTINUATION = re.compile(r"\\\r?\n")
 
 
+def _end_of(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where ``pattern`` ends when matched at ``pos``, for a pattern that cannot fail there."""
+    m = pattern.match(text, pos)
+    if m is None:
+        raise AssertionError(f"{pattern.pattern!r} does not match at offset {pos}")
+    return m.end()
+
+
 def blank(text: str) -> str:
     """``text`` with every character but newlines replaced by a space."""
     return _NOT_NEWLINE.sub(lambda m: " " * len(m.group()), text)
@@ -96,7 +104,7 @@ def lex(text: str, path: str) -> CppText:
         code.append(text[pos:start])
         plain.append(text[pos:start])
         if token == "//":
-            end = _LINE_COMMENT.match(text, start).end()
+            end = _end_of(_LINE_COMMENT, text, start)
             code.append(blank(text[start:end]))
             plain.append(blank(text[start:end]))
         elif token == "/*":
@@ -134,7 +142,7 @@ def lex(text: str, path: str) -> CppText:
             end = _char_literal_end(text, start)
             code.append(text[start:end])
             plain.append("'" + blank(text[start + 1 : end - 1]) + "'" if end - start > 1 else " ")
-        elif token == "\n":  # end of directive
+        elif token == "\n" and directive_start is not None:  # end of directive
             directives.append((directive_start, start))
             directive_start = None
             end = start + 1
@@ -249,7 +257,9 @@ _PLACEMARKER: Token = ("placemarker", "")
 def tokenize(text: str) -> list[Token]:
     """Preprocessing tokens of ``text``; runs of whitespace become one space token."""
     return [
-        _SPACE if m.lastgroup == "ws" else (m.lastgroup, m.group()) for m in _TOKEN.finditer(text)
+        # every alternative of _TOKEN is a named group, so lastgroup is never None
+        _SPACE if m.lastgroup == "ws" else (m.lastgroup or "punct", m.group())
+        for m in _TOKEN.finditer(text)
     ]
 
 
@@ -550,7 +560,7 @@ def scan(source: CppText) -> tuple[list[TopItem], list[Namespace]]:
     stack: list[tuple[str, int]] = []
     pos = 0
     while True:
-        pos = _WS.match(m, pos).end()
+        pos = _end_of(_WS, m, pos)
         if pos >= n:
             break
         ch = m[pos]
@@ -573,7 +583,7 @@ def scan(source: CppText) -> tuple[list[TopItem], list[Namespace]]:
         if call and call.group(1) not in _DECLARATOR_MACROS:
             open_ = call.end() - 1
             close = match_close(m, open_, source.path, source)
-            after = _WS.match(m, close + 1).end()
+            after = _end_of(_WS, m, close + 1)
             nxt = m[after] if after < n else ""
             if nxt not in ("(", "{"):
                 end = after + 1 if nxt == ";" else close + 1
@@ -619,6 +629,8 @@ def scan(source: CppText) -> tuple[list[TopItem], list[Namespace]]:
 def call_args(source: CppText, item: TopItem, layer: str = "code") -> list[str]:
     """The arguments of a call item, from the ``code`` (default) or ``masked`` layer."""
     text = source.code if layer == "code" else source.masked
+    if item.args is None:
+        raise ValueError(f"the {item.kind} item at offset {item.start} is not a call")
     open_, close = item.args
     inner = text[open_ + 1 : close]
     return [] if not inner.strip() else split_args(inner)

@@ -250,7 +250,7 @@ class _Namespaces:
             if m.group() == "{":
                 header = _NAMESPACE_HEADER.search(masked, last, m.start())
                 transparent = header is None or header.group(1) or not header.group(2)
-                stack.append(None if transparent else header.group(2))
+                stack.append(None if transparent or header is None else header.group(2))
             elif m.group() == "}" and stack:
                 stack.pop()
             last = m.end()
@@ -350,7 +350,10 @@ def _scan_sites(source: CppText) -> tuple[list[_Site], list[Unrecognised], list[
             found, close = _expand_sites(source, name, start, open_, macros, namespaces.at(start))
         done = close
         for item in found:
-            (sites if isinstance(item, _Site) else unrecognised).append(item)
+            if isinstance(item, _Site):
+                sites.append(item)
+            else:
+                unrecognised.append(item)
     macros = scope.at(len(source.text) + 1)
     # `#if` branches redefine many macros; only those that declare stubs are this reader's
     warnings = [

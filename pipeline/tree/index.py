@@ -359,9 +359,9 @@ def find_references(root: Path, names: Iterable[str]) -> list[tuple[str, Span]]:
     hits: list[tuple[str, Span]] = []
     if proc.returncode in (0, 1) and "not a git repository" not in proc.stderr:
         for line in proc.stdout.splitlines():
-            path, lineno, text = line.split(":", 2)
+            rel, number, text = line.split(":", 2)
             for m in word.finditer(text):
-                hits.append((m.group(1), Span(path, int(lineno), int(lineno))))
+                hits.append((m.group(1), Span(rel, int(number), int(number))))
         return hits
     for d in dirs:
         for path in sorted((root / d).rglob("*")):

@@ -223,7 +223,8 @@ def parse(text: str, path: str) -> MetalFile:
             if header and "(" not in item.header(source.masked)[: header.start()]:
                 functors.append(Functor(header.group(1), span, None))
             continue
-        if item.kind != "call":
+        # a call item always has its name and parentheses
+        if item.kind != "call" or item.name is None or item.args is None:
             continue
         macros = scope.at(item.start)
         name = item.name
@@ -257,7 +258,7 @@ def parse(text: str, path: str) -> MetalFile:
             reg, reason = _registration(call, name, span)
             if reg is not None:
                 registrations.append(reg)
-            else:
+            elif reason is not None:  # _registration gives a reason whenever no registration
                 unrecognised.append(Unrecognised(span, written, reason))
         for left in dict.fromkeys(leftovers):
             unrecognised.append(

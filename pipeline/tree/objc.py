@@ -156,6 +156,7 @@ def _definition(source: CppText, item: TopItem) -> _Definition | None:
     m = source.masked
     header = item.header(m)
     impl = _IMPL_FUNC.search(header)
+    open_: int | None
     if impl:
         open_ = item.start + impl.end() - 1
         name, prefix = impl.group(1), ""
@@ -208,6 +209,8 @@ def _exec_call(source: CppText, start: int, end: int) -> tuple[str | None, str |
 
 def _kernel_function(source: CppText, d: _Definition) -> KernelFunction | None:
     if d.impl_func or not d.returns_void or not _ITERATOR_PARAM.search(d.first_param):
+        return None
+    if d.item.body is None:  # a definition is a block item, which has a body
         return None
     kind, kernel = _exec_call(source, d.item.body[0], d.item.body[1])
     span = source.span(d.item.start, d.item.end)
@@ -265,7 +268,7 @@ def parse(text: str, path: str) -> ObjcFile:
     stubs: list[StubRegistration] = []
     unrecognised: list[Unrecognised] = []
     for item in items:
-        if item.kind != "call":
+        if item.kind != "call" or item.name is None:  # a call item always has its name
             continue
         span = source.span(item.start, item.end)
         written = source.code[item.start : item.end].strip()
@@ -351,6 +354,8 @@ def _expand_call(
     span: Span,
 ) -> tuple[list[StubRegistration], list[Implementation], str | None]:
     """What a local macro call generates: stubs, implementations, or why nothing."""
+    if item.name is None or item.args is None:
+        raise ValueError(f"the {item.kind} item at offset {item.start} is not a call")
     call_text = source.code[item.start : item.args[1] + 1]
     try:
         inner = lex(expand(call_text, macros), source.path)

@@ -176,7 +176,7 @@ def load_table(path: Path) -> tuple[OpInfoRecord, ...]:
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise ParseError(where, line + 1 if line is not None else None, f"not YAML: {exc}") from exc
-    if not isinstance(data, list):
+    if not isinstance(data, list) or root is None:
         raise ParseError(where, 1, "an OpInfo table is a YAML list of mappings")
     records: list[OpInfoRecord] = []
     seen: set[tuple[str, str]] = set()

@@ -150,7 +150,9 @@ class RecordDecorateInfo:
             run_module(module)
             self.wrap(module.DecorateInfo)
 
-        spec.loader.exec_module = exec_module
+        # typeshed types exec_module as a method; replacing it on this one loader instance
+        # is the hook (the module runs, then DecorateInfo is wrapped)
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
     def wrap(self, cls):

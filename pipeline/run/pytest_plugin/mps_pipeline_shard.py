@@ -78,7 +78,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if shard is None or not 1 <= shard <= len(plan):
         raise pytest.UsageError(f"--mps-shard must be 1 to {len(plan)} for {path}")
     where = {test: n for n, tests in enumerate(plan, 1) for test in tests}
-    keep, deselected, unplanned = [], [], 0
+    keep: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
+    unplanned = 0
     for item in items:
         test = key(item.nodeid)
         planned = where.get(test)
