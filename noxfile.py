@@ -1,4 +1,4 @@
-"""nox sessions: tests, lint, bench. Thin: the work lives in pipeline/ and tests/."""
+"""nox sessions: tests, fast, lint, bench. Thin: the work lives in pipeline/, tests/ and bench/."""
 
 from __future__ import annotations
 
@@ -17,9 +17,16 @@ def _install(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
-    """The whole suite, slow end-to-end tests included (pass -m 'not slow' to skip those)."""
+    """The whole suite, slow end-to-end tests included; the 20 slowest tests are listed."""
     _install(session)
-    session.run("pytest", *session.posargs, env={"MPS_PIPELINE_CI": "1"})
+    session.run("pytest", "--durations=20", *session.posargs, env={"MPS_PIPELINE_CI": "1"})
+
+
+@nox.session(python="3.11")
+def fast(session: nox.Session) -> None:
+    """The fast tier (about a minute): every module's tests but the slow end-to-end ones."""
+    _install(session)
+    session.run("pytest", "-m", "not slow", "--durations=10", *session.posargs)
 
 
 @nox.session(python="3.11")

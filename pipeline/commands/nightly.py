@@ -103,7 +103,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """Record the nightly, write the dashboard, print a report; 1 when there are regressions."""
     history_path = args.history or state.history_path(settings.state_dir)
     if args.check_history:
-        return check_history(history_path)
+        return report_history(history_path)
     if args.results is None:
         raise PipelineError("nightly: --results DIR is required (or --check-history)")
     try:
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if outcome.summary["regressions"] else 0
 
 
-def check_history(path: Path) -> int:
+def report_history(path: Path) -> int:
     """``--check-history``: 0 and the counts when valid; a damaged history raises (exit 2)."""
     copies = history.backups(path)
     if not os.path.lexists(path):

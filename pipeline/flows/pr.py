@@ -472,7 +472,7 @@ def report(
     token = token_from_env(settings.github.token_env) if posting else None
     db = baselines.history_file(settings.state_dir, history_path)
     if db is not None:
-        baselines.check_history(db)
+        baselines.refuse_unusable_history(db)
     if post_from is not None:
         results = load_results(post_from, pr)
         if db is not None:  # classified again here; else as the results-only job did

@@ -259,7 +259,7 @@ def history_file(state_dir: Path, explicit: Path | None) -> Path | None:
     return default if default.is_file() else None
 
 
-def check_history(path: Path) -> None:
+def refuse_unusable_history(path: Path) -> None:
     """Refuse now, before any build, a file that is no usable history database."""
     history.connect(path).close()
 
