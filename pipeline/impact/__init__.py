@@ -2,8 +2,15 @@
 
 - ``changes``: what changed (``changed_files`` from git, ``changes_from_list`` from a list)
 - ``view``: the tree's MPS sources at one version, for lookups across files
-- ``analyze``: the rules, one per kind of file, and the ``Impact`` they add up to; with the
-  settings, ``diff_impact`` (a git diff) and ``listed_impact`` (changed lines)
+- ``model``: the results (``AffectedOp``, ``Impact``) and what the rules share (``Context``,
+  ``Findings``, ``Side``, the paths they name)
+- ``rules/``: one rule per kind of file (``native_yaml``, ``metal``, ``header``, ``host``,
+  ``common_mps``, ``opinfo``, ``shared_cpp``, ``shared_header``, ``simple``) and the
+  ``RULES`` registry, kind -> rule
+- ``analyze``: ``classify`` (a path's kind) and ``analyze`` (the changes' ``Impact``, each
+  change given to its kind's rule); with the settings, ``diff_impact`` (a git diff) and
+  ``listed_impact`` (changed lines)
+- ``cscan``, ``pyscan``: C-family and Python scanners the rules read code with
 - ``selection``: selected-versus-total figures for benchmarks
 - ``suspects``: the commits of a range that can affect an operator, ranked (a nightly
   regression's suspects)
