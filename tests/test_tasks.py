@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from doit import doit_cmd
 
 from pipeline import sandbox, tasks
 from pipeline.flows.migrate import BY_NAME
@@ -21,6 +22,8 @@ def test_settings_follow_the_directory_in_one_process(
         shutil.copytree(sandbox.TREE, root)
     for name in [k for k in os.environ if k.startswith("MPS_PIPELINE_")]:
         monkeypatch.delenv(name)
+    # no variables left by an earlier in-process doit run of this test session
+    monkeypatch.setattr(doit_cmd, "_CMDLINE_VARS", {})
     monkeypatch.chdir(a)
     first = tasks.settings()
     monkeypatch.chdir(b)
