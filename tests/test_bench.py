@@ -20,6 +20,7 @@ def ctx(tmp_path: Path) -> bench.Context:
     return bench.make_context(work, tmp_path / "cache", quick=True)
 
 
+@pytest.mark.slow
 def test_quick_junit_run_prints_figures_and_writes_json(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     proc = subprocess.run(
@@ -101,6 +102,7 @@ def test_import_costs_children_and_dominant_chain() -> None:
     assert bench.import_costs(IMPORTTIME, "absent") == {}
 
 
+@pytest.mark.slow
 def test_doit_floor_and_round_robin(ctx: bench.Context) -> None:
     floor = bench.doit_floor(ctx)  # its first run happens here: the task is then up to date
     assert (ctx.work / "floor" / "doit.sqlite").is_file()
@@ -110,6 +112,7 @@ def test_doit_floor_and_round_robin(ctx: bench.Context) -> None:
     assert calls == ["noop", "noop"] and all(t > 0 for t in samples["floor"])
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_real_yaml_cases_fold_one_entry_each(ctx: bench.Context, real_native_yaml: Path) -> None:
     root = bench.real_tree(ctx)
@@ -129,6 +132,7 @@ def test_real_yaml_cases_fold_one_entry_each(ctx: bench.Context, real_native_yam
         assert changed[0].operator == op and changed[0].mps_kind == "shared"
 
 
+@pytest.mark.slow
 def test_fleet_ingests_a_generated_night_and_measures_it(ctx: bench.Context) -> None:
     result = bench.bench_fleet(ctx, n_tests=800, nights=4, shards_per_runner=2)
     figures = {f.label.strip(): f for f in result.figures}
@@ -140,6 +144,7 @@ def test_fleet_ingests_a_generated_night_and_measures_it(ctx: bench.Context) -> 
     assert result.data["db_mb"] > 0 and result.data["nights"] == 4
 
 
+@pytest.mark.slow
 @pytest.mark.realdata  # a git history of the wheel's native_functions.yaml
 def test_suspects_analyses_each_commit_once(ctx: bench.Context) -> None:
     result = bench.bench_suspects(ctx, n_commits=5)

@@ -191,6 +191,7 @@ def test_config_json(capsys, sandbox_settings, monkeypatch) -> None:
     assert errors("config --json", doc) == ["$.settings: 'runners' is a required property"]
 
 
+@pytest.mark.slow
 def test_nightly_summary_json(capsys, sandbox_settings, nights) -> None:
     """Three nightlies (the third with a regression and a flaky test), each summary.json
     valid; the last one has every list filled, so no part of the schema goes unchecked.
@@ -269,6 +270,7 @@ def _pr_report(capsys, tree: Path, state: Path, base: str) -> dict[str, Any]:
     return json.loads((state / "results" / "pr-7" / pr.RESULTS_JSON).read_text())
 
 
+@pytest.mark.slow
 def test_pr_report_results_json(capsys, pr_tree: Path, tmp_path: Path) -> None:
     """A change that selects atan2's tests (built, run, judged) and one that selects none."""
     build_now(pr_tree)
@@ -293,6 +295,7 @@ def test_pr_report_results_json(capsys, pr_tree: Path, tmp_path: Path) -> None:
     assert {c["class"] for c in tested["baseline"]["cases"]} == {"new"}
 
 
+@pytest.mark.slow
 def test_pr_report_results_json_with_every_class(capsys, pr_tree: Path, tmp_path: Path) -> None:
     """Nightlies of real sweeps of main in the state dir's history; a PR run against them
     with one failing test of each class: copysign int64 new (it passes on main), atan2 bool

@@ -939,6 +939,7 @@ def test_run_sweep_runs_its_shard_of_a_plan(tmp_path):
     assert ran[0] | ran[1] == everything  # test_unrelated is not in the sweep
 
 
+@pytest.mark.slow
 def test_run_sweep_without_a_usable_plan_shards_by_count(tmp_path):
     from pipeline.results import shards
 

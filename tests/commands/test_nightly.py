@@ -45,6 +45,7 @@ def test_no_reports_is_an_error_with_the_expected_layout(tmp_path, settings, cap
     assert "results/<runner>/shard-<n>.xml" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_regression_is_flagged_and_fails_the_command(settings, nights, capsys):
     state = ["--state-dir", str(settings.state_dir)]
     assert main(["nightly", "--results", str(nights.results()), *state]) == 0
@@ -204,6 +205,7 @@ def _nights_recorded(db_path: Path) -> int:
     return history.check(db_path).nightlies
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("levels", [1_000, 50_000, 200_000])
 def test_a_deeply_nested_report_is_skipped_and_the_others_recorded(
     settings, nights, capsys, levels
@@ -322,6 +324,7 @@ def test_a_damaged_history_is_refused_untouched(settings, nights, capsys, form):
     assert _state(db_path.parent) == before
 
 
+@pytest.mark.slow
 def test_backups_rotate_and_check_history_reads_them(settings, nights, capsys, tmp_path):
     db_path = tmp_path / "h" / "nightly.sqlite"
     argv = ["--state-dir", str(settings.state_dir), "--history", str(db_path)]

@@ -240,6 +240,7 @@ def _ruff() -> str | None:
     return str(candidate) if candidate.exists() else shutil.which("ruff")
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_moves_in_the_real_file_compile_and_read_back(real_common_mps, tmp_path) -> None:
     root = tmp_path / "pytorch"

@@ -182,6 +182,7 @@ def real_fold(real_native_yaml) -> tuple[str, str, list[YamlFoldResult]]:
     return before, text, results
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_real_fold_changes_exactly_the_dispatch_lines(real_fold):
     before, after, results = real_fold
@@ -215,6 +216,7 @@ def test_real_fold_changes_exactly_the_dispatch_lines(real_fold):
     assert after == "\n".join(expected)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_real_fold_is_accepted_by_torchgen(real_fold, real_native_yaml, tmp_path_factory):
     gen = pytest.importorskip("torchgen.gen")

@@ -199,6 +199,7 @@ def _inject(root: Path, limit: int, how: str) -> subprocess.CompletedProcess[str
     return _python(_INJECT, str(root), str(limit), how, timeout=60)
 
 
+@pytest.mark.slow
 def test_a_kill_after_any_filesystem_step_is_recovered_to_all_before_or_all_after(
     repo: Path, tmp_path: Path
 ) -> None:
@@ -235,6 +236,7 @@ def test_a_kill_after_any_filesystem_step_is_recovered_to_all_before_or_all_afte
     assert recover(repo) is None
 
 
+@pytest.mark.slow
 def test_an_interrupt_at_any_step_rolls_back_or_forward_in_process(repo: Path) -> None:
     for limit in range(1, 11):
         proc = _inject(repo, limit, "interrupt")

@@ -223,6 +223,7 @@ def test_verification_rejects_a_shared_dict_literal():
         apply_xfail_changes(text, "c.py", [delete("A", "x", "")])
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_real_file_edit_touches_only_the_intended_lines(real_common_mps):
     text = real_common_mps.read_text()
@@ -426,6 +427,7 @@ def test_a_removal_between_blank_lines_leaves_one_blank_line(commented):
         assert_only_deleted(commented, edit, {("UNDEFINED_XFAILLIST", key)})
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_real_file_each_commented_entry_deleted_alone(real_common_mps):
     text = real_common_mps.read_text()

@@ -41,6 +41,7 @@ def _commit_edit(
     return analyze(changes, opinfos=opinfos, view=load_view(root, "HEAD"))
 
 
+@pytest.mark.slow
 def test_dispatch_change_in_the_real_yaml_names_exactly_that_operator(
     tmp_path: Path, real_native_yaml: Path
 ) -> None:
@@ -66,6 +67,7 @@ def test_dispatch_change_in_the_real_yaml_names_exactly_that_operator(
     assert (impact.selected, impact.total) == (2, 3)
 
 
+@pytest.mark.slow
 def test_comment_edit_in_the_real_yaml_affects_nothing(
     tmp_path: Path, real_native_yaml: Path
 ) -> None:
@@ -101,6 +103,7 @@ def test_removing_a_real_xfail_entry_names_its_key(tmp_path: Path, real_common_m
     assert not impact.build_needed and not impact.full_sweep
 
 
+@pytest.mark.slow
 def test_real_opinfo_definition_and_its_sample_inputs(
     tmp_path: Path, real_common_mps: Path
 ) -> None:

@@ -105,6 +105,7 @@ def test_proposals_only_after_min_passes_nightlies_on_every_runner(settings, nig
     assert written == diff
 
 
+@pytest.mark.slow
 def test_one_failing_runner_holds_the_dtype_back(settings, nights):
     run(settings, nights.results())
     run(settings, nights.results(macos_m2_26="bad"))

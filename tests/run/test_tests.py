@@ -191,6 +191,7 @@ def test_junit_path_for() -> None:
 # -- real pytest runs -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_run_selected_tests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     req = make_request(tmp_path, "test_output_match_foo_", env={"MPS_PIPELINE_PROBE": "on"})
     result = tests.run(req, progress=True)
@@ -213,6 +214,7 @@ def test_run_selected_tests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().err.splitlines()[-1].startswith("tests: 100% (4/4)")
 
 
+@pytest.mark.slow
 def test_unexpected_success_counts_as_xpass_live_as_in_the_junit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -225,6 +227,7 @@ def test_unexpected_success_counts_as_xpass_live_as_in_the_junit(
     assert "xpass 1" in capsys.readouterr().err.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_run_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tests, "K_EXPRESSION_LIMIT", 40)
     req = make_request(
@@ -249,6 +252,7 @@ def test_run_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert req.log_path.read_text().count("$ ") == 3  # one log for all batches
 
 
+@pytest.mark.slow
 def test_timeout(tmp_path: Path) -> None:
     req = make_request(tmp_path, "test_output_match_foobar_", "test_output_match_sleepy_")
     req.junit_path.parent.mkdir(parents=True)

@@ -157,6 +157,7 @@ def _evaluated_lists(text: str, torch) -> list[tuple[str, int, object]]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_real_file_matches_python_evaluation(real_common_mps):
     torch = pytest.importorskip("torch")

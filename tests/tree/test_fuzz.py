@@ -84,6 +84,7 @@ def test_every_reader_survives_damaged_bytes(reader: str) -> None:
     check()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", READERS)
 def test_every_reader_survives_random_text(reader: str) -> None:
     parse, rel = READERS[reader]
@@ -106,6 +107,7 @@ def fuzz_tree(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", READERS)
 def test_load_index_survives_a_damaged_file(reader: str, fuzz_tree: Path) -> None:
     """The whole read, cache included: a damaged file is a one-line input error naming it,

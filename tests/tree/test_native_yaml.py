@@ -280,6 +280,7 @@ def test_real_file_every_entry(real_model, real_native_yaml):
             assert row.text == lines[row.line - 1]
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_real_mps_kernels_match_torchgen(real_model, torchgen_mps):
     ours = {e.full_name: e.kernel_for("MPS") for e in real_model.entries}
