@@ -25,7 +25,7 @@ from doit.exceptions import TaskError, TaskFailed
 
 from pipeline.config import OVERRIDABLE, Settings, load_settings
 from pipeline.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_WORK_LEFT, PipelineError
-from pipeline.guide.graph import BY_NAME, STAGES, VARIABLES, Request, Stage
+from pipeline.guide.graph import BY_NAME, FLOW_ACTIONS, STAGES, VARIABLES, Request, Stage
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,6 +59,14 @@ def _settings(overrides: tuple[tuple[str, str | None], ...], config: str | None)
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from exc
 
+
+def _check_math(request: Request, console: Console) -> None:
+    from pipeline.flows import math  # the flow, imported only when the stage runs
+
+    math.stage(request, console)
+
+
+FLOW_ACTIONS["check_math"] = _check_math
 
 # Variables of the tasks outside the chain's table.
 OTHER_VARIABLES = ("pr", "base", "head")

@@ -11,13 +11,22 @@ registrations in its own driver process, in parallel; compare
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from pipeline import state
+from pipeline.config import Settings
+from pipeline.errors import PipelineError, WorkLeftError
+from pipeline.guide import math as guide_math
+from pipeline.guide.graph import Request
 from pipeline.guide.math import Target
+from pipeline.report.math import render_markdown, render_terminal, to_json
 from pipeline.results.math import (
     DtypeCheck,
     FunctorCheck,
@@ -26,8 +35,9 @@ from pipeline.results.math import (
     check_dtype,
     metal_dtype,
 )
-from pipeline.run import cxx
+from pipeline.run import cxx, reference
 from pipeline.run.reference import Case
+from pipeline.tree.index import TreeIndex, load_index
 
 ReferenceFn = Callable[[list[Case]], dict[str, Any]]
 RunFn = Callable[[Path, Path, Sequence[cxx.Registered], Sequence[cxx.Job], Path], cxx.RunOutcome]
@@ -215,3 +225,104 @@ def _no_reference(
         known=known,
         no_reference=why,
     )
+
+
+# ---- the entry point the command, the doit task and the migrate stage share --------------
+
+
+class NothingToCheckError(PipelineError):
+    """The operator or file has no registered Metal functor (exit 2)."""
+
+
+def select_targets(
+    index: TreeIndex,
+    references: Mapping[str, str],
+    *,
+    op: str | None = None,
+    file: str | None = None,
+    every: bool = False,
+) -> list[Target]:
+    if every:
+        return guide_math.all_targets(index, references)
+    if file is not None:
+        found = guide_math.targets_for_file(index, file, references)
+        if found is None:
+            names = ", ".join(f.path for f in index.kernels.files) or "none"
+            raise NothingToCheckError(f"{file}: no such .metal kernel file (the tree has: {names})")
+        return found
+    assert op is not None
+    targets = guide_math.targets_for_op(index, op, references)
+    if not targets:
+        record = index.record(op, find_references=False)
+        raise NothingToCheckError(
+            f"{record.op} has no registered Metal functor (looked up as "
+            f"{', '.join(record.kernel_names)}); nothing to check"
+        )
+    return targets
+
+
+def runners_for(settings: Settings) -> Runners:
+    """The real runners: the host compiler, the checkout's (or wheel's) c10/metal headers,
+    and the configured interpreter for the references."""
+    compiler = cxx.find_compiler(settings.math.cxx)
+    package = reference.torch_package(settings.tree)  # NoTorchError without torch
+    headers = cxx.find_c10_headers(settings.root, package)
+    builder = cxx.Builder(compiler, headers, settings.root, settings.cache_dir / "math")
+    max_samples = settings.math.max_samples
+
+    def references(cases: list[Case]) -> dict[str, Any]:
+        return reference.references(settings.tree, cases, max_samples=max_samples)
+
+    return Runners(builder, references)
+
+
+def known_of(settings: Settings) -> tuple[Known, ...]:
+    return tuple(Known(k.op, k.dtype, k.reason) for k in settings.math.known)
+
+
+def run_check(
+    settings: Settings,
+    *,
+    op: str | None = None,
+    file: str | None = None,
+    every: bool = False,
+    runners: Runners | None = None,
+) -> MathReport:
+    """check-math on the tree of ``settings``: one operator's functors, a file's, or all."""
+    index = load_index(settings.tree)
+    targets = select_targets(index, settings.math.references, op=op, file=file, every=every)
+    runners = runners or runners_for(settings)
+    report = check(
+        targets, runners, known=known_of(settings), scratch=settings.cache_dir / "math" / "run"
+    )
+    return MathReport(report.functors, report.compiler, report.headers, tuple(index.warnings))
+
+
+# ---- the migrate chain's check_math stage ----------------------------------------------
+
+
+def stage(request: Request, console: Console) -> None:
+    """Check op's functors as the chain left them; a mismatch stops it before the build.
+
+    Skipped, saying so, when the operator has no functor yet or the interpreter has no torch
+    (no reference, no wheel headers): the bundled sandbox runs without torch.
+    """
+    settings = request.settings
+    files = state.op_files(settings, request.op)
+    try:
+        report = run_check(settings, op=request.op)
+    except (NothingToCheckError, reference.NoTorchError) as exc:
+        note = f"check-math skipped: {exc}"
+        console.print(note, markup=False, highlight=False)
+        state.write_text(files.math_json, json.dumps({"schema": 1, "skipped": str(exc)}))
+        state.write_text(files.math_md, f"_{note}_\n")
+        return
+    render_terminal(report, console)
+    state.write_text(files.math_json, json.dumps(to_json(report), indent=2))
+    state.write_text(files.math_md, render_markdown(report))
+    if report.failed:
+        bad = [f.kernel for f in report.functors if f.failed]
+        raise WorkLeftError(
+            f"check-math: {', '.join(bad)} disagree(s) with torch on CPU (table above); fix "
+            "the functor, or list a reviewed deviation under math.known, before building"
+        )

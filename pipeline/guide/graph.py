@@ -70,6 +70,18 @@ def _none(_: Request) -> list:
     return []
 
 
+# Stage actions that live in the application layer (pipeline.flows), which this module may
+# not import: pipeline.tasks fills them in by stage name before any task runs.
+FLOW_ACTIONS: dict[str, Callable[[Request, Console], None]] = {}
+
+
+def _flow_action(name: str) -> Callable[[Request, Console], None]:
+    def run(request: Request, console: Console) -> None:
+        FLOW_ACTIONS[name](request, console)
+
+    return run
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage of the chain. ``per_op`` stages are one doit task per operator
@@ -119,7 +131,9 @@ def _test_uptodate(request: Request) -> list[Any]:
 
 
 def _build_after(request: Request) -> tuple[str, ...]:
-    return () if request.dry_run or not request.op else ("edit",)
+    # check_math after edit (doit runs task_dep in order): a functor that disagrees with
+    # torch stops the chain before ninja
+    return () if request.dry_run or not request.op else ("edit", "check_math")
 
 
 STAGES: tuple[Stage, ...] = (
@@ -149,6 +163,14 @@ STAGES: tuple[Stage, ...] = (
         lambda r, c: _stages().preview(r, c),
         uptodate=None,
         variables=("body", "host_body"),
+    ),
+    Stage(
+        "check_math",
+        "Compile op=NAME's Metal functors on the host and compare them with torch on CPU.",
+        _flow_action("check_math"),
+        # always: an unchanged functor is a cache hit (its object and torch's answers)
+        uptodate=None,
+        outputs=lambda r: [_op(r).math_json],
     ),
     Stage(
         "build",

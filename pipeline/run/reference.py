@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.errors import ConfigError
 from pipeline.fsio import write_atomic
 from pipeline.tree import opinfo
 from pipeline.tree.source import TreeSource
@@ -45,9 +46,19 @@ class Case:
         }
 
 
+class NoTorchError(ConfigError):
+    """The configured interpreter has no torch: no reference, no wheel headers (exit 2)."""
+
+
 def torch_package(source: TreeSource) -> Path:
     """The interpreter's torch package folder (found once, cached like the OpInfo dump's)."""
-    internal = opinfo._source_dir(source)  # noqa: SLF001 - one lookup of torch, shared
+    try:
+        internal = opinfo._source_dir(source)  # noqa: SLF001 - one lookup of torch, shared
+    except ConfigError as exc:
+        raise NoTorchError(
+            f"python={source.python} cannot import torch, which check-math needs for the "
+            "reference (point python= at the interpreter your checkout is built into)"
+        ) from exc
     if internal == source.root / opinfo.INTERNAL:
         # a checkout's own torch/testing/_internal: its torch is the checkout's torch/
         return source.root / "torch"
