@@ -130,6 +130,13 @@ def _test_uptodate(request: Request) -> list[Any]:
     ]
 
 
+def _math_settings_changed(request: Request) -> Any:
+    from doit.tools import config_changed
+
+    s = request.settings
+    return config_changed({"math": repr(s.math), "python": s.python})
+
+
 def _build_after(request: Request) -> tuple[str, ...]:
     # check_math after edit (doit runs task_dep in order): a functor that disagrees with
     # torch stops the chain before ninja
@@ -168,9 +175,10 @@ STAGES: tuple[Stage, ...] = (
         "check_math",
         "Compile op=NAME's Metal functors on the host and compare them with torch on CPU.",
         _flow_action("check_math"),
-        # always: an unchanged functor is a cache hit (its object and torch's answers)
-        uptodate=None,
+        # what the functors are compiled from: the kernels and the checkout's c10/metal
+        inputs=lambda r: files(r.settings.root, (paths.KERNELS_METAL, "c10/metal/*.h")),
         outputs=lambda r: [_op(r).math_json],
+        uptodate=lambda r: [_math_settings_changed(r)],
     ),
     Stage(
         "build",

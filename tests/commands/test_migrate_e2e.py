@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 YAML = "aten/src/ATen/native/native_functions.yaml"
 BINARY_OPS = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
 BINARY_KERNEL = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
-TASKS = ("audit", "edit", "build", "test_op", "table", "drop_xfails", "summary")
+TASKS = ("audit", "edit", "check_math", "build", "test_op", "table", "drop_xfails", "summary")
 
 
 def tree(tmp_path: Path) -> Path:
