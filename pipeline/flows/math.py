@@ -77,7 +77,8 @@ def check(
             continue
         regs = [r for r in cxx.list_registrations(driver, b.library) if r.kernel == t.kernel]
         registered[t.kernel] = regs
-        chosen, left = [], []
+        chosen: list[cxx.Registered] = []
+        left: list[cxx.Registered] = []
         for r in regs:
             dtype = metal_dtype(r.input)
             (chosen if t.dtypes is None or dtype in t.dtypes else left).append(r)

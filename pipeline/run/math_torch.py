@@ -266,6 +266,16 @@ def safe_reference(fn, tensors, kwargs, dtype):
     return full, upcast, merged
 
 
+def torch_function(name):
+    """``torch.<name>`` (dots allowed: ``special.erfcx``), else ``torch.special.<name>``."""
+    obj = torch
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return getattr(torch.special, name, None)
+    return obj if callable(obj) else None
+
+
 def one_case(case, limit):
     dtype = dtype_of(case["dtype"])
     arity = case["arity"]
@@ -279,7 +289,7 @@ def one_case(case, limit):
         if op is not None:
             fn = op.op
     if fn is None and case.get("fn"):
-        fn = getattr(torch, case["fn"], None) or getattr(torch.special, case["fn"], None)
+        fn = torch_function(case["fn"])
     edge = edge_inputs(dtype, arity)
     samples, kwargs = ([], {})
     if op is not None:
