@@ -114,3 +114,28 @@ def test_math_settings_are_checked(tmp_path: Path) -> None:
         env={"MPS_PIPELINE_MATH_MAX_SAMPLES": "12", "MPS_PIPELINE_MATH_CXX": "clang++"},
     )
     assert env.math.max_samples == 12 and env.math.cxx == "clang++"
+
+
+def _no_torch_python(tmp_path: Path) -> Path:
+    """An interpreter that cannot import torch (it fails whatever it is asked)."""
+    fake = tmp_path / "python-without-torch"
+    fake.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named torch' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def test_without_torch_the_command_exits_2(capsys, tmp_path: Path) -> None:
+    fake = _no_torch_python(tmp_path)
+    code, _, err = _cli(capsys, tmp_path / "s", "check-math", "atan2", "--python", str(fake))
+    assert code == 2 and "cannot import torch, which check-math needs" in err
+
+
+def test_without_torch_the_migrate_stage_skips_saying_so(tmp_path: Path) -> None:
+    from tests.doit_runs import doit
+
+    fake = _no_torch_python(tmp_path)
+    state = tmp_path / "state"
+    result = doit(state, "check_math", "op=atan2", f"python={fake}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "check-math skipped: python=" in result.stdout
+    assert "skipped" in json.loads((state / "ops/atan2/math.json").read_text())
