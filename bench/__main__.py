@@ -69,7 +69,7 @@ WHEEL_FILES = {
 }
 BENCHMARKS = (
     "index", "audit", "migrate", "transaction", "junit", "shards", "fleet", "suspects",
-    "selection",
+    "selection", "math",
 )  # fmt: skip
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
@@ -1275,6 +1275,17 @@ def bench_suspects(ctx: Context, n_commits: int | None = None) -> Result:
 
 # --- the command ------------------------------------------------------------------------------
 
+def bench_math(ctx: Context) -> Result:
+    """check-math: one functor cold and cached, 55 functors cold, the forms that compile."""
+    from bench import math as math_bench
+
+    try:
+        result: Result = math_bench.run(ctx, Figure, Result)
+    except RuntimeError as exc:  # no torch, no compiler
+        raise BenchError(str(exc)) from exc
+    return result
+
+
 RUNNERS: dict[str, Callable[[Context], Result]] = {
     "index": bench_index,
     "audit": bench_audit,
@@ -1285,6 +1296,7 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "fleet": bench_fleet,
     "suspects": bench_suspects,
     "selection": bench_selection,
+    "math": bench_math,
 }
 
 

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("audit", "the metal-kernel guide's checklist for one operator"),
     "backlog": ("backlog", "operators still on MPSGraph or without MPS, easiest first"),
     "migrate": ("migrate", "edit, build, test, table and drop xfails for one operator"),
+    "check-math": ("check_math", "compile a functor on the host and compare it with torch"),
     "affected": ("affected", "operators and tests a diff affects"),
     "pr-report": ("pr_report", "run a PR's affected tests and post one status comment"),
     "nightly": ("nightly", "merge every runner's JUnit, keep history, propose xfail removals"),

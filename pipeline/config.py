@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.dtypes import TEST_KINDS
+from pipeline.dtypes import TEST_KINDS, canonical
 from pipeline.errors import ConfigError
 from pipeline.tree import paths
 from pipeline.tree.source import TreeSource
@@ -67,6 +67,10 @@ TYPES: dict[str, tuple[type, ...]] = {
     "github.bot_login": (str,),
     # a list of runner names, or a table of runner name -> macOS version ("15.0")
     "runners": (list, dict),
+    "math.cxx": (str, _NONE),
+    "math.known": (list,),
+    "math.references": (dict,),
+    "math.max_samples": (int,),
 }
 SECTIONS = frozenset(key.partition(".")[0] for key in TYPES if "." in key)
 
@@ -92,6 +96,26 @@ class GitHubSettings:
     token_env: str
     # the login the token posts as; only its comments are ever edited
     bot_login: str
+
+
+@dataclass(frozen=True)
+class KnownDeviation:
+    """A reviewed check-math deviation: ``op`` (kernel or operator), dtype or "*", why."""
+
+    op: str
+    dtype: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class MathSettings:
+    # the host C++ compiler; None: the first of clang++ / g++ on PATH
+    cxx: str | None = None
+    known: tuple[KnownDeviation, ...] = ()
+    # kernel -> its torch reference: "div.floor_rounding" (OpInfo name.variant), "torch.fn"
+    # or "none"
+    references: Mapping[str, str] = field(default_factory=dict, hash=False)
+    max_samples: int = 256
 
 
 @dataclass(frozen=True)
@@ -122,6 +146,7 @@ class Settings:
     config_file: str | None = None
     # said on stderr by every command: e.g. a MPS_PIPELINE_* variable that is no setting
     warnings: tuple[str, ...] = ()
+    math: MathSettings = field(default_factory=MathSettings)
 
     @property
     def cache_dir(self) -> Path:
@@ -273,7 +298,11 @@ def _parse_env(var: str, key: str, text: str) -> Any:
             # MPS_PIPELINE_RUNNERS="macos-m1-14=14.0 macos-m2-15": a table, versions optional
             return {name: version or None for name, _, version in (i.partition("=") for i in items)}
         return items
-    if float in typ:
+    if dict in typ:
+        # MPS_PIPELINE_MATH_REFERENCES="div_true=div.no_rounding_mode erfcx=torch.special.erfcx"
+        items = [item for item in re.split(r"[,\s]+", text.strip()) if item]
+        return {name: ref for name, _, ref in (i.partition("=") for i in items)}
+    if float in typ or int in typ:
         try:
             return float(text) if re.search(r"[.eE]", text) else int(text)
         except ValueError:
@@ -323,6 +352,44 @@ def _runners(source: Resolved) -> tuple[tuple[str, ...], dict[str, tuple[int, ..
             )
         versions[str(name)] = tuple(int(part) for part in str(version).split("."))
     return tuple(str(name) for name in value), versions
+
+
+def _math(sources: Mapping[str, Resolved]) -> MathSettings:
+    """The ``math.*`` settings, each entry checked (a bad one names its key and origin)."""
+    known_source = sources["math.known"]
+    known = []
+    for i, entry in enumerate(known_source.value):
+        where = f"config key 'math.known' ({known_source.origin}), entry {i + 1}"
+        if not isinstance(entry, Mapping) or set(entry) - {"op", "dtype", "reason"}:
+            raise ConfigError(f"{where}: expected a mapping of op, dtype and reason")
+        op, dtype, reason = entry.get("op"), entry.get("dtype", "*"), entry.get("reason")
+        if not isinstance(op, str) or not op:
+            raise ConfigError(f"{where}: 'op' must name a kernel or operator")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ConfigError(f"{where}: 'reason' must say why the deviation is accepted")
+        if dtype != "*":
+            try:
+                dtype = canonical(str(dtype))
+            except KeyError:
+                raise ConfigError(f"{where}: {dtype!r} is not a dtype (or '*')") from None
+        known.append(KnownDeviation(op, dtype, reason.strip()))
+    refs_source = sources["math.references"]
+    for kernel, ref in refs_source.value.items():
+        if not isinstance(ref, str) or not ref:
+            raise ConfigError(
+                f"config key 'math.references' ({refs_source.origin}): {kernel!r} must map to "
+                '"opinfo.variant", "torch.fn" or "none"'
+            )
+    samples = sources["math.max_samples"]
+    if samples.value < 0:
+        raise ConfigError(f"config key 'math.max_samples' ({samples.origin}) must be >= 0")
+    return MathSettings(
+        cxx=sources["math.cxx"].value,
+        known=tuple(known),
+        # a file's table adds to (and overrides) the packaged one, it does not replace it
+        references=MappingProxyType({**defaults()["math.references"], **refs_source.value}),
+        max_samples=int(samples.value),
+    )
 
 
 def override_origin(key: str, via: str) -> str:
@@ -454,4 +521,5 @@ def load_settings(
         sources=MappingProxyType(sources),
         config_file=str(user_path.resolve()) if user_path is not None else None,
         warnings=tuple(warnings),
+        math=_math(sources),
     )

@@ -68,6 +68,16 @@ class OpFiles:
     def summary(self) -> Path:
         return self.dir / "summary.md"
 
+    @property
+    def math_json(self) -> Path:
+        """check-math's report (its --json document)."""
+        return self.dir / "math.json"
+
+    @property
+    def math_md(self) -> Path:
+        """check-math's table, as the summary and the PR comment show it."""
+        return self.dir / "math.md"
+
 
 def op_files(settings: Settings, op: str) -> OpFiles:
     """Where the stages of one operator keep their outputs."""

@@ -49,6 +49,27 @@ def real_common_mps() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def real_c10_include() -> Path:
+    """The wheel's torch/include, holding the real c10/metal/*.h (compiled, never copied)."""
+    path = _site_file("torch", "include", "c10", "metal", "indexing.h")
+    if path is None:
+        pytest.skip("torch==2.13.0 is not installed (nox -s tests installs it)")
+    return path.parents[2]
+
+
+@pytest.fixture(scope="session")
+def host_cxx():
+    """The host C++ compiler check-math uses (clang++ or g++)."""
+    from pipeline.errors import ConfigError
+    from pipeline.run import cxx
+
+    try:
+        return cxx.find_compiler(None)
+    except ConfigError:
+        pytest.skip("no clang++ or g++ on PATH")
+
+
 def git_init(path: Path) -> None:
     """Make ``path`` a git work tree with everything committed (edits then show as dirty)."""
     run = lambda *a: subprocess.run(["git", "-C", str(path), *a], check=True, capture_output=True)  # noqa: E731

@@ -155,3 +155,13 @@ def test_suspects_analyses_each_commit_once(ctx: bench.Context) -> None:
     # the helper functions added to the kernel and host files make suspects
     assert sum(found[op] for op in result.data["operators"]) > 0
     assert result.figures[0].unit == "s" and result.figures[0].headline
+
+
+def test_math_generated_file_registers_every_functor() -> None:
+    from bench import math as math_bench
+    from pipeline.tree import metal
+
+    parsed = metal.parse(math_bench.generated_file(6), "Generated.metal")
+    assert [f.name for f in parsed.functors] == [f"f{i}" for i in range(6)]
+    assert len(parsed.registrations) == 24 and not parsed.unrecognised
+    assert "math" in bench.BENCHMARKS and bench.RUNNERS["math"] is bench.bench_math

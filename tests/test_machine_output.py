@@ -27,6 +27,7 @@ from pipeline.config import load_settings
 from pipeline.guide import backlog, checklist
 from pipeline.impact.analyze import SCHEMA as AFFECTED_SCHEMA
 from pipeline.report import dashboard
+from pipeline.report import math as math_report
 from pipeline.results import nightly, pr, shards
 from tests.commands.test_pr_report import (
     ATAN2_BOOL_XFAIL,
@@ -53,6 +54,7 @@ OUTPUTS = {
     "nightly summary.json": nightly.SCHEMA,
     "pr-report results.json": pr.SCHEMA,
     "shards --json": shards.SCHEMA,
+    "check-math --json": math_report.SCHEMA,
 }
 _HEADING = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
 _JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -113,7 +115,8 @@ def test_every_output_has_one_valid_draft_2020_12_schema() -> None:
 
 
 def test_every_json_help_points_at_the_document(capsys) -> None:
-    for command in ("audit", "backlog", "affected", "config", "nightly", "pr-report", "shards"):
+    commands = ("audit", "backlog", "affected", "config", "nightly", "pr-report", "shards")
+    for command in (*commands, "check-math"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         help_text = "".join(capsys.readouterr().out.split())  # argparse wraps at the "-"
@@ -157,6 +160,19 @@ def test_audit_json(capsys, sandbox_settings, op, workflow) -> None:
     _, doc = cli_json(capsys, "audit", op, "--json", "--state-dir", str(sandbox_settings.state_dir))
     assert doc["workflow"] == workflow
     assert_valid("audit --json", doc)
+
+
+@pytest.mark.realdata
+def test_check_math_json(capsys, sandbox_settings, host_cxx, real_c10_include) -> None:
+    state = str(sandbox_settings.state_dir)
+    code, doc = cli_json(
+        capsys, "check-math", "--file", "BinaryKernel.metal", "--json", "--state-dir", state
+    )
+    assert code == 1 and not doc["ok"]  # the sandbox's hypot overflows (see tests/flows)
+    assert_valid("check-math --json", doc)
+    code, doc = cli_json(capsys, "check-math", "atan2", "--json", "--state-dir", state)
+    assert code == 0 and doc["ok"] and doc["functors"][0]["cached"]
+    assert_valid("check-math --json", doc)
 
 
 def test_backlog_json(capsys, sandbox_settings) -> None:

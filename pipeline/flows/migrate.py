@@ -46,6 +46,12 @@ def _none(_: Request) -> list:
     return []
 
 
+def _math() -> ModuleType:
+    from pipeline.flows import math  # compilers and torch: only when the stage runs
+
+    return math
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage of the chain. ``per_op`` stages are one doit task per operator
@@ -94,8 +100,17 @@ def _test_uptodate(request: Request) -> list[Any]:
     ]
 
 
+def _math_settings_changed(request: Request) -> Any:
+    from doit.tools import config_changed
+
+    s = request.settings
+    return config_changed({"math": repr(s.math), "python": s.python})
+
+
 def _build_after(request: Request) -> tuple[str, ...]:
-    return () if request.dry_run or not request.op else ("edit",)
+    # check_math after edit (doit runs task_dep in order): a functor that disagrees with
+    # torch stops the chain before ninja
+    return () if request.dry_run or not request.op else ("edit", "check_math")
 
 
 STAGES: tuple[Stage, ...] = (
@@ -125,6 +140,15 @@ STAGES: tuple[Stage, ...] = (
         lambda r, c: _stages().preview(r, c),
         uptodate=None,
         variables=("body", "host_body"),
+    ),
+    Stage(
+        "check_math",
+        "Compile op=NAME's Metal functors on the host and compare them with torch on CPU.",
+        lambda r, c: _math().stage(r, c),
+        # what the functors are compiled from: the kernels and the checkout's c10/metal
+        inputs=lambda r: files(r.settings.root, (paths.KERNELS_METAL, "c10/metal/*.h")),
+        outputs=lambda r: [_op(r).math_json],
+        uptodate=lambda r: [_math_settings_changed(r)],
     ),
     Stage(
         "build",

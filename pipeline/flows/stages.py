@@ -331,6 +331,9 @@ def summary(request: Request, console: Console) -> None:
     if drops.get("verified"):
         lines.append(f"- re-run after dropping xfails: {drops['verified']}")
     lines.append("")
+    if files.math_md.is_file():  # check-math's table, as the stage wrote it
+        math_table = files.math_md.read_text(encoding="utf-8").strip()
+        lines += ["Functor math on the host (check-math):", "", math_table, ""]
     if failing:
         lines.append(f"Failing tests ({len(failing)}):")
         for case in failing[:FIRST_FAILURES]:

@@ -116,6 +116,7 @@ def build_comment(
     baseline: Baseline | None = None,
     footer: str = "",
     budget: int = DEFAULT_BUDGET,
+    math: str = "",
 ) -> str:
     """Assemble the PR comment.
 
@@ -125,8 +126,12 @@ def build_comment(
     ``xfail_diff`` a unified diff of the xfail entries that can go; ``counts`` outcome -> n
     (pass fail error xfail xpass skip); ``baseline`` the failing tests classified against
     the nightly history, listed right after the head, new ones first; ``footer`` trusted
-    Markdown (links to the run). The result is at most ``budget`` characters.
+    Markdown (links to the run); ``math`` check-math's table
+    (:func:`pipeline.report.math.render_markdown`), shown after the test tables. The result
+    is at most ``budget`` characters.
     """
+    if math.strip():
+        table = f"{table.strip()}\n\n#### Functor math on the host\n\n{math.strip()}".strip()
     # Long lines are cut before anything is escaped or defused: a cut that leaves a code
     # span open then cannot expose its text undefused.
     state = _State(

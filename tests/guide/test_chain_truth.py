@@ -263,7 +263,9 @@ def test_the_preview_shows_every_diff_and_exits_1_when_work_is_left(tmp_path: Pa
 def test_host_body_completes_a_stub_with_extra_parameters(tmp_path: Path) -> None:
     state = tmp_path / "state"
     host = 'host_body=lib.exec_unary_kernel(iter, "logit", arg1);'
-    result = doit(state, "migrate_op", "op=logit", "body=return x;", host)
+    # real math: the chain's check_math stage stops a functor that disagrees with torch
+    body = "body=return ::metal::log(float(x) / (1.0f - float(x)));"
+    result = doit(state, "migrate_op", "op=logit", body, host)
     out = result.stdout + result.stderr
     # edited, built and tested; the skip-list entry and the OpInfo decorator are left
     assert "static void logit_mps_kernel(TensorIteratorBase& iter, const Scalar& arg1)" in (

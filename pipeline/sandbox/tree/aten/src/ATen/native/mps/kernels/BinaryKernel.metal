@@ -76,7 +76,21 @@ struct div_true_functor {
 struct div_floor_functor {
   template <typename T, enable_if_t<!is_integral_v<T>, bool> = true>
   inline T operator()(const T a, const T b) {
-    return c10::metal::div_floor(a, b);
+    // Python's floor division, as torch computes it: from fmod, so 1 // -inf is -1
+    const float fa = float(a), fb = float(b);
+    if (fb == 0) {
+      return static_cast<T>(fa / fb);
+    }
+    const float mod = ::metal::fmod(fa, fb);
+    float quot = (fa - mod) / fb;
+    if (mod != 0 && (fb < 0) != (mod < 0)) {
+      quot -= 1;
+    }
+    if (quot == 0) {
+      return static_cast<T>(::metal::copysign(0.0f, fa / fb));
+    }
+    const float floored = ::metal::floor(quot);
+    return static_cast<T>(quot - floored > 0.5f ? floored + 1 : floored);
   }
   template <typename T, enable_if_t<is_integral_v<T>, bool> = true>
   inline T operator()(const T a, const T b) {

@@ -1,0 +1,329 @@
+"""The math flow: compile each target functor on the host, run it on edge values and OpInfo
+samples, and compare with torch on CPU (see ``mps-pipeline check-math``).
+
+Steps: build every functor's object in parallel (cached, :mod:`pipeline.run.cxx`); read the
+registrations each object recorded; ask the interpreter for inputs and references of every
+(kernel, dtype) at once (:mod:`pipeline.run.reference`, cached); run each functor's
+registrations in its own driver process, in parallel; compare
+(:func:`pipeline.results.math.check_dtype`). The runners come in as parameters.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from pipeline import state
+from pipeline.config import Settings
+from pipeline.errors import PipelineError, WorkLeftError
+from pipeline.flows.request import Request
+from pipeline.guide import math as guide_math
+from pipeline.guide.math import Target
+from pipeline.report.math import render_markdown, render_terminal, to_json
+from pipeline.results.math import (
+    DtypeCheck,
+    FunctorCheck,
+    Known,
+    MathReport,
+    check_dtype,
+    metal_dtype,
+)
+from pipeline.run import cxx, reference
+from pipeline.run.reference import Case
+from pipeline.tree.index import TreeIndex, load_index
+
+ReferenceFn = Callable[[list[Case]], dict[str, Any]]
+RunFn = Callable[[Path, Path, Sequence[cxx.Registered], Sequence[cxx.Job], Path], cxx.RunOutcome]
+
+ALPHA_NOTE = "an ALPHA kernel: its scalar operand is not modelled by the reference yet"
+
+
+@dataclass(frozen=True)
+class Runners:
+    builder: cxx.Builder
+    references: ReferenceFn
+    run_jobs: RunFn = cxx.run_jobs
+
+
+def _case_id(kernel: str, dtype: str) -> str:
+    return f"{kernel}/{dtype}"
+
+
+def check(
+    targets: Sequence[Target],
+    runners: Runners,
+    *,
+    known: Sequence[Known] = (),
+    scratch: Path,
+    on_built: Callable[[cxx.FunctorBuild], None] | None = None,
+) -> MathReport:
+    builder = runners.builder
+    builds = builder.build_all([(t.metal, t.kernel) for t in targets], on_built)
+    ok = [b for b in builds if b.error is None]
+    driver = builder.driver() if ok else None
+    registered: dict[str, list[cxx.Registered]] = {}
+    cases: list[Case] = []
+    plans: dict[str, list[cxx.Registered]] = {}
+    skipped: dict[str, tuple[str, ...]] = {}
+    for t, b in zip(targets, builds, strict=False):
+        if b.error is not None or driver is None:
+            continue
+        regs = [r for r in cxx.list_registrations(driver, b.library) if r.kernel == t.kernel]
+        registered[t.kernel] = regs
+        chosen: list[cxx.Registered] = []
+        left: list[cxx.Registered] = []
+        for r in regs:
+            dtype = metal_dtype(r.input)
+            (chosen if t.dtypes is None or dtype in t.dtypes else left).append(r)
+        plans[t.kernel] = chosen
+        skipped[t.kernel] = tuple(dict.fromkeys(metal_dtype(r.input) for r in left))
+        for r in chosen:
+            if r.alpha_size == 0 and t.reference is not None:
+                cases.append(
+                    Case(
+                        _case_id(t.kernel, metal_dtype(r.input)),
+                        metal_dtype(r.input),
+                        r.arity,
+                        t.opinfo,
+                        t.fn,
+                    )
+                )
+    answers: dict[str, Any] = runners.references(cases)["cases"] if cases else {}
+
+    def one(pair: tuple[Target, cxx.FunctorBuild]) -> FunctorCheck:
+        t, b = pair
+        if b.error is not None:
+            return FunctorCheck(
+                t.kernel, t.file, t.reference, compile_error=str(b.error), seconds=b.seconds
+            )
+        assert driver is not None
+        return _run_one(
+            t, b, driver, plans[t.kernel], answers, runners, known, scratch, skipped[t.kernel]
+        )
+
+    pairs = list(zip(targets, builds, strict=False))
+    if len(pairs) > 1 and builder.jobs > 1:
+        with ThreadPoolExecutor(max_workers=builder.jobs) as pool:
+            functors = list(pool.map(one, pairs))
+    else:
+        functors = [one(p) for p in pairs]
+    return MathReport(
+        tuple(functors),
+        compiler=builder.compiler.identity,
+        headers=builder.headers.origin,
+    )
+
+
+def _run_one(
+    t: Target,
+    b: cxx.FunctorBuild,
+    driver: Path,
+    regs: list[cxx.Registered],
+    answers: Mapping[str, Any],
+    runners: Runners,
+    known: Sequence[Known],
+    scratch: Path,
+    skipped: tuple[str, ...],
+) -> FunctorCheck:
+    names = [t.kernel, *([t.op] if t.op else [])]
+    jobs, planned, checks = [], [], []
+    for r in regs:
+        dtype = metal_dtype(r.input)
+        answer = answers.get(_case_id(t.kernel, dtype))
+        if r.alpha_size:
+            checks.append(_no_reference(t, r, ALPHA_NOTE, names, known))
+            continue
+        if answer is None or not answer.get("inputs"):
+            why = (answer or {}).get("no_reference") or "no torch reference"
+            checks.append(_no_reference(t, r, why, names, known))
+            continue
+        inputs = tuple(base64.b64decode(x) for x in answer["inputs"])
+        jobs.append(cxx.Job(r.index, int(answer["n"]), inputs))
+        planned.append((r, answer, inputs))
+    outcome = (
+        runners.run_jobs(driver, b.library, regs_by_index(regs), jobs, scratch)
+        if jobs
+        else cxx.RunOutcome([])
+    )
+    if outcome.failure is not None:
+        return FunctorCheck(
+            t.kernel,
+            t.file,
+            t.reference,
+            tuple(checks),
+            failure=outcome.failure,
+            skipped=skipped,
+            cached=b.cached,
+            seconds=b.seconds,
+        )
+    for (r, answer, inputs), result in zip(planned, outcome.results, strict=False):
+        ref = answer.get("reference")
+        checks.append(
+            check_dtype(
+                kernel=t.kernel,
+                names=names,
+                input_type=r.input,
+                output_type=r.output,
+                result_type=r.result,
+                inputs=inputs,
+                reference=base64.b64decode(ref) if ref else None,
+                torch_dtype=answer.get("result_dtype"),
+                torch_errors={int(k): v for k, v in (answer.get("errors") or {}).items()},
+                output=result.output,
+                status=result.status,
+                known=known,
+                no_reference=answer.get("no_reference"),
+                edge=int(answer.get("edge", 0)),
+                samples=int(answer.get("samples", 0)),
+                upcast=bool(answer.get("upcast")),
+            )
+        )
+    order = {metal_dtype(r.input): i for i, r in enumerate(regs)}
+    checks.sort(key=lambda d: order.get(d.dtype, 0))
+    return FunctorCheck(
+        t.kernel,
+        t.file,
+        t.reference,
+        tuple(checks),
+        skipped=skipped,
+        cached=b.cached,
+        seconds=b.seconds,
+    )
+
+
+def regs_by_index(regs: Sequence[cxx.Registered]) -> list[cxx.Registered]:
+    """Registrations addressable by their index in the object (run_jobs reads sizes so)."""
+    if not regs:
+        return []
+    table: list[cxx.Registered] = [regs[0]] * (max(r.index for r in regs) + 1)
+    for r in regs:
+        table[r.index] = r
+    return table
+
+
+def _no_reference(
+    t: Target, r: cxx.Registered, why: str, names: Sequence[str], known: Sequence[Known]
+) -> DtypeCheck:
+    return check_dtype(
+        kernel=t.kernel,
+        names=names,
+        input_type=r.input,
+        output_type=r.output,
+        result_type=r.result,
+        inputs=(),
+        reference=None,
+        torch_dtype=None,
+        torch_errors={},
+        output=b"",
+        status=b"",
+        known=known,
+        no_reference=why,
+    )
+
+
+# ---- the entry point the command, the doit task and the migrate stage share --------------
+
+
+class NothingToCheckError(PipelineError):
+    """The operator or file has no registered Metal functor (exit 2)."""
+
+
+def select_targets(
+    index: TreeIndex,
+    references: Mapping[str, str],
+    *,
+    op: str | None = None,
+    file: str | None = None,
+    every: bool = False,
+) -> list[Target]:
+    if every:
+        return guide_math.all_targets(index, references)
+    if file is not None:
+        found = guide_math.targets_for_file(index, file, references)
+        if found is None:
+            names = ", ".join(f.path for f in index.kernels.files) or "none"
+            raise NothingToCheckError(f"{file}: no such .metal kernel file (the tree has: {names})")
+        return found
+    assert op is not None
+    targets = guide_math.targets_for_op(index, op, references)
+    if not targets:
+        record = index.record(op, find_references=False)
+        raise NothingToCheckError(
+            f"{record.op} has no registered Metal functor (looked up as "
+            f"{', '.join(record.kernel_names)}); nothing to check"
+        )
+    return targets
+
+
+def runners_for(settings: Settings) -> Runners:
+    """The real runners: the host compiler, the checkout's (or wheel's) c10/metal headers,
+    and the configured interpreter for the references."""
+    compiler = cxx.find_compiler(settings.math.cxx)
+    package = reference.torch_package(settings.tree)  # NoTorchError without torch
+    headers = cxx.find_c10_headers(settings.root, package)
+    builder = cxx.Builder(compiler, headers, settings.root, settings.cache_dir / "math")
+    max_samples = settings.math.max_samples
+
+    def references(cases: list[Case]) -> dict[str, Any]:
+        return reference.references(settings.tree, cases, max_samples=max_samples)
+
+    return Runners(builder, references)
+
+
+def known_of(settings: Settings) -> tuple[Known, ...]:
+    return tuple(Known(k.op, k.dtype, k.reason) for k in settings.math.known)
+
+
+def run_check(
+    settings: Settings,
+    *,
+    op: str | None = None,
+    file: str | None = None,
+    every: bool = False,
+    runners: Runners | None = None,
+) -> MathReport:
+    """check-math on the tree of ``settings``: one operator's functors, a file's, or all."""
+    index = load_index(settings.tree)
+    targets = select_targets(index, settings.math.references, op=op, file=file, every=every)
+    runners = runners or runners_for(settings)
+    report = check(
+        targets, runners, known=known_of(settings), scratch=settings.cache_dir / "math" / "run"
+    )
+    return MathReport(report.functors, report.compiler, report.headers, tuple(index.warnings))
+
+
+# ---- the migrate chain's check_math stage ----------------------------------------------
+
+
+def stage(request: Request, console: Console) -> None:
+    """Check op's functors as the chain left them; a mismatch stops it before the build.
+
+    Skipped, saying so, when the operator has no functor yet or the interpreter has no torch
+    (no reference, no wheel headers): the bundled sandbox runs without torch.
+    """
+    settings = request.settings
+    files = state.op_files(settings, request.op)
+    try:
+        report = run_check(settings, op=request.op)
+    except (NothingToCheckError, reference.NoTorchError) as exc:
+        note = f"check-math skipped: {exc}"
+        console.print(note, markup=False, highlight=False)
+        state.write_text(files.math_json, json.dumps({"schema": 1, "skipped": str(exc)}))
+        state.write_text(files.math_md, f"_{note}_\n")
+        return
+    render_terminal(report, console)
+    state.write_text(files.math_json, json.dumps(to_json(report), indent=2))
+    state.write_text(files.math_md, render_markdown(report))
+    if report.failed:
+        bad = [f.kernel for f in report.functors if f.failed]
+        raise WorkLeftError(
+            f"check-math: {', '.join(bad)} disagree(s) with torch on CPU (table above); fix "
+            "the functor, or list a reviewed deviation under math.known, before building"
+        )

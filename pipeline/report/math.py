@@ -1,0 +1,198 @@
+"""check-math's report: a per-dtype table per functor, on the terminal, in Markdown (the
+migrate summary, the PR comment) and as JSON (schema in docs/machine-output.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from pipeline.report.render import escape_markdown
+from pipeline.results.math import DtypeCheck, FunctorCheck, MathReport, Status
+
+SCHEMA = 1
+NOT_COVERED = (
+    "Not covered: subnormal flushing on the GPU, fast-math precision, host-side dispatch "
+    "in the .mm (this checks the functor's math on the host)."
+)
+_STYLE = {
+    Status.OK: "green",
+    Status.MISMATCH: "bold red",
+    Status.KNOWN: "yellow",
+    Status.NO_REFERENCE: "dim",
+}
+
+
+def mismatch_text(d: DtypeCheck) -> str:
+    """``3 (2 nan/inf, 1 crash)``: the mismatches and their kinds."""
+    kinds = [
+        (d.precision, "precision"),
+        (d.special, "nan/inf"),
+        (d.exact, "value"),
+        (d.crashes, "crash"),
+    ]
+    parts = [f"{n} {name}" for n, name in kinds if n]
+    text = str(d.mismatched)
+    return f"{text} ({', '.join(parts)})" if parts else text
+
+
+def _verdict(d: DtypeCheck) -> str:
+    if d.status is Status.KNOWN:
+        return f"known: {d.known}"
+    if d.status is Status.NO_REFERENCE:
+        return f"no reference: {d.no_reference}"
+    return str(d.status)
+
+
+def _notes(d: DtypeCheck) -> list[str]:
+    notes = list(d.findings)
+    notes += [
+        f"({', '.join(c.inputs)}): kernel {c.kernel}, torch {c.torch} [{c.kind}]"
+        for c in d.counterexamples
+    ]
+    if d.subnormal:
+        notes.append(f"{d.subnormal} disagreement(s) on subnormal values, not counted")
+    if d.refused:
+        notes.append(f"{d.refused} input(s) torch refuses too (no reference)")
+    return notes
+
+
+def _headline(report: MathReport) -> str:
+    counts = report.counts()
+    functors = len(report.functors)
+    cached = sum(1 for f in report.functors if f.cached)
+    bits = [f"{counts[str(s)]} {s}" for s in Status if counts[str(s)]]
+    if counts["compile errors"]:
+        bits.append(f"{counts['compile errors']} not compiling")
+    return (
+        f"check-math: {functors} functor(s) ({cached} from the cache), "
+        f"{sum(len(f.dtypes) for f in report.functors)} dtype(s): " + ", ".join(bits or ["none"])
+    )
+
+
+def render_terminal(report: MathReport, console: Console) -> None:
+    console.print(Text(_headline(report), style="bold"))
+    if report.compiler:
+        console.print(Text(f"compiler: {report.compiler}; headers: {report.headers}", style="dim"))
+    for f in report.functors:
+        title = f"{f.kernel} ({f.file}) vs {f.reference or 'no reference'}"
+        if f.compile_error:
+            console.print(Text(f"{title}: does not compile: {f.compile_error}", style="bold red"))
+            continue
+        if f.failure:
+            console.print(Text(f"{title}: {f.failure}", style="bold red"))
+            continue
+        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+        for column in ("dtype", "out", "torch", "checked", "matched", "mismatched", "verdict"):
+            table.add_column(column)
+        for d in f.dtypes:
+            table.add_row(
+                d.dtype,
+                d.output,
+                d.torch_dtype or "-",
+                str(d.checked),
+                str(d.matched),
+                mismatch_text(d),
+                Text(_verdict(d), style=_STYLE[d.status]),
+            )
+        console.print(table)
+        for d in f.dtypes:
+            if d.status is Status.OK:
+                continue
+            for note in _notes(d):
+                console.print(f"  {d.dtype}: {note}", markup=False)
+        if f.skipped:
+            console.print(
+                Text(f"  not checked (not an OpInfo MPS dtype): {', '.join(f.skipped)}", "dim")
+            )
+    console.print(Text(NOT_COVERED, style="dim"))
+
+
+def render_markdown(report: MathReport) -> str:
+    """The table for the migrate summary and the PR comment."""
+    lines = [f"**{escape_markdown(_headline(report))}**", ""]
+    rows = []
+    for f in report.functors:
+        name = f"`{f.kernel}`"
+        if f.compile_error:
+            lines.append(f"- {name} does not compile: `{f.compile_error}`")
+            continue
+        if f.failure:
+            lines.append(f"- {name}: {escape_markdown(f.failure)}")
+            continue
+        for d in f.dtypes:
+            examples = "<br>".join(
+                f"`({', '.join(c.inputs)})`: kernel `{c.kernel}`, torch `{c.torch}`"
+                for c in d.counterexamples
+            )
+            findings = "<br>".join(escape_markdown(x) for x in d.findings)
+            detail = "<br>".join(x for x in (findings, examples) if x)
+            rows.append(
+                f"| {name} | {d.dtype} | {d.checked} | {d.matched} | {mismatch_text(d)} | "
+                f"{escape_markdown(_verdict(d))} | {detail} |"
+            )
+    if rows:
+        lines += [
+            "| functor | dtype | checked | matched | mismatched | verdict "
+            "| first counterexamples |",
+            "| --- | --- | ---: | ---: | --- | --- | --- |",
+            *rows,
+        ]
+    lines += ["", f"_{NOT_COVERED}_"]
+    return "\n".join(lines) + "\n"
+
+
+def _dtype_json(d: DtypeCheck) -> dict[str, Any]:
+    return {
+        "dtype": d.dtype,
+        "output_dtype": d.output,
+        "torch_dtype": d.torch_dtype,
+        "status": str(d.status),
+        "checked": d.checked,
+        "matched": d.matched,
+        "mismatched": d.mismatched,
+        "precision": d.precision,
+        "nan_inf": d.special,
+        "value": d.exact,
+        "crashes": d.crashes,
+        "subnormal": d.subnormal,
+        "refused": d.refused,
+        "edge_inputs": d.edge,
+        "sample_inputs": d.samples,
+        "upcast": d.upcast,
+        "findings": list(d.findings),
+        "counterexamples": [
+            {"inputs": list(c.inputs), "kernel": c.kernel, "torch": c.torch, "kind": str(c.kind)}
+            for c in d.counterexamples
+        ],
+        "no_reference": d.no_reference,
+        "known": d.known,
+    }
+
+
+def _functor_json(f: FunctorCheck) -> dict[str, Any]:
+    return {
+        "kernel": f.kernel,
+        "file": f.file,
+        "reference": f.reference,
+        "compile_error": f.compile_error,
+        "failure": f.failure,
+        "cached": f.cached,
+        "skipped_dtypes": list(f.skipped),
+        "dtypes": [_dtype_json(d) for d in f.dtypes],
+    }
+
+
+def to_json(report: MathReport) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "ok": not report.failed,
+        "compiler": report.compiler,
+        "headers": report.headers,
+        "counts": report.counts(),
+        "functors": [_functor_json(f) for f in report.functors],
+        "not_covered": NOT_COVERED,
+        "warnings": list(report.warnings),
+    }

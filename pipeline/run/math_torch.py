@@ -1,0 +1,353 @@
+"""Inputs and torch-on-CPU references for check-math: ``python math_torch.py REQUEST OUT``.
+
+Run by :mod:`pipeline.run.reference` under the configured interpreter (one that imports
+torch), as a copy in a scratch directory: it imports only the standard library and torch
+(and op_db, when a case names an OpInfo). REQUEST is JSON::
+
+    {"max_samples": 256, "cases": [{"id": "atan2/float32", "dtype": "float32", "arity": 2,
+      "opinfo": ["atan2", ""] or null, "fn": "atan2" or null}]}
+
+For each case it makes the inputs, in the case's dtype: edge values (±0, ±inf, NaN,
+subnormals, the dtype's min/max and tiny, small integers, a dense grid on [-5, 5]; all pairs
+of them for binary ops), then the OpInfo's sample and reference inputs flattened element by
+element (broadcast against each other for binary ops); and the reference: the OpInfo's op (or
+``torch.<fn>``) on CPU with the kwargs of the OpInfo's first sample, in the same dtype, or
+upcast to float32 / complex64 where the CPU lacks that dtype's kernel. An element torch
+refuses (an integer division by zero) is listed in ``errors`` and has no reference.
+
+OUT is JSON: ``{"torch": VERSION, "cases": {ID: {"n", "inputs": [base64 of each operand's
+bytes], "edge", "samples", "result_dtype", "reference": base64 or null, "upcast", "kwargs",
+"errors": {index: message}, "no_reference": reason or null}}}``.
+"""
+
+import base64
+import io
+import json
+import math
+import os
+import sys
+import warnings
+from typing import Any
+
+import torch
+
+UPCAST = {
+    torch.float16: torch.float32,
+    torch.bfloat16: torch.float32,
+    torch.complex32: torch.complex64,
+}
+GRID = 21
+
+
+def dtype_of(name):
+    return getattr(torch, name)
+
+
+def b64(t):
+    t = t.detach().contiguous().clone()
+    return base64.b64encode(bytes(t.untyped_storage())).decode()
+
+
+def edge_values(dtype):
+    """One tensor of the dtype's edge values (duplicates removed, order kept)."""
+    if dtype == torch.bool:
+        return torch.tensor([False, True])
+    if dtype.is_complex:
+        real = torch.finfo(dtype).max if dtype != torch.complex32 else 65504.0
+        parts = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, float("inf"), -float("inf"), float("nan")]
+        pairs = [complex(a, b) for a in parts for b in parts] + [complex(real, 1.0)]
+        return torch.tensor(pairs, dtype=torch.complex64).to(dtype)
+    if dtype.is_floating_point:
+        info = torch.finfo(dtype)
+        values = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 10.0, -10.0, 1e-3]
+        values += [math.pi, -math.pi, 100.0, -100.0, 0.25, 1.5, -1.5, 2.5, -2.5]
+        values += [float("inf"), -float("inf"), float("nan")]
+        values += [info.tiny, -info.tiny, info.tiny / 4, -info.tiny / 4, info.max, -info.max]
+        values += [info.eps, 1 + info.eps]
+        values += [-5.0 + 10.0 * i / (GRID - 1) for i in range(GRID)]
+        return torch.tensor(values, dtype=torch.float64).to(dtype)
+    ints = torch.iinfo(dtype)
+    values = [0, 1, 2, 3, 7, 10, 100, ints.max, ints.max - 1, ints.min, ints.min + 1]
+    if ints.min < 0:
+        values += [-1, -2, -3, -7, -10, -100]
+    values += [v for v in range(-5, 6) if ints.min <= v <= ints.max]
+    seen, kept = set(), []
+    for v in values:
+        if v not in seen and ints.min <= v <= ints.max:
+            seen.add(v)
+            kept.append(v)
+    return torch.tensor(kept, dtype=dtype)
+
+
+def edge_inputs(dtype, arity):
+    values = edge_values(dtype)
+    if arity == 1:
+        return [values]
+    if arity == 2:
+        a, b = torch.meshgrid(values, values, indexing="ij")
+        return [a.reshape(-1), b.reshape(-1)]
+    small = values[: min(len(values), 12)]
+    a, b, c = torch.meshgrid(small, small, small, indexing="ij")
+    return [a.reshape(-1), b.reshape(-1), c.reshape(-1)]
+
+
+_OP_DB = None
+
+
+def find_opinfo(name, variant):
+    global _OP_DB
+    if _OP_DB is None:
+        from torch.testing._internal.common_methods_invocations import op_db
+
+        _OP_DB = op_db
+    for op in _OP_DB:
+        if op.name == name and op.variant_test_name == variant:
+            return op
+    return None
+
+
+def operands(sample, arity, dtype):
+    """The sample's first ``arity`` tensor-like operands, broadcast and flattened."""
+    raw = [sample.input, *sample.args][:arity]
+    if len(raw) < arity:
+        return None
+    tensors = []
+    for value in raw:
+        if isinstance(value, torch.Tensor):
+            tensors.append(value.detach().to("cpu"))
+        elif isinstance(value, (bool, int, float, complex)):
+            tensors.append(torch.tensor(value))
+        else:
+            return None
+    try:
+        tensors = torch.broadcast_tensors(*tensors)
+    except RuntimeError:
+        return None
+    if any(t.dtype != dtype for t in tensors):
+        try:
+            tensors = [t.to(dtype) for t in tensors]
+        except (RuntimeError, TypeError):
+            return None
+    return [t.reshape(-1) for t in tensors]
+
+
+def sample_inputs(op, dtype, arity, limit):
+    """Flattened sample + reference inputs of the OpInfo, and the kwargs they share."""
+    kwargs, blocks, count = None, [], 0
+    generators = [op.sample_inputs("cpu", dtype)]
+    if getattr(op, "reference_inputs_func", None) is not None:
+        generators.append(op.reference_inputs("cpu", dtype))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for gen in generators:
+            try:
+                for sample in gen:
+                    if kwargs is None:
+                        kwargs = dict(sample.kwargs)
+                    if dict(sample.kwargs) != kwargs:
+                        continue
+                    flat = operands(sample, arity, dtype)
+                    if flat is None or flat[0].numel() == 0:
+                        continue
+                    take = min(flat[0].numel(), limit - count)
+                    blocks.append([t[:take] for t in flat])
+                    count += take
+                    if count >= limit:
+                        break
+            except Exception:  # a sample generator that fails on CPU: use what it gave
+                pass
+            if count >= limit:
+                break
+    if not blocks:
+        return [], kwargs or {}
+    return [torch.cat([b[k] for b in blocks]) for k in range(arity)], kwargs or {}
+
+
+def plain_kwargs(kwargs):
+    """kwargs a reference call can take as they are (no tensors: those are other inputs)."""
+    return {k: v for k, v in kwargs.items() if not isinstance(v, torch.Tensor)}
+
+
+def call(fn, tensors, kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*tensors, **kwargs)
+
+
+def reference(fn, tensors, kwargs, dtype):
+    """(result or None, upcast?, per-element errors) of ``fn`` on CPU."""
+    upcast = False
+    try:
+        return call(fn, tensors, kwargs), upcast, {}
+    except Exception as exc:
+        first = exc
+    if dtype in UPCAST:
+        try:
+            wide = [t.to(UPCAST[dtype]) for t in tensors]
+            result = call(fn, wide, kwargs)
+            narrow = {torch.float32: dtype, torch.complex64: dtype}.get(result.dtype)
+            return (result.to(narrow) if narrow else result), True, {}
+        except Exception:
+            pass
+    # element by element: find the inputs torch refuses, keep the others
+    n = tensors[0].numel()
+    results, errors, result_dtype = [None] * n, {}, None
+    for i in range(n):
+        try:
+            r = call(fn, [t[i : i + 1] for t in tensors], kwargs)
+            results[i] = r.reshape(-1)
+            result_dtype = r.dtype
+        except Exception as exc:
+            errors[i] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    if result_dtype is None:
+        raise first
+    filler = torch.zeros(1, dtype=result_dtype)
+    return torch.cat([r if r is not None else filler for r in results]), upcast, errors
+
+
+def in_child(work):
+    """``work()`` in a forked child: (True, its value), or (False, signal) when the child
+    dies. torch's own integer kernels trap on some inputs (INT_MIN // -1 raises SIGFPE on
+    x86), which would kill this process and every case after it."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        code = 0
+        try:
+            buffer = io.BytesIO()
+            torch.save(work(), buffer)
+            data = buffer.getvalue()
+            with os.fdopen(write_fd, "wb") as out:
+                out.write(data)
+        except BaseException:
+            code = 3
+        os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as src:
+        data = src.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return False, os.WTERMSIG(status)
+    if os.WEXITSTATUS(status) != 0 or not data:
+        return False, 0
+    return True, torch.load(io.BytesIO(data), weights_only=False)
+
+
+def crashing(fn, tensors, kwargs, lo, hi):
+    """Indices in [lo, hi) on which torch dies, found by halving."""
+    ok, _ = in_child(lambda: call(fn, [t[lo:hi] for t in tensors], kwargs).shape)
+    if ok:
+        return []
+    if hi - lo == 1:
+        return [lo]
+    mid = (lo + hi) // 2
+    return crashing(fn, tensors, kwargs, lo, mid) + crashing(fn, tensors, kwargs, mid, hi)
+
+
+def safe_reference(fn, tensors, kwargs, dtype):
+    """:func:`reference`, with the inputs that kill torch set aside as refused."""
+    ok, value = in_child(lambda: reference(fn, tensors, kwargs, dtype))
+    if ok:
+        return value
+    if value == 0:  # an exception in the child: let it happen here, where it is reported
+        return reference(fn, tensors, kwargs, dtype)
+    n = tensors[0].numel()
+    dead = crashing(fn, tensors, kwargs, 0, n)
+    keep = torch.tensor([i for i in range(n) if i not in set(dead)], dtype=torch.long)
+    ok, value = in_child(lambda: reference(fn, [t[keep] for t in tensors], kwargs, dtype))
+    if not ok:
+        raise RuntimeError("torch dies on these inputs even without the isolated ones")
+    result, upcast, errors = value
+    full = torch.zeros(n, dtype=result.dtype)
+    full[keep] = result.reshape(-1)
+    merged = {int(keep[i]): msg for i, msg in errors.items()}
+    for i in dead:
+        merged[i] = "torch itself dies on this input (a hardware trap in its CPU kernel)"
+    return full, upcast, merged
+
+
+def torch_function(name):
+    """``torch.<name>`` (dots allowed: ``special.erfcx``), else ``torch.special.<name>``."""
+    obj: object = torch
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return getattr(torch.special, name, None)
+    return obj if callable(obj) else None
+
+
+def one_case(case, limit):
+    dtype = dtype_of(case["dtype"])
+    arity = case["arity"]
+    out: dict[str, Any] = {"no_reference": None, "errors": {}, "upcast": False, "kwargs": {}}
+    fn, op = None, None
+    if case.get("opinfo"):
+        try:
+            op = find_opinfo(*case["opinfo"])
+        except Exception as exc:
+            out["note"] = f"op_db could not be imported: {type(exc).__name__}: {exc}"[:300]
+        if op is not None:
+            fn = op.op
+    if fn is None and case.get("fn"):
+        fn = torch_function(case["fn"])
+    edge = edge_inputs(dtype, arity)
+    samples, kwargs = ([], {})
+    if op is not None:
+        samples, kwargs = sample_inputs(op, dtype, arity, limit)
+    kwargs = plain_kwargs(kwargs)
+    tensors = [torch.cat([e, s]) for e, s in zip(edge, samples, strict=False)] if samples else edge
+    out["n"] = int(tensors[0].numel())
+    out["edge"] = int(edge[0].numel())
+    out["samples"] = int(out["n"] - out["edge"])
+    out["inputs"] = [b64(t) for t in tensors]
+    out["kwargs"] = {k: repr(v) for k, v in kwargs.items()}
+    if fn is None:
+        out["no_reference"] = "no OpInfo and no torch function of that name"
+        out["reference"] = None
+        out["result_dtype"] = None
+        return out
+    try:
+        result, upcast, errors = safe_reference(fn, tensors, kwargs, dtype)
+    except Exception as exc:
+        out["no_reference"] = f"torch refuses {case['dtype']}: {type(exc).__name__}: {exc}"
+        out["no_reference"] = out["no_reference"].splitlines()[0][:300]
+        out["reference"] = None
+        out["result_dtype"] = None
+        return out
+    if not isinstance(result, torch.Tensor) or result.numel() != out["n"]:
+        out["no_reference"] = "the reference is not one value per element"
+        out["reference"] = None
+        out["result_dtype"] = None
+        return out
+    out["upcast"] = upcast
+    out["errors"] = {str(k): v for k, v in errors.items()}
+    out["result_dtype"] = str(result.dtype).removeprefix("torch.")
+    out["reference"] = b64(result.reshape(-1))
+    return out
+
+
+def main():
+    request_path, out_path = sys.argv[1], sys.argv[2]
+    with open(request_path, encoding="utf-8") as fh:
+        request = json.load(fh)
+    limit = int(request.get("max_samples", 256))
+    cases = {}
+    for case in request["cases"]:
+        try:
+            cases[case["id"]] = one_case(case, limit)
+        except Exception as exc:
+            cases[case["id"]] = {
+                "no_reference": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
+                "n": 0,
+                "inputs": [],
+                "reference": None,
+                "result_dtype": None,
+                "errors": {},
+            }
+    with open(out_path, "w", encoding="utf-8") as fh:
+        json.dump({"torch": torch.__version__, "cases": cases}, fh)
+
+
+if __name__ == "__main__":
+    main()

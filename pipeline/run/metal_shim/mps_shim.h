@@ -1,0 +1,381 @@
+// A host C++17 stand-in for the Metal Shading Language standard library, so that the
+// element-wise functors of aten/src/ATen/native/mps/kernels/*.metal and the c10/metal
+// headers they include compile, unmodified, with g++ or clang++ on Linux.
+//
+// Written from the MSL specification's description of the types and functions (address
+// spaces, half, bfloat, vector types, metal:: / precise:: / fast:: math, type traits,
+// numeric_limits, as_type). It is a model of the semantics, not of the GPU: math runs in
+// float through the host's libm (no fast-math, no subnormal flushing).
+//
+// No C library header is included: <math.h> and <stdlib.h> would put abs(int), sin(double)...
+// in the global namespace, where they would make the Metal code's unqualified calls resolve
+// differently (or ambiguously) from the Metal compiler. The math goes through GCC/Clang
+// __builtin_* functions instead.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#define __METAL__ 1
+#define __METAL_VERSION__ 310
+#define __HAVE_BFLOAT__ 1
+
+// Address spaces carry no meaning on the host, except that `constant` is read-only and
+// overloads on it exist (c10's val_at_offs(constant void*) / (device void*)): const.
+#define device
+#define constant const
+#define thread
+#define threadgroup
+#define threadgroup_imageblock
+#define kernel
+#define vertex
+#define fragment
+
+// Metal spells floating constants without a suffix as float; the compiler flag
+// -fsingle-precision-constant gives the same, these are the named ones.
+#define NAN __builtin_nanf("")
+#define INFINITY __builtin_inff()
+#define HUGE_VALF __builtin_huge_valf()
+#define MAXFLOAT 0x1.fffffep127f
+#define FLT_MAX 0x1.fffffep127f
+#define FLT_MIN 0x1p-126f
+#define FLT_EPSILON 0x1p-23f
+#define HALF_MAX 65504.0f
+#define HALF_MIN 0x1p-14f
+#define HALF_EPSILON 0x1p-10f
+#define M_E_F 2.71828182845904523536f
+#define M_LOG2E_F 1.44269504088896340736f
+#define M_LOG10E_F 0.434294481903251827651f
+#define M_LN2_F 0.693147180559945309417f
+#define M_LN10_F 2.30258509299404568402f
+#define M_PI_F 3.14159265358979323846f
+#define M_PI_2_F 1.57079632679489661923f
+#define M_PI_4_F 0.785398163397448309616f
+#define M_1_PI_F 0.318309886183790671538f
+#define M_2_PI_F 0.636619772367581343076f
+#define M_2_SQRTPI_F 1.12837916709551257390f
+#define M_SQRT2_F 1.41421356237309504880f
+#define M_SQRT1_2_F 0.707106781186547524401f
+#define M_E_H M_E_F
+#define M_LOG2E_H M_LOG2E_F
+#define M_LOG10E_H M_LOG10E_F
+#define M_LN2_H M_LN2_F
+#define M_LN10_H M_LN10_F
+#define M_PI_H M_PI_F
+#define M_PI_2_H M_PI_2_F
+#define M_PI_4_H M_PI_4_F
+#define M_1_PI_H M_1_PI_F
+#define M_2_PI_H M_2_PI_F
+#define M_2_SQRTPI_H M_2_SQRTPI_F
+#define M_SQRT2_H M_SQRT2_F
+#define M_SQRT1_2_H M_SQRT1_2_F
+
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+typedef _Float16 half;
+
+namespace mps_shim {
+inline uint32_t float_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_float(uint32_t u) {
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+} // namespace mps_shim
+
+// bfloat: the top 16 bits of a float32; float -> bfloat rounds to nearest even, NaN stays
+// a (quiet) NaN. It converts to float implicitly and does its arithmetic in float, rounding
+// the result back, as a bfloat ALU would.
+struct bfloat {
+  uint16_t bits;
+  bfloat() = default;
+  bfloat(float f) {
+    const uint32_t u = mps_shim::float_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      bits = uint16_t((u >> 16) | 0x40u);
+    } else {
+      bits = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+  }
+  template <
+      typename T,
+      std::enable_if_t<std::is_arithmetic_v<T> || std::is_same_v<T, _Float16>, bool> = true>
+  bfloat(T v) : bfloat(float(v)) {}
+  operator float() const {
+    return mps_shim::bits_float(uint32_t(bits) << 16);
+  }
+  explicit operator _Float16() const {
+    return _Float16(float(*this));
+  }
+  static bfloat from_bits(uint16_t b) {
+    bfloat r;
+    r.bits = b;
+    return r;
+  }
+};
+
+namespace mps_shim {
+template <typename T>
+constexpr bool is_scalar_arith_v =
+    std::is_arithmetic_v<T> || std::is_same_v<T, _Float16> || std::is_same_v<T, bfloat>;
+// bfloat with an integer stays bfloat; with a float (or a wider literal) it becomes float.
+template <typename T>
+using bf_result = std::conditional_t<std::is_integral_v<T>, bfloat, float>;
+template <typename T>
+using if_other = std::enable_if_t<std::is_arithmetic_v<T> || std::is_same_v<T, _Float16>, bool>;
+} // namespace mps_shim
+
+#define MPS_SHIM_BF_OP(OP)                                                   \
+  inline bfloat operator OP(bfloat a, bfloat b) {                            \
+    return bfloat(float(a) OP float(b));                                     \
+  }                                                                          \
+  template <typename T, mps_shim::if_other<T> = true>                        \
+  inline mps_shim::bf_result<T> operator OP(bfloat a, T b) {                 \
+    return mps_shim::bf_result<T>(float(a) OP float(b));                     \
+  }                                                                          \
+  template <typename T, mps_shim::if_other<T> = true>                        \
+  inline mps_shim::bf_result<T> operator OP(T a, bfloat b) {                 \
+    return mps_shim::bf_result<T>(float(a) OP float(b));                     \
+  }                                                                          \
+  template <typename T, mps_shim::if_other<T> = true>                        \
+  inline bfloat& operator OP##=(bfloat & a, T b) {                           \
+    a = bfloat(float(a) OP float(b));                                        \
+    return a;                                                                \
+  }                                                                          \
+  inline bfloat& operator OP##=(bfloat & a, bfloat b) {                      \
+    a = bfloat(float(a) OP float(b));                                        \
+    return a;                                                                \
+  }
+MPS_SHIM_BF_OP(+)
+MPS_SHIM_BF_OP(-)
+MPS_SHIM_BF_OP(*)
+MPS_SHIM_BF_OP(/)
+#undef MPS_SHIM_BF_OP
+
+#define MPS_SHIM_BF_CMP(OP)                               \
+  inline bool operator OP(bfloat a, bfloat b) {           \
+    return float(a) OP float(b);                          \
+  }                                                       \
+  template <typename T, mps_shim::if_other<T> = true>     \
+  inline bool operator OP(bfloat a, T b) {                \
+    return float(a) OP float(b);                          \
+  }                                                       \
+  template <typename T, mps_shim::if_other<T> = true>     \
+  inline bool operator OP(T a, bfloat b) {                \
+    return float(a) OP float(b);                          \
+  }
+MPS_SHIM_BF_CMP(==)
+MPS_SHIM_BF_CMP(!=)
+MPS_SHIM_BF_CMP(<)
+MPS_SHIM_BF_CMP(<=)
+MPS_SHIM_BF_CMP(>)
+MPS_SHIM_BF_CMP(>=)
+#undef MPS_SHIM_BF_CMP
+
+inline bfloat operator-(bfloat a) {
+  return bfloat::from_bits(uint16_t(a.bits ^ 0x8000u));
+}
+inline bfloat operator+(bfloat a) {
+  return a;
+}
+
+namespace metal {
+
+// ---- vectors: T x, y[, z, w] with element-wise operators -------------------------------
+template <typename T, int N>
+struct vec_storage;
+template <typename T>
+struct vec_storage<T, 2> {
+  T x, y;
+};
+template <typename T>
+struct vec_storage<T, 3> {
+  T x, y, z;
+};
+template <typename T>
+struct vec_storage<T, 4> {
+  T x, y, z, w;
+};
+
+template <typename T, int N>
+struct vec : vec_storage<T, N> {
+  using element_type = T;
+  static constexpr int size = N;
+  vec() = default;
+  // one value for every component (float2(0))
+  template <typename S, std::enable_if_t<mps_shim::is_scalar_arith_v<S>, bool> = true>
+  vec(S s) {
+    for (int i = 0; i < N; ++i) {
+      (*this)[i] = T(s);
+    }
+  }
+  // one value per component (float2(re, im)); not explicit so {re, im} works too
+  template <
+      typename A,
+      typename B,
+      typename... Rest,
+      std::enable_if_t<sizeof...(Rest) + 2 == N, bool> = true>
+  vec(A a, B b, Rest... rest) {
+    const T values[N] = {T(a), T(b), T(rest)...};
+    for (int i = 0; i < N; ++i) {
+      (*this)[i] = values[i];
+    }
+  }
+  template <typename U>
+  explicit vec(const vec<U, N>& other) {
+    for (int i = 0; i < N; ++i) {
+      (*this)[i] = T(other[i]);
+    }
+  }
+  T& operator[](int i) {
+    return (&this->x)[i];
+  }
+  const T& operator[](int i) const {
+    return (&this->x)[i];
+  }
+};
+
+template <typename T>
+struct is_vec : std::false_type {};
+template <typename T, int N>
+struct is_vec<vec<T, N>> : std::true_type {};
+
+#define MPS_SHIM_VEC_OP(OP)                                                    \
+  template <typename T, int N>                                                 \
+  inline vec<T, N> operator OP(const vec<T, N>& a, const vec<T, N>& b) {       \
+    vec<T, N> r;                                                               \
+    for (int i = 0; i < N; ++i)                                                \
+      r[i] = T(a[i] OP b[i]);                                                  \
+    return r;                                                                  \
+  }                                                                            \
+  template <                                                                   \
+      typename T,                                                              \
+      int N,                                                                   \
+      typename S,                                                              \
+      std::enable_if_t<mps_shim::is_scalar_arith_v<S>, bool> = true>           \
+  inline vec<T, N> operator OP(const vec<T, N>& a, S b) {                      \
+    vec<T, N> r;                                                               \
+    for (int i = 0; i < N; ++i)                                                \
+      r[i] = T(a[i] OP T(b));                                                  \
+    return r;                                                                  \
+  }                                                                            \
+  template <                                                                   \
+      typename T,                                                              \
+      int N,                                                                   \
+      typename S,                                                              \
+      std::enable_if_t<mps_shim::is_scalar_arith_v<S>, bool> = true>           \
+  inline vec<T, N> operator OP(S a, const vec<T, N>& b) {                      \
+    vec<T, N> r;                                                               \
+    for (int i = 0; i < N; ++i)                                                \
+      r[i] = T(T(a) OP b[i]);                                                  \
+    return r;                                                                  \
+  }                                                                            \
+  template <typename T, int N, typename U>                                     \
+  inline vec<T, N>& operator OP##=(vec<T, N> & a, const U & b) {               \
+    a = a OP b;                                                                \
+    return a;                                                                  \
+  }
+MPS_SHIM_VEC_OP(+)
+MPS_SHIM_VEC_OP(-)
+MPS_SHIM_VEC_OP(*)
+MPS_SHIM_VEC_OP(/)
+MPS_SHIM_VEC_OP(%)
+MPS_SHIM_VEC_OP(&)
+MPS_SHIM_VEC_OP(|)
+MPS_SHIM_VEC_OP(^)
+MPS_SHIM_VEC_OP(<<)
+MPS_SHIM_VEC_OP(>>)
+#undef MPS_SHIM_VEC_OP
+
+#define MPS_SHIM_VEC_CMP(OP)                                                     \
+  template <typename T, int N>                                                   \
+  inline vec<bool, N> operator OP(const vec<T, N>& a, const vec<T, N>& b) {      \
+    vec<bool, N> r;                                                              \
+    for (int i = 0; i < N; ++i)                                                  \
+      r[i] = a[i] OP b[i];                                                       \
+    return r;                                                                    \
+  }                                                                              \
+  template <                                                                     \
+      typename T,                                                                \
+      int N,                                                                     \
+      typename S,                                                                \
+      std::enable_if_t<mps_shim::is_scalar_arith_v<S>, bool> = true>             \
+  inline vec<bool, N> operator OP(const vec<T, N>& a, S b) {                     \
+    return a OP vec<T, N>(b);                                                    \
+  }                                                                              \
+  template <                                                                     \
+      typename T,                                                                \
+      int N,                                                                     \
+      typename S,                                                                \
+      std::enable_if_t<mps_shim::is_scalar_arith_v<S>, bool> = true>             \
+  inline vec<bool, N> operator OP(S a, const vec<T, N>& b) {                     \
+    return vec<T, N>(a) OP b;                                                    \
+  }
+MPS_SHIM_VEC_CMP(==)
+MPS_SHIM_VEC_CMP(!=)
+MPS_SHIM_VEC_CMP(<)
+MPS_SHIM_VEC_CMP(<=)
+MPS_SHIM_VEC_CMP(>)
+MPS_SHIM_VEC_CMP(>=)
+MPS_SHIM_VEC_CMP(&&)
+MPS_SHIM_VEC_CMP(||)
+#undef MPS_SHIM_VEC_CMP
+
+template <typename T, int N>
+inline vec<T, N> operator-(const vec<T, N>& a) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i)
+    r[i] = T(-a[i]);
+  return r;
+}
+template <typename T, int N>
+inline vec<T, N> operator+(const vec<T, N>& a) {
+  return a;
+}
+template <typename T, int N>
+inline vec<T, N> operator~(const vec<T, N>& a) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i)
+    r[i] = T(~a[i]);
+  return r;
+}
+template <typename T, int N>
+inline vec<bool, N> operator!(const vec<T, N>& a) {
+  vec<bool, N> r;
+  for (int i = 0; i < N; ++i)
+    r[i] = !a[i];
+  return r;
+}
+
+} // namespace metal
+
+#define MPS_SHIM_VEC_TYPES(T)   \
+  typedef metal::vec<T, 2> T##2; \
+  typedef metal::vec<T, 3> T##3; \
+  typedef metal::vec<T, 4> T##4;
+MPS_SHIM_VEC_TYPES(float)
+MPS_SHIM_VEC_TYPES(half)
+MPS_SHIM_VEC_TYPES(bfloat)
+MPS_SHIM_VEC_TYPES(bool)
+MPS_SHIM_VEC_TYPES(char)
+MPS_SHIM_VEC_TYPES(uchar)
+MPS_SHIM_VEC_TYPES(short)
+MPS_SHIM_VEC_TYPES(ushort)
+MPS_SHIM_VEC_TYPES(int)
+MPS_SHIM_VEC_TYPES(uint)
+MPS_SHIM_VEC_TYPES(long)
+MPS_SHIM_VEC_TYPES(ulong)
+#undef MPS_SHIM_VEC_TYPES
+
+#include "mps_shim_traits.h"
+#include "mps_shim_math.h"

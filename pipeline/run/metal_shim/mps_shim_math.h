@@ -1,0 +1,341 @@
+// Metal's math, common, relational, integer and geometric functions (see mps_shim.h).
+//
+// metal:: has float and half overloads (half computed in float, rounded back), so an integer
+// or bfloat argument converts as on Metal; precise:: and fast:: have float ones only. Vector
+// arguments apply the scalar function per component. max/min/fmax/fmin return the other
+// argument when one is NaN, as the MSL specification says: c10::metal::max exists because of
+// that.
+#pragma once
+
+namespace metal {
+
+#define MPS_SHIM_VEC1(NAME)                                  \
+  template <typename T, int N>                               \
+  inline auto NAME(const vec<T, N>& v) {                     \
+    vec<decltype(NAME(v[0])), N> r;                          \
+    for (int i = 0; i < N; ++i)                              \
+      r[i] = NAME(v[i]);                                     \
+    return r;                                                \
+  }
+#define MPS_SHIM_VEC2(NAME)                                                   \
+  template <typename T, int N>                                                \
+  inline auto NAME(const vec<T, N>& a, const vec<T, N>& b) {                  \
+    vec<decltype(NAME(a[0], b[0])), N> r;                                     \
+    for (int i = 0; i < N; ++i)                                               \
+      r[i] = NAME(a[i], b[i]);                                                \
+    return r;                                                                 \
+  }
+#define MPS_SHIM_VEC3(NAME)                                                    \
+  template <typename T, int N>                                                 \
+  inline auto NAME(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) { \
+    vec<decltype(NAME(a[0], b[0], c[0])), N> r;                                \
+    for (int i = 0; i < N; ++i)                                                \
+      r[i] = NAME(a[i], b[i], c[i]);                                           \
+    return r;                                                                  \
+  }
+
+// float and half overloads of a one-argument float function, plus vectors
+#define MPS_SHIM_F1(NAME, EXPR)                   \
+  inline float NAME(float x) {                    \
+    return EXPR;                                  \
+  }                                               \
+  inline half NAME(half hx) {                     \
+    const float x = float(hx);                    \
+    return half(EXPR);                            \
+  }                                               \
+  MPS_SHIM_VEC1(NAME)
+#define MPS_SHIM_F1_FLOAT(NAME, EXPR) \
+  inline float NAME(float x) {        \
+    return EXPR;                      \
+  }                                   \
+  MPS_SHIM_VEC1(NAME)
+#define MPS_SHIM_F2(NAME, EXPR)                       \
+  inline float NAME(float x, float y) {               \
+    return EXPR;                                      \
+  }                                                   \
+  inline half NAME(half hx, half hy) {                \
+    const float x = float(hx), y = float(hy);         \
+    return half(EXPR);                                \
+  }                                                   \
+  MPS_SHIM_VEC2(NAME)
+#define MPS_SHIM_F2_FLOAT(NAME, EXPR)   \
+  inline float NAME(float x, float y) { \
+    return EXPR;                        \
+  }                                     \
+  MPS_SHIM_VEC2(NAME)
+#define MPS_SHIM_F3(NAME, EXPR)                                 \
+  inline float NAME(float x, float y, float z) {                \
+    return EXPR;                                                \
+  }                                                             \
+  inline half NAME(half hx, half hy, half hz) {                 \
+    const float x = float(hx), y = float(hy), z = float(hz);    \
+    return half(EXPR);                                          \
+  }                                                             \
+  MPS_SHIM_VEC3(NAME)
+#define MPS_SHIM_F3_FLOAT(NAME, EXPR)            \
+  inline float NAME(float x, float y, float z) { \
+    return EXPR;                                 \
+  }                                              \
+  MPS_SHIM_VEC3(NAME)
+
+// The one list of float math functions, written once for metal::, precise:: and fast::.
+#define MPS_SHIM_MATH(F1, F2, F3)                                                     \
+  F1(acos, __builtin_acosf(x))                                                       \
+  F1(acosh, __builtin_acoshf(x))                                                     \
+  F1(asin, __builtin_asinf(x))                                                       \
+  F1(asinh, __builtin_asinhf(x))                                                     \
+  F1(atan, __builtin_atanf(x))                                                       \
+  F1(atanh, __builtin_atanhf(x))                                                     \
+  F1(ceil, __builtin_ceilf(x))                                                       \
+  F1(cos, __builtin_cosf(x))                                                         \
+  F1(cosh, __builtin_coshf(x))                                                       \
+  F1(cospi, __builtin_cosf(M_PI_F * x))                                              \
+  F1(exp, __builtin_expf(x))                                                         \
+  F1(exp2, __builtin_exp2f(x))                                                       \
+  F1(exp10, __builtin_powf(10.0f, x))                                                \
+  F1(fabs, __builtin_fabsf(x))                                                       \
+  F1(floor, __builtin_floorf(x))                                                     \
+  F1(fract, __builtin_fminf(x - __builtin_floorf(x), 0x1.fffffep-1f))                \
+  F1(log, __builtin_logf(x))                                                         \
+  F1(log2, __builtin_log2f(x))                                                       \
+  F1(log10, __builtin_log10f(x))                                                     \
+  F1(rint, __builtin_rintf(x))                                                       \
+  F1(round, __builtin_roundf(x))                                                     \
+  F1(rsqrt, 1.0f / __builtin_sqrtf(x))                                               \
+  F1(sin, __builtin_sinf(x))                                                         \
+  F1(sinh, __builtin_sinhf(x))                                                       \
+  F1(sinpi, __builtin_sinf(M_PI_F * x))                                              \
+  F1(sqrt, __builtin_sqrtf(x))                                                       \
+  F1(tan, __builtin_tanf(x))                                                         \
+  F1(tanh, __builtin_tanhf(x))                                                       \
+  F1(tanpi, __builtin_tanf(M_PI_F * x))                                              \
+  F1(trunc, __builtin_truncf(x))                                                     \
+  F2(atan2, __builtin_atan2f(x, y))                                                  \
+  F2(copysign, __builtin_copysignf(x, y))                                            \
+  F2(divide, x / y)                                                                  \
+  F2(fdim, __builtin_fdimf(x, y))                                                    \
+  F2(fmax, __builtin_fmaxf(x, y))                                                    \
+  F2(fmin, __builtin_fminf(x, y))                                                    \
+  F2(fmod, __builtin_fmodf(x, y))                                                    \
+  F2(nextafter, __builtin_nextafterf(x, y))                                          \
+  F2(pow, __builtin_powf(x, y))                                                      \
+  F2(powr, __builtin_powf(x, y))                                                     \
+  F3(fma, __builtin_fmaf(x, y, z))                                                   \
+  F3(fmax3, __builtin_fmaxf(__builtin_fmaxf(x, y), z))                               \
+  F3(fmin3, __builtin_fminf(__builtin_fminf(x, y), z))                               \
+  F3(fmedian3, __builtin_fmaxf(__builtin_fminf(x, y), __builtin_fminf(__builtin_fmaxf(x, y), z)))
+
+MPS_SHIM_MATH(MPS_SHIM_F1, MPS_SHIM_F2, MPS_SHIM_F3)
+
+// abs is fabs for floating point and the integer absolute value for integers
+MPS_SHIM_F1(abs, __builtin_fabsf(x))
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T abs(T x) {
+  if constexpr (std::is_signed_v<T>) {
+    return x < 0 ? T(-x) : x;
+  } else {
+    return x;
+  }
+}
+
+// max/min: floating point as fmax/fmin (NaN loses), integers as usual
+MPS_SHIM_F2(max, __builtin_fmaxf(x, y))
+MPS_SHIM_F2(min, __builtin_fminf(x, y))
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T max(T x, T y) {
+  return x > y ? x : y;
+}
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T min(T x, T y) {
+  return x < y ? x : y;
+}
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T max3(T x, T y, T z) {
+  return max(max(x, y), z);
+}
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T min3(T x, T y, T z) {
+  return min(min(x, y), z);
+}
+MPS_SHIM_F3(max3, __builtin_fmaxf(__builtin_fmaxf(x, y), z))
+MPS_SHIM_F3(min3, __builtin_fminf(__builtin_fminf(x, y), z))
+
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T clamp(T x, T lo, T hi) {
+  return min(max(x, lo), hi);
+}
+MPS_SHIM_F3(clamp, __builtin_fminf(__builtin_fmaxf(x, y), z))
+MPS_SHIM_F3(mix, x + (y - x) * z)
+MPS_SHIM_F1(saturate, __builtin_fminf(__builtin_fmaxf(x, 0.0f), 1.0f))
+MPS_SHIM_F1(sign, x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == x ? __builtin_copysignf(0.0f, x) : 0.0f)
+MPS_SHIM_F2(step, y < x ? 0.0f : 1.0f)
+
+// the ones with an out-parameter
+inline float sincos(float x, thread float& c) {
+  c = __builtin_cosf(x);
+  return __builtin_sinf(x);
+}
+inline half sincos(half x, thread half& c) {
+  c = half(__builtin_cosf(float(x)));
+  return half(__builtin_sinf(float(x)));
+}
+inline float modf(float x, thread float& i) {
+  return __builtin_modff(x, &i);
+}
+inline float frexp(float x, thread int& e) {
+  return __builtin_frexpf(x, &e);
+}
+inline half frexp(half x, thread int& e) {
+  return half(__builtin_frexpf(float(x), &e));
+}
+inline float ldexp(float x, int e) {
+  return __builtin_ldexpf(x, e);
+}
+inline half ldexp(half x, int e) {
+  return half(__builtin_ldexpf(float(x), e));
+}
+inline int ilogb(float x) {
+  return __builtin_ilogbf(x);
+}
+
+// ---- relational ----------------------------------------------------------------------
+#define MPS_SHIM_REL1(NAME, EXPR)   \
+  inline bool NAME(float x) {       \
+    return EXPR;                    \
+  }                                 \
+  inline bool NAME(half hx) {       \
+    const float x = float(hx);      \
+    return EXPR;                    \
+  }                                 \
+  MPS_SHIM_VEC1(NAME)
+#define MPS_SHIM_REL2(NAME, EXPR)            \
+  inline bool NAME(float x, float y) {       \
+    return EXPR;                             \
+  }                                          \
+  inline bool NAME(half hx, half hy) {       \
+    const float x = float(hx), y = float(hy); \
+    return EXPR;                             \
+  }                                          \
+  MPS_SHIM_VEC2(NAME)
+MPS_SHIM_REL1(isnan, __builtin_isnan(x))
+MPS_SHIM_REL1(isinf, __builtin_isinf(x))
+MPS_SHIM_REL1(isfinite, __builtin_isfinite(x))
+MPS_SHIM_REL1(isnormal, __builtin_isnormal(x))
+MPS_SHIM_REL1(signbit, __builtin_signbit(x))
+MPS_SHIM_REL2(isunordered, __builtin_isunordered(x, y))
+MPS_SHIM_REL2(isordered, !__builtin_isunordered(x, y))
+
+template <int N>
+inline bool all(const vec<bool, N>& v) {
+  for (int i = 0; i < N; ++i)
+    if (!v[i])
+      return false;
+  return true;
+}
+template <int N>
+inline bool any(const vec<bool, N>& v) {
+  for (int i = 0; i < N; ++i)
+    if (v[i])
+      return true;
+  return false;
+}
+inline bool all(bool b) {
+  return b;
+}
+inline bool any(bool b) {
+  return b;
+}
+
+// select(a, b, c): b where c, else a
+template <typename T>
+inline T select(T a, T b, bool c) {
+  return c ? b : a;
+}
+template <typename T, int N>
+inline vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, const vec<bool, N>& c) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i)
+    r[i] = c[i] ? b[i] : a[i];
+  return r;
+}
+
+// ---- integer -------------------------------------------------------------------------
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T clz(T x) {
+  using U = std::make_unsigned_t<T>;
+  const U u = U(x);
+  if (u == 0)
+    return T(sizeof(T) * 8);
+  return T(__builtin_clzll((unsigned long long)u) - int(64 - sizeof(T) * 8));
+}
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T ctz(T x) {
+  using U = std::make_unsigned_t<T>;
+  const U u = U(x);
+  if (u == 0)
+    return T(sizeof(T) * 8);
+  return T(__builtin_ctzll((unsigned long long)u));
+}
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T popcount(T x) {
+  using U = std::make_unsigned_t<T>;
+  return T(__builtin_popcountll((unsigned long long)U(x)));
+}
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T absdiff(T x, T y) {
+  return x > y ? T(x - y) : T(y - x);
+}
+template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
+inline T mulhi(T x, T y) {
+  return T((__int128(x) * __int128(y)) >> (sizeof(T) * 8));
+}
+
+// ---- geometric -----------------------------------------------------------------------
+template <typename T, int N>
+inline T dot(const vec<T, N>& a, const vec<T, N>& b) {
+  T r = T(0);
+  for (int i = 0; i < N; ++i)
+    r += a[i] * b[i];
+  return r;
+}
+template <typename T, int N>
+inline T length(const vec<T, N>& a) {
+  return T(__builtin_sqrtf(float(dot(a, a))));
+}
+
+namespace precise {
+MPS_SHIM_MATH(MPS_SHIM_F1_FLOAT, MPS_SHIM_F2_FLOAT, MPS_SHIM_F3_FLOAT)
+MPS_SHIM_F1_FLOAT(abs, __builtin_fabsf(x))
+MPS_SHIM_F2_FLOAT(max, __builtin_fmaxf(x, y))
+MPS_SHIM_F2_FLOAT(min, __builtin_fminf(x, y))
+inline float sincos(float x, thread float& c) {
+  c = __builtin_cosf(x);
+  return __builtin_sinf(x);
+}
+} // namespace precise
+
+namespace fast {
+MPS_SHIM_MATH(MPS_SHIM_F1_FLOAT, MPS_SHIM_F2_FLOAT, MPS_SHIM_F3_FLOAT)
+MPS_SHIM_F1_FLOAT(abs, __builtin_fabsf(x))
+MPS_SHIM_F2_FLOAT(max, __builtin_fmaxf(x, y))
+MPS_SHIM_F2_FLOAT(min, __builtin_fminf(x, y))
+inline float sincos(float x, thread float& c) {
+  c = __builtin_cosf(x);
+  return __builtin_sinf(x);
+}
+} // namespace fast
+
+} // namespace metal
+
+#undef MPS_SHIM_MATH
+#undef MPS_SHIM_F1
+#undef MPS_SHIM_F1_FLOAT
+#undef MPS_SHIM_F2
+#undef MPS_SHIM_F2_FLOAT
+#undef MPS_SHIM_F3
+#undef MPS_SHIM_F3_FLOAT
+#undef MPS_SHIM_REL1
+#undef MPS_SHIM_REL2
+#undef MPS_SHIM_VEC1
+#undef MPS_SHIM_VEC2
+#undef MPS_SHIM_VEC3

@@ -1,0 +1,129 @@
+"""check-math's flow end to end: real g++/clang++, the wheel's c10/metal headers, torch on CPU.
+
+Each deliberately wrong functor of tests/fixtures/metal_math/wrong/ must be caught, and the
+right ones must pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.results.math import Kind, Known, Status
+from tests.flows.math_helpers import by_dtype, run_flow, target
+
+pytestmark = pytest.mark.realdata
+
+
+def test_right_functors_match_torch(tmp_path: Path, host_cxx, real_c10_include: Path) -> None:
+    report = run_flow(
+        tmp_path,
+        host_cxx,
+        real_c10_include,
+        [target(tmp_path, "right.metal", "atan2"), target(tmp_path, "right.metal", "maximum")],
+    )
+    assert not report.failed
+    atan2, maximum = report.functors
+    checks = by_dtype(atan2)
+    assert set(checks) == {"float32", "float16", "bfloat16", "int32", "int64"}
+    for check in atan2.dtypes + maximum.dtypes:
+        assert check.status is Status.OK, check
+        assert check.checked > 100 and check.matched == check.checked
+    # integer inputs go to float, as registered and as torch gives
+    assert checks["int32"].output == checks["int32"].torch_dtype == "float32"
+
+
+def test_swapped_arguments_are_caught(tmp_path: Path, host_cxx, real_c10_include: Path) -> None:
+    report = run_flow(
+        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "wrong/swapped.metal", "atan2")]
+    )
+    assert report.failed
+    f32 = by_dtype(report.functors[0])["float32"]
+    assert f32.status is Status.MISMATCH
+    assert f32.precision > 100
+    example = next(c for c in f32.counterexamples if c.kind is Kind.PRECISION)
+    a, b = (float(x) for x in example.inputs)
+    import math
+
+    assert float(example.kernel) == pytest.approx(math.atan2(b, a), rel=1e-5, abs=1e-6)
+    assert float(example.torch) == pytest.approx(math.atan2(a, b), rel=1e-5, abs=1e-6)
+
+
+def test_max_without_nan_propagation_is_caught(
+    tmp_path: Path, host_cxx, real_c10_include: Path
+) -> None:
+    report = run_flow(
+        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "wrong/nan_max.metal", "maximum")]
+    )
+    checks = by_dtype(report.functors[0])
+    for dtype in ("float32", "float16"):
+        check = checks[dtype]
+        assert check.status is Status.MISMATCH
+        # caught as NaN handling, not as a precision miss
+        assert check.special > 0 and check.precision == 0
+        assert all(c.kind is Kind.SPECIAL for c in check.counterexamples)
+        assert all("nan" in c.inputs for c in check.counterexamples)
+        assert all(c.torch == "nan" and c.kernel != "nan" for c in check.counterexamples)
+    assert checks["int32"].status is Status.OK
+
+
+def test_integral_overload_returning_t_is_caught(
+    tmp_path: Path, host_cxx, real_c10_include: Path
+) -> None:
+    report = run_flow(
+        tmp_path,
+        host_cxx,
+        real_c10_include,
+        [target(tmp_path, "wrong/int_returns_t.metal", "atan2")],
+    )
+    checks = by_dtype(report.functors[0])
+    assert checks["float32"].status is Status.OK
+    int32 = checks["int32"]
+    assert int32.status is Status.MISMATCH
+    assert int32.findings == ("registered int32 -> int32, but torch gives float32",)
+    int64 = checks["int64"]
+    assert int64.status is Status.MISMATCH
+    assert "the functor returns int64" in int64.findings[0]
+
+
+def test_known_deviation_is_reported_not_failed(
+    tmp_path: Path, host_cxx, real_c10_include: Path
+) -> None:
+    known = (Known("maximum", "float32", "reviewed: fixture"), Known("maximum", "float16", "x"))
+    report = run_flow(
+        tmp_path,
+        host_cxx,
+        real_c10_include,
+        [target(tmp_path, "wrong/nan_max.metal", "maximum")],
+        known,
+    )
+    checks = by_dtype(report.functors[0])
+    assert checks["float32"].status is Status.KNOWN
+    assert checks["float32"].known == "reviewed: fixture"
+    assert not report.failed
+
+
+def test_no_torch_counterpart_is_listed_not_failed(
+    tmp_path: Path, host_cxx, real_c10_include: Path
+) -> None:
+    report = run_flow(
+        tmp_path,
+        host_cxx,
+        real_c10_include,
+        [target(tmp_path, "right.metal", "atan2", fn="no_such_torch_function")],
+    )
+    assert not report.failed
+    assert {d.status for d in report.functors[0].dtypes} == {Status.NO_REFERENCE}
+
+
+def test_compile_error_points_at_the_metal_line(
+    tmp_path: Path, host_cxx, real_c10_include: Path
+) -> None:
+    report = run_flow(
+        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "broken.metal", "fine")]
+    )
+    assert report.failed
+    error = report.functors[0].compile_error
+    assert error is not None and error.startswith("broken.metal:15: ")
+    assert "undeclared_thing" in error

@@ -1,0 +1,65 @@
+"""The host compiler runner: finding the compiler, the per-functor cache, error mapping."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import EXIT_INPUT
+from pipeline.run import cxx
+from tests.flows.math_helpers import FIXTURES
+
+
+def test_no_compiler_is_an_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(cxx.NoCompilerError) as info:
+        cxx.find_compiler(None)
+    assert info.value.exit_code == EXIT_INPUT
+    assert "install clang or g++" in str(info.value)
+    with pytest.raises(cxx.NoCompilerError, match="math.cxx='my-cxx'"):
+        cxx.find_compiler("my-cxx")
+
+
+def test_depfile() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dep = Path(tmp) / "x.d"
+        dep.write_text("out.so: a.cpp /x/b.h \\\n  /y/c.h\n")
+        assert cxx.read_depfile(dep) == [Path("a.cpp"), Path("/x/b.h"), Path("/y/c.h")]
+
+
+@pytest.mark.realdata
+def test_build_is_cached_by_every_file_it_reads(
+    tmp_path: Path, host_cxx: cxx.Compiler, real_c10_include: Path
+) -> None:
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES, root)
+    builder = cxx.Builder(host_cxx, cxx.Headers(real_c10_include, "wheel"), root, tmp_path / "c")
+    metal = root / "right.metal"
+    first = builder.build(metal, "atan2")
+    assert first.error is None and not first.cached and first.library.is_file()
+    again = builder.build(metal, "atan2")
+    assert again.cached and again.library == first.library and again.seconds < 0.1
+    # a change to any file the compiler read (here the .metal itself) builds again
+    text = metal.read_text()
+    metal.write_text(
+        text.replace(
+            "precise::atan2(float(a), float(b));\n  }\n};",
+            "precise::atan2(float(a), float(b));\n  }\n};\n// touched",
+            1,
+        )
+    )
+    assert not builder.build(metal, "atan2").cached
+    regs = cxx.list_registrations(builder.driver(), first.library)
+    assert [(r.kernel, r.input, r.output, r.result) for r in regs] == [
+        ("atan2", "float", "float", "float"),
+        ("atan2", "half", "half", "half"),
+        ("atan2", "bfloat", "bfloat", "bfloat"),
+        ("atan2", "int", "float", "float"),
+        ("atan2", "long", "float", "float"),
+    ]
+    assert os.access(builder.driver(), os.X_OK)

@@ -1,0 +1,79 @@
+"""The Metal shim on its own: a C++ program over its types and functions, compiled with the
+host compiler and run (each check prints a line the test reads)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from pipeline.run import cxx
+
+PROGRAM = r"""
+#include "mps_shim.h"
+#include <cstdio>
+using namespace metal;
+
+static void check(const char* what, bool ok) { std::printf("%s %s\n", ok ? "ok" : "FAIL", what); }
+
+static uint16_t bits(bfloat b) { return b.bits; }
+
+// `constant` is read-only memory: an overload on it differs from `device`
+inline int where(constant void*) { return 1; }
+inline int where(device void*) { return 2; }
+
+int main() {
+  // bfloat: float's top half, rounded to nearest, ties to even
+  check("bfloat exact", bits(bfloat(1.0f)) == 0x3f80);
+  check("bfloat tie to even (down)", bits(bfloat(as_type<float>(0x3f808000u))) == 0x3f80);
+  check("bfloat tie to even (up)", bits(bfloat(as_type<float>(0x3f818000u))) == 0x3f82);
+  check("bfloat above half rounds up", bits(bfloat(as_type<float>(0x3f808001u))) == 0x3f81);
+  check("bfloat NaN stays NaN", isnan(float(bfloat(NAN))));
+  const bfloat tiny = bfloat(as_type<float>(0x3b800000u));
+  check("bfloat arithmetic rounds", bits(bfloat(1.0f) + tiny) == 0x3f80);
+  // half is _Float16: its arithmetic stays half
+  half h = half(1.0f) + half(2.0f);
+  check("half is _Float16", is_same_v<decltype(h + h), half> && float(h) == 3.0f);
+  check("half max", float(numeric_limits<half>::max()) == 65504.0f);
+  check("bfloat max", bits(numeric_limits<bfloat>::max()) == 0x7f7f);
+  // vectors: element-wise operators, comparisons to bool vectors
+  float2 a(1.0f, 2.0f), b(3.0f, -4.0f);
+  float2 c = a * b + 1.0f;
+  check("float2 element-wise", c.x == 4.0f && c.y == -7.0f);
+  check("float2 compare", all(a == a) && any(a != b) && !all(a == b));
+  check("half2 from float2", half2(c).y == half(-7.0f));
+  check("dot", dot(a, b) == -5.0f);
+  // traits: vectors are floating point but not scalar
+  check("traits", is_floating_point_v<float2> && !is_scalar_v<float2> && is_scalar_v<half> &&
+        is_floating_point_v<bfloat> && is_integral_v<int2> && !is_signed_v<uchar>);
+  // max/min lose a NaN (MSL: the other argument); fmax too; precise:: has float math
+  check("max loses NaN", metal::max(NAN, 1.0f) == 1.0f && metal::fmax(1.0f, NAN) == 1.0f);
+  check("precise::atan2", precise::atan2(1.0f, 1.0f) == __builtin_atan2f(1.0f, 1.0f));
+  float cosine;
+  check("sincos", precise::sincos(0.0f, cosine) == 0.0f && cosine == 1.0f);
+  check("select", select(1.0f, 2.0f, true) == 2.0f);
+  check("clz", clz(uint(1)) == 31 && clz(ushort(1)) == 15);
+  check("abs int", metal::abs(-3) == 3 && metal::abs(-1.5f) == 1.5f);
+  check("address spaces", where(static_cast<constant void*>(nullptr)) == 1 &&
+        where(static_cast<device void*>(nullptr)) == 2);
+  check("constant float literal", is_same_v<decltype(0.5 * 2.0f), float>);
+  return 0;
+}
+"""
+
+
+def test_shim_types_and_functions(tmp_path: Path, host_cxx: cxx.Compiler) -> None:
+    source = tmp_path / "shim_test.cpp"
+    source.write_text(PROGRAM)
+    exe = tmp_path / "shim_test"
+    build = subprocess.run(
+        [host_cxx.path, *cxx.FLAGS, f"-I{cxx.SHIM_DIR}", "-o", str(exe), str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert len(lines) == PROGRAM.count("check(\"") and len(lines) > 20
+    failed = [line for line in lines if not line.startswith("ok ")]
+    assert not failed, failed
