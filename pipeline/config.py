@@ -67,6 +67,11 @@ TYPES: dict[str, tuple[type, ...]] = {
     "github.bot_login": (str,),
     # a list of runner names, or a table of runner name -> macOS version ("15.0")
     "runners": (list, dict),
+    "review.disable": (list,),
+    "speed.threshold": (int, float),
+    "speed.min_nights": (int,),
+    "tracker.query": (str,),
+    "tracker.max_requests": (int,),
 }
 SECTIONS = frozenset(key.partition(".")[0] for key in TYPES if "." in key)
 
@@ -95,6 +100,17 @@ class GitHubSettings:
 
 
 @dataclass(frozen=True)
+class ReviewSettings:
+    """The review checks turned off, the speed rule and the tracker's search and budget."""
+
+    disable: tuple[str, ...] = ()
+    speed_threshold: float = 1.10
+    speed_min_nights: int = 3
+    tracker_query: str = 'is:open label:"module: mps"'
+    tracker_max_requests: int = 250
+
+
+@dataclass(frozen=True)
 class Settings:
     """Resolved configuration. Paths are absolute."""
 
@@ -116,6 +132,7 @@ class Settings:
     # runner -> its macOS version, for the runners the ``runners:`` table gives one (the
     # others: read from the name, ``macos-m2-15``)
     runner_macos: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)
+    review: ReviewSettings = field(default_factory=ReviewSettings)
     # every setting by dotted name, with its origin: what `mps-pipeline config` lists
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False, repr=False)
     # the user's config file that was read, if any
@@ -325,6 +342,34 @@ def _runners(source: Source) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]
     return tuple(str(name) for name in value), versions
 
 
+def _review(sources: Mapping[str, Source]) -> ReviewSettings:
+    """The review, speed and tracker settings, each checked for a value that works."""
+
+    def bad(key: str, want: str) -> ConfigError:
+        source = sources[key]
+        return ConfigError(
+            f"config key '{key}' ({source.origin}): {want}, got {source.value!r}"
+        )
+
+    disable = sources["review.disable"].value
+    if not all(isinstance(x, str) and x for x in disable):
+        raise bad("review.disable", "must list review check ids (mps-pipeline review --list)")
+    threshold = float(sources["speed.threshold"].value)
+    if not threshold >= 1.0:
+        raise bad("speed.threshold", "must be a ratio of at least 1.0 (1.10: 10% slower)")
+    if sources["speed.min_nights"].value < 2:
+        raise bad("speed.min_nights", "must be at least 2 (a spread needs two nights)")
+    if sources["tracker.max_requests"].value < 1:
+        raise bad("tracker.max_requests", "must be at least 1")
+    return ReviewSettings(
+        disable=tuple(disable),
+        speed_threshold=threshold,
+        speed_min_nights=sources["speed.min_nights"].value,
+        tracker_query=sources["tracker.query"].value,
+        tracker_max_requests=sources["tracker.max_requests"].value,
+    )
+
+
 def override_origin(key: str, via: str) -> str:
     """How a flag (``--state-dir``) or a doit variable (``state_dir=``) is written."""
     return f"{key}=" if via == "doit" else "--" + key.replace("_", "-")
@@ -430,6 +475,7 @@ def load_settings(
         opinfo_table = paths.OPINFO_TABLE
     build_dir = root / sources["build_dir"].value
     runners, runner_macos = _runners(sources["runners"])
+    review = _review(sources)
     value = {key: source.value for key, source in sources.items()}
     return Settings(
         root=root,
@@ -451,6 +497,7 @@ def load_settings(
         ),
         runners=runners,
         runner_macos=MappingProxyType(runner_macos),
+        review=review,
         sources=MappingProxyType(sources),
         config_file=str(user_path.resolve()) if user_path is not None else None,
         warnings=tuple(warnings),
