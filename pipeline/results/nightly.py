@@ -44,7 +44,7 @@ from typing import Any
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.impact.suspects import CommitAnalysis, Suspect
-from pipeline.results import decide, history, junit, macos
+from pipeline.results import decide, history, junit, macos, speed
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, display_names, merge_runs
 from pipeline.tree.git import head_commit
@@ -562,6 +562,8 @@ def run_nightly(
             started=started,
             source=source,
         )
+        # each runner's kernel micro-benchmarks, when its results hold a speed.json
+        warnings.extend(speed.record_night(db, {r.runner: r.id for r in night.runs}, results))
         proposals = None
         if index is not None:
             window = history.nightlies(db, min_passes, until=night.started)
