@@ -10,11 +10,14 @@ described in :mod:`pipeline.results.baseline`.
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from pipeline.config import Settings
-from pipeline.report.pr import report
+from pipeline.report.pr import PrResults, report
 from pipeline.results import history
 from pipeline.results.baseline import RUNNER_ENV
 from pipeline.tree.git import BASE_BRANCHES
@@ -71,6 +74,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+    parser.add_argument(
+        "--no-review", action="store_true",
+        help="leave the review checks (mps-pipeline review) out of the comment",
+    )  # fmt: skip
+    parser.add_argument(
+        "--speed", choices=("mps", "cpu"), metavar="DEVICE",
+        help="also time the affected operators' kernels on DEVICE (mps on the Macs) and "
+        "compare them with main's figures of --runner in the nightly history",
+    )  # fmt: skip
+
+
+def _annotate(settings: Settings, args: argparse.Namespace) -> Callable[[PrResults], PrResults]:
+    """What the comment adds to the targeted tests: the review checks and kernel speed."""
+
+    def annotate(results: PrResults) -> PrResults:
+        from pipeline.flows.review import review
+        from pipeline.guide.review import to_json
+
+        if not args.no_review:
+            found = review(settings, results.base, results.head)
+            results = replace(results, review=to_json(found.findings, found.ran, found.notes))
+        if args.speed and results.build_ok:
+            results = replace(results, speed=_speed(settings, args, results))
+        return results
+
+    return annotate
+
+
+def _speed(settings: Settings, args: argparse.Namespace, results: PrResults) -> dict[str, Any]:
+    from pipeline.flows.speed import judge, measure
+    from pipeline.results.speed import verdict_to_dict
+
+    ops = [o["operator"] for o in results.impact["operators"]]
+    runner = args.runner or os.environ.get(RUNNER_ENV) or ""
+    if not ops or not runner:
+        return {"runner": runner, "threshold": settings.review.speed_threshold, "nights": 0,
+                "verdicts": []}  # fmt: skip
+    measured = measure(settings, ops, device=args.speed).measurements
+    path = args.history or settings.state_dir / history.DEFAULT_FILE
+    if not path.is_file():
+        verdicts, nights = [], 0
+    else:
+        judged = judge(settings, measured, path, runner)
+        verdicts, nights = [verdict_to_dict(v) for v in judged.verdicts], judged.nights
+    return {"runner": runner, "threshold": settings.review.speed_threshold, "nights": nights,
+            "verdicts": verdicts}  # fmt: skip
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run ``pr-report`` with the parsed command line."""
     if args.repo:
@@ -86,4 +137,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         status_sha=args.status_sha,
         history_path=args.history,
         runner=args.runner,
+        annotate=_annotate(settings, args),
     )

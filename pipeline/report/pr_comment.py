@@ -116,6 +116,7 @@ def build_comment(
     baseline: Baseline | None = None,
     footer: str = "",
     budget: int = DEFAULT_BUDGET,
+    sections: Sequence[str] = (),
 ) -> str:
     """Assemble the PR comment.
 
@@ -125,7 +126,8 @@ def build_comment(
     ``xfail_diff`` a unified diff of the xfail entries that can go; ``counts`` outcome -> n
     (pass fail error xfail xpass skip); ``baseline`` the failing tests classified against
     the nightly history, listed right after the head, new ones first; ``footer`` trusted
-    Markdown (links to the run). The result is at most ``budget`` characters.
+    Markdown (links to the run); ``sections`` more Markdown sections after the failing tests
+    (the review checks, kernel speed), defused. The result is at most ``budget`` characters.
     """
     # Long lines are cut before anything is escaped or defused: a cut that leaves a code
     # span open then cannot expose its text undefused.
@@ -142,6 +144,7 @@ def build_comment(
     )
     head = _head(marker, title, build_ok, build_error, counts or {})
     head += defuse(_baseline(baseline))
+    head += "".join(f"\n{defuse(clip_lines(section)).strip()}\n" for section in sections)
     tail = f"\n---\n{defuse(footer.strip())}\n" if footer.strip() else ""
 
     def render() -> str:

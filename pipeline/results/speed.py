@@ -77,6 +77,24 @@ class Verdict:
     judgement: Judgement
 
 
+def verdict_to_dict(v: Verdict) -> dict[str, Any]:
+    op, dtype, shape, layout = v.key
+    return {"op": op, "dtype": dtype, "shape": shape, "layout": layout,
+            "pr_median": v.pr_median, "main_median": v.main_median, "ratio": v.ratio,
+            "spread": v.spread, "judgement": v.judgement.value}  # fmt: skip
+
+
+def verdict_from_dict(d: Any, where: str) -> Verdict:
+    """A verdict as results.json holds it, checked (it comes from another job)."""
+    try:
+        optional = [None if d[k] is None else float(d[k])
+                    for k in ("main_median", "ratio", "spread")]  # fmt: skip
+        key = (str(d["op"]), str(d["dtype"]), str(d["shape"]), str(d["layout"]))
+        return Verdict(key, float(d["pr_median"]), *optional, Judgement(d["judgement"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PipelineError(f"results.json: {where} is not a speed verdict ({exc})") from None
+
+
 def parse(data: Any, where: str) -> tuple[str, tuple[Measurement, ...]]:
     """(device, measurements) of a ``speed.json`` document; PipelineError naming ``where``."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
