@@ -149,3 +149,18 @@ def test_suspects_analyses_each_commit_once(ctx: bench.Context) -> None:
     # the helper functions added to the kernel and host files make suspects
     assert sum(found[op] for op in result.data["operators"]) > 0
     assert result.figures[0].unit == "s" and result.figures[0].headline
+
+
+def test_review_checks_a_thousand_line_diff(ctx: bench.Context) -> None:
+    result = bench.bench_review(ctx)
+    assert result.data["lines"] >= 1000
+    # every added functor has one bare max and one fast:: call
+    assert result.data["findings"]["bare-minmax"] == result.data["findings"]["fast-math"] > 30
+    assert result.figures[0].unit == "s" and result.figures[0].headline
+
+
+def test_tracker_counts_its_requests_first_and_unchanged(ctx: bench.Context) -> None:
+    result = bench.bench_tracker(ctx)
+    # 2 search pages, 200 file lists, the issue and its PATCH; then the pages and the issue
+    assert result.data["first"] == 204 and result.data["unchanged"] == 3
+    assert result.figures[0].label.startswith("tracker, 300 operators × 200 open PRs")
