@@ -295,6 +295,11 @@ def _parse_env(var: str, key: str, text: str) -> Any:
             return float(text) if re.search(r"[.eE]", text) else int(text)
         except ValueError:
             raise ConfigError(f"{var}={text!r}: '{key}' must be a number") from None
+    if int in typ:
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(f"{var}={text!r}: '{key}' must be a whole number") from None
     return text
 
 

@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.min_run_time <= 0:
         raise PipelineError("speed: --min-run-time must be a positive number of seconds")
-    runner = args.runner or os.environ.get(RUNNER_ENV)
+    runner: str = args.runner or os.environ.get(RUNNER_ENV) or ""
     if args.compare and not runner:
         raise PipelineError(f"speed --compare: name the runner (--runner or ${RUNNER_ENV})")
     result = measure(

@@ -87,10 +87,10 @@ def verdict_to_dict(v: Verdict) -> dict[str, Any]:
 def verdict_from_dict(d: Any, where: str) -> Verdict:
     """A verdict as results.json holds it, checked (it comes from another job)."""
     try:
-        optional = [None if d[k] is None else float(d[k])
-                    for k in ("main_median", "ratio", "spread")]  # fmt: skip
+        main, ratio, spread = (None if d[k] is None else float(d[k])
+                               for k in ("main_median", "ratio", "spread"))  # fmt: skip
         key = (str(d["op"]), str(d["dtype"]), str(d["shape"]), str(d["layout"]))
-        return Verdict(key, float(d["pr_median"]), *optional, Judgement(d["judgement"]))
+        return Verdict(key, float(d["pr_median"]), main, ratio, spread, Judgement(d["judgement"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise PipelineError(f"results.json: {where} is not a speed verdict ({exc})") from None
 
