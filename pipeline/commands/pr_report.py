@@ -18,6 +18,7 @@ from typing import Any
 
 from pipeline.config import Settings
 from pipeline.report.pr import PrResults, report
+from pipeline.results import baseline as baselines
 from pipeline.results import history
 from pipeline.results.baseline import RUNNER_ENV
 from pipeline.tree.git import BASE_BRANCHES
@@ -85,10 +86,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _annotate(settings: Settings, args: argparse.Namespace) -> Callable[[PrResults], PrResults]:
-    """What the comment adds to the targeted tests: the review checks and kernel speed."""
+def _annotate(
+    settings: Settings, args: argparse.Namespace
+) -> Callable[[PrResults, bool], PrResults]:
+    """What the comment adds to the targeted tests: the review checks and kernel speed. The
+    Mac job (no history there) measures; the posting job, which has main's history, judges
+    the measurements results.json carries."""
 
-    def annotate(results: PrResults) -> PrResults:
+    def annotate(results: PrResults, loaded: bool) -> PrResults:
+        if loaded:
+            if results.speed and results.speed.get("measurements"):
+                results = replace(results, speed=_judged(settings, args, dict(results.speed)))
+            return results
         from pipeline.flows.review import review
         from pipeline.guide.review import to_json
 
@@ -96,30 +105,45 @@ def _annotate(settings: Settings, args: argparse.Namespace) -> Callable[[PrResul
             found = review(settings, results.base, results.head)
             results = replace(results, review=to_json(found.findings, found.ran, found.notes))
         if args.speed and results.build_ok:
-            results = replace(results, speed=_speed(settings, args, results))
+            results = replace(results, speed=_measured(settings, args, results))
         return results
 
     return annotate
 
 
-def _speed(settings: Settings, args: argparse.Namespace, results: PrResults) -> dict[str, Any]:
-    from pipeline.flows.speed import judge, measure
-    from pipeline.results.speed import verdict_to_dict
+def _measured(settings: Settings, args: argparse.Namespace, results: PrResults) -> dict[str, Any]:
+    """The affected operators timed on this build, judged if a history is here."""
+    from pipeline.flows.speed import measure
 
     ops = [o["operator"] for o in results.impact["operators"]]
-    runner = args.runner or os.environ.get(RUNNER_ENV) or ""
-    if not ops or not runner:
-        return {"runner": runner, "threshold": settings.review.speed_threshold, "nights": 0,
-                "verdicts": []}  # fmt: skip
-    measured = measure(settings, ops, device=args.speed).measurements
-    path = args.history or settings.state_dir / history.DEFAULT_FILE
-    if not path.is_file():
-        verdicts, nights = [], 0
+    measured = measure(settings, ops, device=args.speed).measurements if ops else ()
+    doc = {
+        "runner": args.runner or os.environ.get(RUNNER_ENV) or "",
+        "measurements": [
+            {"op": m.op, "dtype": m.dtype, "shape": m.shape, "layout": m.layout,
+             "times": list(m.times)}
+            for m in measured
+        ],  # fmt: skip
+    }
+    return _judged(settings, args, doc)
+
+
+def _judged(settings: Settings, args: argparse.Namespace, doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc``'s measurements against main's figures of its runner, when there is a history."""
+    from pipeline.flows.speed import judge
+    from pipeline.results.speed import compare, parse, verdict_to_dict
+
+    _, measured = parse({"schema": 1, "results": doc["measurements"]}, "results.json: speed")
+    path = baselines.history_file(settings.state_dir, args.history)
+    review = settings.review
+    if path is None or not doc["runner"]:
+        verdicts = compare(measured, {}, threshold=review.speed_threshold, min_nights=1)
+        nights = 0
     else:
-        judged = judge(settings, measured, path, runner)
-        verdicts, nights = [verdict_to_dict(v) for v in judged.verdicts], judged.nights
-    return {"runner": runner, "threshold": settings.review.speed_threshold, "nights": nights,
-            "verdicts": verdicts}  # fmt: skip
+        judged = judge(settings, measured, path, doc["runner"])
+        verdicts, nights = judged.verdicts, judged.nights
+    return doc | {"threshold": review.speed_threshold, "nights": nights,
+                  "verdicts": [verdict_to_dict(v) for v in verdicts]}  # fmt: skip
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -455,7 +455,7 @@ def report(
     status_sha: str | None = None,
     history_path: Path | None = None,
     runner: str | None = None,
-    annotate: Callable[[PrResults], PrResults] | None = None,
+    annotate: Callable[[PrResults, bool], PrResults] | None = None,
 ) -> int:
     """The whole command: collect (or load ``post_from``), classify the failing tests
     against the nightly history, write the results, then print the comment (``dry_run``),
@@ -466,9 +466,9 @@ def report(
     there is one (:func:`pipeline.results.baseline.history_file`); ``runner`` the PR run's
     configuration (default ``$RUNNER_CONFIG``). With ``post_from``, the failing tests are
     classified again only when a history is found here; else the classes the results-only
-    job wrote stand (and ``runner`` defaults to the one it recorded). ``annotate`` adds what
-    the layers above compute from the collected results (the review checks, kernel speed)
-    before they are written.
+    job wrote stand (and ``runner`` defaults to the one it recorded). ``annotate(results,
+    loaded)`` adds what the layers above compute (the review checks, kernel speed) to the
+    collected results before they are written, or (``loaded``) to those read back.
     """
     if pr < 1:
         raise PipelineError(f"--pr {pr}: a pull request number is a positive integer")
@@ -490,13 +490,15 @@ def report(
         if db is not None:  # classified again here; else as the results-only job did
             judged = baselines.classify(db, results.table, runner=runner or results.judged.runner)
             results = replace(results, baseline=judged)
+        if annotate is not None:
+            results = annotate(results, True)
     else:
         runner = runner or os.environ.get(baselines.RUNNER_ENV) or None
         results = collect(settings, pr, console, base=base, head=head)
         judged = baselines.classify(db, results.table, runner=runner)
         results = replace(results, baseline=judged)
         if annotate is not None:
-            results = annotate(results)
+            results = annotate(results, False)
         folder = write_results(results, results_folder(settings, pr))
         console.print(f"results: {folder}", markup=False, highlight=False)
     console.print(clip_line(baseline_line(results.judged)), markup=False, highlight=False)
