@@ -347,7 +347,7 @@ def _runners(source: Source) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]
     return tuple(str(name) for name in value), versions
 
 
-def _review(sources: Mapping[str, Source]) -> ReviewSettings:
+def _review(sources: Mapping[str, Any]) -> ReviewSettings:
     """The review, speed and tracker settings, each checked for a value that works."""
 
     def bad(key: str, want: str) -> ConfigError:

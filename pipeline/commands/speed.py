@@ -18,8 +18,7 @@ from pipeline.config import Settings
 from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, PipelineError
 from pipeline.flows.speed import judge, measure
 from pipeline.report.speed import render_markdown
-from pipeline.results import history
-from pipeline.results.baseline import RUNNER_ENV
+from pipeline.results.baseline import RUNNER_ENV, history_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare", action="store_true", help="judge against main's figures")
     parser.add_argument(
         "--history", type=Path, metavar="DB",
-        help=f"the nightly history (default: <state_dir>/{history.DEFAULT_FILE})",
+        help="the nightly history (default: the state directory's, as pr-report's)",
     )  # fmt: skip
     parser.add_argument(
         "--runner", metavar="NAME", help=f"this runner's configuration (default: ${RUNNER_ENV})"
@@ -56,7 +55,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
           file=sys.stderr)  # fmt: skip
     if not args.compare:
         return EXIT_OK
-    path = args.history or settings.state_dir / history.DEFAULT_FILE
+    path = history_file(settings.state_dir, args.history)
+    if path is None:
+        raise PipelineError("speed --compare: no nightly history here; pass --history DB")
     report = judge(settings, result.measurements, path, runner)
     sys.stdout.write(render_markdown(report.verdicts, runner, report.threshold, report.nights))
     return EXIT_WORK_LEFT if report.slower else EXIT_OK

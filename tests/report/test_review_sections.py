@@ -10,7 +10,6 @@ import pytest
 from pipeline.errors import PipelineError
 from pipeline.guide.review import to_json
 from pipeline.guide.review.base import Finding, Severity
-from pipeline.report.pr import PrResults
 from pipeline.results.speed import Judgement, Verdict, verdict_to_dict
 from tests.report.pr_samples import sample
 
@@ -46,11 +45,11 @@ def test_the_comment_has_both_sections_defused():
 def test_results_json_round_trips_the_sections():
     results = sample(review=to_json(FINDINGS, ["bare-minmax"]), speed=SPEED)
     data = json.loads(json.dumps(results.to_json()))
-    again = PrResults.from_json(data, 7)
+    again = type(results).from_json(data, 7)
     assert again.comment() == results.comment()
     data["speed"]["verdicts"][0]["judgement"] = "faster"
     with pytest.raises(PipelineError, match="speed.verdicts\\[0\\] is not a speed verdict"):
-        PrResults.from_json(data, 7).comment()
+        type(results).from_json(data, 7).comment()
 
 
 def test_without_either_section_the_comment_is_as_before():
