@@ -26,11 +26,13 @@ def render_terminal(findings: Sequence[Finding], notes: Sequence[str], console: 
     for note in notes:
         console.print(f"[dim]note: {escape(note)}[/]", highlight=False, soft_wrap=True)
     counts = {s: sum(f.severity is s for f in findings) for s in Severity}
-    console.print(
-        f"review: {counts[Severity.ERROR]} errors, {counts[Severity.WARNING]} warnings, "
-        f"{counts[Severity.INFO]} notes",
-        highlight=False,
-    )
+    words = [_count(counts[Severity.ERROR], "error"), _count(counts[Severity.WARNING], "warning"),
+             _count(counts[Severity.INFO], "note")]  # fmt: skip
+    console.print(f"review: {', '.join(words)}", highlight=False)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def render_markdown(findings: Sequence[Finding], notes: Sequence[str] = ()) -> str:
