@@ -49,8 +49,8 @@ def render_section(found: Sequence[Claim], prs: Sequence[PullRequest]) -> str:
         START,
         f"### MPS migration backlog: {len(listed)} operators, easiest first",
         "",
-        f"{claimed} claimed by an open pull request, {duplicates} by more than one "
-        f"(duplicates), {len(listed) - claimed} unclaimed. _Kept by mps-pipeline's nightly "
+        f"{claimed} claimed by open pull requests ({duplicates} of them by more than one: "
+        f"duplicates), {len(listed) - claimed} unclaimed. _Kept by mps-pipeline's nightly "
         "tracker: edits inside this section are replaced._",
         "",
         "| # | operator | workflow | overloads | xfail dtypes | state | open PRs |",
