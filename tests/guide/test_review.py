@@ -100,6 +100,27 @@ def test_mpsgraph_left_flags_a_kernel_beside_the_old_graph(tree):
     )
 
 
+MINIMUM_FUNCTOR = """
+struct minimum_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return c10::metal::min(a, b);
+  }
+};
+REGISTER_FLOAT_BINARY_OP(minimum);
+"""
+
+
+def test_mpsgraph_left_flags_a_new_kernel_while_the_yaml_still_dispatches_to_mpsgraph(tree):
+    text = (tree / METAL).read_text()
+    (tree / METAL).write_text(text + MINIMUM_FUNCTOR)
+    flagged = findings(tree, "mpsgraph-left")
+    found = {(f.path, f.reason.split(",")[0].split(":")[0]) for f in flagged}
+    yaml = "aten/src/ATen/native/native_functions.yaml"
+    assert (yaml, "minimum.out still dispatches MPS to minimum_out_mps") in found
+    assert (OPS_MM, "minimum has a Metal kernel") in found  # CREATE_MPS_..._FUNC(minimum_out_mps
+
+
 def test_mpsgraph_left_passes_a_migration_that_removed_the_graph(tree):
     edit(tree, METAL, "return precise::atan2(float(a), float(b));\n  }\n};",
          "return precise::atan2(static_cast<float>(a), float(b));\n  }\n};")  # fmt: skip
