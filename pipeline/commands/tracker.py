@@ -16,6 +16,7 @@ from pipeline.config import Settings
 from pipeline.errors import EXIT_OK
 from pipeline.flows.tracker import Cache, client_for, update_tracker
 from pipeline.github import token_from_env
+from pipeline.guide.claims import ClaimState
 from pipeline.state import tracker_cache
 
 
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.dry_run:
         print(done.section)
     listed = [c for c in done.found.claims if c.item is not None]
-    duplicates = sum(c.state.value == "duplicate" for c in listed)
+    duplicates = sum(c.state is ClaimState.DUPLICATE for c in listed)
     print(
         f"issue #{args.issue}: tracker section {done.outcome}; {len(listed)} operators, "
         f"{len(done.found.prs)} open PRs, {duplicates} duplicated; {done.requests} GitHub "

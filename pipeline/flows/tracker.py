@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +40,20 @@ class Claims:
     not_modified: int  # of them answered 304
 
 
+class Outcome(str, Enum):
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    DRY_RUN = "dry-run"  # the section printed, the issue left as it was
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class TrackerRun:
     found: Claims
     section: str
-    outcome: str  # "updated" | "unchanged" | "dry-run"
+    outcome: Outcome
     requests: int
     not_modified: int
 
@@ -157,12 +167,12 @@ def update_tracker(
     section = render_section(found, prs)
     new_body = replace_section(body, section)
     if dry_run:
-        outcome = "dry-run"
+        outcome = Outcome.DRY_RUN
     elif new_body.replace("\r\n", "\n").strip() == body.replace("\r\n", "\n").strip():
-        outcome = "unchanged"
+        outcome = Outcome.UNCHANGED
     else:
         client.update_issue_body(issue, new_body)
-        outcome = "updated"
+        outcome = Outcome.UPDATED
     cache.save(tracker_cache(settings))
     return TrackerRun(
         Claims(found, prs, client.sent, client.not_modified),
