@@ -196,3 +196,29 @@ def test_the_speed_command_compares_and_exits_1_when_slower(measured, tmp_path):
                                capture_output=True, text=True, env=env, cwd=tmp_path,
                                timeout=600)  # fmt: skip
     assert no_runner.returncode == 2 and "name the runner" in no_runner.stderr
+
+
+def test_the_nightly_command_records_speed_json_beside_the_junit(sandbox_settings, nights,
+                                                                 capsys):  # fmt: skip
+    from pipeline.__main__ import main
+    from tests.results.nightly_runs import RUNNERS
+
+    results = nights.results()
+    doc = {"schema": 1, "device": "mps", "torch": "2.13.0", "results": [
+        {"op": "atan2", "dtype": "float32", "shape": "large", "layout": "strided",
+         "elements": 1 << 20, "times": [2.0e-4, 2.1e-4, 1.9e-4]},
+        {"op": "atan2", "dtype": "bool", "shape": "large", "layout": "strided",
+         "elements": 1 << 20, "error": "TypeError: not for bool"},
+    ]}  # fmt: skip
+    (results / RUNNERS[0] / speeds.SPEED_JSON).write_text(json.dumps(doc))
+    state = ["--state-dir", str(sandbox_settings.state_dir)]
+    assert main(["nightly", "--results", str(results), *state]) == 0
+    capsys.readouterr()
+    db = history.open_read_only(sandbox_settings.state_dir / "history" / "nightly.sqlite")
+    try:
+        assert speeds.nightly_medians(db, RUNNERS[0], 7) == {
+            ("atan2", "float32", "large", "strided"): [2.0e-4]
+        }
+        assert speeds.nightly_medians(db, RUNNERS[1], 7) == {}
+    finally:
+        db.close()
