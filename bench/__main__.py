@@ -17,7 +17,10 @@ Benchmarks (``--only`` names):
   generation, one night's ingestion in a subprocess (time, peak RSS), the history's size,
   the analysis, ``shards`` planning, summary.json's and the dashboard's sizes;
 - ``selection``: tests selected for single-operator changes, sandbox and real yaml, and
-  whether the changed operator was missed.
+  whether the changed operator was missed;
+- ``review``: the review checks on a 1,000-line diff (:mod:`bench.review`);
+- ``tracker``: one migration-tracker update for 300 operators and 200 open PRs against a
+  local GitHub: requests the first time and when nothing changed, and its time.
 
 All trees, doit databases and state directories are temporary. What is kept between runs,
 under ``--cache-dir``, is only what a user's machine keeps too: the op_db dump and a
@@ -69,7 +72,7 @@ WHEEL_FILES = {
 }
 BENCHMARKS = (
     "index", "audit", "migrate", "transaction", "junit", "shards", "fleet", "suspects",
-    "selection", "math",
+    "selection", "math", "review", "tracker",
 )  # fmt: skip
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
@@ -516,7 +519,7 @@ def bench_audit(ctx: Context) -> Result:
                 if os.environ.get("PYTHONDONTWRITEBYTECODE")
                 else ""
             ),
-            "in-process: guide.audit.record_audit (load_index from its cache, record, checklist, "
+            "in-process: flows.audit.record_audit (load_index from its cache, record, checklist, "
             "render) timed in this process, no start-up or imports",
             "profile: one cProfile'd run each (inflated; read as shares of its total). import: "
             "-X importtime of pipeline.tasks after doit's modules (and of the CLI's audit module), "
@@ -1273,6 +1276,38 @@ def bench_suspects(ctx: Context, n_commits: int | None = None) -> Result:
     )  # fmt: skip
 
 
+# --- issue 20: review checks, tracker -----------------------------------------------------------
+
+
+def _wrap_result(name: str, title: str, measures: str, out: tuple) -> Result:
+    figures, notes, data = out
+    return Result(name, title, measures, tuple(Figure(*f) for f in figures), tuple(notes), data)
+
+
+def bench_review(ctx: Context) -> Result:
+    from bench.review import review_figures
+
+    root = ctx.work / "review-tree"
+    shutil.copytree(sandbox.TREE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    table = root / sandbox.OPINFO_TABLE
+    settings = settings_for(root, ctx.work / "review-state", opinfo_table=table)
+    out = review_figures(settings, changed_file, ctx.repeats(5))
+    return _wrap_result(
+        "review", "review checks", "check_changes() with every check over one changed file",
+        out,
+    )
+
+
+def bench_tracker(ctx: Context) -> Result:
+    from bench.review import tracker_figures
+
+    out = tracker_figures(ctx.work, settings_for)
+    return _wrap_result(
+        "tracker", "migration tracker",
+        "update_tracker() twice against a local GitHub: requests sent and wall time", out,
+    )  # fmt: skip
+
+
 # --- the command ------------------------------------------------------------------------------
 
 def bench_math(ctx: Context) -> Result:
@@ -1297,6 +1332,8 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "suspects": bench_suspects,
     "selection": bench_selection,
     "math": bench_math,
+    "review": bench_review,
+    "tracker": bench_tracker,
 }
 
 

@@ -27,6 +27,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pr-report": ("pr_report", "run a PR's affected tests and post one status comment"),
     "nightly": ("nightly", "merge every runner's JUnit, keep history, propose xfail removals"),
     "shards": ("shards", "the nightly sweep's shards, balanced by each test's duration"),
+    "review": ("review", "the checks reviewers make by eye, on a diff: file:line, one reason"),
+    "speed": ("speed", "time migrated and backlog kernels; compare with main's on this runner"),
+    "tracker": ("tracker", "keep the migration tracker issue's section: backlog, claims"),
     "config": ("config", "every setting, its value and where it came from"),
     "doit": ("doit", "doit's task interface from anywhere: doit migrate_op op=atan2, doit list"),
 }

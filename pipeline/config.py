@@ -71,6 +71,11 @@ TYPES: dict[str, tuple[type, ...]] = {
     "math.known": (list,),
     "math.references": (dict,),
     "math.max_samples": (int,),
+    "review.disable": (list,),
+    "speed.threshold": (int, float),
+    "speed.min_nights": (int,),
+    "tracker.query": (str,),
+    "tracker.max_requests": (int,),
 }
 SECTIONS = frozenset(key.partition(".")[0] for key in TYPES if "." in key)
 
@@ -119,6 +124,17 @@ class MathSettings:
 
 
 @dataclass(frozen=True)
+class ReviewSettings:
+    """The review checks turned off, the speed rule and the tracker's search and budget."""
+
+    disable: tuple[str, ...] = ()
+    speed_threshold: float = 1.10
+    speed_min_nights: int = 3
+    tracker_query: str = 'is:open label:"module: mps"'
+    tracker_max_requests: int = 250
+
+
+@dataclass(frozen=True)
 class Settings:
     """Resolved configuration. Paths are absolute."""
 
@@ -140,6 +156,7 @@ class Settings:
     # runner -> its macOS version, for the runners the ``runners:`` table gives one (the
     # others: read from the name, ``macos-m2-15``)
     runner_macos: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)
+    review: ReviewSettings = field(default_factory=ReviewSettings)
     # every setting by dotted name, with its origin: what `mps-pipeline config` lists
     sources: Mapping[str, Resolved] = field(default_factory=dict, compare=False, repr=False)
     # the user's config file that was read, if any
@@ -307,6 +324,11 @@ def _parse_env(var: str, key: str, text: str) -> Any:
             return float(text) if re.search(r"[.eE]", text) else int(text)
         except ValueError:
             raise ConfigError(f"{var}={text!r}: '{key}' must be a number") from None
+    if int in typ:
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(f"{var}={text!r}: '{key}' must be a whole number") from None
     return text
 
 
@@ -389,6 +411,34 @@ def _math(sources: Mapping[str, Resolved]) -> MathSettings:
         # a file's table adds to (and overrides) the packaged one, it does not replace it
         references=MappingProxyType({**defaults()["math.references"], **refs_source.value}),
         max_samples=int(samples.value),
+    )
+
+
+def _review(sources: Mapping[str, Resolved]) -> ReviewSettings:
+    """The review, speed and tracker settings, each checked for a value that works."""
+
+    def bad(key: str, want: str) -> ConfigError:
+        source = sources[key]
+        return ConfigError(
+            f"config key '{key}' ({source.origin}): {want}, got {source.value!r}"
+        )
+
+    disable = sources["review.disable"].value
+    if not all(isinstance(x, str) and x for x in disable):
+        raise bad("review.disable", "must list review check ids (mps-pipeline review --list)")
+    threshold = float(sources["speed.threshold"].value)
+    if not threshold >= 1.0:
+        raise bad("speed.threshold", "must be a ratio of at least 1.0 (1.10: 10% slower)")
+    if sources["speed.min_nights"].value < 2:
+        raise bad("speed.min_nights", "must be at least 2 (a spread needs two nights)")
+    if sources["tracker.max_requests"].value < 1:
+        raise bad("tracker.max_requests", "must be at least 1")
+    return ReviewSettings(
+        disable=tuple(disable),
+        speed_threshold=threshold,
+        speed_min_nights=sources["speed.min_nights"].value,
+        tracker_query=sources["tracker.query"].value,
+        tracker_max_requests=sources["tracker.max_requests"].value,
     )
 
 
@@ -497,6 +547,7 @@ def load_settings(
         opinfo_table = paths.OPINFO_TABLE
     build_dir = root / sources["build_dir"].value
     runners, runner_macos = _runners(sources["runners"])
+    review = _review(sources)
     value = {key: source.value for key, source in sources.items()}
     return Settings(
         root=root,
@@ -518,6 +569,7 @@ def load_settings(
         ),
         runners=runners,
         runner_macos=MappingProxyType(runner_macos),
+        review=review,
         sources=MappingProxyType(sources),
         config_file=str(user_path.resolve()) if user_path is not None else None,
         warnings=tuple(warnings),

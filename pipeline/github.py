@@ -1,4 +1,5 @@
-"""A small GitHub REST client: one PR comment kept up to date in place, and commit statuses.
+"""A small GitHub REST client: one PR comment kept up to date in place, commit statuses, and
+the tracker's reads (a search, each PR's files, an issue body) as conditional requests.
 
 The token lives only inside the session's auth hook: it is never part of a URL, an exception
 message, a log record or a repr, and it is never sent to a host other than ``api_url``'s.
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urljoin, urlsplit
+from urllib.parse import parse_qsl, quote, urljoin, urlsplit
 
 import requests
 
@@ -106,6 +107,8 @@ class GitHubClient:
         clock: Callable[[], float] = time.time,
         timeout: float = 30.0,
         token_env: str = "GITHUB_TOKEN",
+        budget: int | None = None,
+        etags: dict[str, Any] | None = None,
     ) -> None:
         parts = urlsplit(api_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -130,6 +133,12 @@ class GitHubClient:
         self._timeout = timeout
         self._token = token
         self._token_env = token_env
+        # requests sent (retries included) and how many were 304s; ``budget`` caps the first
+        self.budget = budget
+        self.sent = 0
+        self.not_modified = 0
+        # url -> {"etag", "data", "next"}: what a 304 stands for; the caller keeps it
+        self.etags: dict[str, Any] = {} if etags is None else etags
         self._session = requests.Session()
         self._session.auth = _BearerAuth(token)
         self._session.headers.update(
@@ -343,6 +352,75 @@ class GitHubClient:
             raise GitHubError(f"{what}: expected a commit status object, got {_kind(status)}")
         return _integer(status.get("id", _MISSING), what, "the commit status")
 
+    def get_conditional(self, url: str) -> tuple[Any, str | None]:
+        """GET ``url`` (a path or a URL of this origin) with the ETag last seen for it: a
+        304, which GitHub does not count against the rate limit, answers from ``etags``.
+        Returns the JSON and the next page's URL (Link rel="next"), if any."""
+        url = url if "://" in url else self._url(url)
+        what = _what("GET", url)
+        cached = self.etags.get(url)
+        headers = {"If-None-Match": cached["etag"]} if cached else None
+        response = self._request("GET", url, headers=headers)
+        if response.status_code == 304 and cached:
+            self.not_modified += 1
+            return cached["data"], cached.get("next")
+        data = _json(response, what)
+        nxt = response.links.get("next", {}).get("url")
+        if nxt:
+            nxt = urljoin(url, nxt)
+            self._check_same_origin(nxt, what)
+        if response.headers.get("ETag"):
+            self.etags[url] = {"etag": response.headers["ETag"], "data": data, "next": nxt}
+        return data, nxt
+
+    def get_pages(self, path: str, key: str | None = None) -> list[Any]:
+        """Every item of a paged list (``key``: the field holding it, as search's ``items``),
+        each page a conditional GET; at most ``MAX_PAGES`` pages, never a page twice."""
+        url: str | None = self._url(path)
+        what = _what("GET", self._url(path.partition("?")[0]))
+        seen: set[str] = set()
+        items: list[Any] = []
+        while url:
+            if len(seen) >= MAX_PAGES or _page_key(url) in seen:
+                raise GitHubError(f"{what}: pagination does not end; stopped after {len(seen)}")
+            seen.add(_page_key(url))
+            data, url = self.get_conditional(url)
+            page = data.get(key) if key and isinstance(data, dict) else data
+            if not isinstance(page, list):
+                raise GitHubError(f"{what}: expected a list{f' in `{key}`' if key else ''}, "
+                                  f"got {_kind(page)}")  # fmt: skip
+            items.extend(page)
+        return items
+
+    def search_pulls(self, query: str) -> list[dict[str, Any]]:
+        """Issues search for ``query`` within the repository, PRs only (GitHub caps a search
+        at 1,000 results)."""
+        q = quote(f"repo:{self.repo} is:pr {query}".strip())
+        items = self.get_pages(f"/search/issues?q={q}&per_page={PER_PAGE}", "items")
+        return [i for i in items if isinstance(i, dict) and "pull_request" in i]
+
+    def pull_files(self, pr: int) -> list[dict[str, Any]]:
+        """The files PR ``pr`` changes (name, status, patch), every page."""
+        path = f"/repos/{self.repo}/pulls/{int(pr)}/files?per_page={PER_PAGE}"
+        return [f for f in self.get_pages(path) if isinstance(f, dict)]
+
+    def issue_body(self, issue: int) -> str:
+        """The body of issue ``issue`` (conditional GET: unchanged costs nothing)."""
+        url = f"/repos/{self.repo}/issues/{int(issue)}"
+        data, _ = self.get_conditional(url)
+        body = data.get("body", _MISSING) if isinstance(data, dict) else _MISSING
+        if body is None:
+            return ""
+        if not isinstance(body, str):
+            raise GitHubError(f"GET {url}: expected `body` to be a string, {_got(body)}")
+        return body
+
+    def update_issue_body(self, issue: int, body: str) -> None:
+        """Replace the body of issue ``issue`` (needs issues: write)."""
+        url = self._url(f"/repos/{self.repo}/issues/{int(issue)}")
+        self._request("PATCH", url, json={"body": body})
+        self.etags.pop(url, None)  # its ETag changed with it
+
     # -- transport -----------------------------------------------------------------------
 
     def _create(self, pr: int, body: str) -> Comment:
@@ -375,14 +453,21 @@ class GitHubClient:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         idempotent: bool = True,
+        headers: Mapping[str, str] | None = None,
     ) -> requests.Response:
         """Send one API request, retrying what is safe to retry; raise GitHubError otherwise."""
         what = _what(method, url)
         for attempt in itertools.count():
             last = attempt >= self.max_retries
+            if self.budget is not None and self.sent >= self.budget:
+                raise GitHubError(
+                    f"{what}: the run's budget of {self.budget} GitHub requests is spent; "
+                    "nothing was written (raise tracker.max_requests or run again later)"
+                )
+            self.sent += 1
             try:
                 response = self._session.request(
-                    method, url, params=params, json=json, timeout=self._timeout
+                    method, url, params=params, json=json, timeout=self._timeout, headers=headers
                 )
             except requests.RequestException as exc:
                 # Only the exception's class: its text can quote the request.

@@ -268,3 +268,8 @@ def test_settings(settings: Settings) -> dict[str, object]:
         "file": settings.test_file,
         "python": interpreter_identity(settings.python),
     }
+
+
+def tracker_cache(settings: Settings) -> Path:
+    """The tracker's ETags and each open PR's words, kept between runs (a CI cache)."""
+    return settings.state_dir / "tracker" / "github-cache.json"

@@ -165,3 +165,18 @@ def test_math_generated_file_registers_every_functor() -> None:
     assert [f.name for f in parsed.functors] == [f"f{i}" for i in range(6)]
     assert len(parsed.registrations) == 24 and not parsed.unrecognised
     assert "math" in bench.BENCHMARKS and bench.RUNNERS["math"] is bench.bench_math
+
+
+def test_review_checks_a_thousand_line_diff(ctx: bench.Context) -> None:
+    result = bench.bench_review(ctx)
+    assert result.data["lines"] >= 1000
+    # every added functor has one bare max and one fast:: call
+    assert result.data["findings"]["bare-minmax"] == result.data["findings"]["fast-math"] > 30
+    assert result.figures[0].unit == "s" and result.figures[0].headline
+
+
+def test_tracker_counts_its_requests_first_and_unchanged(ctx: bench.Context) -> None:
+    result = bench.bench_tracker(ctx)
+    # 2 search pages, 200 file lists, the issue and its PATCH; then the pages and the issue
+    assert result.data["first"] == 204 and result.data["unchanged"] == 3
+    assert result.figures[0].label.startswith("tracker, 300 operators × 200 open PRs")

@@ -25,10 +25,12 @@ from pipeline.__main__ import main
 from pipeline.commands import config as config_command
 from pipeline.config import load_settings
 from pipeline.guide import backlog, checklist
+from pipeline.guide import review as review_checks
 from pipeline.impact.analyze import SCHEMA as AFFECTED_SCHEMA
 from pipeline.report import dashboard
 from pipeline.report import math as math_report
 from pipeline.results import nightly, pr, shards
+from pipeline.results import speed as speeds
 from tests.commands.test_pr_report import (
     ATAN2_BOOL_XFAIL,
     COMMON_MPS,
@@ -55,6 +57,9 @@ OUTPUTS = {
     "pr-report results.json": pr.SCHEMA,
     "shards --json": shards.SCHEMA,
     "check-math --json": math_report.SCHEMA,
+    "review --json": review_checks.SCHEMA_VERSION,
+    "backlog --claims --json": 1,
+    "speed.json": speeds.SCHEMA_VERSION,
 }
 _HEADING = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
 _JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -404,3 +409,54 @@ def test_a_real_nightly_summary_missing_a_nested_key_fails(sandbox_settings, nig
     assert "pass" in cells  # plain cells are just their outcome
     del next(c for c in cells if isinstance(c, dict))["runners"]
     assert errors("nightly summary.json", summary)
+
+
+# ------------------------------------------------- review, backlog --claims, speed.json
+
+
+def test_review_json(capsys, sandbox_tree: Path, tmp_path: Path) -> None:
+    edit(sandbox_tree, BINARY_METAL, "return c10::metal::max(a, b);", "return max(a, b);")
+    table = sandbox_tree / sandbox.OPINFO_TABLE
+    code, doc = cli_json(capsys, "review", "--base", "HEAD", "--json", "--root",
+                         str(sandbox_tree), "--state-dir", str(tmp_path / "state"),
+                         "--opinfo-table", str(table))  # fmt: skip
+    assert code == 1 and "bare-minmax" in [f["check"] for f in doc["findings"]]
+    assert_valid("review --json", doc)
+    broken = copy.deepcopy(doc)
+    broken["findings"][0]["severity"] = "fatal"
+    assert errors("review --json", broken)
+
+
+def test_backlog_claims_json(capsys, sandbox_settings, httpserver, monkeypatch) -> None:
+    from tests.flows.github_fake import REPO, FakeTrackerGitHub
+
+    fake = FakeTrackerGitHub(httpserver).install()
+    fake.add_pull(3, "[MPS] atan2 to Metal", {"BinaryOps.mm": "@@ -1 +0,0 @@\n-atan2_out_mps\n"})
+    fake.add_pull(4, "Port atan2", {"x.mm": "@@ -1 +1 @@\n+atan2_functor\n"})
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_test")
+    monkeypatch.setenv("MPS_PIPELINE_GITHUB_API_URL", httpserver.url_for(""))
+    monkeypatch.setenv("MPS_PIPELINE_GITHUB_REPO", REPO)
+    code, doc = cli_json(capsys, "backlog", "--claims", "--json", "--root",
+                         str(sandbox_settings.root), "--state-dir",
+                         str(sandbox_settings.state_dir))  # fmt: skip
+    assert code == 0
+    atan2 = next(o for o in doc["operators"] if o["op"] == "atan2")
+    assert atan2["state"] == "duplicate"
+    assert_valid("backlog --claims --json", doc)
+
+
+@pytest.mark.realdata
+def test_speed_json(sandbox_settings, tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed (nox installs it)")
+    from pipeline.flows.speed import measure
+
+    result = measure(sandbox_settings, ["hypot"], device="cpu", folder=tmp_path,
+                     shapes={"small": (16,)}, min_run_time=0.001, repeats=3)  # fmt: skip
+    doc = json.loads(result.path.read_text())
+    assert_valid("speed.json", doc)
+    broken = copy.deepcopy(doc)
+    del broken["results"][0]["times"]
+    assert errors("speed.json", broken)

@@ -19,10 +19,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print JSON instead of a table (schema: docs/machine-output.md)",
     )
+    parser.add_argument(
+        "--claims",
+        action="store_true",
+        help="also the open MPS pull requests working on each operator, duplicates flagged "
+        "(asks GitHub: needs the token in github.token_env)",
+    )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Print the backlog; the tree's warnings (what could not be read) go to stderr."""
+    if args.claims:
+        return _claims(args, settings)
     index = load_index(settings.tree)
     items = backlog(index)
     for warning in index.warnings:
@@ -31,4 +39,26 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(to_json(items, index.warnings), indent=2))
     else:
         render_backlog(items, terminal())
+    return 0
+
+
+def _claims(args: argparse.Namespace, settings: Settings) -> int:
+    from pipeline.flows.tracker import Cache, client_for, find_claims
+    from pipeline.github import token_from_env
+    from pipeline.guide.claims import to_json as claims_json
+    from pipeline.report.tracker import render_claims
+    from pipeline.state import tracker_cache
+
+    cache = Cache.load(tracker_cache(settings))
+    client = client_for(settings, token_from_env(settings.github.token_env), cache)
+    found = find_claims(settings, client, cache)
+    if args.json:
+        print(json.dumps(claims_json(found.claims, found.prs), indent=2))
+    else:
+        render_claims(found.claims, found.prs, terminal())
+    print(
+        f"{len(found.prs)} open PRs read with {found.requests} GitHub requests "
+        f"({found.not_modified} answered 304)",
+        file=sys.stderr,
+    )
     return 0

@@ -10,12 +10,16 @@ described in :mod:`pipeline.results.baseline`.
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from pipeline import state
 from pipeline.config import Settings
-from pipeline.flows.pr import report
+from pipeline.flows.pr import PrResults, report
+from pipeline.results import baseline as baselines
 from pipeline.results.baseline import RUNNER_ENV
 from pipeline.tree.git import BASE_BRANCHES
 
@@ -71,6 +75,77 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+    parser.add_argument(
+        "--no-review", action="store_true",
+        help="leave the review checks (mps-pipeline review) out of the comment",
+    )  # fmt: skip
+    parser.add_argument(
+        "--speed", choices=("mps", "cpu"), metavar="DEVICE",
+        help="also time the affected operators' kernels on DEVICE (mps on the Macs) and "
+        "compare them with main's figures of --runner in the nightly history",
+    )  # fmt: skip
+
+
+def _annotate(
+    settings: Settings, args: argparse.Namespace
+) -> Callable[[PrResults, bool], PrResults]:
+    """What the comment adds to the targeted tests: the review checks and kernel speed. The
+    Mac job (no history there) measures; the posting job, which has main's history, judges
+    the measurements results.json carries."""
+
+    def annotate(results: PrResults, loaded: bool) -> PrResults:
+        if loaded:
+            if results.speed and results.speed.get("measurements"):
+                results = replace(results, speed=_judged(settings, args, dict(results.speed)))
+            return results
+        from pipeline.flows.review import review
+        from pipeline.guide.review import to_json
+
+        if not args.no_review:
+            found = review(settings, results.base, results.head)
+            results = replace(results, review=to_json(found.findings, found.ran, found.notes))
+        if args.speed and results.build_ok:
+            results = replace(results, speed=_measured(settings, args, results))
+        return results
+
+    return annotate
+
+
+def _measured(settings: Settings, args: argparse.Namespace, results: PrResults) -> dict[str, Any]:
+    """The affected operators timed on this build, judged if a history is here."""
+    from pipeline.flows.speed import measure
+
+    ops = [o["operator"] for o in results.impact["operators"]]
+    measured = measure(settings, ops, device=args.speed).measurements if ops else ()
+    doc = {
+        "runner": args.runner or os.environ.get(RUNNER_ENV) or "",
+        "measurements": [
+            {"op": m.op, "dtype": m.dtype, "shape": m.shape, "layout": m.layout,
+             "times": list(m.times)}
+            for m in measured
+        ],  # fmt: skip
+    }
+    return _judged(settings, args, doc)
+
+
+def _judged(settings: Settings, args: argparse.Namespace, doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc``'s measurements against main's figures of its runner, when there is a history."""
+    from pipeline.flows.speed import judge
+    from pipeline.results.speed import compare, parse, verdict_to_dict
+
+    _, measured = parse({"schema": 1, "results": doc["measurements"]}, "results.json: speed")
+    path = baselines.history_file(settings.state_dir, args.history)
+    review = settings.review
+    if path is None or not doc["runner"]:
+        verdicts = compare(measured, {}, threshold=review.speed_threshold, min_nights=1)
+        nights = 0
+    else:
+        judged = judge(settings, measured, path, doc["runner"])
+        verdicts, nights = judged.verdicts, judged.nights
+    return doc | {"threshold": review.speed_threshold, "nights": nights,
+                  "verdicts": [verdict_to_dict(v) for v in verdicts]}  # fmt: skip
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run ``pr-report`` with the parsed command line."""
     if args.repo:
@@ -86,4 +161,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         status_sha=args.status_sha,
         history_path=args.history,
         runner=args.runner,
+        annotate=_annotate(settings, args),
     )

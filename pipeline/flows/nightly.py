@@ -19,7 +19,7 @@ from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.guide.xfails import proposal_edit
-from pipeline.results import decide, history, junit, macos
+from pipeline.results import decide, history, junit, macos, speed
 from pipeline.results.junit import CaseResult
 from pipeline.results.nightly import (
     CHART_NIGHTLIES,
@@ -190,6 +190,8 @@ def run_nightly(
             started=started,
             source=source,
         )
+        # each runner's kernel micro-benchmarks, when its results hold a speed.json
+        warnings.extend(speed.record_night(db, {r.runner: r.id for r in night.runs}, results))
         proposals = None
         if index is not None:
             window = history.nightlies(db, min_passes, until=night.started)

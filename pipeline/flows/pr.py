@@ -37,6 +37,7 @@ from pipeline.errors import BuildError, PipelineError
 # can monkeypatch them.
 from pipeline.flows import stages
 from pipeline.github import STATUS_DESCRIPTION_MAX, GitHubClient, token_from_env
+from pipeline.guide.review.base import Finding
 from pipeline.guide.xfails import plan_xfail_changes
 from pipeline.impact import affected, selected_opinfos
 from pipeline.report import render
@@ -44,6 +45,8 @@ from pipeline.report.clip import LogCap, clip_line
 from pipeline.report.console import terminal
 from pipeline.report.impact import render_text
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
+from pipeline.report.review import render_markdown as review_markdown
+from pipeline.report.speed import render_markdown as speed_markdown
 from pipeline.results import baseline as baselines
 from pipeline.results import junit
 from pipeline.results import table as tables
@@ -58,6 +61,7 @@ from pipeline.results.pr import (
     table_from_json,
     want,
 )
+from pipeline.results.speed import verdict_from_dict
 from pipeline.tree import common_mps, opinfo
 from pipeline.tree.git import default_base, resolve
 
@@ -90,6 +94,10 @@ class PrResults:
     xfail_diff: str  # unified diff of common_mps.py; never applied
     # the failing tests against the nightly history; None: not compared (all of them new)
     baseline: baselines.Baseline | None = None
+    # the review checks' findings (``review --json``'s document); None: not run
+    review: Mapping[str, Any] | None = None
+    # kernel speed against main's: {"runner", "threshold", "nights", "verdicts"}; None: not run
+    speed: Mapping[str, Any] | None = None
 
     @property
     def judged(self) -> baselines.Baseline:
@@ -160,7 +168,23 @@ class PrResults:
             counts=self.counts,
             baseline=self.judged,
             footer=" · ".join(line for line in lines if line),
+            sections=self._sections(),
         )
+
+    def _sections(self) -> list[str]:
+        """The review and speed sections, rendered here from data (also in --post-from)."""
+        out = []
+        if self.review is not None:
+            findings = [Finding.from_dict(f, f"results.json: review.findings[{i}]")
+                        for i, f in enumerate(self.review.get("findings") or [])]  # fmt: skip
+            out.append(review_markdown(findings, strings(self.review.get("notes", []), "notes")))
+        if self.speed is not None:
+            verdicts = [verdict_from_dict(v, f"speed.verdicts[{i}]")
+                        for i, v in enumerate(self.speed.get("verdicts") or [])]  # fmt: skip
+            out.append(speed_markdown(verdicts, str(self.speed.get("runner")),
+                                      float(self.speed.get("threshold", 1.1)),
+                                      int(self.speed.get("nights", 0))))  # fmt: skip
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """results.json (schema ``SCHEMA``, documented in docs/machine-output.md); ``title``
@@ -187,6 +211,8 @@ class PrResults:
                 "diff": self.xfail_diff,
             },
             "baseline": self.judged.to_dict(),
+            "review": None if self.review is None else dict(self.review),
+            "speed": None if self.speed is None else dict(self.speed),
         }
 
     @classmethod
@@ -237,6 +263,8 @@ class PrResults:
             xfail_decisions=tuple(decisions),
             xfail_diff=want(xfails.get("diff"), str, "xfails.diff"),
             baseline=baseline_from_json(data.get("baseline"), table),
+            review=want(data.get("review"), (dict, type(None)), "review"),
+            speed=want(data.get("speed"), (dict, type(None)), "speed"),
         )
 
 
@@ -446,6 +474,7 @@ def report(
     status_sha: str | None = None,
     history_path: Path | None = None,
     runner: str | None = None,
+    annotate: Callable[[PrResults, bool], PrResults] | None = None,
 ) -> int:
     """The whole command: collect (or load ``post_from``), classify the failing tests
     against the nightly history, write the results, then print the comment (``dry_run``),
@@ -456,7 +485,9 @@ def report(
     there is one (:func:`pipeline.results.baseline.history_file`); ``runner`` the PR run's
     configuration (default ``$RUNNER_CONFIG``). With ``post_from``, the failing tests are
     classified again only when a history is found here; else the classes the results-only
-    job wrote stand (and ``runner`` defaults to the one it recorded).
+    job wrote stand (and ``runner`` defaults to the one it recorded). ``annotate(results,
+    loaded)`` adds what the layers above compute (the review checks, kernel speed) to the
+    collected results before they are written, or (``loaded``) to those read back.
     """
     if pr < 1:
         raise PipelineError(f"--pr {pr}: a pull request number is a positive integer")
@@ -478,11 +509,15 @@ def report(
         if db is not None:  # classified again here; else as the results-only job did
             judged = baselines.classify(db, results.table, runner=runner or results.judged.runner)
             results = replace(results, baseline=judged)
+        if annotate is not None:
+            results = annotate(results, True)
     else:
         runner = runner or os.environ.get(baselines.RUNNER_ENV) or None
         results = collect(settings, pr, console, base=base, head=head)
         judged = baselines.classify(db, results.table, runner=runner)
         results = replace(results, baseline=judged)
+        if annotate is not None:
+            results = annotate(results, False)
         folder = write_results(results, results_folder(settings, pr))
         console.print(f"results: {folder}", markup=False, highlight=False)
     console.print(clip_line(baseline_line(results.judged)), markup=False, highlight=False)

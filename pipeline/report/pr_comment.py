@@ -117,6 +117,7 @@ def build_comment(
     footer: str = "",
     budget: int = DEFAULT_BUDGET,
     math: str = "",
+    sections: Sequence[str] = (),
 ) -> str:
     """Assemble the PR comment.
 
@@ -127,8 +128,9 @@ def build_comment(
     (pass fail error xfail xpass skip); ``baseline`` the failing tests classified against
     the nightly history, listed right after the head, new ones first; ``footer`` trusted
     Markdown (links to the run); ``math`` check-math's table
-    (:func:`pipeline.report.math.render_markdown`), shown after the test tables. The result
-    is at most ``budget`` characters.
+    (:func:`pipeline.report.math.render_markdown`), shown after the test tables;
+    ``sections`` more Markdown sections after the failing tests (the review checks, kernel
+    speed), defused. The result is at most ``budget`` characters.
     """
     if math.strip():
         table = f"{table.strip()}\n\n#### Functor math on the host\n\n{math.strip()}".strip()
@@ -147,6 +149,7 @@ def build_comment(
     )
     head = _head(marker, title, build_ok, build_error, counts or {})
     head += defuse(_baseline(baseline))
+    head += "".join(f"\n{defuse(clip_lines(section)).strip()}\n" for section in sections)
     tail = f"\n---\n{defuse(footer.strip())}\n" if footer.strip() else ""
 
     def render() -> str:

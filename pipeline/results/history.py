@@ -5,20 +5,22 @@ share ``runs.started`` (UTC, ISO 8601 with microseconds, so text order is time o
 xfail proposals, regressions, flaky tests and the dashboard's pass-rate chart all read
 the last few nightlies.
 
-Schema (version 2)::
+Schema (version 3)::
 
     schema_version(version)
     runs(id, started, runner, commit, source)                    -- one per runner per nightly
     tests(id, classname, name, kind, stem, dtype)                 -- each test id once
     results(run_id, test_id, outcome, flaky, attempts, seconds)   -- one per test per run
     results_flat                                                  -- view: results joined with tests
+    speed(run_id, op, dtype, shape, layout, median, q25, q75, repeats)  -- pipeline.results.speed
 
 ``seconds`` is the test's JUnit time, summed over its attempts (what the ``shards`` command
 balances the sweep by); NULL where unknown. Version 1 had no ``seconds``: :func:`connect`
 migrates a version 1 file in place, in one transaction (the column added, the view
-recreated, the version set to 2), its earlier results keeping NULL seconds. :func:`check`
-accepts both versions (a version 1 file is valid and waits for its migration) and refuses
-newer ones.
+recreated, the version set to 2), its earlier results keeping NULL seconds; version 3 added
+the ``speed`` table (each runner's kernel micro-benchmarks, :mod:`pipeline.results.speed`),
+created empty by the 2 -> 3 step. :func:`check` accepts every version up to this one (an
+older file is valid and waits for its migration) and refuses newer ones.
 
 Test ids live in their own table because a night of the full sweep is about 7,000 tests
 on each of three runners: repeating the names in every row made a night 8x bigger, and
@@ -48,7 +50,7 @@ from pathlib import Path
 from pipeline.errors import PipelineError
 from pipeline.results.junit import CaseResult, Outcome
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BACKUPS = "backups"  # beside the history file
 DEFAULT_BACKUPS = 7
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -60,7 +62,15 @@ _TABLES = {
     "results": ("run_id", "test_id", "outcome", "flaky", "attempts"),
 }
 # what each later schema version added: version -> (table, column)
-_ADDED = {2: ("results", "seconds")}
+_ADDED = {2: ("results", "seconds"), 3: ("speed", "median")}
+# version 3's table: one row per micro-benchmark (operator, dtype, shape, layout) of a run
+_SPEED = """CREATE TABLE IF NOT EXISTS speed (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    op TEXT NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL, layout TEXT NOT NULL,
+    median REAL NOT NULL, q25 REAL NOT NULL, q75 REAL NOT NULL, repeats INTEGER NOT NULL,
+    PRIMARY KEY (run_id, op, dtype, shape, layout)
+) WITHOUT ROWID;
+"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -99,6 +109,7 @@ CREATE VIEW IF NOT EXISTS results_flat AS
     FROM results AS r JOIN tests AS t ON t.id = r.test_id;
 """
 _VIEW = _SCHEMA[_SCHEMA.index("CREATE VIEW") :]
+_SCHEMA += _SPEED
 
 
 @dataclass(frozen=True)
@@ -254,9 +265,10 @@ def check(path: str | Path, *, thorough: bool = False) -> HistoryCheck:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             raise DamagedHistoryError(path, f"corrupt: {problems[0]}{more}")
         tables = {
-            name: {row[1] for row in db.execute(f"PRAGMA table_info({name})")} for name in _TABLES
+            name: {row[1] for row in db.execute(f"PRAGMA table_info({name})")}
+            for name in {*_TABLES, *(table for table, _ in _ADDED.values())}
         }
-        if not any(tables.values()):
+        if not any(tables[name] for name in _TABLES):
             found = [n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
             what = f"tables {', '.join(found[:5])}" if found else "no tables at all"
             raise DamagedHistoryError(path, f"another database: {what}")
@@ -360,8 +372,8 @@ def _migrate(db: sqlite3.Connection) -> None:
     """Bring a checked history to SCHEMA_VERSION in one transaction, or leave it as it was.
 
     1 -> 2: ``results.seconds`` added (NULL for the results already there), ``results_flat``
-    recreated with it. The version is read again under the write lock, so two processes
-    opening one version 1 file migrate it once.
+    recreated with it. 2 -> 3: the ``speed`` table. The version is read again under the
+    write lock, so two processes opening one older file migrate it once.
     """
     (version,) = db.execute("SELECT version FROM schema_version").fetchone()
     if version == SCHEMA_VERSION:
@@ -374,6 +386,9 @@ def _migrate(db: sqlite3.Connection) -> None:
             db.execute("DROP VIEW IF EXISTS results_flat")
             db.execute(_VIEW)
             db.execute("UPDATE schema_version SET version = 2")
+        if version <= 2:  # 2 -> 3: the speed table, empty
+            db.execute(_SPEED)
+            db.execute("UPDATE schema_version SET version = 3")
         db.commit()
     except sqlite3.Error as exc:
         db.rollback()

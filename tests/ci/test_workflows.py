@@ -320,7 +320,8 @@ def test_pr_commands_match_the_cli():
     # the Mac job writes results and needs no token; the hosted job posts them, the status
     # on the PR head that was tested
     assert _pr_report_calls() == [
-        ["pr-report", "--pr", "7", "--base", "HEAD^1", "--head", "HEAD", "--results-only"],
+        ["pr-report", "--pr", "7", "--base", "HEAD^1", "--head", "HEAD", "--results-only",
+         "--speed", "mps"],
         ["pr-report", "--pr", "7", "--repo", "octo/pytorch", "--post-from", "results",
          "--status-sha", SHA],
         ["pr-report", "--pr", "7", "--post-from", "results", "--dry-run"],

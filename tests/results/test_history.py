@@ -45,7 +45,7 @@ def test_new_file_has_the_schema_in_wal_mode(tmp_path):
         assert {"schema_version", "runs", "tests", "results"} <= tables
         indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert {"runs_by_runner", "runs_by_source", "tests_by_stem"} <= indexes
-        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
     finally:
         conn.close()
     # reopening does not add a second version row
@@ -112,7 +112,7 @@ DAMAGED = {
     "directory": (lambda p: p.mkdir(), "it is a directory, not a file"),
     "another program's database": (_foreign, "another database: tables users"),
     "another schema": (_other_schema, "another schema: table runs lacks runner, commit, source"),
-    "newer schema": (_newer, "schema version 99 is newer than this mps-pipeline understands (2)"),
+    "newer schema": (_newer, "schema version 99 is newer than this mps-pipeline understands (3)"),
 }
 
 
@@ -150,7 +150,7 @@ def test_a_missing_file_is_a_new_history_made_whole(tmp_path):
     assert sorted(f.name for f in path.parent.iterdir()) == ["nightly.sqlite"]
     found = history.check(path, thorough=True)
     assert (found.integrity, found.schema_version, found.nightlies, found.results) == (
-        "ok", 2, 0, 0,
+        "ok", 3, 0, 0,
     )  # fmt: skip
     blocked = tmp_path / "file"
     blocked.write_text("x")
@@ -390,7 +390,7 @@ def test_a_version_1_file_is_valid_and_migrated_in_place(tmp_path):
 
     db = history.connect(path)
     try:
-        assert db.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert db.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
         assert _columns(path, "results")[-1] == "seconds"
         (old,) = history.run_cases(db, 1)  # the version 1 result, its seconds unknown
         assert (old.name, old.outcome, old.time) == ("test_output_match_add_mps_float32", P, 0.0)
@@ -401,9 +401,9 @@ def test_a_version_1_file_is_valid_and_migrated_in_place(tmp_path):
     finally:
         db.close()
     again = history.check(path, thorough=True)
-    assert (again.schema_version, again.nightlies, again.results) == (2, 2, 2)
+    assert (again.schema_version, again.nightlies, again.results) == (3, 2, 2)
     history.connect(path).close()  # migrating twice is nothing
-    assert history.check(path).schema_version == 2
+    assert history.check(path).schema_version == 3
 
 
 def test_a_migration_that_fails_leaves_version_1_whole(tmp_path):
@@ -418,7 +418,7 @@ def test_a_migration_that_fails_leaves_version_1_whole(tmp_path):
     raw.close()
     with pytest.raises(
         PipelineError,
-        match=r"cannot migrate .* from schema version 1 to 2 "
+        match=r"cannot migrate .* from schema version 1 to 3 "
         r"\(read-only version\); it was left as it was \(version 1\)",
     ):
         history.connect(path)

@@ -1,0 +1,63 @@
+"""`speed [OP ...] [--device mps|cpu] [--compare --runner NAME]`: the kernel micro-benchmark.
+
+Without ``--compare`` (the nightly, on each Mac): time each operator (default: every
+backlog operator and every one with a Metal functor) and write ``speed.json`` for the
+aggregation to record. With ``--compare`` (the PR job, on the PR's build): judge the
+figures against main's from the nightly history on the same runner class; exit 1 when one
+is slower than ``speed.threshold`` and outside main's night-to-night spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from pipeline.config import Settings
+from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, PipelineError
+from pipeline.flows.speed import judge, measure
+from pipeline.report.speed import render_markdown
+from pipeline.results.baseline import RUNNER_ENV, history_file
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ops", nargs="*", metavar="OP", help="operators (default: see above)")
+    parser.add_argument("--device", default="mps", choices=("mps", "cpu"), help="default: mps")
+    parser.add_argument(
+        "--out", type=Path, metavar="DIR", help="where speed.json goes (default: <state_dir>/speed)"
+    )
+    parser.add_argument(
+        "--min-run-time", type=float, default=0.2, metavar="S", help="seconds per benchmark"
+    )
+    parser.add_argument("--compare", action="store_true", help="judge against main's figures")
+    parser.add_argument(
+        "--history", type=Path, metavar="DB",
+        help="the nightly history (default: the state directory's, as pr-report's)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--runner", metavar="NAME", help=f"this runner's configuration (default: ${RUNNER_ENV})"
+    )
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.min_run_time <= 0:
+        raise PipelineError("speed: --min-run-time must be a positive number of seconds")
+    runner: str = args.runner or os.environ.get(RUNNER_ENV) or ""
+    if args.compare and not runner:
+        raise PipelineError(f"speed --compare: name the runner (--runner or ${RUNNER_ENV})")
+    result = measure(
+        settings, args.ops, device=args.device, folder=args.out, min_run_time=args.min_run_time
+    )
+    for error in result.errors:
+        print(f"warning: not timed: {error}", file=sys.stderr)
+    print(f"speed: {len(result.measurements)} benchmarks on {result.device}: {result.path}",
+          file=sys.stderr)  # fmt: skip
+    if not args.compare:
+        return EXIT_OK
+    path = history_file(settings.state_dir, args.history)
+    if path is None:
+        raise PipelineError("speed --compare: no nightly history here; pass --history DB")
+    report = judge(settings, result.measurements, path, runner)
+    sys.stdout.write(render_markdown(report.verdicts, runner, report.threshold, report.nights))
+    return EXIT_WORK_LEFT if report.slower else EXIT_OK

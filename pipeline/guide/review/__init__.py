@@ -1,0 +1,63 @@
+"""Review checks: what a maintainer of the MPS backend checks by hand in a kernel PR
+(pytorch#187827, #177747), as domain rules over a diff and the tree index.
+
+One module per check, each with the same ``check(review) -> Iterable[Finding]``, its stable
+``ID``, ``SEVERITY`` and ``TITLE``; :data:`CHECKS` is the one registry (config's
+``review.disable`` names its ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType
+
+from pipeline.errors import ConfigError
+from pipeline.guide.review import (
+    bare_minmax,
+    check_math,
+    dtype_coverage,
+    fast_math,
+    helper_exists,
+    mpsgraph_left,
+)
+from pipeline.guide.review.base import Finding, Review, Severity
+
+Check = Callable[[Review], Iterable[Finding]]
+_MODULES: tuple[ModuleType, ...] = (
+    mpsgraph_left, fast_math, bare_minmax, helper_exists, dtype_coverage, check_math,
+)  # fmt: skip
+CHECKS: dict[str, ModuleType] = {m.ID: m for m in _MODULES}
+SCHEMA_VERSION = 1  # of the review --json document
+
+__all__ = ["CHECKS", "Finding", "Review", "Severity", "enabled", "run_checks", "to_json"]
+
+
+def enabled(disable: Sequence[str]) -> tuple[str, ...]:
+    """The check ids left once ``disable`` (config ``review.disable``) is taken out."""
+    unknown = [c for c in disable if c not in CHECKS]
+    if unknown:
+        raise ConfigError(
+            f"config key 'review.disable': unknown review check {', '.join(unknown)}; "
+            f"the checks are {', '.join(CHECKS)}"
+        )
+    return tuple(c for c in CHECKS if c not in disable)
+
+
+def run_checks(review: Review, ids: Iterable[str]) -> tuple[Finding, ...]:
+    """Every finding of the checks ``ids``, by file and line."""
+    found = [f for cid in ids for f in CHECKS[cid].check(review)]
+    return tuple(sorted(set(found)))
+
+
+def to_json(findings: Sequence[Finding], ran: Sequence[str], notes: Sequence[str] = ()) -> dict:
+    """The ``review --json`` document (docs/machine-output.md, "review --json")."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "checks": [
+            {"id": c, "severity": CHECKS[c].SEVERITY.value, "title": CHECKS[c].TITLE,
+             "ran": c in ran}
+            for c in CHECKS
+        ],  # fmt: skip
+        "findings": [f.to_dict() for f in findings],
+        "notes": list(notes),
+    }

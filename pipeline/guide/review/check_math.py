@@ -1,0 +1,36 @@
+"""The result of ``check-math`` for each changed functor (the math checked against torch on
+CPU, per dtype, with edge values).
+
+HOOK: ``check-math`` is issue 17's command and is not merged yet. Until it is, the review
+flow passes ``Review.math = None`` and this check reports nothing; the flow's
+``math_results`` parameter (:func:`pipeline.flows.review.review`) is where issue 17's
+runner plugs in: functor name -> :class:`MathResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pipeline.guide.review.base import Finding, Review, Severity
+
+ID = "check-math"
+SEVERITY = Severity.ERROR
+TITLE = "check-math agrees with torch for each changed functor"
+
+
+def check(review: Review) -> Iterator[Finding]:
+    if review.math is None:
+        return
+    for changed in review.changed_functors():
+        fn = changed.functor
+        result = review.math.get(fn.name)
+        if result is None:
+            yield Finding(
+                fn.span.path, fn.span.start, ID, Severity.WARNING,
+                f"{fn.name}_functor has no check-math result: run mps-pipeline check-math",
+            )  # fmt: skip
+        elif not result.ok:
+            yield Finding(
+                fn.span.path, fn.span.start, ID, SEVERITY,
+                f"{fn.name}_functor disagrees with torch on CPU: {result.reason}",
+            )  # fmt: skip

@@ -1,0 +1,205 @@
+"""Kernel speed: micro-benchmark results, kept per runner in the nightly history, and a PR's
+figures judged against main's (pytorch#187827: a correct but slower kernel passes CI).
+
+A measurement is one (operator, dtype, shape, layout) with its repeated timings (seconds
+per call, one per ``torch.utils.benchmark`` block). ``speed.json`` (written by
+:mod:`pipeline.run.speed`) holds a runner's measurements; the nightly stores each night's
+medians and quartiles in the history's ``speed`` table.
+
+A PR's figure is never failed on noise. It is compared with main's only on the same
+runner class (the runner configuration: macos-m2-15), only when that runner has at least
+``min_nights`` nights of figures and the PR at least ``MIN_REPEATS`` measurements, and it
+is flagged only when the ratio of medians exceeds the threshold **and** the PR's lower
+quartile lies above the slowest of main's nightly medians: outside the night-to-night
+spread the history shows.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import PipelineError
+
+SPEED_JSON = "speed.json"  # in a runner's results folder, beside its JUnit reports
+SCHEMA_VERSION = 1  # of speed.json
+MIN_REPEATS = 3
+Key = tuple[str, str, str, str]  # op, dtype, shape, layout
+
+
+@dataclass(frozen=True)
+class Measurement:
+    op: str
+    dtype: str
+    shape: str  # "small" | "medium" | "large"
+    layout: str  # "contiguous" | "strided"
+    times: tuple[float, ...]  # seconds per call, one per repeated block
+
+    @property
+    def key(self) -> Key:
+        return (self.op, self.dtype, self.shape, self.layout)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    def quartiles(self) -> tuple[float, float]:
+        if len(self.times) < 2:
+            return self.times[0], self.times[0]
+        q = statistics.quantiles(self.times, n=4, method="inclusive")
+        return q[0], q[2]
+
+
+class Judgement(str, Enum):
+    SLOWER = "slower"  # over the threshold and outside main's night-to-night spread
+    NOISE = "within noise"  # over the threshold, inside the spread
+    OK = "ok"
+    NO_BASELINE = "no baseline"  # too few nights of main on this runner class
+    TOO_FEW = "too few measurements"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Verdict:
+    key: Key
+    pr_median: float
+    main_median: float | None
+    ratio: float | None
+    spread: float | None  # main's slowest nightly median over its median
+    judgement: Judgement
+
+
+def verdict_to_dict(v: Verdict) -> dict[str, Any]:
+    op, dtype, shape, layout = v.key
+    return {"op": op, "dtype": dtype, "shape": shape, "layout": layout,
+            "pr_median": v.pr_median, "main_median": v.main_median, "ratio": v.ratio,
+            "spread": v.spread, "judgement": v.judgement.value}  # fmt: skip
+
+
+def verdict_from_dict(d: Any, where: str) -> Verdict:
+    """A verdict as results.json holds it, checked (it comes from another job)."""
+    try:
+        main, ratio, spread = (None if d[k] is None else float(d[k])
+                               for k in ("main_median", "ratio", "spread"))  # fmt: skip
+        key = (str(d["op"]), str(d["dtype"]), str(d["shape"]), str(d["layout"]))
+        return Verdict(key, float(d["pr_median"]), main, ratio, spread, Judgement(d["judgement"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PipelineError(f"results.json: {where} is not a speed verdict ({exc})") from None
+
+
+def parse(data: Any, where: str) -> tuple[str, tuple[Measurement, ...]]:
+    """(device, measurements) of a ``speed.json`` document; PipelineError naming ``where``."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
+        raise PipelineError(f"{where}: not a speed.json of schema {SCHEMA_VERSION}")
+    out = []
+    for i, row in enumerate(data.get("results") or []):
+        try:
+            if row.get("error"):
+                continue  # an operator the device cannot run in that dtype: no figure
+            times = tuple(float(t) for t in row["times"])
+            if not times or min(times) <= 0:
+                raise ValueError("no positive timings")
+            out.append(Measurement(str(row["op"]), str(row["dtype"]), str(row["shape"]),
+                                   str(row["layout"]), times))  # fmt: skip
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PipelineError(f"{where}: results[{i}] is not a measurement ({exc})") from None
+    return str(data.get("device", "")), tuple(out)
+
+
+def read(path: Path) -> tuple[str, tuple[Measurement, ...]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PipelineError(f"{path}: cannot read it as JSON ({exc})") from None
+    return parse(data, str(path))
+
+
+def _has_table(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'speed'").fetchone() is not None
+
+
+def record(db: sqlite3.Connection, run_id: int, measurements: Iterable[Measurement]) -> int:
+    """Store a run's measurements (in the caller's transaction); how many."""
+    rows = [(run_id, *m.key, m.median, *m.quartiles(), len(m.times)) for m in measurements]
+    db.executemany(
+        "INSERT OR REPLACE INTO speed (run_id, op, dtype, shape, layout, median, q25, q75, "
+        "repeats) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    return len(rows)
+
+
+def record_night(
+    db: sqlite3.Connection, runs: Mapping[str, int], results: Path
+) -> list[str]:
+    """Store ``<results>/<runner>/speed.json`` of each run (runner -> run id) that has one;
+    the warnings for those that cannot be read (a night's tests still count)."""
+    warnings = []
+    with db:
+        for runner, run_id in runs.items():
+            path = results / runner / SPEED_JSON
+            if not path.is_file():
+                continue
+            try:
+                _, measurements = read(path)
+            except PipelineError as exc:
+                warnings.append(f"speed: {exc}; no figures recorded for {runner}")
+                continue
+            record(db, run_id, measurements)
+    return warnings
+
+
+def nightly_medians(db: sqlite3.Connection, runner: str, last_n: int) -> dict[Key, list[float]]:
+    """Each benchmark's median on ``runner`` over its last ``last_n`` nights with figures,
+    oldest first. A history without the speed table (read-only, older) has none."""
+    if not _has_table(db):
+        return {}
+    rows = db.execute(
+        "SELECT s.op, s.dtype, s.shape, s.layout, s.median FROM speed AS s "
+        "JOIN runs AS r ON r.id = s.run_id WHERE r.runner = ? AND r.id IN ("
+        "  SELECT DISTINCT s2.run_id FROM speed AS s2 JOIN runs AS r2 ON r2.id = s2.run_id"
+        "  WHERE r2.runner = ? ORDER BY r2.started DESC LIMIT ?"
+        ") ORDER BY r.started",
+        (runner, runner, last_n),
+    )
+    out: dict[Key, list[float]] = {}
+    for op, dtype, shape, layout, median in rows:
+        out.setdefault((op, dtype, shape, layout), []).append(median)
+    return out
+
+
+def compare(
+    measured: Sequence[Measurement],
+    main: Mapping[Key, Sequence[float]],
+    *,
+    threshold: float,
+    min_nights: int,
+) -> tuple[Verdict, ...]:
+    """Each PR measurement judged against main's nightly medians of the same runner."""
+    out = []
+    for m in measured:
+        nights = list(main.get(m.key, ()))
+        if len(nights) < min_nights:
+            out.append(Verdict(m.key, m.median, None, None, None, Judgement.NO_BASELINE))
+            continue
+        base = statistics.median(nights)
+        ratio = m.median / base
+        spread = max(nights) / base
+        if len(m.times) < MIN_REPEATS:
+            judgement = Judgement.TOO_FEW
+        elif ratio <= threshold:
+            judgement = Judgement.OK
+        elif m.quartiles()[0] > max(nights):
+            judgement = Judgement.SLOWER
+        else:
+            judgement = Judgement.NOISE
+        out.append(Verdict(m.key, m.median, base, ratio, spread, judgement))
+    return tuple(out)

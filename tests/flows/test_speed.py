@@ -1,0 +1,224 @@
+"""Speed against the path replaced: the benchmark script run for real (torch, device cpu) on
+the sandbox's operators, its figures kept in a real SQLite history, a PR's judged against
+main's night-to-night spread, and the history migrated in place to version 3."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.flows.speed import judge, measure
+from pipeline.report.speed import render_markdown
+from pipeline.results import history
+from pipeline.results import speed as speeds
+from pipeline.results.speed import Judgement, Measurement
+
+needs_torch = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed (nox installs it)"
+)
+TINY = {"small": (64,), "medium": (32, 32)}
+RUNNER = "macos-m2-15"
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory) -> tuple[Path, tuple[Measurement, ...], tuple[str, ...]]:
+    """atan2 and exp2 timed for real on CPU (the sandbox's OpInfo dtypes)."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed (nox installs it)")
+    from pipeline.config import load_settings
+    from pipeline.workspace import prepare
+
+    tmp = tmp_path_factory.mktemp("speed")
+    settings = prepare(load_settings({"state_dir": str(tmp / "state")}, env={}, cwd=tmp))
+    result = measure(settings, ["atan2", "exp2"], device="cpu", shapes=TINY,
+                     min_run_time=0.002, repeats=3)  # fmt: skip
+    return result.path, result.measurements, result.errors
+
+
+@needs_torch
+def test_the_written_script_times_every_dtype_shape_and_layout(measured):
+    path, found, errors = measured
+    data = json.loads(path.read_text())
+    assert data["device"] == "cpu" and data["torch"].startswith("2.")
+    keys = {m.key for m in found}
+    for op in ("atan2", "exp2"):
+        for dtype in ("float32", "float16", "int64", "uint8", "bool"):
+            for shape in TINY:
+                for layout in ("contiguous", "strided"):
+                    assert (op, dtype, shape, layout) in keys
+    assert errors == ()
+    assert all(len(m.times) >= 3 and min(m.times) > 0 for m in found)
+    assert (path.parent / "speed_bench.py").read_text().startswith('"""Written by mps-pipeline')
+
+
+def _scaled(found, factor: float, keep: int | None = None) -> list[Measurement]:
+    """The real measurements' medians times ``factor``, with a 2% spread of their own (a
+    real run's repeats on a shared 2-core machine spread more: the rule says noise)."""
+    return [
+        dataclasses.replace(m, times=tuple(m.median * factor * s for s in (0.98, 1.0, 1.02)[:keep]))
+        for m in found
+    ]
+
+
+def _history(tmp_path: Path, found, factors: list[float], runner: str = RUNNER) -> Path:
+    path = tmp_path / "nightly.sqlite"
+    db = history.connect(path)
+    try:
+        for night, factor in enumerate(factors, 1):
+            recorded = history.record_nightly(
+                db, {runner: []}, commit="", started=f"2026-11-{night:02d}T03:17:00.000000Z"
+            )
+            with db:
+                speeds.record(db, recorded.runs[0].id, _scaled(found, factor))
+    finally:
+        db.close()
+    return path
+
+
+@needs_torch
+def test_a_pr_is_judged_against_the_night_to_night_spread(measured, tmp_path, sandbox_settings):
+    _, found, _ = measured
+    steady = _history(tmp_path, found, [1.0, 1.01, 0.99])
+    same = judge(sandbox_settings, found, steady, RUNNER)
+    assert {v.judgement for v in same.verdicts} == {Judgement.OK}
+    slower = judge(sandbox_settings, _scaled(found, 1.5), steady, RUNNER)
+    assert {v.judgement for v in slower.verdicts} == {Judgement.SLOWER}
+    assert all(1.45 < v.ratio < 1.55 for v in slower.verdicts)
+    # another runner class has no figures of main: nothing is judged
+    other = judge(sandbox_settings, _scaled(found, 1.5), steady, "macos-m1-14")
+    assert {v.judgement for v in other.verdicts} == {Judgement.NO_BASELINE}
+    # two measurements are not enough to flag anything
+    few = judge(sandbox_settings, _scaled(found, 1.5, keep=2), steady, RUNNER)
+    assert {v.judgement for v in few.verdicts} == {Judgement.TOO_FEW}
+
+
+@needs_torch
+def test_a_ratio_inside_main_s_noisy_nights_is_not_flagged(measured, tmp_path, sandbox_settings):
+    _, found, _ = measured
+    noisy = _history(tmp_path, found, [1.0, 1.3, 0.9, 1.0, 1.25])  # median 1.0, up to 1.3
+    report = judge(sandbox_settings, _scaled(found, 1.2), noisy, RUNNER)
+    assert {v.judgement for v in report.verdicts} == {Judgement.NOISE}
+    assert not report.slower
+    strict = dataclasses.replace(
+        sandbox_settings, review=dataclasses.replace(sandbox_settings.review, speed_threshold=1.3)
+    )
+    assert {v.judgement for v in judge(strict, _scaled(found, 1.2), noisy, RUNNER).verdicts} == {
+        Judgement.OK
+    }
+
+
+@needs_torch
+def test_the_comment_section_shows_ratios_per_shape_and_dtype(measured, tmp_path,
+                                                              sandbox_settings):  # fmt: skip
+    _, found, _ = measured
+    steady = _history(tmp_path, found, [1.0, 1.0, 1.0])
+    pr = _scaled(found, 1.0)
+    pr[0] = dataclasses.replace(pr[0], times=tuple(t * 2 for t in pr[0].times))
+    report = judge(sandbox_settings, pr, steady, RUNNER)
+    text = render_markdown(report.verdicts, RUNNER, report.threshold, report.nights)
+    first = pr[0]
+    assert f"| `{first.op}` | {first.dtype} | {first.shape} | {first.layout} |" in text
+    assert "**2.00×** | 1.00× | 🐢 slower |" in text
+    assert f"1 of {len(pr)} benchmarks slower than 1.10×" in text
+    assert "last 3 nights" in text
+
+
+@needs_torch
+def test_the_nightly_records_each_runner_s_speed_json(measured, tmp_path):
+    path, found, _ = measured
+    results = tmp_path / "results"
+    (results / RUNNER).mkdir(parents=True)
+    (results / RUNNER / speeds.SPEED_JSON).write_text(path.read_text())
+    (results / "macos-m1-14").mkdir()
+    (results / "macos-m1-14" / speeds.SPEED_JSON).write_text("{not json")
+    db = history.connect(tmp_path / "nightly.sqlite")
+    night = history.record_nightly(db, {RUNNER: [], "macos-m1-14": []}, commit="")
+    warnings = speeds.record_night(db, {r.runner: r.id for r in night.runs}, results)
+    assert len(warnings) == 1 and "no figures recorded for macos-m1-14" in warnings[0]
+    medians = speeds.nightly_medians(db, RUNNER, 7)
+    assert len(medians) == len(found) and all(len(v) == 1 for v in medians.values())
+    assert speeds.nightly_medians(db, "macos-m1-14", 7) == {}
+    db.close()
+
+
+def test_a_version_2_history_gets_the_speed_table_in_place(tmp_path):
+    path = tmp_path / "nightly.sqlite"
+    history.connect(path).close()
+    raw = sqlite3.connect(path)
+    with raw:  # what a version 2 file is: no speed table
+        raw.execute("DROP TABLE speed")
+        raw.execute("UPDATE schema_version SET version = 2")
+        raw.execute("INSERT INTO runs (started, runner) VALUES ('2026-11-01', 'm')")
+    raw.close()
+    assert history.check(path).schema_version == 2
+    ro = history.open_read_only(path)
+    assert speeds.nightly_medians(ro, "m", 7) == {}  # read-only: not migrated, no figures
+    ro.close()
+    db = history.connect(path)
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    assert db.execute("SELECT COUNT(*) FROM runs").fetchone() == (1,)
+    with db:
+        speeds.record(db, 1, [Measurement("atan2", "float32", "small", "contiguous", (1e-6,) * 3)])
+    db.close()
+    assert history.check(path, thorough=True).schema_version == 3
+    raw = sqlite3.connect(path)
+    with raw:
+        raw.execute("DROP TABLE speed")
+    raw.close()
+    with pytest.raises(history.DamagedHistoryError, match="version 3, but table speed lacks"):
+        history.check(path)
+
+
+@needs_torch
+@pytest.mark.slow
+def test_the_speed_command_compares_and_exits_1_when_slower(measured, tmp_path):
+    _, found, _ = measured
+    fast_main = _history(tmp_path, found, [0.01, 0.01, 0.01])  # main 100x faster
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPS_PIPELINE_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env.pop("RUNNER_CONFIG", None)
+    argv = [sys.executable, "-m", "pipeline", "speed", "atan2", "--device", "cpu",
+            "--min-run-time", "0.002", "--compare", "--runner", RUNNER, "--history",
+            str(fast_main), "--state-dir", str(tmp_path / "state")]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=600)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "### Kernel speed against main" in proc.stdout and "🐢 slower" in proc.stdout
+    no_runner = subprocess.run([a for a in argv if a not in ("--runner", RUNNER)],
+                               capture_output=True, text=True, env=env, cwd=tmp_path,
+                               timeout=600)  # fmt: skip
+    assert no_runner.returncode == 2 and "name the runner" in no_runner.stderr
+
+
+def test_the_nightly_command_records_speed_json_beside_the_junit(sandbox_settings, nights,
+                                                                 capsys):  # fmt: skip
+    from pipeline.__main__ import main
+    from tests.results.nightly_runs import RUNNERS
+
+    results = nights.results()
+    doc = {"schema": 1, "device": "mps", "torch": "2.13.0", "results": [
+        {"op": "atan2", "dtype": "float32", "shape": "large", "layout": "strided",
+         "elements": 1 << 20, "times": [2.0e-4, 2.1e-4, 1.9e-4]},
+        {"op": "atan2", "dtype": "bool", "shape": "large", "layout": "strided",
+         "elements": 1 << 20, "error": "TypeError: not for bool"},
+    ]}  # fmt: skip
+    (results / RUNNERS[0] / speeds.SPEED_JSON).write_text(json.dumps(doc))
+    state = ["--state-dir", str(sandbox_settings.state_dir)]
+    assert main(["nightly", "--results", str(results), *state]) == 0
+    capsys.readouterr()
+    db = history.open_read_only(sandbox_settings.state_dir / "history" / "nightly.sqlite")
+    try:
+        assert speeds.nightly_medians(db, RUNNERS[0], 7) == {
+            ("atan2", "float32", "large", "strided"): [2.0e-4]
+        }
+        assert speeds.nightly_medians(db, RUNNERS[1], 7) == {}
+    finally:
+        db.close()

@@ -1,0 +1,64 @@
+"""Function definitions of Metal sources and the c10/metal headers, with their body shapes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.tree.metal_functions import functions, helpers, shape
+
+SOURCE = """\
+#include <metal_stdlib>
+namespace c10 {
+namespace metal {
+template <typename T>
+inline T twice(T x) {
+  return x + x; // a comment is not shape
+}
+} // namespace metal
+} // namespace c10
+struct twice_functor {
+  template <typename T>
+  inline T operator()(const T a) {
+    return a + a;
+  }
+};
+inline float halve(float value, float unused) {
+  return value * 0.5f;
+}
+REGISTER_UNARY_OP(twice, float, float);
+"""
+
+
+def test_namespace_functions_with_names_params_and_spans():
+    found = functions(SOURCE, "k.metal")
+    assert [(f.qualified, f.params, f.span.start, f.span.end) for f in found] == [
+        ("c10::metal::twice", 1, 4, 7),
+        ("halve", 2, 16, 18),
+    ]  # the functor's operator() is a member, not a helper
+
+
+def test_the_shape_ignores_names_numbers_and_comments():
+    (twice, halve) = functions(SOURCE, "k.metal")
+    assert twice.shape == shape("return y + y;") == ("return", "$", "+", "$", ";")
+    assert halve.shape == shape("return a * 2.0f;")
+    assert shape("return a + b;") != shape("return a - b;")
+
+
+def test_a_file_the_lexer_refuses_has_no_functions():
+    assert functions("inline int f() { /* never closed", "bad.metal") == ()
+
+
+@pytest.mark.realdata
+def test_the_wheels_headers_give_the_helpers_kernels_should_call():
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    folder = Path(list(spec.submodule_search_locations)[0], "include/c10/metal") if spec else None
+    if folder is None or not folder.is_dir():
+        pytest.skip("torch==2.13.0 is not installed (its include/c10/metal headers)")
+    texts = {f"c10/metal/{p.name}": p.read_text() for p in folder.glob("*.h")}
+    known = {f.qualified for f in helpers(texts)}
+    assert {"c10::metal::max", "c10::metal::min", "c10::metal::floor_divide",
+            "c10::metal::fmod", "c10::metal::erfinv"} <= known  # fmt: skip
