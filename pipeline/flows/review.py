@@ -14,19 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.config import Settings
+from pipeline.errors import PipelineError
 from pipeline.guide.review import enabled, run_checks
 from pipeline.guide.review.base import FileChange, Finding, MathResult, Review
 from pipeline.impact.changes import ChangedFile, changed_files
+from pipeline.results.math import FunctorCheck, Status
 from pipeline.tree.git import default_base
 from pipeline.tree.index import TreeIndex, load_index
 from pipeline.tree.metal_functions import Function, helpers
 from pipeline.tree.text import read_text
 
 HEADERS = "c10/metal"  # in a checkout
-MATH_PENDING = (
-    "check-math: not run: `mps-pipeline check-math` (issue 17) is not merged yet; "
-    "pipeline.flows.review.review(math_results=...) is its hook"
-)
 
 
 @dataclass(frozen=True)
@@ -60,6 +58,45 @@ def file_changes(changes: Sequence[ChangedFile]) -> tuple[FileChange, ...]:
     return tuple(FileChange(c.path, c.old_text, c.new_text, c.new_ranges) for c in changes)
 
 
+def math_result(functor: FunctorCheck) -> MathResult:
+    """check-math's verdict on one functor, as the review check reads it."""
+    if functor.compile_error:
+        return MathResult(functor.kernel, False, f"does not compile: {functor.compile_error}")
+    if functor.failure:
+        return MathResult(functor.kernel, False, functor.failure)
+    for d in functor.dtypes:
+        if d.status is Status.MISMATCH:
+            first = d.counterexamples[0] if d.counterexamples else None
+            where = (
+                f": ({', '.join(first.inputs)}) gives {first.kernel}, torch {first.torch}"
+                if first is not None
+                else ""
+            )
+            return MathResult(functor.kernel, False, f"{d.dtype}, {d.mismatched} wrong{where}")
+    return MathResult(functor.kernel, True, "")
+
+
+def changed_functors_math(
+    settings: Settings, changes: Sequence[ChangedFile]
+) -> tuple[dict[str, MathResult] | None, str]:
+    """check-math of every changed kernels file (None and why when it cannot run here)."""
+    from pipeline.flows import math  # a compiler and torch: only when a .metal file changed
+
+    kernels = sorted(
+        c.path for c in changes if c.path.endswith(".metal") and c.new_text is not None
+    )
+    if not kernels:
+        return {}, ""
+    results: dict[str, MathResult] = {}
+    try:
+        for path in kernels:
+            report = math.run_check(settings, file=path)
+            results.update((f.kernel, math_result(f)) for f in report.functors)
+    except PipelineError as exc:
+        return None, f"check-math: not run: {exc}"
+    return results, ""
+
+
 def check_changes(
     settings: Settings,
     changes: Sequence[ChangedFile],
@@ -78,7 +115,9 @@ def check_changes(
         if where is None and "helper-exists" in ran:
             notes.append("helper-exists: no c10/metal headers in the checkout or torch wheel")
     if math_results is None and "check-math" in ran:
-        notes.append(MATH_PENDING)
+        math_results, note = changed_functors_math(settings, changes)
+        if note:
+            notes.append(note)
     review = Review(
         changes=file_changes(changes),
         index=index or load_index(settings.tree),

@@ -74,7 +74,7 @@ class FileChange:
 
 @dataclass(frozen=True)
 class MathResult:
-    """What ``check-math`` (issue 17) says of one functor: agreement with torch on CPU."""
+    """What ``check-math`` says of one functor: agreement with torch on CPU."""
 
     functor: str
     ok: bool
@@ -90,7 +90,7 @@ class ChangedFunctor:
 
 @dataclass
 class Review:
-    """A check's input. ``math`` is None until check-math exists (see check_math.py)."""
+    """A check's input. ``math`` is None when check-math could not run (see check_math.py)."""
 
     changes: tuple[FileChange, ...]
     index: TreeIndex

@@ -1,10 +1,11 @@
 """The result of ``check-math`` for each changed functor (the math checked against torch on
 CPU, per dtype, with edge values).
 
-HOOK: ``check-math`` is issue 17's command and is not merged yet. Until it is, the review
-flow passes ``Review.math = None`` and this check reports nothing; the flow's
-``math_results`` parameter (:func:`pipeline.flows.review.review`) is where issue 17's
-runner plugs in: functor name -> :class:`MathResult`.
+The review flow runs check-math on every changed kernels file
+(:func:`pipeline.flows.review.changed_functors_math`) and hands the verdicts in as
+``Review.math``: functor name -> :class:`MathResult`. None means check-math could not run
+here (no compiler, no torch); the flow says so in the report's notes, and this check finds
+nothing rather than passing silently.
 """
 
 from __future__ import annotations
