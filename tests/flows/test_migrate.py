@@ -36,9 +36,11 @@ def test_every_stage_runs_after_stages_of_the_table_without_a_cycle(tmp_path: Pa
         if dry_run:
             assert order == ["preview", "migrate_op"]
         else:
-            # the guide's order: audit, edit, build, test, table, drop xfails, summary
+            # the guide's order: audit, edit, the math on the host, build, test, table, drop
+            # xfails, summary
             assert order == [
-                "audit", "edit", "build", "test_op", "table", "drop_xfails", "summary",
+                "audit", "edit", "check_math", "build", "test_op", "table", "drop_xfails",
+                "summary",
                 "migrate_op",
             ]  # fmt: skip
 
