@@ -844,6 +844,11 @@ def fleet_history(path: Path, n_tests: int, nights: int, runners: Sequence[str])
                         FROM tests""",
                         (run, night),
                     )
+                    db.execute(  # as history.record_nightly stores them with each run
+                        "INSERT INTO run_outcomes SELECT ?, outcome, COUNT(*) FROM results "
+                        "WHERE run_id = ? GROUP BY outcome",
+                        (run, run),
+                    )
     finally:
         db.close()
 
