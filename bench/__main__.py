@@ -19,6 +19,7 @@ Benchmarks (``--only`` names):
   generation, one night's ingestion in a subprocess (time, peak RSS) with the history's
   integrity check and without it, alternately, the history's size, the analysis,
   ``shards`` planning, summary.json's and the dashboard's sizes (see :mod:`bench.fleet`);
+- ``dashboard``: index.html's size at 100,000 results a night;
 - ``selection``: tests selected for single-operator changes, sandbox and real yaml, and
   whether the changed operator was missed.
 
@@ -69,7 +70,7 @@ from bench.common import (
     timed,
     wheel_file,
 )
-from bench.fleet import FLEET_RUNNERS, bench_fleet  # noqa: F401 (FLEET_RUNNERS: re-exported)
+from bench.fleet import FLEET_RUNNERS, bench_dashboard, bench_fleet  # noqa: F401 (FLEET_RUNNERS: re-exported)
 from bench.peers import bench_junit_peer, bench_yaml_peer
 from pipeline import sandbox
 from pipeline.config import Settings, load_settings
@@ -83,7 +84,7 @@ NATIVE_YAML = paths.NATIVE_YAML
 COMMON_MPS = paths.COMMON_MPS
 BENCHMARKS = (
     "index", "audit", "migrate", "transaction", "junit", "junit-peer", "yaml-peer", "shards",
-    "fleet", "suspects", "selection",
+    "fleet", "dashboard", "suspects", "selection",
 )  # fmt: skip
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
@@ -917,6 +918,7 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "yaml-peer": bench_yaml_peer,
     "shards": bench_shards,
     "fleet": bench_fleet,
+    "dashboard": bench_dashboard,
     "suspects": bench_suspects,
     "selection": bench_selection,
 }

@@ -159,6 +159,56 @@ def fleet_child(spec: str) -> None:
     )
 
 
+def write_reports(results: Path, n_tests: int, shards_per_runner: int) -> Path:
+    """Each runner's night as ``shards_per_runner`` JUnit files of make_report's cases."""
+    from bench.synthetic import make_report
+
+    per = -(-n_tests // shards_per_runner)
+    for r, runner in enumerate(FLEET_RUNNERS):
+        for k in range(shards_per_runner):
+            count = min(per, n_tests - k * per)
+            report = results / runner / f"shard-{k + 1}.xml"
+            report.parent.mkdir(parents=True, exist_ok=True)
+            # wall times a little uneven, as shards are
+            wall = 0.25 * count * (1 + 0.05 * ((k + r) % 3))
+            report.write_text(make_report(count, start=k * per, suite_time=wall), "utf-8")
+    return results
+
+
+def bench_dashboard(ctx: Context, n_results: int = 100_000) -> Result:
+    """The dashboard of a night of ``n_results`` results (3 runners), after one earlier
+    night: index.html's size, and summary.json's."""
+    n_tests = -(-n_results // len(FLEET_RUNNERS))
+    work = ctx.work / "dashboard"
+    path = work / "history" / "nightly.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fleet_history(path, n_tests, 1, FLEET_RUNNERS)
+    results = write_reports(work / "results", n_tests, FLEET_SHARDS)
+    root = sandbox.materialize(work / "tree")
+    spec = {"root": str(root), "state": str(work / "state"), "results": str(results),
+            "history": str(path), "runners": list(FLEET_RUNNERS)}  # fmt: skip
+    code = f"from bench.fleet import fleet_child; fleet_child({json.dumps(spec)!r})"
+    child = json.loads(run(ctx, [sys.executable, "-c", code], REPO).stdout.splitlines()[-1])
+    size = child["files"]
+    scale = f"{len(FLEET_RUNNERS)} × {n_tests:,} results"
+    return Result(
+        "dashboard",
+        f"the dashboard at {n_results:,} results a night",
+        f"one nightly of {scale} (make_report's outcomes; one earlier night in the history) "
+        "through run_nightly + publish, in a subprocess: the files it writes",
+        (
+            Figure("dashboard index.html", size["index.html"] / 1e6, "MB", "<= 5 MB", True),
+            Figure("  summary.json", size["summary.json"] / 1e6, "MB"),
+            Figure("  heatmap rows", child["rows"], ""),
+        ),
+        (
+            "a heatmap over 4,000 cells is a JSON data block drawn on canvases "
+            "(pipeline/report/heatmap_canvas.py); smaller ones are inline SVG",
+        ),
+        {"files": size, "rows": child["rows"], "results": n_tests * len(FLEET_RUNNERS)},
+    )
+
+
 def bench_fleet(
     ctx: Context,
     n_tests: int | None = None,
@@ -166,7 +216,7 @@ def bench_fleet(
     shards_per_runner: int = FLEET_SHARDS,
 ) -> Result:
     """One nightly at fleet size, on a generated history: see :func:`fleet_history`."""
-    from bench.synthetic import case_name, make_report
+    from bench.synthetic import case_name
     from pipeline.results import history, shards
 
     n_tests = n_tests or (1_200 if ctx.quick else FLEET_TESTS)
@@ -178,16 +228,7 @@ def bench_fleet(
     fleet_history(path, n_tests, nights, FLEET_RUNNERS)
     generate_s = time.perf_counter() - start
     generated_mb = path.stat().st_size / 1e6
-    results = work / "results"
-    per = -(-n_tests // shards_per_runner)
-    for r, runner in enumerate(FLEET_RUNNERS):
-        for k in range(shards_per_runner):
-            count = min(per, n_tests - k * per)
-            report = results / runner / f"shard-{k + 1}.xml"
-            report.parent.mkdir(parents=True, exist_ok=True)
-            # wall times a little uneven, as shards are
-            wall = 0.25 * count * (1 + 0.05 * ((k + r) % 3))
-            report.write_text(make_report(count, start=k * per, suite_time=wall), "utf-8")
+    results = write_reports(work / "results", n_tests, shards_per_runner)
     root = sandbox.materialize(work / "tree")
     night = work / "night" / "nightly.sqlite"
     children: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
