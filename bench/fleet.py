@@ -26,6 +26,8 @@ FLEET_SHARDS = 4  # JUnit files per runner
 # the analysis' phases, timed in the child: (module, function)
 _FLEET_PHASES = (
     ("pipeline.results.history", "check"),
+    ("pipeline.results.history", "sealed"),
+    ("pipeline.results.history", "seal"),
     ("pipeline.results.junit", "parse_reports"),
     ("pipeline.results.junit", "merge_reports"),
     ("pipeline.results.history", "record_nightly"),
@@ -226,31 +228,34 @@ def bench_fleet(
     path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     fleet_history(path, n_tests, nights, FLEET_RUNNERS)
+    history.seal(path, full=True)  # as the last nightly leaves it
     generate_s = time.perf_counter() - start
     generated_mb = path.stat().st_size / 1e6
     results = write_reports(work / "results", n_tests, shards_per_runner)
     root = sandbox.materialize(work / "tree")
     night = work / "night" / "nightly.sqlite"
-    children: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
-    for _ in range(ctx.repeats(5)):
-        for verify in (True, False):
-            # a fresh copy each time: a night changes the history (one more, one pruned)
-            shutil.rmtree(night.parent, ignore_errors=True)
-            night.parent.mkdir(parents=True)
-            shutil.copyfile(path, night)
-            spec = {"root": str(root), "state": str(work / f"state-{len(children[verify])}"),
-                    "results": str(results), "history": str(night),
-                    "runners": list(FLEET_RUNNERS), "verify": verify}  # fmt: skip
-            code = f"from bench.fleet import fleet_child; fleet_child({json.dumps(spec)!r})"
-            out = run(ctx, [sys.executable, "-c", code], REPO).stdout.splitlines()[-1]
-            children[verify].append(json.loads(out))
-            shutil.rmtree(work / spec["state"], ignore_errors=True)
-    nights = {
-        v: [c["run_nightly_s"] + c["publish_s"] for c in runs] for v, runs in children.items()
-    }
-    child = children[True][0]
-    ingest = _median(nights[True])
-    unchecked = _median(nights[False])
+    children: dict[bool | None, list[dict[str, Any]]] = {True: [], False: [], None: []}
+    # checked (the usual night: the file is what the last night sealed), unchecked, and
+    # once a night whose file is not sealed: the whole integrity_check, 1 night in 7
+    for verify in [True, False] * ctx.repeats(5) + [None]:
+        # a fresh copy each time: a night changes the history (one more, one pruned)
+        shutil.rmtree(night.parent, ignore_errors=True)
+        night.parent.mkdir(parents=True)
+        shutil.copyfile(path, night)
+        if verify is not None:
+            shutil.copyfile(f"{path}{history.SEAL}", f"{night}{history.SEAL}")
+        spec = {"root": str(root), "state": str(work / f"state-{len(children[verify])}-{verify}"),
+                "results": str(results), "history": str(night),
+                "runners": list(FLEET_RUNNERS), "verify": verify is not False}  # fmt: skip
+        code = f"from bench.fleet import fleet_child; fleet_child({json.dumps(spec)!r})"
+        out = run(ctx, [sys.executable, "-c", code], REPO).stdout.splitlines()[-1]
+        children[verify].append(json.loads(out))
+        shutil.rmtree(work / spec["state"], ignore_errors=True)
+    walls = {v: [c["run_nightly_s"] + c["publish_s"] for c in runs] for v, runs in children.items()}
+    full = walls[None][0]
+    child = children[None][0]  # its phases: the whole check's among them
+    ingest = _median(walls[True])
+    unchecked = _median(walls[False])
     phases = child["phases_s"]
     analysis = sum(phases.get(name, 0.0) for name in _ANALYSIS)
     db_mb = night.stat().st_size / 1e6
@@ -274,14 +279,24 @@ def bench_fleet(
         Figure(
             f"one night's ingestion ({len(FLEET_RUNNERS)} × {n_tests:,} cases, "
             f"{shards_per_runner} shards each): run_nightly + publish, median of "
-            f"{len(nights[True])}",
+            f"{len(walls[True])}",
             ingest,
             "s",
             "<= 2.5 s",
             True,
         ),
         Figure("  the same night without the history's integrity check", unchecked, "s"),
+        Figure(
+            f"  a night with the whole integrity check (1 in {history.FULL_CHECK_EVERY})",
+            full,
+            "s",
+        ),
         Figure("  with the check / without it", ingest / unchecked, "x", headline=True),
+        Figure(
+            "  the usual night's check: the file against its seal (digest)",
+            children[True][0]["phases_s"].get("sealed", 0.0),
+            "s",
+        ),
         Figure(
             "  peak memory without the check",
             _median([c["peak_rss_mb"] for c in children[False]]),
@@ -331,15 +346,16 @@ def bench_fleet(
             "judge its few entries (the generated operators have none)",
             "suspects: the generated runs record no PyTorch commit, so each regression's "
             "suspects stop at 'not recorded' (no git log): the figure excludes commit analysis",
-            "each night runs on a fresh copy of the generated history, with its integrity check "
-            "and without it, alternately; the phases are those of the first checked night, "
-            "timed inside the child (the check in a thread, beside the rest of the work)",
+            "each night runs on a fresh copy of the generated history (sealed as a nightly leaves "
+            "it), with its check and without it, alternately, then once unsealed (the whole "
+            "integrity_check, due every 7th night); the phases are that night's, timed inside "
+            "the child (the check in a thread, beside the rest of the work)",
         ),
         {
             "generate_s": generate_s,
             "generated_mb": generated_mb,
             "child": child,
-            "nights_s": {"checked": nights[True], "unchecked": nights[False]},
+            "nights_s": {"checked": walls[True], "unchecked": walls[False], "full": walls[None]},
             "vs_peer": [
                 {
                     "path": f"one nightly at fleet size ({scale})",

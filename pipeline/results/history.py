@@ -52,7 +52,9 @@ from pipeline.results.history_file import (  # noqa: F401 (the history's API, re
     BACKUPS,
     DEFAULT_BACKUPS,
     DEFAULT_FILE,
+    FULL_CHECK_EVERY,
     SCHEMA_VERSION,
+    SEAL,
     DamagedHistoryError,
     HistoryCheck,
     backup,
@@ -60,6 +62,8 @@ from pipeline.results.history_file import (  # noqa: F401 (the history's API, re
     check,
     connect,
     open_read_only,
+    seal,
+    sealed,
     writes_on_open,
 )
 from pipeline.results.junit import CaseResult, Outcome

@@ -422,17 +422,22 @@ class NightlyOutcome:
 
 
 class _HistoryCheck:
-    """:func:`history.check` (thorough) of ``path`` in a thread; :meth:`result` waits for it
-    and raises what it raised."""
+    """In a thread: :func:`history.check` (thorough) of ``path``, unless the file is
+    byte for byte what the last nightly sealed and a whole check is not due
+    (:func:`history.sealed`); :meth:`result` waits for it and raises what it raised."""
 
     def __init__(self, path: Path) -> None:
         self._error: BaseException | None = None
+        self.full = True  # the whole integrity_check ran (set in the thread)
         self._thread = threading.Thread(target=self._run, args=(path,), daemon=True)
         self._thread.start()
 
     def _run(self, path: Path) -> None:
         try:
-            history.check(path, thorough=True)
+            if history.sealed(path):
+                self.full = False
+            else:
+                history.check(path, thorough=True)
         except BaseException as exc:  # handed to the caller by result()
             self._error = exc
 
@@ -549,6 +554,7 @@ def run_nightly(
         # the night writes stays in the -wal file until it is committed, so the check reads a
         # file nothing changes under it.
         check = _HistoryCheck(history_path) if checked and verify else None
+        checker = check  # what the check was, once it is done
         try:
             reports, warnings, cases, skipped, walls, n_reports = _read_reports(settings, results)
             index: TreeIndex | None = None
@@ -630,6 +636,8 @@ def run_nightly(
             raise
         finally:
             db.close()
+        if verify:  # closed, its WAL merged: the file as the next night should find it
+            history.seal(history_path, full=checker is None or checker.full)
         for out, final in merged.items():
             _place(out, final)
         if regressions:
