@@ -372,6 +372,7 @@ def _stream(path: Path, source: str, read: _Read) -> None:
     # the fast path's globals as variables of the closure (no dict lookup per use)
     dtypes = {dtype: dtype for dtype in _DTYPES}
     classnames: dict[str, str] = {}
+    last = [""]  # the last testcase's classname
     new, set_classname, set_name, set_kind, set_stem, set_dtype = (
         _new,
         _set_classname,
@@ -437,7 +438,9 @@ def _stream(path: Path, source: str, read: _Read) -> None:
         name = attrs.get("name", "")
         classname = attrs.get("classname", "")
         # one string for a class's 10,000 results, not one each (memory, and speed with it)
-        key = (classnames.setdefault(classname, classname), name)
+        if classname != last[0]:
+            last[0] = classnames.setdefault(classname, classname)
+        key = (last[0], name)
         time = attrs.get("time")
         try:
             seconds = float(time) if time else 0.0
