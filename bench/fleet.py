@@ -250,7 +250,7 @@ def bench_fleet(
         code = f"from bench.fleet import fleet_child; fleet_child({json.dumps(spec)!r})"
         out = run(ctx, [sys.executable, "-c", code], REPO).stdout.splitlines()[-1]
         children[verify].append(json.loads(out))
-        shutil.rmtree(work / spec["state"], ignore_errors=True)
+        shutil.rmtree(str(spec["state"]), ignore_errors=True)
     walls = {v: [c["run_nightly_s"] + c["publish_s"] for c in runs] for v, runs in children.items()}
     full = walls[None][0]
     child = children[None][0]  # its phases: the whole check's among them

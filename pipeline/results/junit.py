@@ -365,7 +365,7 @@ def _stream(path: Path, source: str, read: _Read) -> None:
     case_depth = 0  # depth of the open <testcase>, 0 outside one
     case_attrs: dict[str, str] = {}
     children: list[_Child] = []
-    root = ["", None]  # the root's tag and time
+    root: list[str | None] = ["", None]  # the root's tag and time
     suite_times: list[str] = []  # time of each <testsuite> directly in a <testsuites> root
     passed = Outcome.PASS
     result_tags = _RERUN_TAGS | _FINAL_TAGS
@@ -399,9 +399,10 @@ def _stream(path: Path, source: str, read: _Read) -> None:
         if case_depth:
             if depth == case_depth + 1 and tag in result_tags:
                 message = attrs.get("message")
-                child = [tag, message, attrs.get("type"), None]
+                child: _Child = [tag, message, attrs.get("type"), None]
                 if message is None:
-                    child[3] = text = []
+                    text: list[str] = []
+                    child[3] = text
                     parser.CharacterDataHandler = text.append
                 children.append(child)
         elif tag == "testcase":
@@ -511,7 +512,7 @@ def _stream(path: Path, source: str, read: _Read) -> None:
         # what the attempts of each repeated id add up to, also when the file is damaged
         for key, found in attempts.items():
             cases[key] = _fold(key, found, source)
-    read.wall = _suite_time(root[0], root[1], suite_times)
+    read.wall = _suite_time(root[0] or "", root[1], suite_times)
 
 
 def _suite_time(tag: str, time: str | None, suites: list[str]) -> float | None:
