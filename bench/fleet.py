@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, Context, Figure, Result, _median, run, settings_for
+from bench.common import REPO, Context, Figure, Result, _median, peak_rss_mb, run, settings_for
 from pipeline import sandbox
 
 FLEET_RUNNERS = ("macos-m1-14", "macos-m2-15", "macos-m2-26")
@@ -103,7 +103,6 @@ def fleet_child(spec: str) -> None:
     runs it (run_nightly + publish), each phase timed; prints JSON with the peak RSS."""
     import functools
     import importlib
-    import resource
 
     from pipeline.guide.backlog import backlog
     from pipeline.report.nightly import publish
@@ -141,8 +140,7 @@ def fleet_child(spec: str) -> None:
     recorded = time.perf_counter()
     files = publish(outcome)
     done = time.perf_counter()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    peak_mb = peak / 1e6 if sys.platform == "darwin" else peak / 1024  # bytes / KiB
+    peak_mb = peak_rss_mb()
     summary = outcome.summary
     print(
         json.dumps(

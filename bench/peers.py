@@ -37,12 +37,8 @@ from bench.common import (
 )
 
 JUNIT_CASES = 100_000
-# appended to every child: its peak resident memory, in KiB on Linux, bytes on macOS
-_PEAK = (
-    "\nimport resource, sys as _s\n"
-    "_m = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-    "print('peak', _m / 1e6 if _s.platform == 'darwin' else _m / 1024)\n"
-)
+# appended to every child: its peak resident memory, in MiB (bench.common.peak_rss_mb)
+_PEAK = "\nfrom bench.common import peak_rss_mb\nprint('peak', peak_rss_mb())\n"
 _OURS_JUNIT = """\
 import sys
 from pipeline.results.junit import parse_report
