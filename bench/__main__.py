@@ -12,10 +12,14 @@ Benchmarks (``--only`` names):
   ``-X importtime`` of ``pipeline.tasks``);
 - ``migrate``: a no-op ``doit migrate_op op=atan2`` (everything up to date) against the floor;
 - ``junit``: parsing a 100,000-testcase JUnit report;
+- ``junit-peer``, ``yaml-peer``: whole processes side by side with junitparser (time and
+  peak memory) and torchgen's ``parse_native_yaml`` (see :mod:`bench.peers`);
 - ``shards``: planning 20,000 tests' shards from a history of 7 nights × 3 runners;
 - ``fleet``: a nightly at fleet size (3 runners × 20,000 results, 180 nights kept): history
-  generation, one night's ingestion in a subprocess (time, peak RSS), the history's size,
-  the analysis, ``shards`` planning, summary.json's and the dashboard's sizes;
+  generation, one night's ingestion in a subprocess (time, peak RSS) with the history's
+  integrity check and without it, alternately, the history's size, the analysis,
+  ``shards`` planning, summary.json's and the dashboard's sizes (see :mod:`bench.fleet`);
+- ``dashboard``: index.html's size at 100,000 results a night;
 - ``selection``: tests selected for single-operator changes, sandbox and real yaml, and
   whether the changed operator was missed;
 - ``review``: the review checks on a 1,000-line diff (:mod:`bench.review`);
@@ -25,26 +29,24 @@ Benchmarks (``--only`` names):
 All trees, doit databases and state directories are temporary. What is kept between runs,
 under ``--cache-dir``, is only what a user's machine keeps too: the op_db dump and a
 bytecode cache for the subprocesses. Results are also written to ``<cache-dir>/bench.json``.
+The closing ratio table puts every hot path beside its peer measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import io
 import json
 import os
 import pstats
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,26 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bench.common import (
+    _FLOOR_DODO,
+    DODO,
+    WHEEL_FILES,
+    BenchError,
+    Context,
+    Figure,
+    Result,
+    _median,
+    command,
+    doit_command,
+    make_context,
+    round_robin,
+    run,
+    settings_for,
+    timed,
+    wheel_file,
+)
+from bench.fleet import FLEET_RUNNERS, bench_dashboard, bench_fleet  # noqa: F401 (FLEET_RUNNERS: re-exported)
+from bench.peers import bench_junit_peer, bench_yaml_peer
 from pipeline import sandbox
 from pipeline.config import Settings, load_settings
 from pipeline.errors import PipelineError
@@ -61,18 +83,11 @@ from pipeline.impact.changes import ChangedFile
 from pipeline.tree import common_mps, metal, native_yaml, objc, opinfo, paths
 from pipeline.workspace import prepare
 
-REPO = Path(__file__).resolve().parent.parent
-DODO = REPO / "dodo.py"
 NATIVE_YAML = paths.NATIVE_YAML
 COMMON_MPS = paths.COMMON_MPS
-# tree path -> (package, path inside the installed package) of the torch 2.13.0 wheel
-WHEEL_FILES = {
-    NATIVE_YAML: ("torchgen", "packaged/ATen/native/native_functions.yaml"),
-    COMMON_MPS: ("torch", "testing/_internal/common_mps.py"),
-}
 BENCHMARKS = (
-    "index", "audit", "migrate", "transaction", "junit", "shards", "fleet", "suspects",
-    "selection", "math", "review", "tracker",
+    "index", "audit", "migrate", "transaction", "junit", "junit-peer", "yaml-peer", "shards",
+    "fleet", "dashboard", "suspects", "selection", "math", "review", "tracker",
 )  # fmt: skip
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
@@ -82,161 +97,7 @@ SUSPECT_COMMITS = 50  # a night's range of PyTorch commits
 SUSPECT_OPS = 5  # regressed operators whose suspects are named over that range
 SHARD_TESTS = 20_000  # the shards benchmark's suite, recorded for 7 nights on 3 runners
 WIDTH = 100  # of the printed report (notes are wrapped to it)
-# the environment must not point the subprocesses at another tree or interpreter
-_DROPPED_ENV = ("PYTHONDONTWRITEBYTECODE",)
-_FLOOR_DODO = '''\
-"""doit's floor: one task with no dependencies that is always up to date."""
-
-DOIT_CONFIG = {{"backend": "sqlite3", "dep_file": {dep_file!r}, "verbosity": 2}}
-
-
-def task_noop():
-    return {{"actions": [lambda: None], "uptodate": [True]}}
-'''
-
-
-class BenchError(Exception):
-    """A benchmark could not run (a command failed, an input is missing)."""
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One printed number: what it measures, its value, and the issue's goal if any."""
-
-    label: str
-    value: float
-    unit: str  # "s" | "x" (ratio) | "tests" | "cases/s" | "" (a count)
-    goal: str = ""
-    headline: bool = False  # also shown in the closing table
-
-    def text(self) -> str:
-        if self.unit == "s":
-            return f"{self.value:.3f} s"
-        if self.unit == "x":
-            return f"{self.value:.2f}x"
-        if self.unit == "cases/s":
-            return f"{self.value:,.0f} cases/s"
-        if self.unit == "%":
-            return f"{self.value:.1f}%"
-        count = f"{self.value:,.0f}" if float(self.value).is_integer() else f"{self.value:,.1f}"
-        return f"{count} {self.unit}".rstrip()
-
-
-@dataclass(frozen=True)
-class Result:
-    """One benchmark's figures, the notes that qualify them, and raw data for bench.json."""
-
-    name: str
-    title: str
-    measures: str
-    figures: tuple[Figure, ...]
-    notes: tuple[str, ...] = ()
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Context:
-    """Where a run works, how often it repeats, and the subprocess environment."""
-
-    work: Path  # scratch for this run, deleted at the end
-    cache: Path  # kept between runs: op_db dump, bytecode, bench.json
-    quick: bool
-    env: Mapping[str, str]
-    memo: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def repeats(self, full: int) -> int:
-        """``full`` repetitions, or about a third of them with ``--quick``."""
-        return max(1, (full + 1) // 3) if self.quick else full
-
-
-def make_context(work: Path, cache: Path, *, quick: bool) -> Context:
-    """A context whose subprocesses run the interpreter and doit of this environment.
-
-    The subprocesses get a bytecode cache under ``cache`` (as an installed package has one):
-    with PYTHONDONTWRITEBYTECODE set, every start would compile the pipeline's modules again.
-    """
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in _DROPPED_ENV and not k.startswith("MPS_PIPELINE_")
-    }
-    env["PYTHONPYCACHEPREFIX"] = str(cache / "pycache")
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return Context(work=work, cache=cache, quick=quick, env=env)
-
-
-# --- timing ---------------------------------------------------------------------------------
-
-
-def timed(fn: Callable[[], object], n: int) -> list[float]:
-    """Wall-clock seconds of ``n`` calls of ``fn``."""
-    samples = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return samples
-
-
-def run(
-    ctx: Context, argv: Sequence[str], cwd: Path, ok: Iterable[int] = (0,)
-) -> subprocess.CompletedProcess[str]:
-    """Run a command in the benchmark environment; BenchError unless it exits with ``ok``."""
-    proc = subprocess.run(
-        list(argv), cwd=cwd, env=dict(ctx.env), capture_output=True, text=True, check=False
-    )
-    if proc.returncode not in tuple(ok):
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
-        raise BenchError(f"`{' '.join(argv)}` exited {proc.returncode}:\n{tail}")
-    return proc
-
-
-def round_robin(fns: Mapping[str, Callable[[], object]], n: int) -> dict[str, list[float]]:
-    """``n`` wall-clock samples of each of ``fns``, taken in turn, so that a change in the
-    machine's load while they run shows in all of them alike."""
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(n):
-        for name, fn in fns.items():
-            samples[name] += timed(fn, 1)
-    return samples
-
-
-def command(
-    ctx: Context, argv: Sequence[str], cwd: Path, ok: Iterable[int] = (0,)
-) -> Callable[[], object]:
-    """A callable running ``argv`` (wall time then includes start-up, as a user sees it)."""
-    return lambda: run(ctx, argv, cwd, ok)
-
-
-def doit_command() -> list[str]:
-    """The ``doit`` of this interpreter's environment."""
-    script = Path(sys.executable).parent / "doit"
-    if script.is_file():
-        return [str(script)]
-    found = shutil.which("doit")
-    return [found] if found else [sys.executable, "-m", "doit"]
-
-
-def _median(samples: Sequence[float]) -> float:
-    return statistics.median(samples)
-
-
 # --- trees and settings ---------------------------------------------------------------------
-
-
-def settings_for(root: Path, state: Path, *, opinfo_table: Path | None) -> Settings:
-    """Settings for ``root`` with state under ``state``, ignoring MPS_PIPELINE_* variables."""
-    settings = load_settings({"root": str(root), "state_dir": str(state)}, env={}, cwd=state)
-    return dataclasses.replace(settings, opinfo_table=opinfo_table, python=sys.executable)
-
-
-def wheel_file(package: str, rel: str) -> Path | None:
-    """A file of an installed package, located without importing it (torch takes seconds)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(list(spec.submodule_search_locations)[0], rel)
-    return path if path.is_file() else None
 
 
 def real_tree(ctx: Context) -> Path:
@@ -527,6 +388,22 @@ def bench_audit(ctx: Context) -> Result:
         ),
         {
             "doit_audit_s": audit,
+            "vs_peer": [
+                {
+                    "path": f"warm doit audit op={AUDIT_OP}",
+                    "ours": m_audit,
+                    "peer": m_floor,
+                    "peer_name": "doit's floor: a no-op one-task dodo",
+                    "unit": "s",
+                },
+                {
+                    "path": f"warm mps-pipeline audit {AUDIT_OP}",
+                    "ours": m_cli,
+                    "peer": m_py,
+                    "peer_name": "python -c pass",
+                    "unit": "s",
+                },
+            ],  # fmt: skip
             "cli_audit_s": cli_runs,
             "doit_floor_s": floor,
             "python_s": python,
@@ -585,7 +462,21 @@ def bench_migrate(ctx: Context) -> Result:
             "the floor is the same doit, sqlite3 backend and interpreter; its runs alternate "
             "with the no-op's",
         ),
-        {"noop_s": noop, "doit_floor_s": floor, "first_run_s": first, "profile_s": phases},
+        {
+            "noop_s": noop,
+            "doit_floor_s": floor,
+            "first_run_s": first,
+            "profile_s": phases,
+            "vs_peer": [
+                {
+                    "path": f"no-op doit migrate_op op={AUDIT_OP}",
+                    "ours": m_noop,
+                    "peer": m_floor,
+                    "peer_name": "doit's floor: a no-op one-task dodo",
+                    "unit": "s",
+                },
+            ],  # fmt: skip
+        },
     )
 
 
@@ -773,264 +664,6 @@ def bench_shards(ctx: Context, n_tests: int = SHARD_TESTS, nights: int = 7) -> R
             "nights": nights,
             "ratio": result.ratio,
             "count_ratio": count.ratio,
-        },  # fmt: skip
-    )
-
-
-# --- 4b. a nightly at fleet size ------------------------------------------------------------
-
-FLEET_RUNNERS = ("macos-m1-14", "macos-m2-15", "macos-m2-26")
-FLEET_TESTS = 20_000  # consistency results per runner per night
-FLEET_NIGHTS = 180  # the history keeps 180 nightlies (nightly --keep)
-FLEET_SHARDS = 4  # JUnit files per runner
-# the analysis' phases, timed in the child: (module, function), patched where they are called
-_FLEET_PHASES = (
-    ("pipeline.results.history", "check"),
-    ("pipeline.results.junit", "parse_reports"),
-    ("pipeline.results.junit", "merge_reports"),
-    ("pipeline.results.history", "record_nightly"),
-    ("pipeline.flows.nightly", "propose"),  # as the flow calls it
-    ("pipeline.results.macos", "propose_moves"),
-    ("pipeline.flows.nightly", "find_regressions"),  # as the flow calls it
-    ("pipeline.flows.nightly", "name_suspects"),  # as the flow calls it
-    ("pipeline.flows.nightly", "find_flaky"),  # as the flow calls it
-    ("pipeline.results.history", "outcome_counts"),
-    ("pipeline.results.history", "prune"),
-    ("pipeline.results.history", "backup"),
-)
-_ANALYSIS = ("propose", "propose_moves", "find_regressions", "name_suspects", "find_flaky")
-
-
-def fleet_history(path: Path, n_tests: int, nights: int, runners: Sequence[str]) -> None:
-    """A history of ``nights`` nightlies × ``runners`` × ``n_tests`` results, in SQL.
-
-    The tests are :func:`bench.synthetic.make_report`'s, with its outcomes,
-    except that a quarter of its failures passed before (tonight's regressions) and one
-    test in 1,999 failed on a night (flips: flaky over the window, fixes, regressions).
-    """
-    from datetime import datetime, timedelta, timezone
-
-    from bench.synthetic import case_name
-    from pipeline.results import history
-    from pipeline.results.junit import parse_test_id
-
-    db = history.connect(path)
-    try:
-        with db:
-            rows = []
-            for i in range(n_tests):
-                name = case_name(i)
-                kind, stem, dtype = parse_test_id(name) or (None, None, None)
-                rows.append((i + 1, "test_mps.TestConsistencyMPS", name, kind, stem, dtype))
-            db.executemany("INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?)", rows)
-        first = datetime(2026, 3, 1, 3, 17, tzinfo=timezone.utc) - timedelta(days=nights)
-        run = 0
-        for night in range(nights):
-            started = history.timestamp(first + timedelta(days=night))
-            with db:
-                for runner in runners:
-                    run += 1
-                    db.execute(
-                        'INSERT INTO runs (id, started, runner, "commit", source) '
-                        "VALUES (?, ?, ?, '', ?)",
-                        (run, started, runner, f"bench-{night}"),
-                    )
-                    db.execute(
-                        """INSERT INTO results SELECT ?, id, CASE
-                            WHEN (id - 1) % 211 = 0 THEN 'error'
-                            WHEN (id - 1) % 97 = 0 AND ((id - 1) / 97) % 4 != 0 THEN 'fail'
-                            WHEN (id - 1) % 89 = 0 THEN 'xpass'
-                            WHEN (id - 1) % 13 = 0 THEN 'xfail'
-                            WHEN (id - 1) % 31 = 0 THEN 'skip'
-                            WHEN ((id - 1) * 7 + ?) % 1999 = 0 THEN 'fail'
-                            ELSE 'pass' END, 0, 1, ((id - 1) % 1000) / 1000.0 + 0.0005
-                        FROM tests""",
-                        (run, night),
-                    )
-    finally:
-        db.close()
-
-
-def fleet_child(spec: str) -> None:
-    """In a subprocess (``python -c``): one nightly on the generated history, as the command
-    runs it (run_nightly + publish), each phase timed; prints JSON with the peak RSS."""
-    import functools
-    import importlib
-    import resource
-
-    from pipeline.flows import nightly
-    from pipeline.guide.backlog import backlog
-    from pipeline.report.nightly import publish
-
-    args = json.loads(spec)
-    phases: dict[str, float] = {}
-    for module, name in _FLEET_PHASES:
-        mod = importlib.import_module(module)
-        fn = getattr(mod, name)
-
-        def timed_fn(*a: Any, _fn: Any = fn, _name: str = name, **k: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return _fn(*a, **k)
-            finally:
-                phases[_name] = phases.get(_name, 0.0) + time.perf_counter() - start
-
-        setattr(mod, name, functools.wraps(fn)(timed_fn))
-    root = Path(args["root"])
-    settings = dataclasses.replace(
-        settings_for(root, Path(args["state"]), opinfo_table=root / sandbox.OPINFO_TABLE),
-        runners=tuple(args["runners"]),
-    )
-    start = time.perf_counter()
-    outcome = nightly.run_nightly(
-        settings,
-        Path(args["results"]),
-        history_path=Path(args["history"]),
-        backlog_of=backlog,
-        commit="",
-        started="2026-03-01T03:17Z",
-    )
-    recorded = time.perf_counter()
-    files = publish(outcome)
-    done = time.perf_counter()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    peak_mb = peak / 1e6 if sys.platform == "darwin" else peak / 1024  # bytes / KiB
-    summary = outcome.summary
-    print(
-        json.dumps(
-            {
-                "run_nightly_s": recorded - start,
-                "publish_s": done - recorded,
-                "peak_rss_mb": peak_mb,
-                "phases_s": phases,
-                "files": {f.name: f.stat().st_size for f in files},
-                "regressions": len(summary["regressions"]),
-                "flaky": len(summary["flaky"]),
-                "rows": len(summary["table"]["rows"]),
-                "ratios": {r: s["ratio"] for r, s in summary["shards"].items()},
-            }
-        )
-    )
-
-
-def bench_fleet(
-    ctx: Context,
-    n_tests: int | None = None,
-    nights: int | None = None,
-    shards_per_runner: int = FLEET_SHARDS,
-) -> Result:
-    """One nightly at fleet size, on a generated history: see :func:`fleet_history`."""
-    from bench.synthetic import case_name, make_report
-    from pipeline.results import history, shards
-
-    n_tests = n_tests or (1_200 if ctx.quick else FLEET_TESTS)
-    nights = nights or (8 if ctx.quick else FLEET_NIGHTS)
-    work = ctx.work / "fleet"
-    path = work / "history" / "nightly.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    fleet_history(path, n_tests, nights, FLEET_RUNNERS)
-    generate_s = time.perf_counter() - start
-    generated_mb = path.stat().st_size / 1e6
-    results = work / "results"
-    per = -(-n_tests // shards_per_runner)
-    for r, runner in enumerate(FLEET_RUNNERS):
-        for k in range(shards_per_runner):
-            count = min(per, n_tests - k * per)
-            report = results / runner / f"shard-{k + 1}.xml"
-            report.parent.mkdir(parents=True, exist_ok=True)
-            # wall times a little uneven, as shards are
-            wall = 0.25 * count * (1 + 0.05 * ((k + r) % 3))
-            report.write_text(make_report(count, start=k * per, suite_time=wall), "utf-8")
-    root = sandbox.materialize(work / "tree")
-    spec = {"root": str(root), "state": str(work / "state"), "results": str(results),
-            "history": str(path), "runners": list(FLEET_RUNNERS)}  # fmt: skip
-    code = f"from bench.__main__ import fleet_child; fleet_child({json.dumps(spec)!r})"
-    child = json.loads(run(ctx, [sys.executable, "-c", code], REPO).stdout.splitlines()[-1])
-    ingest = child["run_nightly_s"] + child["publish_s"]
-    phases = child["phases_s"]
-    analysis = sum(phases.get(name, 0.0) for name in _ANALYSIS)
-    db_mb = path.stat().st_size / 1e6
-    suite = [shards.test_id("TestConsistencyMPS", case_name(i)) for i in range(n_tests)]
-    plans = []
-    for _ in range(ctx.repeats(3)):
-        begin = time.perf_counter()
-        ro = history.open_read_only(path)
-        try:
-            found = history.durations(ro, 7)
-        finally:
-            ro.close()
-        samples = {shards.test_id(c.rsplit(".", 1)[-1], n): v for (c, n), v in found.items()}
-        estimates = shards.estimate(suite, shards.medians(samples))
-        plan, _ = shards.plan(estimates.seconds, 3)
-        plans.append(time.perf_counter() - begin)
-    size = child["files"]
-    scale = f"{len(FLEET_RUNNERS)} runners × {n_tests:,} results × {nights} nights"
-    figures = (
-        Figure(f"generate the history ({scale})", generate_s, "s"),
-        Figure(
-            f"one night's ingestion ({len(FLEET_RUNNERS)} × {n_tests:,} cases, "
-            f"{shards_per_runner} shards each): run_nightly + publish",
-            ingest,
-            "s",
-            "<= 5 s",
-            True,
-        ),
-        *(Figure(f"  {name}", secs, "s") for name, secs in phases.items()),
-        Figure(
-            "  peak memory of the nightly (child's ru_maxrss)",
-            child["peak_rss_mb"],
-            "MB",
-            "<= 300 MB",
-            True,
-        ),  # fmt: skip
-        Figure(
-            f"history size after the night ({nights} nights kept)", db_mb, "MB", "<= 1000 MB", True
-        ),  # fmt: skip
-        Figure(
-            "proposals + macOS moves + regressions + suspects + flaky",
-            analysis,
-            "s",
-            "<= 5 s",
-            True,
-        ),  # fmt: skip
-        Figure(
-            f"shards plan of {n_tests:,} tests from the history, median of {len(plans)}",
-            _median(plans),
-            "s",
-            "<= 2 s",
-            True,
-        ),  # fmt: skip
-        Figure("summary.json", size["summary.json"] / 1e6, "MB", "<= 5 MB", True),
-        Figure("dashboard index.html", size["index.html"] / 1e6, "MB", "<= 5 MB", True),
-        Figure("  summary.md", size["summary.md"] / 1e6, "MB"),
-        Figure("  slowest / mean shard, per runner (max)", max(child["ratios"].values()), "x"),
-    )
-    return Result(
-        "fleet",
-        "a nightly at fleet size (issue 11)",
-        f"a generated history of {scale} ({generated_mb:.0f} MB, SQL inserts), then one more "
-        "night through run_nightly + publish in a subprocess (the history checked, read, "
-        "recorded, analysed, pruned to 180 nights, backed up; the dashboard written), and "
-        "a 3-shard plan from the last 7 nights' durations",
-        figures,
-        (
-            f"tonight: {child['regressions']} regressions, {child['flaky']} flaky tests, "
-            f"{child['rows']:,} table rows; the tree is the sandbox's, so the xfail proposals "
-            "judge its few entries (the generated operators have none)",
-            "suspects: the generated runs record no PyTorch commit, so each regression's "
-            "suspects stop at 'not recorded' (no git log): the figure excludes commit analysis",
-            "one run of each (the history is regenerated per run); the phases are timed "
-            "inside the child, the history check in a thread while the reports are read",
-        ),
-        {
-            "generate_s": generate_s,
-            "generated_mb": generated_mb,
-            "child": child,
-            "db_mb": db_mb,
-            "plan_s": plans,
-            "tests": n_tests,
-            "nights": nights,
         },  # fmt: skip
     )
 
@@ -1327,8 +960,11 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "migrate": bench_migrate,
     "transaction": bench_transaction,
     "junit": bench_junit,
+    "junit-peer": bench_junit_peer,
+    "yaml-peer": bench_yaml_peer,
     "shards": bench_shards,
     "fleet": bench_fleet,
+    "dashboard": bench_dashboard,
     "suspects": bench_suspects,
     "selection": bench_selection,
     "math": bench_math,
@@ -1370,6 +1006,20 @@ def summary_table(results: Sequence[Result], failures: Mapping[str, str]) -> Tab
     return table
 
 
+def ratio_table(results: Sequence[Result]) -> Table:
+    """Every hot path against its peer, measured in this run: ours, the peer, the ratio."""
+    table = Table(title="ours against the peer a user would pick instead (same run, medians)")
+    for column in ("hot path", "ours", "peer", "the peer", "ours / peer"):
+        table.add_column(column, justify="left" if column in ("hot path", "the peer") else "right")
+    for result in results:
+        for c in result.data.get("vs_peer", ()):
+            unit = c["unit"]
+            ours, peer = (f"{c[k]:.3f} s" if unit == "s" else f"{c[k]:.0f} {unit}"
+                          for k in ("ours", "peer"))  # fmt: skip
+            table.add_row(c["path"], ours, peer, c["peer_name"], f"{c['ours'] / c['peer']:.2f}x")
+    return table
+
+
 def _load() -> float | None:
     """The 1-minute load average, where the platform has one."""
     try:
@@ -1379,9 +1029,7 @@ def _load() -> float | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench", description=__doc__.split("\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (about a third)")
     parser.add_argument(
         "--only",
@@ -1417,6 +1065,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             render(result, console)
     total, load = time.perf_counter() - started, (load_before, _load())
     console.print(summary_table(results, failures))
+    if any(r.data.get("vs_peer") for r in results):
+        console.print(ratio_table(results))
     if None not in load:
         console.print(
             f"load average (1 min) {load[0]:.2f} at start, {load[1]:.2f} at the end, on "

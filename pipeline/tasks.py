@@ -145,13 +145,17 @@ def _params(names: tuple[str, ...]) -> list[dict]:
     return [{"name": n, "long": n, "type": str, "default": "", "help": VARIABLES[n]} for n in names]
 
 
-def guarded(fn: Callable[[Console], None], name: str) -> Callable[[], object]:
-    """A doit action running ``fn(console)``: errors become doit's failures, no tracebacks."""
+def guarded(
+    fn: Callable[[Console], None], name: str, *, lazy: bool = False
+) -> Callable[[], object]:
+    """A doit action running ``fn(console)``: errors become doit's failures, no tracebacks.
+
+    ``lazy``: the console is made on first use (see ``Stage.lazy_console``)."""
 
     def action() -> object:
-        from pipeline.report.console import terminal
+        from pipeline.report.console import LazyTerminal, terminal
 
-        console = terminal()
+        console: Console = LazyTerminal() if lazy else terminal()  # type: ignore[assignment]
         try:
             fn(console)
         except PipelineError as exc:
@@ -198,7 +202,9 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
         }
         if stage.action is not None:
             action = stage.action
-            task["actions"] = [guarded(lambda c: action(request, c), stage.name)]
+            task["actions"] = [
+                guarded(lambda c: action(request, c), stage.name, lazy=stage.lazy_console)
+            ]
             task["file_dep"] = [str(p) for p in stage.inputs(request)]
             task["targets"] = [str(p) for p in stage.outputs(request)]
             if stage.uptodate is None:

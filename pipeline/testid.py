@@ -14,7 +14,7 @@ from typing import ClassVar
 from pipeline.dtypes import TORCH_ALIASES
 
 TEST_CLASS = "TestConsistencyMPS"
-_DTYPES = frozenset(TORCH_ALIASES.values())
+DTYPES = frozenset(TORCH_ALIASES.values())  # the canonical dtype names an id may end in
 # prefix -> kind, for dtypes.TEST_KINDS; spelled out because parse runs once per JUnit testcase
 _PREFIXES = (
     ("test_output_match_", "output_match"),
@@ -58,7 +58,7 @@ def parse_parts(name: str) -> tuple[str, str, str] | None:
     for prefix, kind in _PREFIXES:
         if name.startswith(prefix):
             stem, sep, dtype = name[len(prefix) :].rpartition("_mps_")
-            if sep and stem and dtype in _DTYPES:
+            if sep and stem and dtype in DTYPES:
                 return kind, stem, dtype
             return None
     return None

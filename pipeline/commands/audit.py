@@ -7,10 +7,7 @@ import json
 import sys
 
 from pipeline.config import Settings
-from pipeline.guide.checklist import checklist, to_json
-from pipeline.report.console import terminal
-from pipeline.report.guide import render_checklist
-from pipeline.tree.index import load_index
+from pipeline.guide import replay
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,14 +19,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Print the checklist; exit 0 when every item passes, 1 otherwise (an unknown item,
-    one that could not be judged, does not pass). The tree's warnings go to stderr."""
+    one that could not be judged, does not pass). The tree's warnings go to stderr.
+
+    When nothing the checklist rests on changed since the last one printed for this
+    terminal, that output is written again (:mod:`pipeline.guide.replay`): the index, the
+    checklist and rich are then not even imported.
+    """
+    keys = None if args.json else replay.keys(settings, "cli")
+    if keys is not None and (saved := replay.replay(settings, args.op, keys)) is not None:
+        return 0 if saved["ok"] else 1
+    from pipeline.guide.checklist import checklist, to_json
+    from pipeline.report.console import terminal
+    from pipeline.report.guide import render_checklist
+    from pipeline.tree.index import load_index
+
     index = load_index(settings.tree)
     record = index.record(args.op)
     items = checklist(record)
-    for warning in index.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    if args.json:
+    warned = "".join(f"warning: {warning}\n" for warning in index.warnings)
+    sys.stderr.write(warned)
+    ok = all(i.ok for i in items)
+    if keys is None:
         print(json.dumps(to_json(record, items, index.warnings), indent=2))
     else:
-        render_checklist(record, items, terminal())
-    return 0 if all(i.ok for i in items) else 1
+        console = terminal()
+        console.begin_capture()
+        try:
+            render_checklist(record, items, console)
+        finally:
+            shown = console.end_capture()
+            sys.stdout.write(shown)
+        replay.save(settings, args.op, keys, shown, warned, ok)
+    return 0 if ok else 1

@@ -69,6 +69,9 @@ class Stage:
     uptodate: Callable[[Request], list[Any]] | None = _none
     # also run when the user named the task on the command line, even if up to date
     rerun_when_asked: bool = False
+    # the action may print nothing through rich (a warm audit replays its saved output):
+    # its console is made on first use, so that rich is not imported for nothing
+    lazy_console: bool = False
     # the variables of this stage beyond op= and the settings every stage takes
     variables: tuple[str, ...] = ()
 
@@ -123,6 +126,7 @@ STAGES: tuple[Stage, ...] = (
         # audit after they write, so the chain's own edits do not make it stale.
         uptodate=lambda r: [lambda: state.audit_current(r.settings, r.op)],
         rerun_when_asked=True,
+        lazy_console=True,
     ),
     Stage(
         "edit",

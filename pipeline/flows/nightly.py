@@ -9,6 +9,8 @@ turns the outcome into the dashboard.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -48,17 +50,22 @@ def _diff(settings: Settings, decisions: Sequence[decide.XfailDecision]) -> str:
 
 
 class _HistoryCheck:
-    """:func:`history.check` (thorough) of ``path`` in a thread; :meth:`result` waits for it
-    and raises what it raised."""
+    """In a thread: :func:`history.check` (thorough) of ``path``, unless the file is
+    byte for byte what the last nightly sealed and a whole check is not due
+    (:func:`history.sealed`); :meth:`result` waits for it and raises what it raised."""
 
     def __init__(self, path: Path) -> None:
         self._error: BaseException | None = None
+        self.full = True  # the whole integrity_check ran (set in the thread)
         self._thread = threading.Thread(target=self._run, args=(path,), daemon=True)
         self._thread.start()
 
     def _run(self, path: Path) -> None:
         try:
-            history.check(path, thorough=True)
+            if history.sealed(path):
+                self.full = False
+            else:
+                history.check(path, thorough=True)
         except BaseException as exc:  # handed to the caller by result()
             self._error = exc
 
@@ -66,6 +73,18 @@ class _HistoryCheck:
         self._thread.join()
         if self._error is not None:
             raise self._error
+
+
+def _place(made: Path, final: Path) -> None:
+    """Move the file ``made`` to ``final`` in one rename (a copy beside it first when
+    they are on different file systems)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(made, final)
+    except OSError:
+        beside = final.with_name(f".{final.name}.new")
+        shutil.copyfile(made, beside)
+        os.replace(beside, final)
 
 
 def _read_reports(settings: Settings, results: Path) -> tuple[
@@ -126,6 +145,7 @@ def run_nightly(
     source: str = "",
     started: str | None = None,
     backlog_of: Callable[[TreeIndex], Sequence[Any]],
+    verify: bool = True,
 ) -> NightlyOutcome:
     """Record one nightly in the history and analyse it; see the module docstring.
 
@@ -137,9 +157,12 @@ def run_nightly(
     (:func:`pipeline.report.nightly.publish`).
 
     Order: the history is checked (a damaged one is an input error and stays untouched)
-    while every report is read, then they are merged, and only then is the night recorded, in one
-    transaction, and analysed. After that, ``backups`` copies of the history are kept in
-    its ``backups/`` folder (:func:`pipeline.results.history.backup`).
+    beside the work: while every report is read and merged, the night recorded in one
+    transaction and analysed. That transaction is committed only once the check has passed
+    (a damaged history raises, the transaction is rolled back, the file never changed), and
+    only then pruned. After that, ``backups`` copies of the history are kept in its
+    ``backups/`` folder (:func:`pipeline.results.history.backup`). ``verify`` False skips
+    the check (for the benchmark that shows its cost).
     """
     if min_passes < 1 or flaky_window < 2 or keep < max(min_passes, flaky_window):
         raise PipelineError(
@@ -147,104 +170,130 @@ def run_nightly(
         )
     if backups < 0:
         raise PipelineError("nightly: --backups must be >= 0 (0: keep no backups)")
-    history_path = history_path or state.history_path(settings.state_dir)
-    dashboard_dir = dashboard_dir or state.dashboard_dir(settings.state_dir)
-    checked = os.path.lexists(history_path)
-    # A damaged history stops the night before anything is written: the full
-    # integrity_check (about 0.1 s for 30 nights of 21,000 results, 1.5 s for 180 nights of
-    # 3 × 20,000, in SQLite, without the GIL) runs in a thread while the reports are read,
-    # and nothing is written until it has passed; connect() then does not check again.
-    check = _HistoryCheck(history_path) if checked else None
-    try:
-        reports, warnings, cases, skipped, walls, n_reports = _read_reports(settings, results)
-        index: TreeIndex | None = None
-        backlog_items: Sequence[Any] | None = None
-        backlog_error = tree_warning = ""
+    with tempfile.TemporaryDirectory(prefix="mps-pipeline-nightly-") as tmp:
+        scratch = Path(tmp)
+        history_path = history_path or state.history_path(settings.state_dir)
+        dashboard_dir = dashboard_dir or state.dashboard_dir(settings.state_dir)
+        checked = os.path.lexists(history_path)
+        # A damaged history stops the night before anything is committed to it: the full
+        # integrity_check (about 0.1 s for 30 nights of 21,000 results, 1.5 s for 180 nights of
+        # 3 × 20,000, in SQLite, without the GIL) runs in a thread, on the file as it was, while
+        # this one does the night's work; connect() then does not check again. In WAL mode what
+        # the night writes stays in the -wal file until it is committed, so the check reads a
+        # file nothing changes under it.
+        check = _HistoryCheck(history_path) if checked and verify else None
+        checker = check  # what the check was, once it is done
         try:
-            index = load_index(settings.tree)
-            backlog_items = backlog_of(index)
-        except PipelineError as exc:
-            backlog_error = str(exc)
-            tree_warning = f"cannot read the tree at {settings.root}: {exc}"
-        table = merge_runs(cases, display_names(index.opinfos) if index is not None else {})
-    except BaseException:
-        if check is not None:
-            check.result()  # a damaged history is the error to report first
-        raise
-    if check is not None:
-        check.result()
-    merged = []
-    for runner in cases:
-        out = dashboard_dir / "junit" / f"{runner}.xml"
-        warnings.extend(w for w in junit.merge_reports(reports[runner], out) if w not in warnings)
-        merged.append(out)
-    if tree_warning:
-        warnings.append(tree_warning)
-
-    db = history.connect(history_path, checked=checked)
-    try:
-        night = history.record_nightly(
-            db,
-            cases,
-            commit=head_commit(settings.root) if commit is None else commit,
-            started=started,
-            source=source,
-        )
-        # each runner's kernel micro-benchmarks, when its results hold a speed.json
-        warnings.extend(speed.record_night(db, {r.runner: r.id for r in night.runs}, results))
-        proposals = None
-        if index is not None:
-            window = history.nightlies(db, min_passes, until=night.started)
-            proposals = propose(db, index, table, window, settings.runners, min_passes)
-            moves = macos.propose_moves(
-                db, index, table, window, settings.runners, settings.runner_macos, min_passes
+            reports, warnings, cases, skipped, walls, n_reports = _read_reports(settings, results)
+            index: TreeIndex | None = None
+            backlog_items: Sequence[Any] | None = None
+            backlog_error = tree_warning = ""
+            try:
+                index = load_index(settings.tree)
+                backlog_items = backlog_of(index)
+            except PipelineError as exc:
+                backlog_error = str(exc)
+                tree_warning = f"cannot read the tree at {settings.root}: {exc}"
+            table = merge_runs(cases, display_names(index.opinfos) if index is not None else {})
+            # merged beside the check too, into scratch space: a damaged history leaves no
+            # dashboard behind; they are put in place once the night is recorded
+            merged = {}
+            for runner in cases:
+                out = scratch / f"{runner}.xml"
+                found = junit.merge_reports(reports[runner], out)
+                warnings.extend(w for w in found if w not in warnings)
+                merged[out] = dashboard_dir / "junit" / f"{runner}.xml"
+            if check is not None and history.writes_on_open(history_path):
+                check.result()  # a migration, or a switch to WAL, waits for the check (rare)
+                check = None
+        except BaseException:
+            if check is not None:
+                check.result()  # a damaged history is the error to report first
+            raise
+        if tree_warning:
+            warnings.append(tree_warning)
+        try:
+            db = history.connect(history_path, checked=checked)
+        except BaseException:
+            if check is not None:
+                check.result()
+            raise
+        try:
+            night = history.record_nightly(
+                db,
+                cases,
+                commit=head_commit(settings.root) if commit is None else commit,
+                started=started,
+                source=source,
+                hold=check is not None,
             )
-            warnings.extend(macos.held_warnings(moves.held))
-            if moves.decisions:
-                proposals = replace(
-                    proposals, decisions=proposals.decisions + moves.decisions, note=""
+            # each runner's kernel micro-benchmarks, when its results hold a speed.json
+            warnings.extend(speed.record_night(db, {r.runner: r.id for r in night.runs}, results))
+            proposals = None
+            if index is not None:
+                window = history.nightlies(db, min_passes, until=night.started)
+                proposals = propose(db, index, table, window, settings.runners, min_passes)
+                moves = macos.propose_moves(
+                    db, index, table, window, settings.runners, settings.runner_macos, min_passes
                 )
-            if proposals.decisions:
-                try:
-                    diff = _diff(settings, proposals.decisions)
-                    proposals = Proposals(
-                        proposals.decisions, proposals.candidates, diff, proposals.nightlies, ""
+                warnings.extend(macos.held_warnings(moves.held))
+                if moves.decisions:
+                    proposals = replace(
+                        proposals, decisions=proposals.decisions + moves.decisions, note=""
                     )
-                except PipelineError as exc:
-                    warnings.append(f"could not write the xfail diff: {exc}")
-        regressions = find_regressions(db, night, cases)
-        flaky = find_flaky(db, cases, flaky_window)
-        trend = history.outcome_counts(db, CHART_NIGHTLIES)
-        pruned = history.prune(db, keep)
-        if pruned:
-            warnings.append(f"history: dropped the {pruned} oldest nightlies (keeping {keep})")
-        history.backup(db, history_path, night.started, backups)
-    finally:
-        db.close()
-    if regressions:
-        opinfos = index.opinfos if index is not None else ()
-        regressions = name_suspects(
-            settings.root,
-            regressions,
-            night.commit,
-            opinfos,
-            settings.test_kinds,
-            settings.test_file,
-        )
+                if proposals.decisions:
+                    try:
+                        diff = _diff(settings, proposals.decisions)
+                        proposals = Proposals(
+                            proposals.decisions, proposals.candidates, diff, proposals.nightlies, ""
+                        )
+                    except PipelineError as exc:
+                        warnings.append(f"could not write the xfail diff: {exc}")
+            regressions = find_regressions(db, night, cases)
+            flaky = find_flaky(db, cases, flaky_window)
+            trend = history.outcome_counts(db, CHART_NIGHTLIES)
+            if check is not None:
+                check.result()  # damaged: raises, and closing db rolls the night back
+                check = None
+                db.commit()
+            pruned = history.prune(db, keep)
+            if pruned:
+                warnings.append(f"history: dropped the {pruned} oldest nightlies (keeping {keep})")
+            history.backup(db, history_path, night.started, backups)
+        except BaseException:
+            if check is not None:
+                check.result()  # what broke may be the damage the check is about to report
+            raise
+        finally:
+            db.close()
+        if verify:  # closed, its WAL merged: the file as the next night should find it
+            history.seal(history_path, full=checker is None or checker.full)
+        for out, final in merged.items():
+            _place(out, final)
+        if regressions:
+            opinfos = index.opinfos if index is not None else ()
+            regressions = name_suspects(
+                settings.root,
+                regressions,
+                night.commit,
+                opinfos,
+                settings.test_kinds,
+                settings.test_file,
+            )
 
-    summary = build_summary(
-        night=night,
-        settings=settings,
-        table=table,
-        proposals=proposals,
-        regressions=regressions,
-        flaky=flaky,
-        backlog_items=backlog_items,
-        backlog_error=backlog_error,
-        trend=trend,
-        min_passes=min_passes,
-        reports=(n_reports, tuple(skipped)),
-        warnings=warnings,
-        shards=shard_balance(results, walls),
-    )
-    return NightlyOutcome(summary, table, dashboard_dir, tuple(merged))
+        summary = build_summary(
+            night=night,
+            settings=settings,
+            table=table,
+            proposals=proposals,
+            regressions=regressions,
+            flaky=flaky,
+            backlog_items=backlog_items,
+            backlog_error=backlog_error,
+            trend=trend,
+            min_passes=min_passes,
+            reports=(n_reports, tuple(skipped)),
+            warnings=warnings,
+            shards=shard_balance(results, walls),
+        )
+        return NightlyOutcome(summary, table, dashboard_dir, tuple(merged.values()))

@@ -1,4 +1,4 @@
-"""The nightly dashboard: one static HTML page with inline SVG charts, no JavaScript.
+"""The nightly dashboard: one static HTML page with inline SVG charts.
 
 Everything is drawn from the nightly's summary (``summary.json``, built by
 ``pipeline.results.nightly``), so a dashboard can be redrawn from that file alone:
@@ -12,7 +12,10 @@ Everything is drawn from the nightly's summary (``summary.json``, built by
   affect the operator), flaky tests, the proposed xfail removals as a diff.
 
 Every piece of text is escaped with :func:`html.escape`, and a Content-Security-Policy
-that allows no script keeps a test message that slips through from running anyway.
+that allows no script keeps a test message that slips through from running anyway. The one
+exception is a heatmap too large for SVG (over ``heatmap_canvas.SVG_MAX_CELLS`` cells):
+it is a JSON data block drawn on canvases by a fixed script, the only one the policy then
+allows, by its hash (:mod:`pipeline.report.heatmap_canvas`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.fsio import write_atomic
+from pipeline.report import heatmap_canvas
 from pipeline.results.junit import DISPLAY_ORDER
 
 INDEX = "index.html"
@@ -180,7 +184,7 @@ def heatmap(table: Mapping[str, Any]) -> str:
     if not rows or not dtypes:
         return _empty("no consistency test results")
     cell, gap = 16, 2
-    labels = [r["name"] + (" · grad" if r["kind"] == "output_grad_match" else "") for r in rows]
+    labels = _labels(table)
     label_w = min(300, 12 + 6.5 * max(len(label) for label in labels))
     head = 64
     width = label_w + len(dtypes) * (cell + gap) + 20
@@ -254,6 +258,34 @@ def heatmap(table: Mapping[str, Any]) -> str:
         body.append(f'<text x="8" y="{ly + 20}" fill="#57606a">{_e(note)}</text>')
     width = max(width, lx + 60, 16 + 6.2 * len(note))
     return _svg(width, height, "operator by dtype outcomes of the latest nightly", body)
+
+
+def _labels(table: Mapping[str, Any]) -> list[str]:
+    grad = " · grad"
+    return [r["name"] + (grad if r["kind"] == "output_grad_match" else "") for r in table["rows"]]
+
+
+def large_heatmap(table: Mapping[str, Any]) -> str:
+    """The heatmap of a table too large for SVG: a data block drawn on canvases by the one
+    script the page's policy allows (:mod:`pipeline.report.heatmap_canvas`)."""
+    labels = _labels(table)
+    data = heatmap_canvas.heatmap_data(
+        table, labels, OUTCOME_COLORS, OUTCOME_ORDER, NOT_RUN, _cell_title
+    )
+    data["rows"] = [_clip(label, 44) for label in labels]
+    legend = "".join(
+        f'<span style="display:inline-block;width:12px;height:12px;background:{color};'
+        f'border:1px solid #d0d7de;margin:0 4px 0 10px"></span>{_e(outcome)}'
+        for outcome, color in OUTCOME_COLORS.items()
+    )
+    runners = table["runners"]
+    note = (
+        f" · split cell: runners disagree, one stripe each, left to right: {', '.join(runners)}"
+        if len(runners) > 1
+        else ""
+    )
+    legend = f'<p class="caption">{legend} · dot: flaky{_e(note)}</p>'
+    return heatmap_canvas.canvas_heatmap(data, legend)
 
 
 def bar_chart(counts: Mapping[str, int], labels: Mapping[str, str] | None = None) -> str:
@@ -395,11 +427,14 @@ def render_html(summary: Mapping[str, Any]) -> str:
     for runner in summary["missing_runners"]:
         cards.append(_card(f"{runner}: no results", "✗", "bad"))
 
+    # a large heatmap is drawn by one script, which the policy allows by its hash alone
+    large = heatmap_canvas.cell_count(summary["table"]) > heatmap_canvas.SVG_MAX_CELLS
+    script = f" script-src {heatmap_canvas.SCRIPT_SOURCE};" if large else ""
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta http-equiv="Content-Security-Policy" '
-        "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
+        f"content=\"default-src 'none';{script} style-src 'unsafe-inline'; img-src data:\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>MPS nightly {_e(started)} UTC</title><style>{_CSS}</style></head><body>",
         f"<h1>MPS nightly · {_e(started)} UTC</h1>",
@@ -488,7 +523,8 @@ def render_html(summary: Mapping[str, Any]) -> str:
         "for an even split; <code>mps-pipeline shards</code> plans balanced ones.</p>"
     )
     parts.append("<h2>Latest results: operator × dtype</h2>")
-    parts.append(f'<div class="scroll">{heatmap(summary["table"])}</div>')
+    drawn = large_heatmap(summary["table"]) if large else heatmap(summary["table"])
+    parts.append(f'<div class="scroll">{drawn}</div>')
 
     parts.append(f"<h2>Migration backlog ({backlog['total']})</h2>")
     if backlog["error"]:

@@ -1,27 +1,25 @@
 """Read pytest JUnit XML into per-test outcomes; merge shard reports into one file.
 
-Reading uses the standard library's ElementTree, not junitparser: junitparser wraps every
-element in Python objects and took 0.62 s just to walk a 100,000-testcase report on this
-2-core machine, before any classification, and it gives up on a file that is not well
-formed. Every file is fed in 1 MiB chunks to the C incremental parser (``XMLPullParser``),
-which builds the elements without a Python call each; the loop over its start/end events
-is the only Python work per element, and it does two things:
+Reading is a streaming state machine on expat's own start/end handlers (:func:`_stream`):
+no element tree is built and nothing of an element is kept after its end, only each
+test id's result. On the 100,000-testcase report of ``bench/synthetic.py`` that is more
+than twice as fast as junitparser's ``JUnitXml.fromfile`` plus a walk over every case, in
+less memory (``python -m bench --only junit`` measures both side by side). The handlers
+give the safety for free:
 
-- it keeps every testcase closed so far, so a damaged file (what a runner killed mid-sweep
-  leaves) gives a warning and every testcase before the damage;
-- it counts the nesting: a file nested deeper than ``MAX_DEPTH`` elements (pytest writes
-  4: testsuites/testsuite/testcase/failure) is skipped whole with a warning, as soon as the
-  65th level opens. Nothing here recurses per level, and what does further on
-  (ElementTree's writer in :func:`merge_reports`, a frame or two per level) only ever
-  sees files within the limit. Before it, 1,000 nested ``<testsuite>`` elements were a
-  RecursionError in the merge and 200,000 a segmentation fault.
+- the start handler counts the nesting: a file nested deeper than ``MAX_DEPTH`` elements
+  (pytest writes 4: testsuites/testsuite/testcase/failure) is skipped whole with a warning
+  as soon as the 65th level opens. Nothing recurses per level (before the limit, 1,000
+  nested ``<testsuite>`` elements were a RecursionError in the merge, 200,000 a crash);
+- a DOCTYPE that declares an entity or names an external DTD is refused (skipped with a
+  warning) from expat's declaration handlers, before its first element is read and before
+  any entity is expanded: no JUnit writer emits one, and "billion laughs" style files are
+  how XML bombs are made;
+- every testcase whose end came before the damage is kept, so a truncated file (what a
+  runner killed mid-sweep leaves) gives a warning and the testcases it holds.
 
-A file whose DOCTYPE declares entities or names an external DTD is refused (skipped with a
-warning) before its first element is read (:func:`_refused_dtd`): no JUnit writer emits
-one, ElementTree never fetches external entities but expat does expand internal ones (up
-to its amplification limit), and "billion laughs" style files are how XML bombs are made.
-
-``merge_reports`` writes the elements read here back with ElementTree, suites as they are.
+``merge_reports`` writes elements back, so it reads with ElementTree, within the same
+guards: see :mod:`pipeline.results.junit_merge`.
 
 Outcomes follow what pytest and PyTorch's CI really write (FORMATS.md, "Tests and results"):
 an expected failure that failed is ``<skipped type="pytest.xfail">``; a
@@ -35,19 +33,24 @@ pytest-rerunfailures >= 16.6.1, one ``<testcase>`` per attempt with the last one
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
-import tempfile
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
+from typing import Any
 from xml.parsers import expat
 
 # one id format, spelled in pipeline.testid; re-exported here for the readers of results
+from pipeline.results.junit_limits import (
+    MAX_DEPTH,
+    deep_warning,
+    refused_warning,
+    truncated_warning,
+)
+from pipeline.testid import DTYPES as _DTYPES
 from pipeline.testid import parse_parts as parse_test_id
 
 
@@ -86,7 +89,7 @@ def count_text(cases: Iterable[CaseResult]) -> str:
     return ", ".join(f"{o.value} {counts[o]}" for o in DISPLAY_ORDER if counts[o])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     """One test id's final result in one report.
 
@@ -110,7 +113,16 @@ class CaseResult:
 
 
 _new = object.__new__
-_set = object.__setattr__
+# Each field's slot, set directly: a frozen dataclass's ``__init__`` goes through
+# ``object.__setattr__`` once per field, which for a 100,000-testcase report was a third of
+# the time budget. Slots, not a ``__dict__``, also make a result 3x smaller in memory.
+_SETTERS = {f.name: vars(CaseResult)[f.name].__set__ for f in fields(CaseResult)}
+_set_classname, _set_name, _set_kind, _set_stem, _set_dtype = (
+    _SETTERS[f] for f in ("classname", "name", "kind", "stem", "dtype")
+)
+_set_outcome, _set_flaky, _set_attempts, _set_message, _set_time, _set_source = (
+    _SETTERS[f] for f in ("outcome", "flaky", "attempts", "message", "time", "source")
+)
 
 
 def _case(
@@ -126,17 +138,20 @@ def _case(
     time: float,
     source: str,
 ) -> CaseResult:
-    """``CaseResult(...)``, about 2.5x faster.
-
-    A frozen dataclass's ``__init__`` calls ``object.__setattr__`` once per field; for a
-    100,000-testcase report that alone was a third of the time budget. The instance is
-    identical (tests compare it with one built the ordinary way).
-    """
+    """``CaseResult(...)``, about 2x faster; the instance is identical (tests compare it
+    with one built the ordinary way)."""
     case = _new(CaseResult)
-    _set(case, "__dict__", {"classname": classname, "name": name, "kind": kind, "stem": stem,
-                            "dtype": dtype, "outcome": outcome, "flaky": flaky,
-                            "attempts": attempts, "message": message, "time": time,
-                            "source": source})  # fmt: skip
+    _set_classname(case, classname)
+    _set_name(case, name)
+    _set_kind(case, kind)
+    _set_stem(case, stem)
+    _set_dtype(case, dtype)
+    _set_outcome(case, outcome)
+    _set_flaky(case, flaky)
+    _set_attempts(case, attempts)
+    _set_message(case, message)
+    _set_time(case, time)
+    _set_source(case, source)
     return case
 
 
@@ -180,79 +195,69 @@ _XPASS_SKIP_MESSAGE = "xfail-marked test passes unexpectedly"
 _RERUN_TAGS = frozenset({"rerun", "flakyFailure", "flakyError", "rerunFailure", "rerunError"})
 _FINAL_TAGS = frozenset({"failure", "error", "skipped"})
 _CHUNK = 1 << 20
-_PROLOG_CHUNK = 1 << 16
-# Deepest element nesting read (the root is level 1); pytest writes 4 levels, Surefire and
-# merged reports a few more. Deeper files are skipped: see the module docstring.
-MAX_DEPTH = 64
+
 
 
 _Key = tuple[str, str]  # (classname, name)
 # What one <testcase> element says: (suite number, final outcome, message, time, outcomes of
 # the interim attempts it records, number of earlier xpass markers)
 _Summary = tuple[int, Outcome, str, float, tuple[Outcome, ...], int]
+# A result element directly inside a <testcase>: [tag, message attribute (None when it has
+# none), type attribute, its text pieces (collected only when there is no message)]
+_Child = list[Any]
 
 
-def _message(child: ET.Element) -> str:
-    message = child.get("message")
+def _message(child: _Child) -> str:
+    message = child[1]
     if message is None:
-        message = "".join(child.itertext()).strip().split("\n", 1)[0]
+        message = "".join(child[3]).strip().split("\n", 1)[0]
     return message
 
 
-def _says_xpass(child: ET.Element) -> bool:
-    message = child.get("message")
+def _says_xpass(child: _Child) -> bool:
+    message = child[1]
     if message is None:
-        message = "".join(child.itertext())
+        message = "".join(child[3])
     return _UNEXPECTED_SUCCESS in message or message.startswith(_XPASS_STRICT)
 
 
-def _is_xpass_marker(child: ET.Element) -> bool:
-    return child.tag == "skipped" and child.get("message") == _XPASS_SKIP_MESSAGE
+def _is_xpass_marker(child: _Child) -> bool:
+    return child[0] == "skipped" and child[1] == _XPASS_SKIP_MESSAGE
 
 
-def _classify(child: ET.Element) -> Outcome:
+def _classify(child: _Child) -> Outcome:
     """Outcome of one final-result element (<failure>, <error>, <skipped>)."""
-    if child.tag == "skipped":
-        if child.get("type") == "pytest.xfail":
+    if child[0] == "skipped":
+        if child[2] == "pytest.xfail":
             return Outcome.XFAIL
-        if child.get("message") == _XPASS_SKIP_MESSAGE:
+        if child[1] == _XPASS_SKIP_MESSAGE:
             return Outcome.XPASS
         return Outcome.SKIP
     if _says_xpass(child):
         return Outcome.XPASS
-    return Outcome.ERROR if child.tag == "error" else Outcome.FAIL
+    return Outcome.ERROR if child[0] == "error" else Outcome.FAIL
 
 
-def _classify_rerun(child: ET.Element) -> Outcome:
+def _classify_rerun(child: _Child) -> Outcome:
     if _says_xpass(child):
         return Outcome.XPASS
-    return Outcome.ERROR if child.tag.endswith("Error") else Outcome.FAIL
+    return Outcome.ERROR if child[0].endswith("Error") else Outcome.FAIL
 
 
-def _time(elem: ET.Element) -> float:
-    try:
-        return float(elem.get("time") or 0.0)
-    except ValueError:
-        return 0.0
-
-
-def _summarise(elem: ET.Element, suite: int) -> _Summary:
+def _summarise(children: list[_Child], suite: int, time: float) -> _Summary:
     """Fold the result elements of one <testcase> (see the module docstring for the shapes)."""
-    time = _time(elem)
-    final: ET.Element | None = None
+    final: _Child | None = None
     markers = 0
     reruns: list[Outcome] = []
     rerun_message = ""
-    for child in elem:
-        tag = child.tag
+    for child in children:
+        tag = child[0]
         if tag in _RERUN_TAGS:
             reruns.append(_classify_rerun(child))
             rerun_message = _message(child)
-        elif tag not in _FINAL_TAGS:
-            continue  # <system-out>, <properties>...
         elif final is None:
             final = child
-        elif final.tag == "skipped" and (tag != "skipped" or _is_xpass_marker(final)):
+        elif final[0] == "skipped" and (tag != "skipped" or _is_xpass_marker(final)):
             # PyTorch's rerun writer records an xpass attempt as a <skipped> marker before
             # the final result; a <failure>/<error> decides over any skip.
             markers += _is_xpass_marker(final)
@@ -273,113 +278,227 @@ class _Refused(Exception):
     """The file's DOCTYPE declares entities or names an external DTD."""
 
 
-class _RootStarted(Exception):
-    """The prolog is over: there is no DOCTYPE after the root element's start tag."""
+def _refuse_doctype(name: str, system_id: str | None, public_id: str | None, _: int) -> None:
+    if system_id or public_id:
+        raise _Refused(f"its DOCTYPE names an external DTD ({system_id or public_id})")
 
 
-def _refused_dtd(path: Path) -> str | None:
-    """Why ``path``'s DOCTYPE is refused, or None (no DOCTYPE, or a harmless one).
+def _refuse_entity(name: str, *_: object) -> None:
+    raise _Refused(f"its DOCTYPE declares the entity {name!r}")
 
-    expat reads the prolog only, up to the root element's start tag (a DOCTYPE can come
-    nowhere else), with handlers that stop at the first entity declaration or external
-    DTD; a prolog that is not well formed is left to the real parse to report.
+
+class _Read:
+    """What :func:`_stream` found: the results, and what the report's root says."""
+
+    __slots__ = ("attempts", "cases", "wall")
+
+    def __init__(self) -> None:
+        self.cases: dict[_Key, CaseResult] = {}  # the first attempt's place decides the order
+        self.attempts: dict[_Key, list[_Summary]] = {}  # of ids found more than once
+        self.wall: float | None = None  # see ReportWall; None unless the whole file was read
+
+    def complete(self) -> int:
+        """How many <testcase> elements were closed (attempts included)."""
+        return len(self.cases) + sum(len(found) - 1 for found in self.attempts.values())
+
+
+def _stream(path: Path, source: str, read: _Read) -> None:
+    """Read ``path`` with expat, one event at a time, into ``read``; raise at damage.
+
+    A state machine over the start/end events: the depth is counted at each start (a file
+    deeper than MAX_DEPTH raises _TooDeep at its first element too deep), and nothing of an
+    element is kept after its end but the result of a <testcase> it closes. Only the result
+    elements directly inside a testcase (<failure>, <rerun>...) are looked at, their text
+    only when they have no ``message`` (expat then calls back with text, else it does not).
+    A DOCTYPE that declares an entity or names an external DTD raises _Refused before the
+    first element (expat calls back as the declaration is read, never expanding it).
+
+    Containers (any element outside a testcase) are numbered in document order; a testcase
+    belongs to its parent's number (0 for a root testcase), which tells the two rerun shapes
+    apart in :func:`_fold`. Repeated ids (reruns) are rare: only the first attempt of each
+    id keeps what it said (``summaries``, or its suite when not the common one), so that
+    the attempts can be folded once a second one turns up.
     """
     parser = expat.ParserCreate()
-
-    def doctype(name: str, system_id: str | None, public_id: str | None, _: int) -> None:
-        if system_id or public_id:
-            raise _Refused(f"its DOCTYPE names an external DTD ({system_id or public_id})")
-
-    def entity(name: str, *_: object) -> None:
-        raise _Refused(f"its DOCTYPE declares the entity {name!r}")
-
-    def root(*_: object) -> None:
-        raise _RootStarted
-
-    parser.StartDoctypeDeclHandler = doctype
-    parser.EntityDeclHandler = entity
-    parser.StartElementHandler = root
-    try:
-        with open(path, "rb") as f:
-            while chunk := f.read(_PROLOG_CHUNK):
-                parser.Parse(chunk, False)
-            parser.Parse(b"", True)
-    except _Refused as exc:
-        return str(exc)
-    except (_RootStarted, expat.ExpatError, LookupError, ValueError):
-        pass  # LookupError, ValueError: an encoding expat cannot read, for _read to report
-    return None
-
-
-_Found = list[tuple[int, ET.Element]]  # (container number, <testcase>) in document order
-
-
-def _read(path: Path, warnings: list[str]) -> tuple[ET.Element | None, _Found]:
-    """The root (None unless the whole file was read) and every complete <testcase> of
-    ``path`` with its container number, in document order.
-
-    Testcases with one parent element share its number (0 for a root testcase); a
-    testcase's own children are not searched. The file is fed in chunks to an incremental
-    parser: at the first XML error (a runner killed mid-write leaves a truncated file) it
-    stops with a warning naming the file, and every testcase whose closing tag came before
-    the damage is kept. A file nested deeper than MAX_DEPTH, or refused by
-    :func:`_refused_dtd`, gives a warning and nothing.
-    """
-    if path.stat().st_size == 0:
-        warnings.append(f"{path}: empty JUnit report (the test run wrote nothing)")
-        return None, []
-    refused = _refused_dtd(path)
-    if refused is not None:
-        warnings.append(f"{path}: refused and skipped: {refused}, which no JUnit writer emits")
-        return None, []
-    parser = ET.XMLPullParser(events=("start", "end"))
-    found: _Found = []
-    root: ET.Element | None = None  # the first container: the root, unless that is a testcase
+    parser.buffer_text = True
+    cases = read.cases
+    summaries: dict[_Key, _Summary] = {}  # first attempts that had result elements
+    other_suite: dict[_Key, int] = {}  # first attempts outside the first case's container
+    attempts = read.attempts  # ids seen more than once: their attempts in file order
+    numbers = [0]  # the number of each open container
+    suite = 0  # the innermost open container's number
+    common = -1  # the first testcase's container number
+    containers = 0
     depth = 0
-    in_case = 0  # open <testcase> elements (a testcase inside one is not a testcase)
-    numbers: list[int] = [0]  # the number of each open element outside a testcase
-    count = 0
+    case_depth = 0  # depth of the open <testcase>, 0 outside one
+    case_attrs: dict[str, str] = {}
+    children: list[_Child] = []
+    root: list[str | None] = ["", None]  # the root's tag and time
+    suite_times: list[str] = []  # time of each <testsuite> directly in a <testsuites> root
+    passed = Outcome.PASS
+    result_tags = _RERUN_TAGS | _FINAL_TAGS
+    # the fast path's globals as variables of the closure (no dict lookup per use)
+    dtypes = {dtype: dtype for dtype in _DTYPES}
+    classnames: dict[str, str] = {}
+    last = [""]  # the last testcase's classname
+    new, set_classname, set_name, set_kind, set_stem, set_dtype = (
+        _new,
+        _set_classname,
+        _set_name,
+        _set_kind,
+        _set_stem,
+        _set_dtype,
+    )
+    set_outcome, set_flaky, set_attempts, set_message, set_time, set_source = (
+        _set_outcome,
+        _set_flaky,
+        _set_attempts,
+        _set_message,
+        _set_time,
+        _set_source,
+    )
+    setdefault = cases.setdefault
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        nonlocal depth, case_depth, case_attrs, containers, children, suite, common
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise _TooDeep
+        if case_depth:
+            if depth == case_depth + 1 and tag in result_tags:
+                message = attrs.get("message")
+                child: _Child = [tag, message, attrs.get("type"), None]
+                if message is None:
+                    text: list[str] = []
+                    child[3] = text
+                    parser.CharacterDataHandler = text.append
+                children.append(child)
+        elif tag == "testcase":
+            case_depth = depth
+            case_attrs = attrs
+            if children:
+                children = []
+            if common < 0:
+                common = suite
+                if depth == 1:
+                    root[0] = tag
+        else:
+            containers += 1
+            numbers.append(containers)
+            suite = containers
+            if depth == 1:
+                root[0], root[1] = tag, attrs.get("time")
+            elif depth == 2 and tag == "testsuite" and root[0] == "testsuites" and "time" in attrs:
+                suite_times.append(attrs["time"])
+
+    def end(tag: str) -> None:
+        nonlocal depth, case_depth, suite
+        level = depth
+        depth = level - 1
+        if level != case_depth:
+            if not case_depth:
+                numbers.pop()
+                suite = numbers[-1]
+            elif level == case_depth + 1:
+                parser.CharacterDataHandler = None
+            return
+        case_depth = 0
+        attrs = case_attrs
+        name = attrs.get("name", "")
+        classname = attrs.get("classname", "")
+        # one string for a class's 10,000 results, not one each (memory, and speed with it)
+        if classname != last[0]:
+            last[0] = classnames.setdefault(classname, classname)
+        key = (last[0], name)
+        time = attrs.get("time")
+        try:
+            seconds = float(time) if time else 0.0
+        except ValueError:
+            seconds = 0.0
+        if children:
+            summary = _summarise(children, suite, seconds)
+            if key in cases:
+                _attempt(key, summary)
+            else:
+                summaries[key] = summary
+                cases[key] = _fold(key, [summary], source)
+            return
+        # the common case, inlined: an attempt that passed (the only one, unless the id
+        # is already known)
+        kind = stem = dtype = None
+        if name.startswith("test_output_"):
+            if name.startswith("match_", 12):
+                kind, rest = "output_match", name[18:]
+            elif name.startswith("grad_match_", 12):
+                kind, rest = "output_grad_match", name[23:]
+            if kind:
+                stem, sep, dtype = rest.rpartition("_mps_")
+                dtype = dtypes.get(dtype)  # the one string of that name, as for classnames
+                if not (sep and stem and dtype):
+                    kind = stem = dtype = None
+        case = new(CaseResult)
+        set_classname(case, key[0])
+        set_name(case, name)
+        set_kind(case, kind)
+        set_stem(case, stem)
+        set_dtype(case, dtype)
+        set_outcome(case, passed)
+        set_flaky(case, False)
+        set_attempts(case, 1)
+        set_message(case, "")
+        set_time(case, seconds)
+        set_source(case, source)
+        if setdefault(key, case) is not case:
+            _attempt(key, (suite, passed, "", seconds, (), 0))
+        elif suite != common:
+            other_suite[key] = suite
+
+    def _attempt(key: _Key, summary: _Summary) -> None:
+        """Another attempt of a known id (rare): the first one's summary, then this one."""
+        found = attempts.get(key)
+        if found is None:
+            first = summaries.get(key)
+            if first is None:  # it passed, with nothing to say
+                first = (other_suite.get(key, common), passed, "", cases[key].time, (), 0)
+            found = attempts[key] = [first]
+        found.append(summary)
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.StartDoctypeDeclHandler = _refuse_doctype
+    parser.EntityDeclHandler = _refuse_entity
     try:
         with open(path, "rb") as f:
             while chunk := f.read(_CHUNK):
-                parser.feed(chunk)
-                for event, elem in parser.read_events():
-                    if event == "start":
-                        depth += 1
-                        if depth > MAX_DEPTH:
-                            raise _TooDeep
-                        if elem.tag == "testcase":
-                            in_case += 1
-                        elif not in_case:
-                            count += 1
-                            numbers.append(count)
-                            if count == 1:
-                                root = elem
-                    else:
-                        depth -= 1
-                        if elem.tag == "testcase":
-                            in_case -= 1
-                            if not in_case:
-                                found.append((numbers[-1], elem))
-                        elif not in_case:
-                            numbers.pop()
-            parser.close()
-    except _TooDeep:
-        warnings.append(
-            f"{path}: skipped: its XML nests deeper than {MAX_DEPTH} elements (pytest writes "
-            "4: testsuites/testsuite/testcase/failure), which no test report needs"
-        )
-        return None, []
-    except (ET.ParseError, LookupError, ValueError) as exc:
-        # LookupError, ValueError: an unknown or multi-byte encoding in the XML declaration
-        warnings.append(
-            f"{path}: truncated or malformed JUnit XML ({exc}); kept the {len(found)} complete"
-            " testcase(s) before that point (was the test runner killed?)"
-        )
-        return None, found
-    if root is None and found:
-        root = found[0][1]  # a lone <testcase> as the document
-    return root, found
+                parser.Parse(chunk, False)
+            parser.Parse(b"", True)
+    finally:
+        # the parser and its handlers form a cycle holding every result: break it, so that
+        # they are freed with the report and not by a collection (the collector is off)
+        parser.StartElementHandler = parser.EndElementHandler = None
+        parser.CharacterDataHandler = None
+        # what the attempts of each repeated id add up to, also when the file is damaged
+        for key, found in attempts.items():
+            cases[key] = _fold(key, found, source)
+    read.wall = _suite_time(root[0] or "", root[1], suite_times)
+
+
+def _suite_time(tag: str, time: str | None, suites: list[str]) -> float | None:
+    """The wall time a whole report's root says (see :class:`ReportWall`), or None."""
+    if tag not in ("testsuites", "testsuite"):
+        return None
+    if time is not None:
+        return _seconds(time)
+    if tag == "testsuite" or not suites:
+        return None
+    return sum(map(_seconds, suites))
+
+
+def _seconds(time: str) -> float:
+    try:
+        return float(time or 0.0)
+    except ValueError:
+        return 0.0
 
 
 def _fold(key: _Key, summaries: list[_Summary], source: str) -> CaseResult:
@@ -440,56 +559,31 @@ def parse_report(path: str | os.PathLike[str]) -> ParsedReport:
 
 
 def _parse(path: Path) -> ParsedReport:
-    warnings: list[str] = []
     source = str(path)
-    _root, testcases = _read(path, warnings)
-    cases: dict[_Key, CaseResult] = {}
-    repeated: set[_Key] = set()
-    passed = Outcome.PASS
-    for suite, elem in testcases:
-        key = (elem.get("classname", ""), elem.get("name", ""))
-        if key in cases:
-            repeated.add(key)
-        elif len(elem):
-            cases[key] = _fold(key, [_summarise(elem, suite)], source)
-        else:
-            # the common case, inlined: a single attempt that passed
-            classname, name = key
-            parsed = parse_test_id(name)
-            kind, stem, dtype = parsed if parsed else (None, None, None)
-            cases[key] = _case(classname, name, kind, stem, dtype, passed, False, 1, "",
-                               _time(elem), source)  # fmt: skip
-    if repeated:
-        # rare (reruns): a second pass collects every attempt of just those ids, in order
-        attempts: dict[_Key, list[_Summary]] = {}
-        for suite, elem in testcases:
-            key = (elem.get("classname", ""), elem.get("name", ""))
-            if key in repeated:
-                attempts.setdefault(key, []).append(_summarise(elem, suite))
-        for key, summaries in attempts.items():
-            cases[key] = _fold(key, summaries, source)
+    if path.stat().st_size == 0:
+        warning = f"{path}: empty JUnit report (the test run wrote nothing)"
+        return ParsedReport((), (warning,), (source,))
+    read = _Read()
+    warnings: list[str] = []
+    try:
+        _stream(path, source, read)
+    except _Refused as exc:
+        return ParsedReport((), (refused_warning(path, str(exc)),), (source,))
+    except _TooDeep:
+        return ParsedReport((), (deep_warning(path),), (source,))
+    except (expat.ExpatError, LookupError, ValueError) as exc:
+        # LookupError, ValueError: an unknown or multi-byte encoding in the XML declaration
+        warnings.append(truncated_warning(path, exc, read.complete()))
+    cases = read.cases
     if cases:
-        wall = _suite_time(_root)
-        measured = "suite"
+        wall, measured = read.wall, "suite"
         if wall is None:
             wall, measured = sum(c.time for c in cases.values()), "cases"
         found = ReportWall(source, round(wall, 6), measured, len(cases))
         return ParsedReport(tuple(cases.values()), tuple(warnings), (), (found,))
-    if warnings:  # damaged before the first testcase, or refused
+    if warnings:  # damaged before the first testcase
         return ParsedReport((), tuple(warnings), (source,))
     return ParsedReport((), (f"{path}: JUnit report holds no testcases",))
-
-
-def _suite_time(root: ET.Element | None) -> float | None:
-    """The wall time a whole report's root says (see :class:`ReportWall`), or None."""
-    if root is None or root.tag not in ("testsuites", "testsuite"):
-        return None
-    if root.get("time") is not None:
-        return _time(root)
-    if root.tag == "testsuite":
-        return None
-    suites = [s for s in root if s.tag == "testsuite" and s.get("time") is not None]
-    return sum(_time(s) for s in suites) if suites else None
 
 
 def combine_results(earlier: CaseResult, later: CaseResult) -> CaseResult:
@@ -546,78 +640,10 @@ def merge_reports(
     does a file whose root is no test suite; a skipped one (see :func:`parse_report`)
     nothing. The file is written atomically. Returns the warnings.
 
-    The files are read by :func:`_read`, within MAX_DEPTH, so ElementTree's writer (a frame
-    or two per nesting level) stays far below Python's recursion limit. junitparser did
-    this before: its suite bookkeeping re-counted every suite at each file added, 2.7 s
-    for 3 runners × 4 shards of 5,000 tests against 0.5 s here.
+    See :mod:`pipeline.results.junit_merge`; junitparser did this before: its suite
+    bookkeeping re-counted every suite at each file added, 2.7 s for 3 runners × 4 shards of
+    5,000 tests against 0.5 s.
     """
-    merged = ET.Element("testsuites", {"name": "merged"})
-    warnings: list[str] = []
-    collecting = gc.isenabled()
-    gc.disable()  # as in parse_report: nothing read here forms a cycle
-    try:
-        for path in map(Path, paths):
-            if not path.is_file():
-                warnings.append(f"{path}: JUnit report not found (did the test run start?)")
-                continue
-            try:
-                root, testcases = _read(path, warnings)
-            except OSError as exc:
-                warnings.append(f"{path}: cannot read the JUnit report ({exc.strerror or exc})")
-                continue
-            if root is not None and root.tag == "testsuites":
-                suites = [s for s in root if s.tag == "testsuite"]
-                merged.extend(suites)
-                inside = {id(c) for s in suites for c in s.iter("testcase")}
-                testcases = [(n, e) for n, e in testcases if id(e) not in inside]
-            elif root is not None and root.tag == "testsuite":
-                merged.append(root)
-                inside = {id(c) for c in root.iter("testcase")}
-                testcases = [(n, e) for n, e in testcases if id(e) not in inside]
-            if testcases:
-                # truncated, a lone testcase, another root, or testcases outside any suite
-                label = path.name if root is not None else f"{path.name} (truncated)"
-                suite = ET.SubElement(merged, "testsuite", {"name": label})
-                suite.extend(e for _, e in testcases)
-                _count_suite(suite)
-        totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
-        time = 0.0
-        for suite in merged:
-            if suite.get("tests") is None:
-                _count_suite(suite)
-            for key in totals:
-                with contextlib.suppress(ValueError):  # a count that is no number
-                    totals[key] += int(suite.get(key) or 0)
-            time += _time(suite)
-        merged.attrib.update({k: str(v) for k, v in totals.items()}, time=f"{time:.3f}")
-    finally:
-        if collecting:
-            gc.enable()
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            ET.ElementTree(merged).write(f, encoding="utf-8", xml_declaration=True)
-        os.replace(tmp, out)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tuple(warnings)
+    from pipeline.results.junit_merge import merge  # it reads with ElementTree: only here
 
-
-def _count_suite(suite: ET.Element) -> None:
-    """Set a suite's tests/failures/errors/skipped/time from its testcases."""
-    counts = dict.fromkeys(("failures", "errors", "skipped"), 0)
-    tests, time = 0, 0.0
-    for case in suite.iter("testcase"):
-        tests += 1
-        time += _time(case)
-        for child in case:
-            key = {"failure": "failures", "error": "errors", "skipped": "skipped"}.get(child.tag)
-            if key:
-                counts[key] += 1
-                break
-    suite.attrib.update(
-        {k: str(v) for k, v in counts.items()}, tests=str(tests), time=f"{time:.3f}"
-    )
+    return merge(paths, out_path)

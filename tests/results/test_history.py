@@ -45,7 +45,8 @@ def test_new_file_has_the_schema_in_wal_mode(tmp_path):
         assert {"schema_version", "runs", "tests", "results"} <= tables
         indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert {"runs_by_runner", "runs_by_source", "tests_by_stem"} <= indexes
-        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+        version = conn.execute("SELECT version FROM schema_version").fetchall()
+        assert version == [(history.SCHEMA_VERSION,)]
     finally:
         conn.close()
     # reopening does not add a second version row
@@ -150,7 +151,7 @@ def test_a_missing_file_is_a_new_history_made_whole(tmp_path):
     assert sorted(f.name for f in path.parent.iterdir()) == ["nightly.sqlite"]
     found = history.check(path, thorough=True)
     assert (found.integrity, found.schema_version, found.nightlies, found.results) == (
-        "ok", 3, 0, 0,
+        "ok", history.SCHEMA_VERSION, 0, 0,
     )  # fmt: skip
     blocked = tmp_path / "file"
     blocked.write_text("x")
@@ -390,7 +391,8 @@ def test_a_version_1_file_is_valid_and_migrated_in_place(tmp_path):
 
     db = history.connect(path)
     try:
-        assert db.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+        version = db.execute("SELECT version FROM schema_version").fetchall()
+        assert version == [(history.SCHEMA_VERSION,)]
         assert _columns(path, "results")[-1] == "seconds"
         (old,) = history.run_cases(db, 1)  # the version 1 result, its seconds unknown
         assert (old.name, old.outcome, old.time) == ("test_output_match_add_mps_float32", P, 0.0)
@@ -401,9 +403,9 @@ def test_a_version_1_file_is_valid_and_migrated_in_place(tmp_path):
     finally:
         db.close()
     again = history.check(path, thorough=True)
-    assert (again.schema_version, again.nightlies, again.results) == (3, 2, 2)
+    assert (again.schema_version, again.nightlies, again.results) == (history.SCHEMA_VERSION, 2, 2)
     history.connect(path).close()  # migrating twice is nothing
-    assert history.check(path).schema_version == 3
+    assert history.check(path).schema_version == history.SCHEMA_VERSION
 
 
 def test_a_migration_that_fails_leaves_version_1_whole(tmp_path):
@@ -435,3 +437,107 @@ def test_version_2_without_seconds_is_another_schema(tmp_path):
     raw.close()
     with pytest.raises(history.DamagedHistoryError, match="version 2, but table results lacks"):
         history.connect(path)
+
+
+# --- schema version 3: each run's counts per outcome, and the migration of version 2 files ---
+
+
+def _v2_file(path: Path, nights: int) -> dict[int, dict[str, int]]:
+    """A version 2 history (version 3 without run_outcomes) of ``nights`` nightlies of two
+    runners, and each run's counts from its results."""
+    db = history.connect(path)
+    for day in range(1, nights + 1):
+        history.record_nightly(
+            db,
+            {
+                "m1": [case("add", "float32", P), case("sub", "int8", F if day % 2 else P),
+                       case("mul", "float16", X)],
+                "m2": [case("add", "float32", XP if day == 2 else P)],
+            },  # fmt: skip
+            commit="",
+            started=night(day),
+        )
+    with db:
+        db.execute("DROP TABLE run_outcomes")
+        db.execute("UPDATE schema_version SET version = 2")
+    counts: dict[int, dict[str, int]] = {}
+    for run, outcome, n in db.execute(
+        "SELECT run_id, outcome, COUNT(*) FROM results GROUP BY run_id, outcome"
+    ):
+        counts.setdefault(run, {})[outcome] = n
+    db.close()
+    return counts
+
+
+def test_each_run_stores_its_counts_and_prune_drops_them(db):
+    for day in range(1, 4):
+        history.record_nightly(
+            db, {"a": [case("add", "float32", P), case("sub", "float32", F if day == 3 else P)]},
+            commit="", started=night(day),
+        )  # fmt: skip
+    stored = db.execute("SELECT run_id, outcome, tests FROM run_outcomes ORDER BY 1, 2").fetchall()
+    assert stored == [(1, "pass", 2), (2, "pass", 2), (3, "fail", 1), (3, "pass", 1)]
+    history.prune(db, 1)
+    assert db.execute("SELECT DISTINCT run_id FROM run_outcomes").fetchall() == [(3,)]
+
+
+def test_a_version_2_file_is_valid_and_migrated_in_place(tmp_path):
+    path = tmp_path / "nightly.sqlite"
+    counts = _v2_file(path, 4)
+    found = history.check(path, thorough=True)
+    assert (found.schema_version, found.nightlies, found.runs) == (2, 4, 8)
+    assert "run_outcomes" not in _tables(path)
+    db = history.connect(path)
+    try:
+        assert db.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+        stored: dict[int, dict[str, int]] = {}
+        for run, outcome, n in db.execute("SELECT run_id, outcome, tests FROM run_outcomes"):
+            stored.setdefault(run, {})[outcome] = n
+        assert stored == counts  # every earlier run's counts, from its results
+        trend = history.outcome_counts(db, 4)
+        assert [(r, c["pass"], c["fail"], c["xpass"]) for s, r, c in trend if s == night(2)] == [
+            ("m1", 2, 0, 0), ("m2", 0, 0, 1),
+        ]  # fmt: skip
+    finally:
+        db.close()
+    assert history.check(path, thorough=True).schema_version == 3
+    history.connect(path).close()  # migrating twice is nothing
+
+
+def test_a_failed_version_2_migration_leaves_the_file_as_it_was(tmp_path):
+    path = tmp_path / "nightly.sqlite"
+    _v2_file(path, 2)
+    raw = sqlite3.connect(path)
+    raw.execute(
+        "CREATE TRIGGER no_update BEFORE UPDATE ON schema_version "
+        "BEGIN SELECT RAISE(ABORT, 'read-only version'); END"
+    )
+    raw.commit()
+    raw.close()
+    with pytest.raises(
+        PipelineError,
+        match=r"from schema version 2 to 3 \(read-only version\); it was left as it was "
+        r"\(version 2\)",
+    ):
+        history.connect(path)
+    assert "run_outcomes" not in _tables(path)
+    assert history.check(path, thorough=True).schema_version == 2
+
+
+def test_version_3_without_run_outcomes_is_another_schema(tmp_path):
+    path = tmp_path / "nightly.sqlite"
+    _v2_file(path, 1)
+    raw = sqlite3.connect(path)
+    with raw:
+        raw.execute("UPDATE schema_version SET version = 3")
+    raw.close()
+    with pytest.raises(history.DamagedHistoryError, match="version 3, but table run_outcomes"):
+        history.check(path)
+
+
+def _tables(path: Path) -> set[str]:
+    raw = sqlite3.connect(path)
+    try:
+        return {n for (n,) in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        raw.close()

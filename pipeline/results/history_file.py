@@ -1,0 +1,436 @@
+"""The history's file: its schema, the checks, creation, migration, backups.
+
+Split from :mod:`pipeline.results.history` (which re-exports all of it, and records and
+reads the nightlies): see that module's docstring for the schema and what each check means.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.fsio import write_atomic
+
+SCHEMA_VERSION = 4
+BACKUPS = "backups"  # beside the history file
+DEFAULT_BACKUPS = 7
+_SQLITE_HEADER = b"SQLite format 3\x00"
+# what a history must have: table -> its columns (more are fine: a later migration's)
+_TABLES = {
+    "schema_version": ("version",),
+    "runs": ("id", "started", "runner", "commit", "source"),
+    "tests": ("id", "classname", "name", "kind", "stem", "dtype"),
+    "results": ("run_id", "test_id", "outcome", "flaky", "attempts"),
+}
+# what each later schema version added: version -> (table, column)
+_ADDED = {2: ("results", "seconds"), 3: ("run_outcomes", "tests"), 4: ("speed", "median")}
+# version 4's table: one row per kernel micro-benchmark (operator, dtype, shape, layout) of a
+# run (pipeline.results.speed)
+_SPEED = """CREATE TABLE IF NOT EXISTS speed (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    op TEXT NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL, layout TEXT NOT NULL,
+    median REAL NOT NULL, q25 REAL NOT NULL, q75 REAL NOT NULL, repeats INTEGER NOT NULL,
+    PRIMARY KEY (run_id, op, dtype, shape, layout)
+) WITHOUT ROWID"""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    started TEXT NOT NULL,
+    runner TEXT NOT NULL,
+    "commit" TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL DEFAULT '',
+    UNIQUE (started, runner)
+);
+CREATE TABLE IF NOT EXISTS tests (
+    id INTEGER PRIMARY KEY,
+    classname TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT,
+    stem TEXT,
+    dtype TEXT,
+    UNIQUE (classname, name)
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    test_id INTEGER NOT NULL REFERENCES tests (id),
+    outcome TEXT NOT NULL,
+    flaky INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,
+    seconds REAL,
+    PRIMARY KEY (run_id, test_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS run_outcomes (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    outcome TEXT NOT NULL,
+    tests INTEGER NOT NULL,
+    PRIMARY KEY (run_id, outcome)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS runs_by_runner ON runs (runner, started);
+CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source);
+CREATE INDEX IF NOT EXISTS tests_by_stem ON tests (stem, kind, dtype);
+CREATE VIEW IF NOT EXISTS results_flat AS
+    SELECT r.run_id, t.classname, t.name, t.kind, t.stem, t.dtype, r.outcome, r.flaky,
+           r.attempts, r.seconds
+    FROM results AS r JOIN tests AS t ON t.id = r.test_id;
+"""
+_VIEW = _SCHEMA[_SCHEMA.index("CREATE VIEW") :]
+_SCHEMA += _SPEED + ";\n"
+_RUN_OUTCOMES = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS run_outcomes") :].split(";")[0]
+# a run's counts, from its results (at the run's insert, and for older runs in the migration)
+_COUNT_RUN = (
+    "INSERT OR REPLACE INTO run_outcomes (run_id, outcome, tests) "
+    "SELECT run_id, outcome, COUNT(*) FROM results WHERE run_id = ? GROUP BY outcome"
+)
+
+
+class DamagedHistoryError(PipelineError):
+    """A file at the history's path that is not a valid history; it was not touched."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        self.path = path
+        self.why = why
+        super().__init__(
+            f"{path}: not a valid mps-pipeline history ({why}): restore it from a backup, "
+            "or move it away to start a new history"
+        )
+
+
+@dataclass(frozen=True)
+class HistoryCheck:
+    """What :func:`check` found in a valid history."""
+
+    path: Path
+    integrity: str  # "ok", the answer of PRAGMA integrity_check (or quick_check)
+    schema_version: int
+    nightlies: int
+    runs: int
+    tests: int
+    results: int
+    first: str | None  # started of the oldest and newest nightly
+    last: str | None
+    size: int  # bytes of the file (without its -wal)
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot change the file (nor, without a -wal beside it, add any).
+
+    Without a -wal file everything is in the main file, and ``immutable`` reads it without
+    the -shm/-wal files a read-only WAL connection would otherwise leave behind; with one
+    (a writer died), ``mode=ro`` reads the committed transactions it holds too.
+    """
+    uri = path.resolve().as_uri() + "?mode=ro"
+    if not Path(f"{path}-wal").exists():
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True)
+
+
+def check(path: str | Path, *, thorough: bool = False) -> HistoryCheck:
+    """Validate the existing history at ``path`` without writing to it.
+
+    ``PRAGMA quick_check`` (``integrity_check`` when ``thorough``: also indexes against
+    tables), the tables and columns of the schema, one known schema version. Raises
+    :class:`DamagedHistoryError` saying why the file is not a valid history, or a plain
+    PipelineError when there is no file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise DamagedHistoryError(path, "it is a directory, not a file")
+    if path.is_symlink() and not path.exists():
+        raise DamagedHistoryError(path, "a symbolic link to nothing")
+    if not path.exists():
+        raise PipelineError(f"{path}: no history here (a nightly starts one)")
+    if not path.is_file():
+        raise DamagedHistoryError(path, "not a regular file")
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            header = f.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise DamagedHistoryError(path, f"cannot read it: {exc.strerror or exc}") from exc
+    if size == 0:
+        raise DamagedHistoryError(path, "an empty file, 0 bytes")
+    if header != _SQLITE_HEADER:
+        raise DamagedHistoryError(path, "not an SQLite database: no SQLite header")
+    try:
+        db = _read_only(path)
+    except sqlite3.Error as exc:
+        raise DamagedHistoryError(path, f"SQLite cannot open it: {exc}") from exc
+    try:
+        pragma = "integrity_check" if thorough else "quick_check"
+        problems = [row[0] for row in db.execute(f"PRAGMA {pragma}(20)")]
+        if problems != ["ok"]:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise DamagedHistoryError(path, f"corrupt: {problems[0]}{more}")
+        tables = {
+            name: {row[1] for row in db.execute(f"PRAGMA table_info({name})")}
+            for name in {*_TABLES, *(table for table, _ in _ADDED.values())}
+        }
+        if not any(tables[name] for name in _TABLES):
+            found = [n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            what = f"tables {', '.join(found[:5])}" if found else "no tables at all"
+            raise DamagedHistoryError(path, f"another database: {what}")
+        for name, columns in _TABLES.items():
+            lacking = [c for c in columns if c not in tables[name]]
+            if lacking:
+                what = f"no table {name}" if not tables[name] else (
+                    f"table {name} lacks {', '.join(lacking)}"
+                )  # fmt: skip
+                raise DamagedHistoryError(path, f"another schema: {what}")
+        versions = [v for (v,) in db.execute("SELECT version FROM schema_version")]
+        if len(versions) != 1 or not isinstance(versions[0], int):
+            raise DamagedHistoryError(path, f"schema_version holds {versions!r}, not one number")
+        (version,) = versions
+        if version > SCHEMA_VERSION:
+            raise DamagedHistoryError(
+                path,
+                f"schema version {version} is newer than this mps-pipeline understands "
+                f"({SCHEMA_VERSION}); upgrade mps-pipeline",
+            )
+        if version < 1:
+            raise DamagedHistoryError(path, f"unknown schema version {version}")
+        for added, (table, column) in _ADDED.items():
+            if version >= added and column not in tables[table]:
+                raise DamagedHistoryError(
+                    path, f"another schema: version {version}, but table {table} lacks {column}"
+                )
+        (nights, first, last), = db.execute(
+            "SELECT COUNT(DISTINCT started), MIN(started), MAX(started) FROM runs"
+        )  # fmt: skip
+        counts = [db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                  for t in ("runs", "tests", "results")]  # fmt: skip
+    except sqlite3.DatabaseError as exc:  # "file is not a database", "malformed", ...
+        raise DamagedHistoryError(path, str(exc)) from exc
+    finally:
+        db.close()
+    runs, tests, results = counts
+    return HistoryCheck(path, "ok", version, nights, runs, tests, results, first, last, size)
+
+
+def _create(path: Path) -> None:
+    """A new, empty history at ``path``: made under a temporary name, then renamed."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    os.close(fd)
+    try:
+        db = sqlite3.connect(tmp)
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            with db:
+                db.executescript(_SCHEMA)
+                db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        finally:
+            db.close()  # the last connection: the WAL is checkpointed into the file, removed
+        os.replace(tmp, path)
+    except BaseException:
+        for leftover in (tmp, f"{tmp}-wal", f"{tmp}-shm"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+        raise
+
+
+def connect(path: str | Path, *, checked: bool = False) -> sqlite3.Connection:
+    """Open (creating it and its directory if there is no file) the history at ``path``.
+
+    An existing file is checked first (:func:`check`, quick): one that is not a valid
+    history raises :class:`DamagedHistoryError` and is left as it was. ``checked``: the
+    caller has just run :func:`check` itself (the nightly runs the thorough one), so it is
+    not run twice: on 180 nights of a fleet (300 MB) each check reads the whole file, 1.3 s.
+    A valid version 1 file is then migrated to version 2 (:func:`_migrate`).
+    """
+    path = Path(path)
+    if os.path.lexists(path):
+        if not checked:
+            check(path)
+    else:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _create(path)
+        except (OSError, sqlite3.Error) as exc:
+            raise PipelineError(f"{path}: cannot create the history there ({exc})") from exc
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable at checkpoints, never torn
+        _migrate(db)
+        with db:
+            db.executescript(_SCHEMA)  # indexes or views an older file may lack
+    except PipelineError:
+        db.close()
+        raise
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise DamagedHistoryError(path, str(exc)) from exc
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def writes_on_open(path: str | Path) -> bool:
+    """Whether :func:`connect` would change the existing file at ``path`` before anything is
+    recorded: a migration, or a switch to WAL (a backup copy is in rollback-journal mode).
+    True too when that cannot be told (then the file is for :func:`check` to judge)."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(20)
+        if header[:16] != _SQLITE_HEADER or header[18:20] != b"\x02\x02":  # 2: WAL
+            return True
+        db = _read_only(Path(path))
+        try:
+            (version,) = db.execute("SELECT version FROM schema_version").fetchone()
+        finally:
+            db.close()
+    except (OSError, sqlite3.Error, TypeError, ValueError):
+        return True
+    return bool(version != SCHEMA_VERSION)
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a checked history to SCHEMA_VERSION in one transaction, or leave it as it was.
+
+    1 -> 2: ``results.seconds`` added (NULL for the results already there), ``results_flat``
+    recreated with it. 2 -> 3: ``run_outcomes`` made and filled, run by run along the
+    results' primary key (once: about as long as one night's counts took before, for 60
+    nights). 3 -> 4: the ``speed`` table, empty. The version is read again under the write
+    lock, so two processes opening one older file migrate it once; each step sets its
+    version, and a step that fails names it.
+    """
+    (version,) = db.execute("SELECT version FROM schema_version").fetchone()
+    if version == SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")  # explicit: sqlite3 opens no transaction before DDL
+    (start,) = db.execute("SELECT version FROM schema_version").fetchone()
+    version = start
+    try:
+        if version == 1:
+            db.execute("ALTER TABLE results ADD COLUMN seconds REAL")
+            db.execute("DROP VIEW IF EXISTS results_flat")
+            db.execute(_VIEW)
+            db.execute("UPDATE schema_version SET version = 2")
+            version = 2
+        if version == 2:
+            db.execute(_RUN_OUTCOMES)
+            runs = db.execute("SELECT id FROM runs ORDER BY id").fetchall()
+            db.executemany(_COUNT_RUN, runs)
+            db.execute("UPDATE schema_version SET version = 3")
+            version = 3
+        if version == 3:
+            db.execute(_SPEED)
+            db.execute("UPDATE schema_version SET version = 4")
+            version = 4
+        db.commit()
+    except sqlite3.Error as exc:
+        db.rollback()
+        raise PipelineError(
+            f"cannot migrate the history from schema version {version} to {version + 1} "
+            f"({exc}); it was left as it was (version {start})"
+        ) from exc
+    except BaseException:
+        db.rollback()
+        raise
+
+
+SEAL = ".seal"  # appended to the history's path
+# A nightly runs the whole integrity_check at least once in this many nights.
+FULL_CHECK_EVERY = 7
+
+
+def _seal_path(path: Path) -> Path:
+    return path.with_name(path.name + SEAL)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()  # the GIL is released meanwhile
+
+
+def seal(path: str | Path, *, full: bool) -> None:
+    """Record the digest of the history as a nightly leaves it (closed: its WAL merged),
+    beside it (``<path>.seal``, which the CI cache carries with it): what :func:`sealed`
+    compares the next night's file with. ``full``: tonight's check was the whole
+    ``integrity_check`` (or the history is new); else one more night since the last."""
+    path = Path(path)
+    since = 0
+    if not full:
+        try:
+            since = int(json.loads(_seal_path(path).read_text())["since_full"]) + 1
+        except (OSError, ValueError, KeyError, TypeError):
+            since = FULL_CHECK_EVERY  # unknown: the next night checks the whole file
+    doc = {"sha256": _sha256(path), "size": path.stat().st_size, "since_full": since}
+    write_atomic(_seal_path(path), json.dumps(doc) + "\n")
+
+
+def sealed(path: str | Path) -> bool:
+    """True when the history is byte for byte what the last nightly left (its seal's
+    digest; no -wal file since) and fewer than FULL_CHECK_EVERY nights have passed since a
+    whole integrity_check: then nothing has changed that a check could find but the pages
+    SQLite itself wrote, in a transaction, on the nights since that check.
+
+    A file changed by anything else (restored from a cache, copied, edited, damaged on
+    disk) differs from its seal, and gets the whole check. Reading the 317 MB of a 180-night
+    fleet history for its digest takes about a seventh of what integrity_check takes.
+    """
+    path = Path(path)
+    try:
+        doc = json.loads(_seal_path(path).read_text())
+        if Path(f"{path}-wal").exists() or int(doc["since_full"]) >= FULL_CHECK_EVERY - 1:
+            return False
+        return doc["size"] == path.stat().st_size and doc["sha256"] == _sha256(path)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def open_read_only(path: str | Path) -> sqlite3.Connection:
+    """The existing history at ``path``, checked (:func:`check`) and opened read-only: never
+    migrated nor otherwise written (a version 1 file has no ``seconds``)."""
+    path = Path(path)
+    check(path)
+    return _read_only(path)
+
+
+def backup(db: sqlite3.Connection, path: str | Path, started: str, keep: int) -> Path | None:
+    """Copy the history (open as ``db``, at ``path``) to ``backups/nightly-<date>-<time>.sqlite``
+    beside it, named after the nightly's ``started``; keep the newest ``keep`` of them.
+
+    The copy is made with SQLite's backup API (a consistent snapshot of the live database,
+    its WAL included), into a temporary file renamed into place, in rollback-journal mode
+    so that it is one self-contained file. ``keep`` 0 makes and keeps none. Returns the
+    new copy.
+    """
+    folder = Path(path).parent / BACKUPS
+    made = None
+    if keep > 0:
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = started[:19].replace(":", "")  # 2026-03-01T031700
+        made = folder / f"nightly-{stamp[:10]}-{stamp[11:]}.sqlite"
+        fd, tmp = tempfile.mkstemp(prefix=f".{made.name}.", suffix=".new", dir=folder)
+        os.close(fd)
+        try:
+            copy = sqlite3.connect(tmp)
+            try:
+                db.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")
+            finally:
+                copy.close()
+            os.replace(tmp, made)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    if folder.is_dir():
+        copies = sorted(folder.glob("nightly-*.sqlite"))
+        for old in copies[: max(len(copies) - keep, 0)]:
+            old.unlink()
+    return made
+
+
+def backups(path: str | Path) -> tuple[Path, ...]:
+    """The backups of the history at ``path``, oldest first."""
+    return tuple(sorted((Path(path).parent / BACKUPS).glob("nightly-*.sqlite")))
