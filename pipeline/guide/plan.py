@@ -235,8 +235,9 @@ def plan_edits(
     must write become blockers, and planning goes on so the preview shows every other edit
     too. ``body`` is the operator() body of ``op``'s missing functor, ``host_body`` the body
     of its host kernel for a stub declared with extra parameters (the partners' are written
-    by hand). A plan without blockers is checked on the edited tree, re-parsed: every stub
-    runs a functor of its host's library, and the audit's edit items pass for the whole unit.
+    by hand). A plan that writes and has no blockers is checked on the edited tree, re-parsed:
+    every stub runs a functor of its host's library, and the audit's edit items pass for the
+    whole unit; what would still fail becomes a blocker, so nothing is written.
     """
     record = index.record(op, find_references=False)  # the edit stage looks for them after
     reason = families.refusal(index, record)
@@ -260,7 +261,9 @@ def plan_edits(
         notes.append(f"{other} migrates with {op} in the same change (forward and backward)")
         _plan_one(index, partner, None, None, edits, notes, blockers)
     changed = {rel: e for rel, e in edits.items() if e.changed}
-    if not blockers:
+    # Only a plan that writes is judged on its result: with nothing to write the stage is up
+    # to date, and what the tree still lacks is the later stages' to report (failing tests).
+    if changed and not blockers:
         after = families.index_after(index, changed)
         left = families.unresolved_kernels(index, after, changed)
         for name in unit:
