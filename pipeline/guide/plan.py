@@ -353,10 +353,10 @@ def _functor(
         )
         return
     try:
-        functor = metal_edit.add_functor(text, metal_file, op, arity, body, outputs)
+        added = metal_edit.add_functor(text, metal_file, op, arity, body, outputs)
     except ValueError as exc:  # the contributor's body: say what is wrong with it
         raise EditVerificationError(f"body=...: {exc}; nothing was written") from exc
-    _chain(edits, functor)
+    _chain(edits, added)
 
 
 # What a new kernels file starts with: the includes and namespaces of the tree's own.
