@@ -214,14 +214,18 @@ def partners(index: TreeIndex, op: str) -> tuple[str, ...]:
 # ------------------------------------------------------------- after the edits
 
 
-def index_after(index: TreeIndex, edits: Mapping[str, FileEdit]) -> TreeIndex:
+def index_after(
+    index: TreeIndex,
+    edits: Mapping[str, FileEdit],
+    yaml_model: native_yaml.NativeFunctions | None = None,
+) -> TreeIndex:
     """The index of the tree as the edits leave it: each edited file re-parsed with its
-    reader, the rest as read."""
+    reader, the rest as read. ``yaml_model``: the edited yaml, already parsed."""
     if not edits:
         return index
     native = index.native
     if paths.NATIVE_YAML in edits:
-        native = native_yaml.parse(edits[paths.NATIVE_YAML].after, paths.NATIVE_YAML)
+        native = yaml_model or native_yaml.parse(edits[paths.NATIVE_YAML].after, paths.NATIVE_YAML)
 
     def swap(files: tuple, parse, suffix: str) -> tuple:
         have = {f.path for f in files}

@@ -26,7 +26,7 @@ from pipeline.edit.atomic import FileEdit
 from pipeline.errors import EditVerificationError
 from pipeline.guide import families
 from pipeline.guide.checklist import UNSUPPORTED_ON_MPS, required_dtypes
-from pipeline.tree import objc, paths
+from pipeline.tree import native_yaml, objc, paths
 from pipeline.tree.index import OperatorRecord, Source, TreeIndex
 from pipeline.tree.text import read_text
 
@@ -248,7 +248,9 @@ def plan_edits(
     notes: list[str] = []
     blockers: list[Blocker] = []
     old_names = list(record.old_names)
-    _plan_one(index, record, body, host_body, edits, notes, blockers)
+    # the yaml as last parsed, by its text: 15,000 lines are parsed once per edit, not per use
+    models: dict[str, native_yaml.NativeFunctions] = {}
+    _plan_one(index, record, body, host_body, edits, notes, blockers, models)
     unit = [op]
     for other in families.partners(index, op):
         partner = index.record(other, find_references=False)
@@ -259,12 +261,15 @@ def plan_edits(
         unit.append(other)
         old_names += partner.old_names
         notes.append(f"{other} migrates with {op} in the same change (forward and backward)")
-        _plan_one(index, partner, None, None, edits, notes, blockers)
+        _plan_one(index, partner, None, None, edits, notes, blockers, models)
     changed = {rel: e for rel, e in edits.items() if e.changed}
     # Only a plan that writes is judged on its result: with nothing to write the stage is up
     # to date, and what the tree still lacks is the later stages' to report (failing tests).
     if changed and not blockers:
-        after = families.index_after(index, changed)
+        yaml_after = changed.get(paths.NATIVE_YAML)
+        after = families.index_after(
+            index, changed, models.get(yaml_after.after) if yaml_after else None
+        )
         left = families.unresolved_kernels(index, after, changed)
         for name in unit:
             left += families.audit_left(index, after, name, changed)
@@ -391,9 +396,10 @@ def _plan_one(
     edits: dict[str, FileEdit],
     notes: list[str],
     blockers: list[Blocker],
+    models: dict[str, native_yaml.NativeFunctions],
 ) -> None:
     """The edits of one operator, chained onto ``edits`` (another operator of its unit may
-    have edited the same files first)."""
+    have edited the same files first); ``models``: yaml texts already parsed."""
     root, op = index.root, record.op
 
     def read(rel: str) -> str:
@@ -408,8 +414,11 @@ def _plan_one(
 
     yaml_rel = paths.NATIVE_YAML
     # the index parsed this very file, unless a partner of the unit edited it first
-    model = None if yaml_rel in edits else index.native
-    fold = yaml_edit.fold_mps_dispatch(read(yaml_rel), yaml_rel, op, model=model)
+    text = read(yaml_rel)
+    model = models.get(text) if yaml_rel in edits else index.native
+    fold = yaml_edit.fold_mps_dispatch(text, yaml_rel, op, model=model)
+    if fold.parsed is not None:
+        models[fold.edit.after] = fold.parsed
     _chain(edits, fold.edit)
     notes += [f"{name}: {reason}" for name, reason in fold.manual]
 
