@@ -161,6 +161,20 @@ def refusal(index: TreeIndex, record: OperatorRecord) -> str | None:
             PurePosixPath(u.span.path).match(paths.NATIVE_HEADERS) for u in record.unrecognised
         ):
             return None
+        # stubs named after a variant of the operator (div_true_stub, div_floor_stub)
+        variants = [
+            d.stub
+            for f in index.dispatch.files
+            for d in f.decls
+            if d.stub.startswith(f"{op}_")
+            and d.stub.endswith("_stub")
+            and d.stub.removesuffix("_stub") not in index.entries_by_operator()
+        ]
+        if variants:
+            return (
+                f"{op}: its kernel is behind {', '.join(variants)}, not {stub}, which the "
+                f"guide's one-stub recipe does not cover: {tail}"
+            )
         return (
             f"{op}: implemented by {_implemented_by(entries)}, not by a stub declared with "
             f"DECLARE_DISPATCH (no header declares {stub}): {tail}"

@@ -250,3 +250,16 @@ def test_an_include_stays_while_used_and_goes_with_its_last_use():
     assert not objc_edit.include_still_needed(text, "hardswish", ["hardswish_backward"])
     used = text + "Tensor& hardswish_out_mps(const Tensor& a, Tensor& out);\n"
     assert objc_edit.include_still_needed(used, "hardswish", ["hardswish_backward"])
+
+
+def test_an_operator_behind_a_variants_stub_is_refused_naming_it(root):
+    # no isposinf_stub, but a stub named after a variant of the operator
+    header = root / "aten/src/ATen/native/TensorCompare.h"
+    header.write_text(header.read_text().replace("isposinf_stub", "isposinf_scalar_stub"))
+    with pytest.raises(families.NotElementwiseError) as refused:
+        migrate.plan_edits(_index(root), "isposinf", body="return x;")
+    assert str(refused.value) == (
+        "isposinf: its kernel is behind isposinf_scalar_stub, not isposinf_stub, which the "
+        "guide's one-stub recipe does not cover: it needs a hand-written kernel; nothing was "
+        "written"
+    )
