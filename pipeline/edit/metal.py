@@ -181,6 +181,25 @@ def registration_lines(
     return lines
 
 
+# The words a general list macro's name is made of: what it does and for which dtypes
+# (INSTANTIATE_UNARY_KERNELS2, INSTANTIATE_UNARY_KERNELS_VEC2). Any other word names what its
+# members have in common (REGISTER_ROUNDING_OPS: floor, ceil, trunc): not a list for others.
+_GENERAL_WORDS = frozenset(
+    (  # noqa: SIM905 - a list of words reads as one
+        "REGISTER INSTANTIATE DEFINE UNARY BINARY TERNARY KERNEL KERNELS OP OPS FUNC FUNCS "
+        "FUNCTOR FUNCTORS FLOAT FLOATING INT INTEGER INTEGRAL INT2FLOAT COMPLEX VEC NO BOOL "
+        "OPMATH ALL TYPE TYPES DTYPE DTYPES HALF BFLOAT SCALAR REAL"
+    ).split()
+)
+
+
+def is_general_list(name: str) -> bool:
+    """Whether the list macro ``name`` is a general one that any operator with its dtype
+    pairs may join: its name says only what it registers and for which dtypes."""
+    words = [re.sub(r"\d+\Z", "", w) for w in name.upper().split("_") if w]
+    return all(not w or w in _GENERAL_WORDS for w in words)
+
+
 def _list_macros(
     source: cpp.CppText, parsed: metal.MetalFile, arity: int
 ) -> list[tuple[str, cpp.Directive, str]]:
@@ -188,13 +207,17 @@ def _list_macros(
 
     A list macro is a ``#define`` the file invokes for registrations whose body calls this
     arity's core macro with an op's name written out (``REGISTER_UNARY_OP(exp, DTYPE1,
-    DTYPE0)``); a new line copies the arguments of its last such call. In file order.
+    DTYPE0)``); a new line copies the arguments of its last such call. Only general lists
+    (:func:`is_general_list`): a dtype match never makes an operator a rounding one. In
+    file order.
     """
     invoked = {r.written_macro for r in parsed.registrations}
     found = []
     for d in source.directives:
         macro = cpp.parse_define(d.text, d.line)
         if macro is None or macro.params is None or macro.name not in invoked:
+            continue
+        if not is_general_list(macro.name):
             continue
         calls, _ = metal.core_calls(list(macro.body))
         named = [
@@ -275,6 +298,16 @@ def _plan(text: str, path: str, kernel: str, arity: int, outputs: dict[str, str]
 class _Overload:
     trait: str | None  # the type trait enabling it (``is_integral_v``); None: every T
     returns: str  # ``T`` or a Metal type
+
+
+def one_template(outputs: Mapping[str, str]) -> bool:
+    """Whether one unconstrained ``template <typename T>`` operator() serves every input of
+    ``outputs`` (all keep their type, or all give one type): the body is then the same math
+    for real and complex inputs, else each kind of input has an overload of its own."""
+    try:
+        return len(_overloads(outputs, None, 1)) == 1
+    except ValueError:
+        return False
 
 
 def _overloads(outputs: Mapping[str, str], code: str | None, arity: int) -> list[_Overload]:

@@ -33,6 +33,8 @@ class YamlFoldResult:
     folded: tuple[str, ...]  # full names of the entries rewritten
     manual: tuple[tuple[str, str], ...]  # (full name, why a human has to do it)
     old_kernels: tuple[str, ...]  # removed MPS-only kernels that nothing dispatches to any more
+    # the edited text as parsed to verify it (None: unchanged), for callers reading it again
+    parsed: native_yaml.NativeFunctions | None = None
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,9 @@ def fold_mps_dispatch(
         if folded
         else f"{operator}: no MPS dispatch to fold"
     )
-    return YamlFoldResult(FileEdit(path, text, after, summary), folded, tuple(manual), old_kernels)
+    return YamlFoldResult(
+        FileEdit(path, text, after, summary), folded, tuple(manual), old_kernels, new
+    )
 
 
 def _plan(entry: NativeFunction) -> _Plan | str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from pipeline.edit.atomic import NOWHERE, FileEdit, unplaced
@@ -119,18 +119,28 @@ def _check_unreferenced(after: str, parsed: objc.ObjcFile, name: str, allowed: s
         )
 
 
-def include_still_needed(text: str, op: str) -> bool:
+def include_still_needed(text: str, op: str, others: Collection[str] = ()) -> bool:
     """Whether ``ATen/ops/OP_native.h`` still declares something the file uses.
 
     That header declares the ``at::native`` kernels of ``op``: ``structured_OP*`` classes
     (what ``TORCH_IMPL_FUNC`` defines) and MPS kernels like ``OP_out_mps``. Conservative:
     any ``structured_OP``, any ``native::OP*`` and any MPS-style name starting with ``OP_``
-    that is not a file-local kernel function counts as a use.
+    that is not a file-local kernel function counts as a use. ``others``: the tree's other
+    operators; a name that is one of theirs (``hardshrink_backward_out_mps`` of the operator
+    ``hardshrink_backward``) is declared by their header, not this one.
     """
     source = cpp.lex(text, "<text>")
     local = {f.name for f in objc.parse(text, "<text>").functions}
+    longer = [o for o in others if o.startswith(op + "_")]
+
+    def theirs(name: str) -> bool:
+        bare = name.removeprefix("structured_")
+        return any(bare == o or bare.startswith(o + "_") for o in longer)
+
     for m in re.finditer(r"((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)", source.masked):
         qualifier, name = m.group(1), m.group(2)
+        if theirs(name):
+            continue
         of_op = name == op or name.startswith(op + "_")
         if name == f"structured_{op}" or name.startswith(f"structured_{op}_"):
             return True
@@ -141,7 +151,7 @@ def include_still_needed(text: str, op: str) -> bool:
     return False
 
 
-def remove_include(text: str, path: str, op: str) -> FileEdit:
+def remove_include(text: str, path: str, op: str, others: Collection[str] = ()) -> FileEdit:
     """Delete ``#include <ATen/ops/OP_native.h>``; unchanged edit when it is not there.
 
     Refuses (EditVerificationError) while :func:`include_still_needed` says the file uses it.
@@ -150,7 +160,7 @@ def remove_include(text: str, path: str, op: str) -> FileEdit:
     found = [i for i in before.includes if i.op == op]
     if not found:
         return FileEdit(path, text, text, f"no ATen/ops/{op}_native.h include, nothing to remove")
-    if include_still_needed(text, op):
+    if include_still_needed(text, op, others):
         raise EditVerificationError(
             f"{path}: ATen/ops/{op}_native.h is still needed (the file still uses a declaration "
             f"of {op}); remove the implementation first"

@@ -18,27 +18,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from pipeline.dtypes import COMPLEX
 from pipeline.edit import metal as metal_edit
 from pipeline.edit import native_yaml as yaml_edit
 from pipeline.edit import objc as objc_edit
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import EditVerificationError
+from pipeline.guide import families
 from pipeline.guide.checklist import UNSUPPORTED_ON_MPS, required_dtypes
-from pipeline.tree import objc, paths
+from pipeline.tree import native_yaml, objc, paths
 from pipeline.tree.index import OperatorRecord, TreeIndex, TreePart
 from pipeline.tree.text import read_text
 
 # What structured kernels hand their stubs: the kernel type when no declaration says otherwise
 DEFAULT_ITERATOR = "TensorIteratorBase&"
 DEFAULT_DTYPES = ("float32", "float16", "bfloat16")
-# exec kind -> (host file receiving the stub, Metal file receiving a new functor)
-TARGET_FILES = {
-    "unary": (f"{paths.OPERATIONS_DIR}/UnaryKernel.mm", f"{paths.KERNELS_DIR}/UnaryKernel.metal"),
-    "binary": (
-        f"{paths.OPERATIONS_DIR}/BinaryKernel.mm",
-        f"{paths.KERNELS_DIR}/BinaryKernel.metal",
-    ),
-}
+# exec kind -> (host file receiving the stub, Metal file receiving a new functor) when the
+# tree names no family (see pipeline.guide.families)
+TARGET_FILES = families.DEFAULT_FILES
 
 
 @dataclass(frozen=True)
@@ -80,10 +77,27 @@ def output_dtypes(record: OperatorRecord) -> dict[str, str]:
     was not asked or answered with a dtype MPS has no kernel type for (float64).
     """
     known = record.output_dtypes
+    wanted = list(required_dtypes(record) or DEFAULT_DTYPES)
+    # complex inputs torch computes complex results for: never dropped, even when
+    # SUPPORTED_COMPLEX_OPS does not list the operator yet
+    wanted += [d for d in complex_results(record) if d not in wanted]
     return {
-        d: out if (out := known.get(d)) and out not in UNSUPPORTED_ON_MPS else d
-        for d in required_dtypes(record) or DEFAULT_DTYPES
+        d: out if (out := known.get(d)) and out not in UNSUPPORTED_ON_MPS else d for d in wanted
     }
+
+
+def complex_results(record: OperatorRecord) -> tuple[str, ...]:
+    """The OpInfos' complex MPS dtypes whose CPU result is complex (conj_physical, sgn),
+    with half2 beside float2: the file's complex form registers both."""
+    known = record.output_dtypes
+    found = [
+        d
+        for d in record.opinfo_dtypes
+        if d in COMPLEX and d not in UNSUPPORTED_ON_MPS and known.get(d) in COMPLEX
+    ]
+    if "complex64" in found and known.get("complex64") == "complex64":
+        found.append("complex32")
+    return tuple(dict.fromkeys(found))
 
 
 def exec_kind(record: OperatorRecord) -> str:
@@ -150,21 +164,6 @@ def stub_param_type(record: OperatorRecord) -> tuple[str | None, list[str]]:
     return decl.iterator_param, []
 
 
-def host_file(index: TreeIndex, record: OperatorRecord, default: str) -> str:
-    """Where the operator's stub is registered for MPS: the host file that registers most of
-    the other stubs declared in the same ``native/*.h`` header (``UnaryOps.h`` →
-    UnaryKernel.mm), else ``default``."""
-    decl = record.stub_decl
-    if decl is None:
-        return default
-    header = next((f for f in index.dispatch.files if f.path == decl.span.path), None)
-    siblings = {d.stub for d in header.decls} - {decl.stub} if header else set()
-    counts = Counter(
-        s.span.path for f in index.host.files for s in f.stubs if s.native and s.stub in siblings
-    )
-    return counts.most_common(1)[0][0] if counts else default
-
-
 def _register_with_file_macro(
     index: TreeIndex, text: str, rel: str, stub: str, kernel: str, param_type: str
 ) -> FileEdit | None:
@@ -228,139 +227,53 @@ def _chain(edits: dict[str, FileEdit], new: FileEdit) -> None:
 def plan_edits(
     index: TreeIndex, op: str, body: str | None = None, host_body: str | None = None
 ) -> EditPlan:
-    """Compute (and verify) every mechanical edit of the guide for ``op``; writes nothing.
+    """Compute (and verify) every mechanical edit of the guide for ``op`` and the operators
+    that migrate with it (its forward or backward, :func:`families.partners`); writes nothing.
 
-    Pieces the contributor must write become blockers, and planning goes on so the preview
-    shows every other edit too. ``body`` is the operator() body of a missing functor,
-    ``host_body`` the body of a host kernel for a stub declared with extra parameters.
+    Refused (:class:`families.NotElementwiseError`, exit 2) before anything is planned when
+    the operator is not an element-wise kernel behind a declared stub. Pieces the contributor
+    must write become blockers, and planning goes on so the preview shows every other edit
+    too. ``body`` is the operator() body of ``op``'s missing functor, ``host_body`` the body
+    of its host kernel for a stub declared with extra parameters (the partners' are written
+    by hand). A plan that writes and has no blockers is checked on the edited tree, re-parsed:
+    every stub runs a functor of its host's library, and the audit's edit items pass for the
+    whole unit; what would still fail becomes a blocker, so nothing is written.
     """
-    root = index.root
     record = index.record(op, find_references=False)  # the edit stage looks for them after
+    reason = families.refusal(index, record)
+    if reason:
+        raise families.NotElementwiseError(reason)
     op = record.op
     edits: dict[str, FileEdit] = {}
     notes: list[str] = []
     blockers: list[Blocker] = []
-
-    def read(rel: str) -> str:
-        # strict: a file that cannot be decoded is never edited (UnreadableFileError)
-        return edits[rel].after if rel in edits else read_text(root / rel, rel)
-
-    kind = exec_kind(record)
-    stub_file, metal_file = TARGET_FILES[kind]
-    needs_stub = not any(s.native for s in record.stubs)
-    if needs_stub and not record.functors:
-        outputs = output_dtypes(record)
-        arity = 2 if kind == "binary" else 1
-        text = read(metal_file)
-        try:
-            skeleton = metal_edit.functor_skeleton(op, arity, outputs, text=text)
-        except ValueError as exc:  # PyTorch's result types need more than one functor shape
-            blockers.append(Blocker(f"{op}: {exc}", metal_file, ""))
-        else:
-            if body is None:
-                blockers.append(
-                    Blocker(
-                        f"{op}: no Metal functor yet: write it (the math is yours), or pass "
-                        'body="return ...;" to have it inserted',
-                        metal_file,
-                        skeleton,
-                        metal_edit.functor_skeleton_edit(text, metal_file, op, arity, outputs),
-                    )
-                )
-            else:
-                try:
-                    functor = metal_edit.add_functor(text, metal_file, op, arity, body, outputs)
-                except ValueError as exc:  # the contributor's body: say what is wrong with it
-                    raise EditVerificationError(f"body=...: {exc}; nothing was written") from exc
-                _chain(edits, functor)
-
-    yaml_rel = paths.NATIVE_YAML
-    # the index parsed this very file (nothing in the plan edited it before)
-    fold = yaml_edit.fold_mps_dispatch(read(yaml_rel), yaml_rel, op, model=index.native)
-    _chain(edits, fold.edit)
-    notes += [f"{name}: {reason}" for name, reason in fold.manual]
-
-    for impl in record.mpsgraph:
-        rel = impl.span.path
-        others = [i.name for i in record.mpsgraph if i.span.path == rel]
-        _chain(
-            edits, objc_edit.remove_implementation(read(rel), rel, impl.name, also_removing=others)
+    old_names = list(record.old_names)
+    # the yaml as last parsed, by its text: 15,000 lines are parsed once per edit, not per use
+    models: dict[str, native_yaml.NativeFunctions] = {}
+    _plan_one(index, record, body, host_body, edits, notes, blockers, models)
+    unit = [op]
+    for other in families.partners(index, op):
+        partner = index.record(other, find_references=False)
+        why = families.refusal(index, partner)
+        if why:
+            blockers.append(Blocker(f"{other} migrates with {op}, but: {why}", "", ""))
+            continue
+        unit.append(other)
+        old_names += partner.old_names
+        notes.append(f"{other} migrates with {op} in the same change (forward and backward)")
+        _plan_one(index, partner, None, None, edits, notes, blockers, models)
+    changed = {rel: e for rel, e in edits.items() if e.changed}
+    # Only a plan that writes is judged on its result: with nothing to write the stage is up
+    # to date, and what the tree still lacks is the later stages' to report (failing tests).
+    if changed and not blockers:
+        yaml_after = changed.get(paths.NATIVE_YAML)
+        after = families.index_after(
+            index, changed, models.get(yaml_after.after) if yaml_after else None
         )
-    # The operator's include goes from every file whose MPSGraph code for it is gone (also one
-    # an earlier, half-done migration left behind).
-    leftovers = {i.span.path for i in record.leftover_includes}
-    for rel in dict.fromkeys([*(i.span.path for i in record.mpsgraph), *leftovers]):
-        after = read(rel)
-        if any(i.op == op and i.span.path == rel for i in record.includes) and (
-            not objc_edit.include_still_needed(after, op)
-        ):
-            _chain(edits, objc_edit.remove_include(after, rel, op))
-    stub_name = f"{op}_stub"
-    for rel in dict.fromkeys(s.span.path for s in record.stubs if not s.native):
-        # A second registration of one stub does not compile: replace, never add beside it.
-        try:
-            _chain(edits, objc_edit.remove_registration(read(rel), rel, stub_name))
-        except EditVerificationError as exc:
-            blockers.append(
-                Blocker(f"{exc}: remove the MPSGraph registration of {stub_name}", rel, "")
-            )
-    if needs_stub:
-        stub_file = host_file(index, record, stub_file)
-        param_type, stub_notes = stub_param_type(record)
-        notes += stub_notes
-        kernel = record.functors[0].name if record.functors else op
-        if param_type is None:
-            decl = record.stub_decl
-            assert decl is not None
-            first, *extra = decl.params
-            host = functools.partial(
-                objc_edit.add_stub,
-                read(stub_file),
-                stub_file,
-                stub_name,
-                f"{op}_mps_kernel",
-                kind,
-                kernel,
-                param_type=first,
-                extra=extra,
-            )
-            if host_body is not None:
-                try:
-                    _chain(edits, host(body=host_body))
-                except (ValueError, EditVerificationError) as exc:
-                    raise EditVerificationError(f"host_body=...: {exc}") from exc
-            else:
-                blockers.append(
-                    Blocker(
-                        f"{decl.span}: {stub_name} is declared as {decl.fn_type}, taking "
-                        f"({', '.join(decl.params)}): its MPS kernel takes the same parameters "
-                        "and passes them to the Metal kernel; check the skeleton against your "
-                        'functor, then pass it as host_body="..."',
-                        stub_file,
-                        host_kernel_skeleton(record, kind, kernel),
-                        _skeleton_edit(host, kind, kernel, len(extra)),
-                    )
-                )
-        else:
-            text = read(stub_file)
-            registered = _register_with_file_macro(
-                index, text, stub_file, stub_name, kernel, param_type
-            )
-            _chain(
-                edits,
-                registered
-                or objc_edit.add_stub(
-                    text,
-                    stub_file,
-                    stub_name,
-                    f"{op}_mps_kernel",
-                    kind,
-                    kernel,
-                    param_type=param_type,
-                ),
-            )
-    if (needs_stub or record.stubs) and not blockers:
-        _check_registered_once(index, stub_name, edits)
+        left = families.unresolved_kernels(index, after, changed)
+        for name in unit:
+            left += families.audit_left(index, after, name, changed)
+        blockers += [Blocker(f"left after the edit: {what}", "", "") for what in left]
     for info in record.opinfos:
         for d in info.decorators:
             what = " ".join(
@@ -376,9 +289,235 @@ def plan_edits(
             notes.append(f"OpInfo {info.key}: MPS decorator {what} should go once the tests pass")
     return EditPlan(
         op=op,
-        edits=tuple(e for e in edits.values() if e.changed),
+        edits=tuple(changed.values()),
         blockers=tuple(blockers),
         notes=tuple(notes),
-        old_names=record.old_names,
+        old_names=tuple(dict.fromkeys(old_names)),
         later_writes=(paths.COMMON_MPS,) if record.xfails else (),
     )
+
+
+def _functor(
+    record: OperatorRecord,
+    kind: str,
+    fam: families.Family,
+    body: str | None,
+    read: Callable[[str], str],
+    edits: dict[str, FileEdit],
+    notes: list[str],
+    blockers: list[Blocker],
+) -> None:
+    """The missing functor, in the library of the operator's host (or what to write)."""
+    op, metal_file = record.op, fam.kernels
+    outputs = output_dtypes(record)
+    arity = 2 if kind == "binary" else 1
+    complex_in = [d for d in outputs if d in COMPLEX]
+    # One template covers complex only when every kind keeps its type; else the complex
+    # overload's math differs from the real one and is the contributor's.
+    if complex_in and not metal_edit.one_template(outputs):
+        what = (
+            f"{op}: complex overload left to write ({', '.join(complex_in)}: torch gives "
+            "complex results)"
+        )
+        if record.complex_supported:
+            blockers.append(Blocker(what, metal_file, ""))
+        else:
+            notes.append(what)
+        outputs = {i: o for i, o in outputs.items() if i not in COMPLEX}
+    if not fam.kernels_exists:
+        try:
+            functor = metal_edit.functor_skeleton(op, arity, outputs)
+        except ValueError as exc:
+            functor = f"// {exc}\n"
+        skeleton = NEW_METAL_HEAD + "\n" + functor
+        blockers.append(
+            Blocker(
+                f"{op}: {fam.host} loads the library {metal_file}, which does not exist yet: "
+                "create it with the functor",
+                metal_file,
+                skeleton,
+                FileEdit(metal_file, "", skeleton, f"create {metal_file} (TODO: the math)"),
+            )
+        )
+        return
+    text = read(metal_file)
+    try:
+        skeleton = metal_edit.functor_skeleton(op, arity, outputs, text=text)
+    except ValueError as exc:  # PyTorch's result types need more than one functor shape
+        blockers.append(Blocker(f"{op}: {exc}", metal_file, ""))
+        return
+    if body is None:
+        blockers.append(
+            Blocker(
+                f"{op}: no Metal functor yet: write it (the math is yours), or pass "
+                'body="return ...;" to have it inserted',
+                metal_file,
+                skeleton,
+                metal_edit.functor_skeleton_edit(text, metal_file, op, arity, outputs),
+            )
+        )
+        return
+    try:
+        added = metal_edit.add_functor(text, metal_file, op, arity, body, outputs)
+    except ValueError as exc:  # the contributor's body: say what is wrong with it
+        raise EditVerificationError(f"body=...: {exc}; nothing was written") from exc
+    _chain(edits, added)
+
+
+# What a new kernels file starts with: the includes and namespaces of the tree's own.
+NEW_METAL_HEAD = (
+    "#include <c10/metal/indexing.h>\n"
+    "#include <c10/metal/utils.h>\n"
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "using namespace c10::metal;\n"
+)
+NEW_HOST_HEAD = """#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/TensorIterator.h>
+#include <ATen/native/{header}>
+#include <ATen/native/mps/OperationUtils.h>
+
+namespace at::native {{
+
+#ifndef PYTORCH_JIT_COMPILE_SHADERS
+static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();
+#else
+#include <ATen/native/mps/{library}_metallib.h>
+#endif
+
+"""
+
+
+def _plan_one(
+    index: TreeIndex,
+    record: OperatorRecord,
+    body: str | None,
+    host_body: str | None,
+    edits: dict[str, FileEdit],
+    notes: list[str],
+    blockers: list[Blocker],
+    models: dict[str, native_yaml.NativeFunctions],
+) -> None:
+    """The edits of one operator, chained onto ``edits`` (another operator of its unit may
+    have edited the same files first); ``models``: yaml texts already parsed."""
+    root, op = index.root, record.op
+
+    def read(rel: str) -> str:
+        # strict: a file that cannot be decoded is never edited (UnreadableFileError)
+        return edits[rel].after if rel in edits else read_text(root / rel, rel)
+
+    kind = exec_kind(record)
+    fam = families.family(index, record, kind)
+    needs_stub = not any(s.native for s in record.stubs)
+    if needs_stub and not record.functors:
+        _functor(record, kind, fam, body, read, edits, notes, blockers)
+
+    yaml_rel = paths.NATIVE_YAML
+    # the index parsed this very file, unless a partner of the unit edited it first
+    text = read(yaml_rel)
+    model = models.get(text) if yaml_rel in edits else index.native
+    fold = yaml_edit.fold_mps_dispatch(text, yaml_rel, op, model=model)
+    if fold.parsed is not None:
+        models[fold.edit.after] = fold.parsed
+    _chain(edits, fold.edit)
+    notes += [f"{name}: {reason}" for name, reason in fold.manual]
+
+    for impl in record.mpsgraph:
+        rel = impl.span.path
+        others = [i.name for i in record.mpsgraph if i.span.path == rel]
+        _chain(
+            edits, objc_edit.remove_implementation(read(rel), rel, impl.name, also_removing=others)
+        )
+    # The operator's include goes from every file whose MPSGraph code for it is gone (also one
+    # an earlier, half-done migration left behind), unless code left there still uses it.
+    operators = list(index.entries_by_operator())
+    leftovers = {i.span.path for i in record.leftover_includes}
+    for rel in dict.fromkeys([*(i.span.path for i in record.mpsgraph), *leftovers]):
+        after = read(rel)
+        if any(i.op == op and i.span.path == rel for i in record.includes) and (
+            not objc_edit.include_still_needed(after, op, operators)
+        ):
+            _chain(edits, objc_edit.remove_include(after, rel, op, operators))
+    stub_name = f"{op}_stub"
+    for rel in dict.fromkeys(s.span.path for s in record.stubs if not s.native):
+        # A second registration of one stub does not compile: replace, never add beside it.
+        try:
+            _chain(edits, objc_edit.remove_registration(read(rel), rel, stub_name))
+        except EditVerificationError as exc:
+            blockers.append(
+                Blocker(f"{exc}: remove the MPSGraph registration of {stub_name}", rel, "")
+            )
+    if not needs_stub:
+        return
+    stub_file = fam.host
+    param_type, stub_notes = stub_param_type(record)
+    notes += stub_notes
+    kernel = record.functors[0].name if record.functors else op
+    if not fam.host_exists:
+        registration = host_kernel_skeleton(record, kind, kernel) if record.stub_decl else ""
+        library = PurePosixPath(fam.kernels).stem
+        header = PurePosixPath(fam.header or "").name
+        skeleton = NEW_HOST_HEAD.format(header=header, library=library) + registration
+        skeleton += "\n} // namespace at::native\n"
+        blockers.append(
+            Blocker(
+                f"{op}: no host file registers the stubs of {fam.header} yet: create "
+                f"{stub_file}, loading the library {fam.kernels}",
+                stub_file,
+                skeleton,
+                FileEdit(stub_file, "", skeleton, f"create {stub_file}"),
+            )
+        )
+        return
+    if param_type is None:
+        decl = record.stub_decl
+        assert decl is not None
+        first, *extra = decl.params
+        host = functools.partial(
+            objc_edit.add_stub,
+            read(stub_file),
+            stub_file,
+            stub_name,
+            f"{op}_mps_kernel",
+            kind,
+            kernel,
+            param_type=first,
+            extra=extra,
+        )
+        if host_body is not None:
+            try:
+                _chain(edits, host(body=host_body))
+            except (ValueError, EditVerificationError) as exc:
+                raise EditVerificationError(f"host_body=...: {exc}") from exc
+        else:
+            blockers.append(
+                Blocker(
+                    f"{decl.span}: {stub_name} is declared as {decl.fn_type}, taking "
+                    f"({', '.join(decl.params)}): its MPS kernel takes the same parameters "
+                    "and passes them to the Metal kernel; check the skeleton against your "
+                    'functor, then pass it as host_body="..."',
+                    stub_file,
+                    host_kernel_skeleton(record, kind, kernel),
+                    _skeleton_edit(host, kind, kernel, len(extra)),
+                )
+            )
+    else:
+        text = read(stub_file)
+        registered = _register_with_file_macro(
+            index, text, stub_file, stub_name, kernel, param_type
+        )
+        _chain(
+            edits,
+            registered
+            or objc_edit.add_stub(
+                text,
+                stub_file,
+                stub_name,
+                f"{op}_mps_kernel",
+                kind,
+                kernel,
+                param_type=param_type,
+            ),
+        )
+    if not blockers:
+        _check_registered_once(index, stub_name, edits)

@@ -24,7 +24,7 @@ from pipeline.tree.reader import READERS
 from pipeline.tree.source import TreeSource
 from pipeline.tree.span import Span, Unrecognised
 
-CACHE_VERSION = 4  # 3: OpInfoRecord.output_dtypes; 4: the readers' gaps
+CACHE_VERSION = 5  # 3: OpInfoRecord.output_dtypes; 4: the readers' gaps; 5: yaml tags
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")

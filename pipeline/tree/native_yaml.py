@@ -73,6 +73,8 @@ class NativeFunction:
     autogen: tuple[str, ...]
     dispatch: tuple[DispatchRow, ...]
     span: Span
+    # `tags:` (pointwise, reduction...): what kind of kernel the operator is
+    tags: tuple[str, ...] = ()
 
     @property
     def full_name(self) -> str:
@@ -209,7 +211,17 @@ def _entry(node: Node, path: str, lines: list[str]) -> NativeFunction:
         autogen=tuple(a.strip() for a in autogen.split(",") if a.strip()),
         dispatch=_dispatch(fields.get("dispatch"), path, line, lines),
         span=Span(path, line, _last_line(node, lines)),
+        tags=_tags(fields.get("tags")),
     )
+
+
+def _tags(node: Node | None) -> tuple[str, ...]:
+    """``tags: pointwise`` or ``tags: [core, pointwise]``; anything else holds no tag."""
+    if isinstance(node, ScalarNode) and node.tag == _STR_TAG:
+        return (node.value,)
+    if isinstance(node, SequenceNode):
+        return tuple(v.value for v in node.value if isinstance(v, ScalarNode) and v.value)
+    return ()
 
 
 def _flag(node: Node | None, path: str, line: int) -> bool:

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.errors import EditVerificationError, UnreadableFileError
 from pipeline.guide import plan as migrate
+from pipeline.guide.families import NotElementwiseError
 from pipeline.sandbox import compile
 from pipeline.tree.index import load_index
 from tests.sandbox.edits import BINARY_KERNEL, BINARY_OPS_H, edit
@@ -62,22 +63,22 @@ def test_stub_with_an_extra_argument_blocks_the_plan_with_a_host_skeleton(sandbo
     assert not plan.empty
 
 
-def test_undeclared_stub_gets_the_default_and_a_note(sandbox_settings):
+def test_an_operator_whose_stub_no_header_declares_is_refused_before_any_plan(sandbox_settings):
     edit(
         sandbox_settings.root,
         BINARY_OPS_H,
         "DECLARE_DISPATCH(structured_binary_fn, hypot_stub)\n",
         "",
     )
-    plan = migrate.plan_edits(load_index(sandbox_settings.tree), "hypot")
-    assert "static void hypot_mps_kernel(TensorIteratorBase& iter) {\n" in _after(
-        plan, BINARY_KERNEL
-    )
-    (note,) = [n for n in plan.notes if "hypot_stub" in n]
-    assert note.startswith(
-        "no DECLARE_DISPATCH for hypot_stub found under aten/src/ATen/native/*.h; "
-        "hypot_mps_kernel takes TensorIteratorBase&"
-    )
+    with pytest.raises(NotElementwiseError) as refused:
+        migrate.plan_edits(load_index(sandbox_settings.tree), "hypot", body="return a;")
+    assert refused.value.exit_code == 2
+    message = str(refused.value)
+    assert "\n" not in message
+    # what implements it, and that it needs a hand-written kernel
+    assert message.startswith("hypot: implemented by hypot_out (CPU, hypot.out at ")
+    assert "no header declares hypot_stub" in message
+    assert message.endswith("it needs a hand-written kernel; nothing was written")
 
 
 def test_a_header_that_cannot_be_read_is_named_in_the_note(sandbox_settings):

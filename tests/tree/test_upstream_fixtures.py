@@ -131,7 +131,21 @@ def test_mpsgraph_implementations(host):
     )
     assert host.implementation("logit_out_mps").kind == "function"
     includes = {i.op for f in host.files for i in f.includes}
-    assert includes == {"atanh", "logit", "logaddexp", "logical_and", "minimum"}
+    assert includes == {
+        "atanh",
+        "logit",
+        "logaddexp",
+        "logical_and",
+        "minimum",
+        # issue 18's families
+        "conj_physical",
+        "frac",
+        "hardswish",
+        "hardswish_backward",
+        "mish",
+        "linalg_inv_ex",
+        "_copy_from",
+    }
 
 
 # (e) stub types: aliases, inline pointer types, multi-line declarations
@@ -142,7 +156,7 @@ def test_dispatch_declarations(decls):
     assert decls.stub("polygamma_stub").params == ("TensorIteratorBase&", "const int64_t")
     nan = decls.stub("nan_to_num_stub")
     assert nan.params == ("TensorIteratorBase&", *["std::optional<double>"] * 3)
-    assert (nan.span.start, nan.span.end) == (39, 45)
+    assert (nan.span.start, nan.span.end) == (41, 47)
     assert decls.stub("hardswish_stub").iterator_param == "TensorIterator&"
     assert decls.stub("exp_stub").iterator_param == "TensorIteratorBase&"
     assert decls.stub("add_clamp_stub").params[0] == "TensorIterator&"
