@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "nightly": ("nightly", "merge every runner's JUnit, keep history, propose xfail removals"),
     "shards": ("shards", "the nightly sweep's shards, balanced by each test's duration"),
     "config": ("config", "every setting, its value and where it came from"),
+    "demo": ("demo", "make a demo checkout (the bundled sandbox, built and committed) in DIR"),
     "doit": ("doit", "doit's task interface from anywhere: doit migrate_op op=atan2, doit list"),
 }
 
