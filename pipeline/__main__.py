@@ -31,28 +31,92 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Shown under `mps-pipeline --help`: what to type first, what doit's markers mean, the exits.
+EPILOG = """\
+examples:
+  mps-pipeline demo ~/mps-demo          a demo checkout to try everything on (no torch needed)
+  cd ~/mps-demo && mps-pipeline migrate atan2
+  mps-pipeline audit atan2              the guide's checklist, without editing anything
+  mps-pipeline migrate atan2 --dry-run  every diff the migration would make
+  mps-pipeline backlog                  what is left to migrate, easiest first
+  mps-pipeline --root ~/pytorch config  every setting and where it came from
+
+the chain's progress, one line per stage:
+  .  STAGE       the stage ran           -- STAGE   it was up to date: nothing to do
+  failed: ...    the stage failed, in one line, with what to do next
+
+exit status: 0 done; 1 work left (failing tests, checklist items, a failed build, the tree
+busy); 2 bad input or usage; 3 a bad doit command line; 70 nightly crashed (a bug);
+130 interrupted (nothing is left half-written)
+"""
+
+
+def _global_options(parser: argparse.ArgumentParser, default: object) -> None:
+    """The options every command takes: before the command (``default`` None) or after it
+    (``argparse.SUPPRESS``: given there, they win; not given, they leave the first alone)."""
+    parser.add_argument(
+        "--root",
+        default=default,
+        help="PyTorch checkout (default: the one you stand in, else the sandbox)",
+    )
+    parser.add_argument(
+        "--python", default=default, help="interpreter that can `import torch` (OpInfo metadata)"
+    )
+    parser.add_argument(
+        "--state-dir", default=default, help="where results, caches and doit's database live"
+    )
+    parser.add_argument(
+        "--build-dir", default=default, help="build directory, relative to root (default: build)"
+    )
+    parser.add_argument(
+        "--opinfo-table", default=default, help="static OpInfo table instead of importing torch"
+    )
+    parser.add_argument(
+        "--config",
+        default=default,
+        help="config file (default: .mps-pipeline.yaml at the checkout's root)",
+    )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mps-pipeline")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     """The CLI parser; only ``command``'s module is imported (start-up stays fast)."""
-    parser = argparse.ArgumentParser(prog="mps-pipeline", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="mps-pipeline",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mps-pipeline {_version()}")
+    _global_options(parser, None)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name != command:
             continue
         mod = importlib.import_module(f"pipeline.commands.{module}")
-        p.add_argument(
-            "--root", help="PyTorch checkout (default: the one you stand in, else the sandbox)"
-        )
-        p.add_argument("--python", help="interpreter that can `import torch` (OpInfo metadata)")
-        p.add_argument("--state-dir", help="where results, caches and doit's database live")
-        p.add_argument("--build-dir", help="build directory, relative to root (default: build)")
-        p.add_argument("--opinfo-table", help="static OpInfo table instead of importing torch")
-        p.add_argument(
-            "--config", help="config file (default: .mps-pipeline.yaml at the checkout's root)"
-        )
+        _global_options(p, argparse.SUPPRESS)
         mod.add_arguments(p)
         p.set_defaults(module=mod)
     return parser
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command named in ``argv``: the first word that is not a global option or its value
+    (``--root demo audit atan2`` is ``audit``, not ``demo``)."""
+    pre = argparse.ArgumentParser(add_help=False)
+    _global_options(pre, None)
+    _, rest = pre.parse_known_args(argv)
+    first = next((a for a in rest if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,8 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pipeline import tasks
 
         return _guarded(lambda: tasks.run_doit(argv[1:]))
-    command = next((a for a in argv if a in COMMANDS), None)
-    args = build_parser(command).parse_args(argv)
+    args = build_parser(_command(argv)).parse_args(argv)
     return _guarded(lambda: _run(args))
 
 

@@ -94,11 +94,16 @@ def doit_config(argv: list[str] | None = None, *, announce: bool = True) -> dict
         workspace.announce(resolved)
     state = resolved.state_dir
     state.mkdir(parents=True, exist_ok=True)
+    from pipeline import state as state_layout
+    from pipeline.report.doit_reporter import reporter_class
+
     return {
         "backend": "sqlite3",
         "dep_file": str(state / "doit.sqlite"),
         "verbosity": 2,
         "default_tasks": ["migrate_op"],
+        # doit's markers, but failures in our words and the verdict on every run
+        "reporter": reporter_class(lambda op: state_layout.op_files(resolved, op).summary),
     }
 
 

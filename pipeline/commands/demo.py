@@ -29,8 +29,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     print(f"  git work tree, everything committed ({demo.root / '.git'})", file=sys.stderr)
     print(f"  build dir: {demo.build_ninja.relative_to(demo.root)}", file=sys.stderr)
     print(
-        f"  OpInfo table: {demo.opinfo_table.relative_to(demo.root)} "
-        f"(set in {demo.config.name})",
+        f"  OpInfo table: {demo.opinfo_table.relative_to(demo.root)} (set in {demo.config.name})",
         file=sys.stderr,
     )
     print(f"next: cd {demo.root} && mps-pipeline migrate {DEMO_OP}")
