@@ -1,4 +1,7 @@
-"""nox sessions: tests, lint, bench. Thin: the work lives in pipeline/ and tests/."""
+"""nox sessions: tests, lint, bench, screenshots, sample.
+
+Thin: the work lives in pipeline/, docsgen/ and tests/.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff on the package, tests, dodo.py and noxfile.py."""
     session.install("ruff")
-    session.run("ruff", "check", "pipeline", "tests", "dodo.py", "noxfile.py")
+    session.run("ruff", "check", "pipeline", "tests", "docsgen", "dodo.py", "noxfile.py")
 
 
 @nox.session(python="3.11")
@@ -34,3 +37,18 @@ def bench(session: nox.Session) -> None:
     """Figures quoted in issue notes: medians and ratios, never pass/fail thresholds."""
     _install(session)
     session.run("python", "-m", "bench", *session.posargs)
+
+
+@nox.session(python="3.11")
+def screenshots(session: nox.Session) -> None:
+    """docs/img/dashboard.png: three real nightlies of a demo checkout, in headless Chromium
+    (Debian's `chromium`; Playwright drives it and downloads no browser)."""
+    _install(session)
+    session.run("python", "-m", "docsgen", "screenshot")
+
+
+@nox.session(python="3.11")
+def sample(session: nox.Session) -> None:
+    """README.md's sample run: a demo checkout's first and second `migrate atan2`."""
+    _install(session)
+    session.run("python", "-m", "docsgen", "sample")

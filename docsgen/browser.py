@@ -64,31 +64,31 @@ def open_page(
     browser_path = executable or chromium()
     if browser_path is None:
         raise FileNotFoundError("no chromium: apt-get install -y chromium")
-    with tempfile.TemporaryDirectory(prefix="mps-pipeline-chromium-") as profile:
-        with sync_playwright() as pw:
-            context = pw.chromium.launch_persistent_context(
-                profile,
-                executable_path=browser_path,
-                headless=True,
-                args=list(FLAGS),
-                viewport={"width": width, "height": height},
-                offline=True,
+    with (
+        tempfile.TemporaryDirectory(prefix="mps-pipeline-chromium-") as profile,
+        sync_playwright() as pw,
+    ):
+        context = pw.chromium.launch_persistent_context(
+            profile,
+            executable_path=browser_path,
+            headless=True,
+            args=list(FLAGS),
+            viewport={"width": width, "height": height},
+            offline=True,
+        )
+        try:
+            page = context.new_page()
+            opened = Page(page)
+            page.on(
+                "console",
+                lambda msg: opened.console_errors.append(msg.text) if msg.type == "error" else None,
             )
-            try:
-                page = context.new_page()
-                opened = Page(page)
-                page.on(
-                    "console",
-                    lambda msg: opened.console_errors.append(msg.text)
-                    if msg.type == "error"
-                    else None,
-                )
-                page.on("pageerror", lambda exc: opened.console_errors.append(str(exc)))
-                page.on(
-                    "requestfailed",
-                    lambda req: opened.console_errors.append(f"request failed: {req.url}"),
-                )
-                page.goto(html.resolve().as_uri(), wait_until="load")
-                yield opened
-            finally:
-                context.close()
+            page.on("pageerror", lambda exc: opened.console_errors.append(str(exc)))
+            page.on(
+                "requestfailed",
+                lambda req: opened.console_errors.append(f"request failed: {req.url}"),
+            )
+            page.goto(html.resolve().as_uri(), wait_until="load")
+            yield opened
+        finally:
+            context.close()

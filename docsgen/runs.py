@@ -54,7 +54,8 @@ def mps_pipeline(
         check=False,
     )
     if check and proc.returncode not in (0, 1):
-        raise RuntimeError(f"mps-pipeline {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}")
+        command = " ".join(args)
+        raise RuntimeError(f"mps-pipeline {command} exited {proc.returncode}:\n{proc.stdout}")
     return Shown("mps-pipeline " + " ".join(args), proc.stdout, proc.returncode)
 
 

@@ -1,0 +1,81 @@
+"""``python -m docsgen screenshot|sample``: regenerate what the README shows from real runs.
+
+- ``screenshot``: three real nightlies of a demo checkout, the dashboard opened in headless
+  Chromium, its picture written to ``docs/img/dashboard.png`` (``nox -s screenshots``);
+- ``sample``: a demo checkout's first and second ``migrate atan2``, their terminal output
+  written into README.md between the sample markers (``nox -s sample``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from docsgen.runs import Shown, demo_nightlies, first_hour
+
+REPO = Path(__file__).resolve().parents[1]
+SCREENSHOT = REPO / "docs" / "img" / "dashboard.png"
+README = REPO / "README.md"
+BEGIN, END = "<!-- sample: begin (python -m docsgen sample) -->", "<!-- sample: end -->"
+# progress bars print a line per step when the output is not a terminal: the last one stays
+_PROGRESS = re.compile(r"^(tests|build): +\d+% \(")
+_RUN_FOLDER = re.compile(r"results/\d{8}T\d{6}Z-")
+
+
+def screenshot(out: Path = SCREENSHOT) -> Path:
+    from docsgen.browser import open_page
+
+    with tempfile.TemporaryDirectory(prefix="mps-pipeline-screenshot-") as work:
+        dashboard = demo_nightlies(Path(work))
+        with open_page(dashboard / "index.html", width=1100, height=1500) as page:
+            if page.console_errors:
+                raise SystemExit(f"the dashboard logged errors: {page.console_errors}")
+            page.screenshot(out, full_page=True)
+    return out
+
+
+def _terminal(shown: list[Shown], work: Path) -> str:
+    """What the user saw, with the scratch folder written as ``~`` and progress lines cut."""
+    text = ""
+    for step, run in enumerate(shown):
+        lines = [line.rstrip() for line in run.output.splitlines() if not _PROGRESS.match(line)]
+        command = run.command if step == 0 else f"cd ~/mps-demo && {run.command}"
+        if step == 0:
+            command = command.replace("demo mps-demo", "demo ~/mps-demo")
+        text += f"$ {command}\n" + "\n".join(lines) + "\n"
+        if step < len(shown) - 1:
+            text += "\n"
+    text = text.replace(str(work), "~")
+    return _RUN_FOLDER.sub("results/<time>-", text)
+
+
+def sample(readme: Path = README) -> str:
+    with tempfile.TemporaryDirectory(prefix="mps-pipeline-sample-") as tmp:
+        work = Path(tmp).resolve()
+        text = _terminal(first_hour(work), work)
+    doc = readme.read_text(encoding="utf-8")
+    if BEGIN not in doc or END not in doc:
+        raise SystemExit(f"{readme} has no sample markers ({BEGIN} ... {END})")
+    head, rest = doc.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{BEGIN}\n```console\n{text}```\n{END}{tail}", encoding="utf-8")
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m docsgen", description=__doc__)
+    parser.add_argument("what", choices=("screenshot", "sample"))
+    args = parser.parse_args(argv)
+    if args.what == "screenshot":
+        print(f"wrote {screenshot()}")
+    else:
+        sample()
+        print(f"wrote the sample into {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
