@@ -37,11 +37,46 @@ def screenshot(out: Path = SCREENSHOT) -> Path:
     return out
 
 
+CUT = "   …"
+
+
+def _short(lines: list[str]) -> list[str]:
+    """The run's lines with the long parts cut (each cut shown as ``…``): the checklist's
+    items (audit prints them all), the xfail diff, and the summary's body (its last
+    paragraph is the ``verdict:`` line that follows)."""
+    out: list[str] = []
+    stage = ""
+    in_diff = False
+    for line in lines:
+        if line.startswith((".  ", "-- ")):
+            stage, in_diff = line[3:].split(":")[0], False
+            out.append(line)
+            continue
+        if line.startswith(("verdict:", "summary:")):
+            stage = ""
+        cut = (
+            (stage == "audit" and line.startswith((" ✓", " ✗", " ?", "     ")))
+            or (stage == "summary")
+            or (stage == "drop_xfails" and (in_diff or line.startswith("--- a/")))
+        )
+        if stage == "drop_xfails" and line.startswith("--- a/"):
+            in_diff = True
+        elif in_diff and not line.strip():
+            in_diff = False
+        if not cut:
+            out.append(line)
+        elif out[-1] != CUT:
+            out.append(CUT)
+    return out
+
+
 def _terminal(shown: list[Shown], work: Path) -> str:
-    """What the user saw, with the scratch folder written as ``~`` and progress lines cut."""
+    """What the user saw, with the scratch folder written as ``~``, progress lines and the
+    long parts cut (:func:`_short`)."""
     text = ""
     for step, run in enumerate(shown):
         lines = [line.rstrip() for line in run.output.splitlines() if not _PROGRESS.match(line)]
+        lines = _short(lines)
         command = run.command if step == 0 else f"cd ~/mps-demo && {run.command}"
         if step == 0:
             command = command.replace("demo mps-demo", "demo ~/mps-demo")
