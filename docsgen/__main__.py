@@ -87,10 +87,16 @@ def _terminal(shown: list[Shown], work: Path) -> str:
     return _RUN_FOLDER.sub("results/<time>-", text)
 
 
-def sample(readme: Path = README) -> str:
+def sample_text(python: str = sys.executable) -> str:
+    """The sample as the README shows it, from a fresh run in a scratch folder (its name's
+    length decides where a long line wraps: always the same kind of name)."""
     with tempfile.TemporaryDirectory(prefix="mps-pipeline-sample-") as tmp:
         work = Path(tmp).resolve()
-        text = _terminal(first_hour(work), work)
+        return _terminal(first_hour(work, python=python), work)
+
+
+def sample(readme: Path = README) -> str:
+    text = sample_text()
     doc = readme.read_text(encoding="utf-8")
     if BEGIN not in doc or END not in doc:
         raise SystemExit(f"{readme} has no sample markers ({BEGIN} ... {END})")

@@ -29,13 +29,14 @@ class Shown:
 
 def user_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment without this session's MPS_PIPELINE_* settings or pytest's variables:
-    what a user's shell has. Rich draws for an 88-column terminal without colour codes."""
+    what a user's shell has. Rich draws without colour codes, for a terminal wide enough
+    that no line wraps where a scratch folder's path would move the wrap."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("MPS_PIPELINE_", "PYTEST_", "MPS_SIM_"))
     }
-    return {**env, "COLUMNS": "88", "NO_COLOR": "1", "TERM": "dumb", **(extra or {})}
+    return {**env, "COLUMNS": "400", "NO_COLOR": "1", "TERM": "dumb", **(extra or {})}
 
 
 def mps_pipeline(
