@@ -116,6 +116,7 @@ def run_doit(argv: list[str], *, announce: bool = True) -> int:
     # doit's `run` writes to the sys.stdout of when doit was imported (an option default):
     # in-process, that must be today's
     main = DoitMain(extra_config={"run": {"outfile": sys.stdout}})
+    main.BIN_NAME = "mps-pipeline doit"  # doit's hints say `<BIN_NAME> help`, `... list`
     # doit sets its variables from the command line when it runs, but DOIT_CONFIG (the
     # settings, the database's place) is read first: it must see this command line's
     # variables, not those a previous run in this process left.

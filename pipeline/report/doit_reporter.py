@@ -53,7 +53,8 @@ def task_words(name: str) -> str:
 
 def one_line(message: str) -> str:
     """A message of several lines (``build failed: ...\\nfull log: ...``) as one."""
-    return "; ".join(line.strip() for line in message.strip().splitlines() if line.strip())
+    text = "; ".join(line.strip() for line in message.strip().splitlines() if line.strip())
+    return text.removeprefix("ERROR: ")  # doit's own shouting
 
 
 def failure_line(name: str, fail: BaseFail) -> str:

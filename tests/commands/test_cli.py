@@ -1,0 +1,52 @@
+"""The top-level command line: --version, --help's examples, global options on either side
+of the command."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.__main__ import _command, main
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("mps-pipeline ") and "required" not in out
+
+
+def test_help_has_examples_markers_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "examples:\n  mps-pipeline demo ~/mps-demo" in out
+    assert ".  STAGE       the stage ran" in out and "-- STAGE   it was up to date" in out
+    assert "exit status: 0 done; 1 work left" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["audit", "atan2"], "audit"),
+        (["--root", "demo", "audit", "atan2"], "audit"),  # a value named like a command
+        (["--root=demo", "config"], "config"),
+        (["--python", "/p", "--config", "c.yaml", "backlog", "--json"], "backlog"),
+        (["nightly", "--results", "demo"], "nightly"),
+        (["--json"], None),
+        (["nosuch"], None),
+    ],
+)
+def test_the_command_is_found_past_global_options(argv: list[str], command: str | None) -> None:
+    assert _command(argv) == command
+
+
+def test_a_global_option_before_the_command_is_used_and_one_after_wins(
+    capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    assert main(["--state-dir", str(tmp_path / "a"), "config", "--json"]) == 0
+    assert str(tmp_path / "a") in capsys.readouterr().out
+    args = ["--state-dir", str(tmp_path / "a"), "config", "--json", "--state-dir", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f'"value": "{tmp_path}"' in out and str(tmp_path / "a") not in out
