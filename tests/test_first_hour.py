@@ -202,6 +202,8 @@ def test_3_demo_makes_a_checkout_every_readme_command_works_in(user: User) -> No
         (["backlog", "--json"], {0}),
         (["migrate", "atan2", "--dry-run"], {0}),
         (["affected", "--changed", "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"], {0}),
+        (["affected", "--base", "HEAD~1"], {0}),
+        (["pr-report", "--pr", "1", "--base", "HEAD~1", "--dry-run"], {0}),
         (["shards", "--num-shards", "2"], {0}),
         (["doit", "list"], {0}),
         (["migrate", "atan2"], {0}),
