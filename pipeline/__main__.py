@@ -126,6 +126,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return _guarded(lambda: tasks.run_doit(argv[1:]))
     args = build_parser(_command(argv)).parse_args(argv)
+    if not hasattr(args, "module"):  # the command hid behind an abbreviated option (--ro X)
+        args = build_parser(args.command).parse_args(argv)
+    if args.command == "doit":  # global options before `doit` become doit's variables
+        from pipeline import tasks
+
+        given = [f"{k}={v}" for k in (*OVERRIDABLE, "config") if (v := getattr(args, k, None))]
+        return _guarded(lambda: tasks.run_doit([*args.doit_args, *given]))
     return _guarded(lambda: _run(args))
 
 

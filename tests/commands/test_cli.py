@@ -50,3 +50,21 @@ def test_a_global_option_before_the_command_is_used_and_one_after_wins(
     assert main(args) == 0
     out = capsys.readouterr().out
     assert f'"value": "{tmp_path}"' in out and str(tmp_path / "a") not in out
+
+
+def test_global_options_before_doit_become_its_variables(
+    capsys: pytest.CaptureFixture[str], sandbox_tree, tmp_path
+) -> None:
+    state = str(tmp_path / "state")
+    assert main(["--root", str(sandbox_tree), "--state-dir", state, "doit", "list"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[0] == f"root: {sandbox_tree} (root=)"
+    assert "migrate_op" in captured.out
+    assert (tmp_path / "state" / "doit.sqlite").is_file()
+
+
+def test_an_abbreviated_global_option_still_finds_the_command(
+    capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    assert main(["--state", str(tmp_path), "config", "--json"]) == 0
+    assert f'"value": "{tmp_path}"' in capsys.readouterr().out
