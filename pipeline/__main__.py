@@ -45,37 +45,13 @@ the chain's progress, one line per stage:
   .  STAGE       the stage ran           -- STAGE   it was up to date: nothing to do
   failed: ...    the stage failed, in one line, with what to do next
 
+the options --root, --python, --state-dir, --build-dir, --opinfo-table and --config go
+before or after the command: mps-pipeline --root ~/pytorch audit atan2
+
 exit status: 0 done; 1 work left (failing tests, checklist items, a failed build, the tree
 busy); 2 bad input or usage; 3 a bad doit command line; 70 nightly crashed (a bug);
 130 interrupted (nothing is left half-written)
 """
-
-
-def _global_options(parser: argparse.ArgumentParser, default: object) -> None:
-    """The options every command takes: before the command (``default`` None) or after it
-    (``argparse.SUPPRESS``: given there, they win; not given, they leave the first alone)."""
-    parser.add_argument(
-        "--root",
-        default=default,
-        help="PyTorch checkout (default: the one you stand in, else the sandbox)",
-    )
-    parser.add_argument(
-        "--python", default=default, help="interpreter that can `import torch` (OpInfo metadata)"
-    )
-    parser.add_argument(
-        "--state-dir", default=default, help="where results, caches and doit's database live"
-    )
-    parser.add_argument(
-        "--build-dir", default=default, help="build directory, relative to root (default: build)"
-    )
-    parser.add_argument(
-        "--opinfo-table", default=default, help="static OpInfo table instead of importing torch"
-    )
-    parser.add_argument(
-        "--config",
-        default=default,
-        help="config file (default: .mps-pipeline.yaml at the checkout's root)",
-    )
 
 
 def _version() -> str:
@@ -96,43 +72,80 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"mps-pipeline {_version()}")
-    _global_options(parser, None)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name != command:
             continue
         mod = importlib.import_module(f"pipeline.commands.{module}")
-        _global_options(p, argparse.SUPPRESS)
+        p.add_argument(
+            "--root", help="PyTorch checkout (default: the one you stand in, else the sandbox)"
+        )
+        p.add_argument("--python", help="interpreter that can `import torch` (OpInfo metadata)")
+        p.add_argument("--state-dir", help="where results, caches and doit's database live")
+        p.add_argument("--build-dir", help="build directory, relative to root (default: build)")
+        p.add_argument("--opinfo-table", help="static OpInfo table instead of importing torch")
+        p.add_argument(
+            "--config", help="config file (default: .mps-pipeline.yaml at the checkout's root)"
+        )
         mod.add_arguments(p)
         p.set_defaults(module=mod)
     return parser
 
 
-def _command(argv: list[str]) -> str | None:
-    """The command named in ``argv``: the first word that is not a global option or its value
-    (``--root demo audit atan2`` is ``audit``, not ``demo``)."""
-    pre = argparse.ArgumentParser(add_help=False)
-    _global_options(pre, None)
-    _, rest = pre.parse_known_args(argv)
-    first = next((a for a in rest if not a.startswith("-")), None)
-    return first if first in COMMANDS else None
+# The options every command takes (its settings), as flags: --root, --state-dir, ...
+GLOBAL_FLAGS = tuple(f"--{key.replace('_', '-')}" for key in (*OVERRIDABLE, "config"))
+
+
+def _global_flag(arg: str) -> str | None:
+    """The global flag ``arg`` names (``--root``, ``--root=X``, or a prefix argparse accepts:
+    ``--ro``), else None."""
+    name = arg.partition("=")[0]
+    if not name.startswith("--"):
+        return None
+    found = [flag for flag in GLOBAL_FLAGS if flag.startswith(name)]
+    return found[0] if len(found) == 1 or name in found else None
+
+
+def _hoist(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` with the global options given before the command moved to just after it (so
+    the command's parser reads them; a later one still wins), and those options."""
+    moved: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if _global_flag(arg) is not None:
+            take = 1 if "=" in arg else 2
+            moved += argv[i : i + take]
+            i += take
+            continue
+        if arg.startswith("-"):
+            rest.append(arg)
+            i += 1
+            continue
+        # the command (or the word argparse will say is no command)
+        return [*rest, arg, *moved, *argv[i + 1 :]], moved
+    return argv, []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["doit"]:  # the rest is doit's own command line, its variables included
+    argv, moved = _hoist(argv)
+    command = next((a for a in argv if a in COMMANDS), None)
+    if command == "doit" and argv[0] == "doit":
         from pipeline import tasks
 
-        return _guarded(lambda: tasks.run_doit(argv[1:]))
-    args = build_parser(_command(argv)).parse_args(argv)
-    if not hasattr(args, "module"):  # the command hid behind an abbreviated option (--ro X)
-        args = build_parser(args.command).parse_args(argv)
-    if args.command == "doit":  # global options before `doit` become doit's variables
-        from pipeline import tasks
-
-        given = [f"{k}={v}" for k in (*OVERRIDABLE, "config") if (v := getattr(args, k, None))]
-        return _guarded(lambda: tasks.run_doit([*args.doit_args, *given]))
+        # the rest is doit's own command line, its variables included; global options that
+        # came before `doit` are its variables (root=...)
+        pre = argparse.ArgumentParser(add_help=False)
+        for flag in GLOBAL_FLAGS:
+            pre.add_argument(flag)
+        given = vars(pre.parse_args(moved))
+        doit_vars = [f"{key}={value}" for key, value in given.items() if value]
+        rest = argv[1 + len(moved) :]
+        return _guarded(lambda: tasks.run_doit([*rest, *doit_vars]))
+    args = build_parser(command).parse_args(argv)
     return _guarded(lambda: _run(args))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.__main__ import _command, main
+from pipeline.__main__ import _hoist, main
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -26,19 +26,35 @@ def test_help_has_examples_markers_and_exit_codes(capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.parametrize(
-    ("argv", "command"),
+    ("argv", "hoisted"),
     [
-        (["audit", "atan2"], "audit"),
-        (["--root", "demo", "audit", "atan2"], "audit"),  # a value named like a command
-        (["--root=demo", "config"], "config"),
-        (["--python", "/p", "--config", "c.yaml", "backlog", "--json"], "backlog"),
-        (["nightly", "--results", "demo"], "nightly"),
-        (["--json"], None),
-        (["nosuch"], None),
+        (["audit", "atan2"], ["audit", "atan2"]),
+        # a value named like a command is the option's, not the command
+        (["--root", "demo", "audit", "atan2"], ["audit", "--root", "demo", "atan2"]),
+        (["--root=demo", "config"], ["config", "--root=demo"]),
+        (["--ro", "x", "config"], ["config", "--ro", "x"]),  # argparse's abbreviation
+        (
+            ["--python", "/p", "--config", "c.yaml", "backlog", "--json"],
+            ["backlog", "--python", "/p", "--config", "c.yaml", "--json"],
+        ),
+        (["nightly", "--results", "demo"], ["nightly", "--results", "demo"]),
+        (["--version"], ["--version"]),
+        (["--root", "x", "nosuch"], ["nosuch", "--root", "x"]),  # argparse says what is wrong
     ],
 )
-def test_the_command_is_found_past_global_options(argv: list[str], command: str | None) -> None:
-    assert _command(argv) == command
+def test_global_options_before_the_command_move_after_it(
+    argv: list[str], hoisted: list[str]
+) -> None:
+    assert _hoist(argv)[0] == hoisted
+
+
+def test_a_global_option_before_an_unknown_command_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--root", "x", "nosuch"])
+    assert exited.value.code == 2
+    assert "invalid choice: 'nosuch'" in capsys.readouterr().err
 
 
 def test_a_global_option_before_the_command_is_used_and_one_after_wins(
