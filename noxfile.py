@@ -1,7 +1,4 @@
-"""nox sessions: tests, lint, bench, screenshots, sample.
-
-Thin: the work lives in pipeline/, docsgen/ and tests/.
-"""
+"""nox sessions: tests, lint, bench. Thin: the work lives in pipeline/ and tests/."""
 
 from __future__ import annotations
 
@@ -29,7 +26,7 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff on the package, tests, dodo.py and noxfile.py."""
     session.install("ruff")
-    session.run("ruff", "check", "pipeline", "tests", "docsgen", "dodo.py", "noxfile.py")
+    session.run("ruff", "check", "pipeline", "tests", "dodo.py", "noxfile.py")
 
 
 @nox.session(python="3.11")
