@@ -28,6 +28,7 @@ MARKERS = "`.  STAGE`: the stage ran; `-- STAGE`: it was up to date, nothing to 
 STAGE_WORDS = {
     "audit": "the checklist",
     "edit": "the edits",
+    "check_math": "the math check",  # main's stage between edit and build (issue 17)
     "build": "the build",
     "test_op": "the tests",
     "table": "the pass table",
