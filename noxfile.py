@@ -1,4 +1,7 @@
-"""nox sessions: tests, fast, lint, bench. Thin: the work lives in pipeline/, tests/ and bench/."""
+"""nox sessions: tests, fast, lint, bench, screenshots, sample.
+
+Thin: the work lives in pipeline/, tests/, bench/ and docsgen/.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ def fast(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff; the layers (import-linter contracts in pyproject.toml); mypy on pipeline/."""
     session.install("-e", ".[dev]")
-    session.run("ruff", "check", "pipeline", "tests", "bench", "dodo.py", "noxfile.py")
+    session.run("ruff", "check", "pipeline", "tests", "bench", "docsgen", "dodo.py", "noxfile.py")
     session.run("lint-imports")
     session.run("mypy")
 
@@ -43,3 +46,18 @@ def bench(session: nox.Session) -> None:
     """Figures quoted in issue notes: medians and ratios, never pass/fail thresholds."""
     _install(session)
     session.run("python", "-m", "bench", *session.posargs)
+
+
+@nox.session(python="3.11")
+def screenshots(session: nox.Session) -> None:
+    """docs/img/dashboard.png: three real nightlies of a demo checkout, in headless Chromium
+    (Debian's `chromium`; Playwright drives it and downloads no browser)."""
+    _install(session)
+    session.run("python", "-m", "docsgen", "screenshot")
+
+
+@nox.session(python="3.11")
+def sample(session: nox.Session) -> None:
+    """README.md's sample run: a demo checkout's first and second `migrate atan2`."""
+    _install(session)
+    session.run("python", "-m", "docsgen", "sample")

@@ -31,14 +31,53 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "speed": ("speed", "time migrated and backlog kernels; compare with main's on this runner"),
     "tracker": ("tracker", "keep the migration tracker issue's section: backlog, claims"),
     "config": ("config", "every setting, its value and where it came from"),
+    "demo": ("demo", "make a demo checkout (the bundled sandbox, built and committed) in DIR"),
     "doit": ("doit", "doit's task interface from anywhere: doit migrate_op op=atan2, doit list"),
 }
 
 
+# Shown under `mps-pipeline --help`: what to type first, what doit's markers mean, the exits.
+EPILOG = """\
+examples:
+  mps-pipeline demo ~/mps-demo          a demo checkout to try everything on (no torch needed)
+  cd ~/mps-demo && mps-pipeline migrate atan2
+  mps-pipeline audit atan2              the guide's checklist, without editing anything
+  mps-pipeline migrate atan2 --dry-run  every diff the migration would make
+  mps-pipeline backlog                  what is left to migrate, easiest first
+  mps-pipeline --root ~/pytorch config  every setting and where it came from
+
+the chain's progress, one line per stage:
+  .  STAGE       the stage ran           -- STAGE   it was up to date: nothing to do
+  failed: ...    the stage failed, in one line, with what to do next
+
+the options --root, --python, --state-dir, --build-dir, --opinfo-table and --config go
+before or after the command: mps-pipeline --root ~/pytorch audit atan2
+
+exit status: 0 done; 1 work left (failing tests, checklist items, a failed build, the tree
+busy); 2 bad input or usage; 3 a bad doit command line; 70 nightly crashed (a bug);
+130 interrupted (nothing is left half-written)
+"""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mps-pipeline")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     """The CLI parser; only ``command``'s module is imported (start-up stays fast)."""
-    parser = argparse.ArgumentParser(prog="mps-pipeline", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="mps-pipeline",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mps-pipeline {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name != command:
@@ -51,13 +90,58 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+# The options every command takes (its settings), as flags: --root, --state-dir, ...
+GLOBAL_FLAGS = tuple(f"--{key.replace('_', '-')}" for key in (*OVERRIDABLE, "config"))
+
+
+def _global_flag(arg: str) -> str | None:
+    """The global flag ``arg`` names (``--root``, ``--root=X``, or a prefix argparse accepts:
+    ``--ro``), else None."""
+    name = arg.partition("=")[0]
+    if not name.startswith("--"):
+        return None
+    found = [flag for flag in GLOBAL_FLAGS if flag.startswith(name)]
+    return found[0] if len(found) == 1 or name in found else None
+
+
+def _hoist(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` with the global options given before the command moved to just after it (so
+    the command's parser reads them; a later one still wins), and those options."""
+    moved: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if _global_flag(arg) is not None:
+            take = 1 if "=" in arg else 2
+            moved += argv[i : i + take]
+            i += take
+            continue
+        if arg.startswith("-"):
+            rest.append(arg)
+            i += 1
+            continue
+        # the command (or the word argparse will say is no command)
+        return [*rest, arg, *moved, *argv[i + 1 :]], moved
+    return argv, []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["doit"]:  # the rest is doit's own command line, its variables included
+    argv, moved = _hoist(argv)
+    command = next((a for a in argv if a in COMMANDS), None)
+    if command == "doit" and argv[0] == "doit":
         from pipeline import tasks
 
-        return _guarded(lambda: tasks.run_doit(argv[1:]))
-    command = next((a for a in argv if a in COMMANDS), None)
+        # the rest is doit's own command line, its variables included; global options that
+        # came before `doit` are its variables (root=...)
+        pre = argparse.ArgumentParser(add_help=False)
+        for flag in GLOBAL_FLAGS:
+            pre.add_argument(flag)
+        given = vars(pre.parse_args(moved))
+        doit_vars = [f"{key}={value}" for key, value in given.items() if value]
+        rest = argv[1 + len(moved) :]
+        return _guarded(lambda: tasks.run_doit([*rest, *doit_vars]))
     args = build_parser(command).parse_args(argv)
     return _guarded(lambda: _run(args))
 

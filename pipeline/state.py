@@ -61,6 +61,11 @@ class OpFiles:
         return self.dir / "table.md"
 
     @property
+    def table_before_drops_md(self) -> Path:
+        """table.md as the table stage wrote it, kept when drop_xfails re-tests."""
+        return self.dir / "table.before-drops.md"
+
+    @property
     def xfails(self) -> Path:
         return self.dir / "xfails.json"
 

@@ -113,11 +113,16 @@ def doit_config(argv: list[str] | None = None, *, announce: bool = True) -> dict
         workspace.announce(resolved)
     state = resolved.state_dir
     state.mkdir(parents=True, exist_ok=True)
+    from pipeline import state as state_layout
+    from pipeline.report.doit_reporter import reporter_class
+
     return {
         "backend": "sqlite3",
         "dep_file": str(state / "doit.sqlite"),
         "verbosity": 2,
         "default_tasks": ["migrate_op"],
+        # doit's markers, but failures in our words and the verdict on every run
+        "reporter": reporter_class(lambda op: state_layout.op_files(resolved, op).summary),
     }
 
 
@@ -130,6 +135,7 @@ def run_doit(argv: list[str], *, announce: bool = True) -> int:
     # doit's `run` writes to the sys.stdout of when doit was imported (an option default):
     # in-process, that must be today's
     main = DoitMain(extra_config={"run": {"outfile": sys.stdout}})
+    main.BIN_NAME = "mps-pipeline doit"  # doit's hints say `<BIN_NAME> help`, `... list`
     # doit sets its variables from the command line when it runs, but DOIT_CONFIG (the
     # settings, the database's place) is read first: it must see this command line's
     # variables, not those a previous run in this process left.

@@ -232,8 +232,13 @@ def test_config_command_lists_every_setting_with_its_origin(
     assert settings["test.kinds"] == {"value": ["output_match"], "origin": "default"}
 
     assert main(["config"]) == 0
-    text = capsys.readouterr().out.splitlines()
-    assert text[0] == f"root: {checkout} (the PyTorch checkout containing the current directory)"
+    captured = capsys.readouterr()
+    text = captured.out.splitlines()
+    # on stderr, as every command says it (issue 19)
+    assert captured.err.splitlines()[0] == (
+        f"root: {checkout} (the PyTorch checkout containing the current directory)"
+    )
+    assert not any(line.startswith("root: ") for line in text)
     assert any(
         line.startswith("github.api_url") and "(MPS_PIPELINE_GITHUB_API_URL)" in line
         for line in text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from pipeline.config import TYPES, Settings
 
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         }
         print(json.dumps(out, indent=2))
         return 0
-    print(settings.root_line())
+    print(settings.root_line(), file=sys.stderr)  # where every command says it
     print(f"config file: {settings.config_file or 'none'}")
     width = max(map(len, listed))
     for key, source in listed.items():

@@ -278,6 +278,7 @@ def drop_xfails(request: Request, console: Console) -> None:
                 )
             verified, verified_junit = summary, str(junit_path)
             console.print(f"verified: {summary}", markup=False, highlight=False)
+            _final_table(settings, op, record, junit_path, console)
             # The tests have now run against the edited common_mps.py: results stay valid,
             # and the audit record is re-made so it shows the entries that are left.
             state.record_expectations(settings, op)
@@ -292,6 +293,27 @@ def drop_xfails(request: Request, console: Console) -> None:
             "verified_junit": verified_junit,
         },
     )
+
+
+def _final_table(
+    settings: Settings, op: str, record: OperatorRecord, junit_path: Path, console: Console
+) -> None:
+    """table.md becomes the table of the re-run (what the tree gives now the entries are
+    gone), the one before the drops kept beside it; table.json, what the stages below
+    depend on, stays the tested table."""
+    files = state.op_files(settings, op)
+    final = tables.build_table(
+        junit.parse_report(junit_path).cases, names=tables.display_names(record.opinfos)
+    )
+    before = files.table_md.read_text(encoding="utf-8") if files.table_md.is_file() else ""
+    state.write_text(files.table_before_drops_md, before)
+    state.write_text(
+        files.table_md,
+        "## After dropping the xfails\n\n"
+        + render.render_markdown(final)
+        + f"\nThe table before the drops: {files.table_before_drops_md.name}\n",
+    )
+    render.render_terminal(final, console)
 
 
 # -------------------------------------------------------------------------- summary
@@ -358,7 +380,8 @@ def summary(request: Request, console: Console) -> None:
     else:
         lines.append("Every checklist item passes.")
         lines.append(
-            "Next: review `git diff`, run `python test/test_mps.py -k "
+            # the tree's path: in the bundled sandbox the edits are in its working copy
+            f"Next: review `git -C {settings.root} diff`, run `python test/test_mps.py -k "
             f"test_output_match_{record.op}` on a Mac, and open the PR with the `ciflow/mps` label."
         )
     text = "\n".join(lines) + "\n"

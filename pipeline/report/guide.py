@@ -29,7 +29,8 @@ def render_checklist(record: OperatorRecord, items: Sequence[CheckItem], console
     """The checklist for humans: ✓/✗/? per item, evidence and file:line underneath."""
     console.print(
         f"[bold]{record.op}[/bold]  workflow: [cyan]{of_record(record)}[/cyan]  "
-        f"overloads: {len(record.overloads)}  consistency tests: {len(record.tests)}",
+        f"overloads: {len(record.overloads)} ({len(record.pending_overloads)} to change)  "
+        f"consistency tests: {len(record.tests)}",
         highlight=False,
     )
     for item in items:
@@ -55,7 +56,15 @@ def render_warnings(warnings: Iterable[str], console: Console) -> None:
 def render_backlog(items: Sequence[BacklogItem], console: Console) -> None:
     """The backlog as a table, easiest first."""
     table = Table(title=f"MPS migration backlog: {len(items)} operators, easiest first")
-    for col in ("operator", "workflow", "overloads", "xfail dtypes", "functor", "MPS kernels"):
+    # "overloads to change", as audit's header line says it: not every overload of the operator
+    for col in (
+        "operator",
+        "workflow",
+        "overloads to change",
+        "xfail dtypes",
+        "functor",
+        "MPS kernels",
+    ):
         table.add_column(col)
     for i in items:
         table.add_row(

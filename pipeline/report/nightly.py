@@ -163,7 +163,7 @@ def render_terminal(summary: Mapping[str, Any], files: Sequence[Path], console: 
     bl = summary["backlog"]
     counts = ", ".join(f"{w} {n}" for w, n in bl["counts"].items())
     console.print(
-        f"[bold]migration backlog: {bl['total']}[/bold] {counts}"
+        f"[bold]migration backlog: {bl['total']} operators[/bold] ({counts})"
         if not bl["error"]
         else "[bold]migration backlog:[/bold] unavailable",
         highlight=False,

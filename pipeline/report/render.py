@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.table import Table
@@ -52,6 +53,22 @@ MARKDOWN_LABELS: dict[Outcome, str] = {
     Outcome.SKIP: "skip",
 }
 FLAKY = "~"
+# What each outcome means for the operator: the legend under every table and in the README.
+MEANINGS: dict[Outcome, str] = {
+    Outcome.PASS: "the MPS result matches CPU",
+    Outcome.XPASS: (
+        "passes although common_mps.py expects a failure: good news, its xfail entry can go"
+    ),
+    Outcome.FAIL: "the MPS result differs from CPU, or the op raised",
+    Outcome.ERROR: "the test could not run (a crash, a setup error)",
+    Outcome.XFAIL: "fails, as an xfail entry in common_mps.py (or a decorator) expects",
+    Outcome.SKIP: "not run: a skip entry or decorator, or a dtype MPS does not support",
+}
+FLAKY_MEANING = (
+    "flaky: the attempts disagreed (a rerun passed), or the outcome flips from night to night"
+)
+# pytest's message for an xfail that passed ("Failed: Unexpected success") reads as a failure
+XPASS_MESSAGE = "passes now: its xfail entry can go"
 _KIND_LABELS = {"output_match": "output", "output_grad_match": "grad"}
 _MAX_MESSAGE_CHARS = 200
 
@@ -135,6 +152,17 @@ def _summary(table: DtypeTable) -> str:
     return " · ".join([*parts, f"flaky {table.flaky_count}"])
 
 
+def legend(outcomes: Iterable[Outcome] = DISPLAY_ORDER, *, flaky: bool = True) -> list[str]:
+    """One ``label: meaning`` line per outcome (in display order), then flaky's."""
+    shown = set(outcomes)
+    lines = [f"{LABELS[o]}: {MEANINGS[o]}" for o in DISPLAY_ORDER if o in shown]
+    return [*lines, f"{FLAKY} {FLAKY_MEANING}"] if flaky else lines
+
+
+def _present(table: DtypeTable) -> list[Outcome]:
+    return [o for o in DISPLAY_ORDER if table.counts()[o.value]]
+
+
 def _legend(table: DtypeTable) -> str | None:
     """Explains per-runner glyphs, only when some cell needs them."""
     if not any(cell.mixed for row in table.rows for cell in row.cells):
@@ -166,9 +194,11 @@ def render_terminal(table: DtypeTable, console: Console | None = None) -> None:
     if len(table.runners) > 1:
         footer += f"  (runners: {', '.join(table.runners)})"
     console.print(Text(footer + f"   {FLAKY} = flaky", style="dim"))
-    legend = _legend(table)
-    if legend:
-        console.print(Text(legend, style="dim"))
+    glyphs = _legend(table)
+    if glyphs:
+        console.print(Text(glyphs, style="dim"))
+    for line in legend(_present(table), flaky=table.flaky_count > 0):
+        console.print(Text(f"  {line}", style="dim"))
 
 
 def render_markdown(table: DtypeTable, *, max_messages: int = 20) -> str:
@@ -191,9 +221,12 @@ def render_markdown(table: DtypeTable, *, max_messages: int = 20) -> str:
         cells += [_markdown_cell(row.cell(d)) for d in table.dtypes]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", _summary(table) + f" ({escape_markdown(FLAKY)} = flaky)"]
-    legend = _legend(table)
-    if legend:
-        lines += ["", escape_markdown(legend)]
+    glyphs = _legend(table)
+    if glyphs:
+        lines += ["", escape_markdown(glyphs)]
+    lines += ["", "<details><summary>Legend</summary>", ""]
+    lines += [f"- {escape_markdown(line)}" for line in legend()]
+    lines += ["", "</details>"]
 
     problems = [
         (row, cell.dtype, result)
@@ -205,7 +238,11 @@ def render_markdown(table: DtypeTable, *, max_messages: int = 20) -> str:
     if problems and max_messages > 0:
         lines += ["", "Messages:", ""]
         for row, dtype, result in problems[:max_messages]:
-            message = result.message or "(no message)"
+            message = (
+                XPASS_MESSAGE
+                if result.outcome is Outcome.XPASS
+                else result.message or "(no message)"
+            )
             if len(message) > _MAX_MESSAGE_CHARS:
                 message = message[: _MAX_MESSAGE_CHARS - 1] + "…"
             where = f"{row.name} {dtype}" + (

@@ -298,6 +298,14 @@ def source_files(source: TreeSource) -> list[Path]:
     return sorted({p for pattern in SOURCE_GLOBS for p in internal.glob(pattern) if p.is_file()})
 
 
+# Prints torch's package folder, or nothing when the interpreter has no torch (find_spec does
+# not import it, so a broken torch still locates).
+_LOCATE_TORCH = (
+    "import importlib.util as u; s = u.find_spec('torch'); "
+    "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')"
+)
+
+
 def _source_dir(source: TreeSource) -> Path:
     """torch/testing/_internal of the checkout, else of source.python's torch package."""
     local = source.root / INTERNAL
@@ -308,14 +316,13 @@ def _source_dir(source: TreeSource) -> Path:
     found = known.get(source.python)
     if found and (Path(found) / "common_methods_invocations.py").is_file():
         return Path(found)
-    package = _run(
-        source.python,
-        [
-            "-c",
-            "import importlib.util as u; print(u.find_spec('torch').submodule_search_locations[0])",
-        ],
-        "locate torch",
-    ).strip()
+    package = _run(source.python, ["-c", _LOCATE_TORCH], "locate torch").strip()
+    if not package:  # find_spec found no torch package
+        raise ConfigError(
+            f"python={source.python} has no torch: pip install torch into it, point python= "
+            "(--python, MPS_PIPELINE_PYTHON) at an interpreter that has it, or set "
+            "opinfo_table to a static table"
+        )
     internal = Path(package) / "testing" / "_internal"
     if not (internal / "common_methods_invocations.py").is_file():
         raise ConfigError(
@@ -370,10 +377,12 @@ def _run(python: str, args: list[str], what: str) -> str:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ConfigError(f"python={python}: cannot {what}: {exc}") from exc
     if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+        # one line: the exception that ended it (the traceback's last line) says what is missing
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        last = f": {lines[-1]}" if lines else ""
         raise ConfigError(
-            f"python={python} could not {what} (exit {proc.returncode}):\n{tail}\n"
-            "Point python= at an interpreter that imports torch with its test dependencies "
-            "(numpy, expecttest), or set opinfo_table to a static table."
+            f"python={python} could not {what} (exit {proc.returncode}){last}; point python= "
+            "at an interpreter that imports torch with its test dependencies (numpy, "
+            "expecttest), or set opinfo_table to a static table"
         )
     return proc.stdout

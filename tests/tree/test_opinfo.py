@@ -306,3 +306,37 @@ def test_real_output_dtypes(real):
         recorded = dict(records[key].output_dtypes)
         assert len(recorded) == len(records[key].dtypes), key
         assert recorded == {d: _direct_dtype(op, d, arity, **kwargs) for d in recorded}, key
+
+
+def test_an_interpreter_without_torch_is_one_line_saying_what_to_do(tmp_path):
+    # a real interpreter without torch: a venv of the base Python with no packages
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = str(bare / "bin" / "python")
+    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode == 0:
+        pytest.skip("the base interpreter has torch")
+    with pytest.raises(ConfigError) as caught:
+        load_opinfos(settings_for(tmp_path, tmp_path, python=python).tree)
+    message = str(caught.value)
+    assert message == (
+        f"python={python} has no torch: pip install torch into it, point python= (--python, "
+        "MPS_PIPELINE_PYTHON) at an interpreter that has it, or set opinfo_table to a static "
+        "table"
+    )
+
+
+def test_a_failed_dump_is_one_line_with_the_exception_that_ended_it(tmp_path):
+    broken = tmp_path / "broken-python"
+    broken.write_text(
+        "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+        "echo '  File x, line 1' >&2\necho 'ModuleNotFoundError: No module named numpy' >&2\n"
+        "exit 1\n"
+    )
+    broken.chmod(0o755)
+    with pytest.raises(ConfigError) as caught:
+        load_opinfos(settings_for(tmp_path, tmp_path, python=str(broken)).tree)
+    message = str(caught.value)
+    assert "\n" not in message and "Traceback" not in message
+    assert f"python={broken} could not locate torch (exit 1): ModuleNotFoundError: No module " in (
+        message
+    )
