@@ -41,6 +41,7 @@ from pipeline.tree.text import read_text
 
 __all__ = [
     "Ownership",
+    "Recovery",
     "commit",
     "recover",
     "tree_lock",
@@ -238,6 +239,18 @@ class _Entry:
     rel: str  # target, relative to the root
     tmp: str  # temp file, relative to the root, in the target's directory
     sha256: str  # of the new content
+    # of the content the edit was computed from (None: the file did not exist): a roll
+    # forward replaces only exactly that, never a change made after the run stopped
+    before: str | None = None
+    summary: str = ""  # what the edit does, for the recovering run's record
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What :func:`recover` did: its one-line message and, rolled forward, the edits."""
+
+    message: str
+    rolled_forward: tuple[tuple[str, str], ...] = ()  # (rel, summary) of each file written
 
 
 def _journal_bytes(state: str, txid: str, entries: Sequence[_Entry]) -> bytes:
@@ -246,7 +259,11 @@ def _journal_bytes(state: str, txid: str, entries: Sequence[_Entry]) -> bytes:
         "state": state,
         "txid": txid,
         "pid": os.getpid(),
-        "files": [{"rel": e.rel, "tmp": e.tmp, "sha256": e.sha256} for e in entries],
+        "files": [
+            {"rel": e.rel, "tmp": e.tmp, "sha256": e.sha256, "before": e.before,
+             "summary": e.summary}
+            for e in entries
+        ],
     }
     return json.dumps(doc, indent=1).encode()
 
@@ -281,12 +298,19 @@ def _load_journal(path: Path) -> tuple[str, list[_Entry]]:
             and _safe_rel(item.get("tmp"))
             and isinstance(item.get("sha256"), str)
             and len(item["sha256"]) == 64
+            and (item.get("before") is None or isinstance(item.get("before"), str))
+            and isinstance(item.get("summary", ""), str)
         ):
             raise corrupt(f"bad file entry {item!r}")
         rel, tmp = PurePosixPath(item["rel"]), PurePosixPath(item["tmp"])
         if tmp.parent != rel.parent or not tmp.name.startswith(f".{rel.name}{_TMP_MARK}"):
             raise corrupt(f"temp file {item['tmp']!r} is not next to {item['rel']!r}")
-        entries.append(_Entry(item["rel"], item["tmp"], item["sha256"]))
+        entries.append(
+            _Entry(
+                item["rel"], item["tmp"], item["sha256"], item.get("before"),
+                item.get("summary", ""),
+            )
+        )
     return doc["state"], entries
 
 
@@ -298,23 +322,40 @@ def _roll_back(root: Path, journal: Path, entries: Sequence[_Entry]) -> None:
 
 
 def _roll_forward(root: Path, journal: Path, entries: Sequence[_Entry]) -> None:
-    # Idempotent, so an interrupted roll-forward is finished by running it again.
+    # Idempotent, so an interrupted roll-forward is finished by running it again. Every
+    # file is checked before the first rename: a target is replaced only while it holds
+    # exactly the content the edit was computed from (someone may have changed it since the
+    # run stopped), and then the whole roll-forward is refused rather than half done.
+    pending: list[_Entry] = []
     for e in entries:
         tmp, target = root / e.tmp, root / e.rel
-        if tmp.exists():
-            if _sha_file(tmp) != e.sha256:
-                raise PipelineError(
-                    f"{tmp}: the temp file of a committed edit does not match the journal "
-                    f"{journal}; inspect {e.rel} with `git diff`, then delete the journal and "
-                    "the temp file and re-run"
-                )
-            _fs_step("replace", tmp, dest=target)
-        elif _sha_file(target) != e.sha256:
+        current = _sha_file(target)
+        if current == e.sha256:
+            continue  # renamed before the interruption
+        if current != e.before and (tmp.exists() or current is not None):
+            take = (
+                f"; to take the edit, move {tmp} over {e.rel}" if tmp.exists() else ""
+            )
+            raise PipelineError(
+                f"{e.rel} was changed after an interrupted edit of it was committed "
+                f"(journal {journal}); nothing was rolled forward. To keep your version, "
+                f"delete the journal and any .{target.name}{_TMP_MARK}*.tmp beside it{take}"
+            )
+        if not tmp.exists():
             raise PipelineError(
                 f"{e.rel}: neither the committed new content nor its temp file is there "
                 f"(journal {journal}); inspect it with `git diff`, then delete the journal "
                 "and re-run"
             )
+        if _sha_file(tmp) != e.sha256:
+            raise PipelineError(
+                f"{tmp}: the temp file of a committed edit does not match the journal "
+                f"{journal}; inspect {e.rel} with `git diff`, then delete the journal and "
+                "the temp file and re-run"
+            )
+        pending.append(e)
+    for e in pending:
+        _fs_step("replace", root / e.tmp, dest=root / e.rel)
     for parent in {(root / e.rel).parent for e in entries}:
         _fsync_dir(parent)
     Ownership(root).record({e.rel: e.sha256 for e in entries})
@@ -390,7 +431,9 @@ def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
         data = edit.after.encode("utf-8")
         target = root / edit.rel
         mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        entries.append(_Entry(edit.rel, tmp, _sha_bytes(data)))
+        entries.append(
+            _Entry(edit.rel, tmp, _sha_bytes(data), _sha_file(target), edit.summary)
+        )
         payload.append((data, mode))
 
     committed = False
@@ -417,12 +460,14 @@ def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
         raise
 
 
-def recover(root: Path) -> str | None:
+def recover(root: Path) -> Recovery | None:
     """Resolve an edit interrupted by a kill; return what was done, None if nothing was.
 
     A ``prepared`` journal is rolled back (temps deleted; the tree never changed), a
-    ``committed`` one rolled forward (remaining renames done, ownership recorded). Stray temp
-    files are removed. Call it under :func:`tree_lock`, before planning any edit.
+    ``committed`` one rolled forward (remaining renames done, ownership recorded) when every
+    file still holds what the edit was computed from or its new content; else
+    :class:`PipelineError` naming the file and the journal, and nothing is renamed. Stray
+    temp files are removed. Call it under :func:`tree_lock`, before planning any edit.
     """
     root = Path(root)
     state_dir = tree_state_dir(root)
@@ -434,10 +479,13 @@ def recover(root: Path) -> str | None:
     names = ", ".join(e.rel for e in entries)
     if state == "prepared":
         _roll_back(root, journal, entries)
-        message = "rolled back an interrupted edit (nothing had been written)"
+        result = Recovery("rolled back an interrupted edit (nothing had been written)")
     else:
         _roll_forward(root, journal, entries)
         files = "file" if len(entries) == 1 else "files"
-        message = f"rolled forward an interrupted edit of {len(entries)} {files}: {names}"
+        result = Recovery(
+            f"rolled forward an interrupted edit of {len(entries)} {files}: {names}",
+            tuple((e.rel, e.summary) for e in entries),
+        )
     _remove_strays(root, state_dir, entries)
-    return message
+    return result

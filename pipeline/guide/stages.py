@@ -40,18 +40,21 @@ FIRST_FAILURES = 5
 
 
 @contextmanager
-def tree_locked(settings: Settings, console: Console) -> Iterator[None]:
-    """Hold the tree's lock; first finish (or undo) an edit a killed run left half done."""
+def tree_locked(settings: Settings, console: Console) -> Iterator[transaction.Recovery | None]:
+    """Hold the tree's lock; first finish (or undo) an edit a killed run left half done
+    (what was recovered is the block's value)."""
 
     def waiting(pid: int | None) -> None:
         who = f" (pid {pid})" if pid else ""
         console.print(f"waiting for another mps-pipeline run on this tree{who}…", highlight=False)
 
     with transaction.tree_lock(settings.root, wait=settings.lock_wait, on_wait=waiting):
-        message = transaction.recover(settings.root)
-        if message:
-            console.print(f"[yellow]recovered:[/yellow] {escape(message)}", highlight=False)
-        yield
+        recovered = transaction.recover(settings.root)
+        if recovered:
+            console.print(
+                f"[yellow]recovered:[/yellow] {escape(recovered.message)}", highlight=False
+            )
+        yield recovered
 
 
 # ----------------------------------------------------------------------------- edit
@@ -100,7 +103,7 @@ def preview(request: Request, console: Console) -> None:
 def edit(request: Request, console: Console) -> None:
     """Plan the operator's edits from the tree as it is now and commit them, all or none."""
     settings, op = request.settings, request.op
-    with tree_locked(settings, console):
+    with tree_locked(settings, console) as recovered:
         plan = plan_edits(load_index(settings.tree), op, request.body, request.host_body)
         _show_plan(plan, console, dry_run=False)
         if plan.blockers:
@@ -123,6 +126,9 @@ def edit(request: Request, console: Console) -> None:
         console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)
     files = state.op_files(settings, op)
     edited = [{"file": e.rel, "summary": e.summary} for e in plan.edits]
+    if not edited and recovered and recovered.rolled_forward:
+        # this run finished the edit a stopped run had committed: it is this run's edit
+        edited = [{"file": rel, "summary": what} for rel, what in recovered.rolled_forward]
     if not edited and files.edit.is_file():  # a re-check: keep what the last edit did
         edited = json.loads(files.edit.read_text()).get("edited", [])
     state.write_json(

@@ -1,0 +1,57 @@
+"""The real CLI in a child process, optionally killed at an exact filesystem step of the
+edit transaction: shared by the reliability tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+_KILLED = """
+    import os, sys
+    import pipeline.edit.transaction as txn
+    from pipeline.__main__ import main
+
+    op, nth = sys.argv[1], int(sys.argv[2])
+    real_step, seen = txn._fs_step, 0
+
+    def step(kind, *args, **kwargs):
+        global seen
+        if kind == op:
+            seen += 1
+            if seen == nth:
+                os._exit(9)
+        real_step(kind, *args, **kwargs)
+
+    txn._fs_step = step
+    sys.exit(main(sys.argv[3:]))
+"""
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(PROJECT), "COLUMNS": "200"}
+
+
+def cli(
+    cwd: Path, *argv: str, kill_at: tuple[str, int] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``mps-pipeline ARGV`` run from ``cwd``; with ``kill_at=(step, n)`` the process kills
+    itself right before the n-th transaction step of that kind (``"replace"``...)."""
+    if kill_at is None:
+        cmd = [sys.executable, "-m", "pipeline", *argv]
+    else:
+        step, nth = kill_at
+        cmd = [sys.executable, "-c", textwrap.dedent(_KILLED), step, str(nth), *argv]
+    return subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, env=env(), timeout=timeout
+    )
+
+
+def timeless(text: str) -> str:
+    """``text`` without its durations ("in 2.2s"), which differ from run to run."""
+    return re.sub(r"in \d+(\.\d+)?s", "in Ns", text)
