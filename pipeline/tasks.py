@@ -36,8 +36,25 @@ def var(name: str, opts: dict[str, str] | None = None) -> str | None:
     return get_var(name) or (opts or {}).get(name) or None
 
 
+# The values a yes/no variable takes (README: `force=1`, `dry_run=1`). Anything else is
+# refused: `dry_run=on` taken as "no" would edit the tree the user asked only to preview.
+FLAG_VALUES = {"1": True, "0": False}
+FLAGS = ("force", "dry_run")
+
+
+def flag_value(name: str, value: str | None) -> bool:
+    """``value`` of the yes/no variable ``name`` (None: not given, no); exit 2 on any other
+    value than 1 or 0."""
+    if value is None or value == "":
+        return False
+    if value not in FLAG_VALUES:
+        print(f"error: {name}={value}: a yes/no variable takes 1 or 0 ({name}=1)", file=sys.stderr)
+        raise SystemExit(EXIT_INPUT)
+    return FLAG_VALUES[value]
+
+
 def flag(name: str, opts: dict[str, str] | None = None) -> bool:
-    return (var(name, opts) or "0").lower() in ("1", "true", "yes")
+    return flag_value(name, get_var(name) or (opts or {}).get(name))
 
 
 def settings(opts: dict[str, str] | None = None) -> Settings:
@@ -69,7 +86,9 @@ def check_variables(argv: list[str]) -> None:
     ``dryrun=1`` would otherwise edit the tree."""
     known = {*VARIABLES, *OTHER_VARIABLES}
     for arg in argv:
-        name, eq, _ = arg.partition("=")
+        name, eq, value = arg.partition("=")
+        if eq and name in FLAGS:
+            flag_value(name, value)
         if eq and not arg.startswith("-") and name.isidentifier() and name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f" (did you mean {close[0]}=?)" if close else ""
