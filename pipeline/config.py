@@ -231,11 +231,41 @@ def defaults() -> dict[str, Any]:
 
 def find_checkout(start: Path) -> Path | None:
     """The PyTorch checkout containing ``start``: the nearest folder at or above it that has
-    ``aten/src/ATen/native/native_functions.yaml`` (as git finds ``.git``)."""
+    ``aten/src/ATen/native/native_functions.yaml`` (as git finds ``.git``).
+
+    A folder that looks like a checkout (``aten/src/ATen/native/`` there, or a git top level
+    with ``aten/``) whose yaml is no readable file is a :class:`ConfigError`, never a reason
+    to fall back on the sandbox: the user stands in their tree and would edit another.
+    """
     for folder in (start, *start.parents):
-        if (folder / paths.NATIVE_YAML).is_file():
+        yaml_path = folder / paths.NATIVE_YAML
+        if yaml_path.is_file():
             return folder
+        native = yaml_path.parent
+        if native.is_dir() or ((folder / ".git").exists() and (folder / "aten").is_dir()):
+            why = "aten/src/ATen/native/ is there" if native.is_dir() else "git, with aten/"
+            raise ConfigError(
+                f"{yaml_path}: {_not_a_file(yaml_path)}; {folder} looks like a PyTorch checkout "
+                f"({why}): repair the file, or name the tree to use with --root / root= "
+                "(root=sandbox for the bundled one)"
+            )
     return None
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` (which is no regular file) cannot be read as one."""
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:
+            return "a symlink loop"
+        except OSError:
+            return f"a dangling symlink (to {os.readlink(path)})"
+    if not path.exists():
+        return "missing"
+    if path.is_dir():
+        return "a directory, not a file"
+    return "not a regular file (a FIFO, socket or device)"
 
 
 def _user_file(
