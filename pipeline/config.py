@@ -417,6 +417,15 @@ def load_settings(
                 f"one of {TEST_KINDS}"
             )
 
+    for key in ("test.timeout", "lock_wait"):
+        number = float(sources[key].value)
+        if not (number > 0 if key == "test.timeout" else number >= 0) or number != number:
+            least = "a number of seconds > 0" if key == "test.timeout" else "seconds >= 0"
+            raise ConfigError(
+                f"config key {key!r} ({sources[key].origin}): {sources[key].value!r} is not "
+                f"{least}"
+            )
+
     root_value = sources["root"].value
     if root_value is None:  # no source named a root: `checkout` is the one around cwd
         is_sandbox = checkout is None

@@ -103,6 +103,11 @@ def _sha(path: Path) -> str:
         return "unreadable"
 
 
+def file_sha(path: Path) -> str:
+    """sha256 of ``path``'s bytes ("" when it is missing)."""
+    return _sha(path)
+
+
 def build_identity(settings: Settings, *, did_work: bool) -> str:
     """What was built: a digest of ninja's log (it grows exactly when ninja runs a command,
     also for a build run by hand), else a counter bumped whenever the build did work."""

@@ -137,7 +137,12 @@ def run_doit(argv: list[str], *, announce: bool = True) -> int:
     main.task_loader = ModuleTaskLoader(
         {**TASKS, "DOIT_CONFIG": doit_config(argv, announce=announce)}
     )
-    return main.run(argv)
+    try:
+        return main.run(argv)
+    finally:
+        from pipeline.guide.stages import release_tree
+
+        release_tree()  # the chain's tree lock (hold_tree), for the next run in this process
 
 
 def _params(names: tuple[str, ...]) -> list[dict]:
@@ -198,7 +203,14 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
         }
         if stage.action is not None:
             action = stage.action
-            task["actions"] = [guarded(lambda c: action(request, c), stage.name)]
+
+            def run(console: Console) -> None:
+                from pipeline.guide.stages import hold_tree
+
+                hold_tree(request.settings, console)  # until this doit run ends
+                action(request, console)
+
+            task["actions"] = [guarded(run, stage.name)]
             task["file_dep"] = [str(p) for p in stage.inputs(request)]
             task["targets"] = [str(p) for p in stage.outputs(request)]
             if stage.uptodate is None:

@@ -37,13 +37,15 @@ from pathlib import Path, PurePosixPath
 from pipeline.edit.atomic import FileEdit, git_dirty
 from pipeline.errors import ConcurrentChangeError, DirtyFileError, PipelineError, TreeBusyError
 from pipeline.fsio import write_atomic
-from pipeline.tree.text import read_text
+from pipeline.tree.text import encode_like, read_text
 
 __all__ = [
     "Ownership",
     "Recovery",
     "commit",
+    "hold",
     "recover",
+    "release_held",
     "tree_lock",
     "tree_state_dir",
 ]
@@ -100,17 +102,10 @@ def _read_pid(fd: int) -> int | None:
     return None
 
 
-@contextlib.contextmanager
-def tree_lock(
-    root: Path, *, wait: float, on_wait: Callable[[int | None], None] | None = None
-) -> Iterator[None]:
-    """Hold the tree's exclusive edit lock (``flock``) for the block; released on any exit.
-
-    When another process holds it, ``on_wait(pid)`` is called once (not when ``wait`` is 0:
-    there is no waiting to announce), then the lock is retried for up to ``wait`` seconds
-    before :class:`TreeBusyError` is raised.
-    """
-    path = tree_state_dir(root) / _LOCK
+def _acquire(
+    path: Path, *, wait: float, on_wait: Callable[[int | None], None] | None
+) -> int:
+    """An open descriptor of ``path`` holding its exclusive ``flock`` (pid written in it)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + max(wait, 0.0)
@@ -132,16 +127,66 @@ def tree_lock(
             if time.monotonic() >= deadline:
                 raise TreeBusyError(_read_pid(fd))
             time.sleep(min(_POLL, max(deadline - time.monotonic(), 0.0)))
-        try:
-            # The pid is only a hint for the message of whoever waits; the flock is the lock.
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        # The pid is only a hint for the message of whoever waits; the flock is the lock.
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _release(fd: int) -> None:
+    try:
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+# Locks this process holds for a whole chain (:func:`hold`), by lock file.
+_HELD: dict[Path, int] = {}
+
+
+@contextlib.contextmanager
+def tree_lock(
+    root: Path, *, wait: float, on_wait: Callable[[int | None], None] | None = None
+) -> Iterator[None]:
+    """Hold the tree's exclusive edit lock (``flock``) for the block; released on any exit.
+
+    When another process holds it, ``on_wait(pid)`` is called once (not when ``wait`` is 0:
+    there is no waiting to announce), then the lock is retried for up to ``wait`` seconds
+    before :class:`TreeBusyError` is raised. Inside :func:`hold` of the same tree the block
+    runs under the held lock.
+    """
+    path = tree_state_dir(root) / _LOCK
+    if path in _HELD:
+        yield
+        return
+    fd = _acquire(path, wait=wait, on_wait=on_wait)
+    try:
+        yield
+    finally:
+        _release(fd)
+
+
+def hold(
+    root: Path, *, wait: float, on_wait: Callable[[int | None], None] | None = None
+) -> bool:
+    """Take the tree's lock until :func:`release_held` (or the process ends), so a chain of
+    stages runs as one: no other run edits or tests the tree between two of its stages.
+    False when this process holds it already."""
+    path = tree_state_dir(root) / _LOCK
+    if path in _HELD:
+        return False
+    _HELD[path] = _acquire(path, wait=wait, on_wait=on_wait)
+    return True
+
+
+def release_held() -> None:
+    """Release every lock :func:`hold` took."""
+    while _HELD:
+        _release(_HELD.popitem()[1])
 
 
 # ------------------------------------------------------------- filesystem steps (patchable)
@@ -428,8 +473,13 @@ def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
     for edit in todo:
         rel = PurePosixPath(edit.rel)
         tmp = (rel.parent / f".{rel.name}{_TMP_MARK}{txid}.tmp").as_posix()
-        data = edit.after.encode("utf-8")
         target = root / edit.rel
+        try:
+            original: bytes | None = target.read_bytes()
+        except FileNotFoundError:
+            original = None
+        # the file's own line ends and byte-order mark, not the editors' "\n" text
+        data = encode_like(original, edit.before, edit.after)
         mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
         entries.append(
             _Entry(edit.rel, tmp, _sha_bytes(data), _sha_file(target), edit.summary)
