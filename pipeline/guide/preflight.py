@@ -93,6 +93,9 @@ def _tree(settings: Settings, record: OperatorRecord, plan: EditPlan) -> list[st
             f"{paths.COMMON_MPS} not found: the tests read their expected failures from it; "
             "restore it (git checkout -- it)"
         )
+    for _source, gap in record.gaps:
+        # a file skipped as unreadable may hold what the edit must remove or must not double
+        problems.append(f"{gap}: the edit cannot be checked against a file it cannot read")
     stub = f"{record.op}_stub"
     registers = any(e.after.count(stub) > e.before.count(stub) for e in plan.edits)
     if registers and record.stub_decl is None:
@@ -113,6 +116,5 @@ def check_chain(settings: Settings, record: OperatorRecord, plan: EditPlan) -> N
     problems = missing(settings, record, plan)
     if problems:
         raise PipelineError(
-            f"{record.op}: nothing was written, the chain would stop later: "
-            + "; ".join(problems)
+            f"{record.op}: nothing was written, the chain would stop later: " + "; ".join(problems)
         )

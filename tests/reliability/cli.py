@@ -47,9 +47,7 @@ def cli(
     else:
         step, nth = kill_at
         cmd = [sys.executable, "-c", textwrap.dedent(_KILLED), step, str(nth), *argv]
-    return subprocess.run(
-        cmd, cwd=cwd, capture_output=True, text=True, env=env(), timeout=timeout
-    )
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env(), timeout=timeout)
 
 
 def timeless(text: str) -> str:

@@ -85,8 +85,15 @@ def test_a_missing_piece_is_found_before_the_first_edit(
 def test_a_timeout_that_is_not_positive_is_refused_at_load(tmp_path: Path, value: str) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(f"test:\n  timeout: {value if value != 'nan' else '.nan'}\n")
-    run = cli(tmp_path, "migrate", "atan2", "--state-dir", str(tmp_path / "state"),
-              "--config", str(config))
+    run = cli(
+        tmp_path,
+        "migrate",
+        "atan2",
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--config",
+        str(config),
+    )
     assert run.returncode == 2, run.stdout + run.stderr
     assert "config key 'test.timeout'" in run.stderr
     assert "is not a number of seconds > 0" in run.stderr

@@ -41,9 +41,22 @@ def test_concurrent_runs_of_one_operator_all_end_done(tmp_path: Path) -> None:
     states = [state, tmp_path / "other-state", state]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "pipeline", "migrate", "atan2", "--state-dir", str(s),
-             "--root", str(state / "sandbox")],
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(),
+            [
+                sys.executable,
+                "-m",
+                "pipeline",
+                "migrate",
+                "atan2",
+                "--state-dir",
+                str(s),
+                "--root",
+                str(state / "sandbox"),
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env(),
         )
         for s in states
     ]
@@ -51,8 +64,9 @@ def test_concurrent_runs_of_one_operator_all_end_done(tmp_path: Path) -> None:
     for proc, out in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, out
     for s in (state, tmp_path / "other-state"):
-        again = cli(tmp_path, "migrate", "atan2", "--state-dir", str(s), "--root",
-                    str(state / "sandbox"))
+        again = cli(
+            tmp_path, "migrate", "atan2", "--state-dir", str(s), "--root", str(state / "sandbox")
+        )
         assert again.returncode == 0, again.stdout + again.stderr
     # what one sequential run leaves: no atan2 entry in common_mps.py, written once
     text = (state / "sandbox" / COMMON_MPS).read_text()
