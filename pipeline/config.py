@@ -196,6 +196,8 @@ def _known(key: str, where: str) -> str:
 def read_file(path: Path) -> dict[str, Any]:
     """The settings of a config file: YAML, or a ``pyproject.toml``'s [tool.mps-pipeline]."""
     if not path.is_file():
+        if path.exists() or path.is_symlink():
+            raise ConfigError(f"{path}: {_not_a_file(path)}; a config file must be a YAML file")
         raise ConfigError(f"{path}: no such config file")
     if path.name == "pyproject.toml":
         return flatten(_pyproject_table(path) or {}, f"{path} [tool.{PYPROJECT_TABLE}]")
@@ -206,6 +208,8 @@ def read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
     return flatten(data or {}, str(path))
 
 
@@ -285,6 +289,12 @@ def _user_file(
     yaml_file = checkout / CHECKOUT_CONFIG
     pyproject = checkout / "pyproject.toml"
     in_pyproject = pyproject.is_file() and _pyproject_table(pyproject) is not None
+    if (yaml_file.exists() or yaml_file.is_symlink()) and not yaml_file.is_file():
+        # the user's settings are there, only unreadable: never run without them
+        raise ConfigError(
+            f"{yaml_file}: {_not_a_file(yaml_file)}; the checkout's config file must be a "
+            "YAML file (remove or replace it)"
+        )
     if yaml_file.is_file() and in_pyproject:
         raise ConfigError(
             f"two config files for {checkout}: {CHECKOUT_CONFIG} and [tool.{PYPROJECT_TABLE}] "

@@ -13,6 +13,7 @@ prints one line and exits 130.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import sys
 from collections.abc import Callable, Iterator
@@ -113,12 +114,34 @@ def doit_config(argv: list[str] | None = None, *, announce: bool = True) -> dict
         workspace.announce(resolved)
     state = resolved.state_dir
     state.mkdir(parents=True, exist_ok=True)
+    _check_database(state / "doit.sqlite")
     return {
         "backend": "sqlite3",
         "dep_file": str(state / "doit.sqlite"),
         "verbosity": 2,
         "default_tasks": ["migrate_op"],
     }
+
+
+def _check_database(path: Path) -> None:
+    """Exit 2 naming doit's database when it is no SQLite file (doit would print its own
+    traceback-like message and exit 3, a code this command keeps for bad doit command lines)."""
+    if not path.exists():
+        return
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            (result,) = db.execute("PRAGMA quick_check").fetchone()
+        if result != "ok":
+            raise sqlite3.DatabaseError(result)
+    except sqlite3.DatabaseError as exc:
+        print(
+            f"error: {path}: doit's database is damaged ({exc}); delete it (the next run "
+            "re-checks every task and re-runs what is not up to date)",
+            file=sys.stderr,
+        )
+        raise SystemExit(EXIT_INPUT) from None
 
 
 def run_doit(argv: list[str], *, announce: bool = True) -> int:
@@ -150,6 +173,12 @@ def _params(names: tuple[str, ...]) -> list[dict]:
     return [{"name": n, "long": n, "type": str, "default": "", "help": VARIABLES[n]} for n in names]
 
 
+def os_error_line(exc: OSError) -> str:
+    """One line for an OSError: the path(s) it names and the system's reason."""
+    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    return f"{where}: {exc.strerror or exc}" if where else str(exc)
+
+
 def guarded(fn: Callable[[Console], None], name: str) -> Callable[[], object]:
     """A doit action running ``fn(console)``: errors become doit's failures, no tracebacks."""
 
@@ -161,6 +190,8 @@ def guarded(fn: Callable[[Console], None], name: str) -> Callable[[], object]:
             fn(console)
         except PipelineError as exc:
             return TaskFailed(str(exc)) if exc.exit_code == EXIT_WORK_LEFT else TaskError(str(exc))
+        except OSError as exc:  # a read-only, full or failing disk: the path and why
+            return TaskError(os_error_line(exc))
         except KeyboardInterrupt:
             # Edits are transactions: an interrupted one was rolled back or will be rolled
             # forward by the next run, so there is nothing more to say than this line.
@@ -187,6 +218,13 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
         op = var("op", opts)
         if stage.per_op and op is None:
             return _failing(f"{stage.name} needs an operator: doit {stage.name} op=atan2")
+        if op is not None:
+            from pipeline.state import op_files
+
+            try:
+                op_files(settings(opts), op)  # a name no folder can be made of: say so now
+            except PipelineError as exc:
+                return _failing(str(exc))
         request = Request(
             settings(opts),
             op or "",

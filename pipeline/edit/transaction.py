@@ -456,8 +456,35 @@ def commit(
                 raise DirtyFileError(rel)
     if not todo:
         return []
+    for edit in todo:
+        _check_writable(root, edit.rel)
     _transact(root, todo)
     return todo
+
+
+def _check_writable(root: Path, rel: str) -> None:
+    """Refuse, before anything is written, a target the user made read-only or immutable: a
+    rename over it would succeed (only its folder's permission counts) and ignore that."""
+    target = root / rel
+    if not target.exists():
+        return
+    mode = target.stat().st_mode
+    try:  # opening for writing changes nothing, and fails on an immutable file
+        os.close(os.open(target, os.O_WRONLY))
+    except PermissionError as exc:
+        if exc.errno == errno.EPERM:
+            raise PipelineError(
+                f"{rel} cannot be written: {exc.strerror} (immutable? `lsattr` shows it); "
+                "nothing was written"
+            ) from None
+    except OSError as exc:
+        message = f"{rel} cannot be written: {exc.strerror}; nothing was written"
+        raise PipelineError(message) from None
+    if not mode & 0o222 or not os.access(target, os.W_OK):  # root may write anything
+        raise PipelineError(
+            f"{rel} is read-only (mode {mode & 0o777:04o}); nothing was written: make it "
+            f"writable (chmod u+w {rel}) to let the pipeline edit it"
+        )
 
 
 def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
@@ -496,18 +523,34 @@ def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
         _fs_step("write_atomic", journal, _journal_bytes("committed", txid, entries))
         committed = True
         _roll_forward(root, journal, entries)
-    except BaseException:
+    except BaseException as exc:
         # Before the commit point nothing is visible yet: undo. After it: finish, so a
         # Ctrl-C mid-rename never leaves half the files new. Either way re-raise. If the
         # clean-up itself fails, the journal stays and the next run's recover() resolves it.
+        finished = False
         with contextlib.suppress(BaseException):
             # Decide as recover() would: by the journal on disk (the interrupt may have come
             # right after the "committed" write returned, before ``committed`` was set).
             if committed or _load_journal(journal)[0] == "committed":
                 _roll_forward(root, journal, entries)
+                finished = True
             else:
                 _roll_back(root, journal, entries)
+        if isinstance(exc, OSError):  # a disk, permission or I/O error
+            if finished:  # a retry of the failed step went through: the edit is whole
+                return
+            raise _os_error(exc, journal) from None
         raise
+
+
+def _os_error(exc: OSError, journal: Path) -> PipelineError:
+    where = exc.filename or journal
+    if journal.exists():
+        return PipelineError(
+            f"{where}: {exc.strerror or exc} while committing an edit; the edit is kept in "
+            f"{journal}: fix the cause and re-run to finish it"
+        )
+    return PipelineError(f"{where}: {exc.strerror or exc}; nothing was written")
 
 
 def recover(root: Path) -> Recovery | None:
@@ -531,7 +574,10 @@ def recover(root: Path) -> Recovery | None:
         _roll_back(root, journal, entries)
         result = Recovery("rolled back an interrupted edit (nothing had been written)")
     else:
-        _roll_forward(root, journal, entries)
+        try:
+            _roll_forward(root, journal, entries)
+        except OSError as exc:
+            raise _os_error(exc, journal) from None
         files = "file" if len(entries) == 1 else "files"
         result = Recovery(
             f"rolled forward an interrupted edit of {len(entries)} {files}: {names}",

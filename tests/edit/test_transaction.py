@@ -388,3 +388,25 @@ def test_a_recovery_returns_the_edits_it_finished(repo: Path) -> None:
     assert recovered is not None
     assert [rel for rel, _ in recovered.rolled_forward] == list(BEFORE)
     assert _tree(repo) == AFTER
+
+
+def test_a_failing_rename_is_one_line_and_a_transient_one_is_retried(repo: Path) -> None:
+    import errno
+
+    import pipeline.edit.transaction as txn
+
+    real, calls = txn._fs_step, {"n": 0}
+
+    def flaky(op: str, *args, **kwargs) -> None:
+        if op == "replace":
+            calls["n"] += 1
+            if calls["n"] == 2:  # once: the roll-forward's retry goes through
+                raise OSError(errno.EIO, "Input/output error", str(args[0]))
+        real(op, *args, **kwargs)
+
+    txn._fs_step = flaky
+    try:
+        commit(repo, _edits(repo))
+    finally:
+        txn._fs_step = real
+    assert _tree(repo) == AFTER and _leftovers(repo) == []

@@ -20,12 +20,16 @@ _KILLED = """
     op, nth = sys.argv[1], int(sys.argv[2])
     real_step, seen = txn._fs_step, 0
 
+    how = os.environ.get("RELIABILITY_FAULT", "kill")
+
     def step(kind, *args, **kwargs):
         global seen
         if kind == op:
             seen += 1
-            if seen == nth:
+            if seen == nth and how == "kill":
                 os._exit(9)
+            if seen >= nth and how == "eio":  # a disk that keeps failing
+                raise OSError(5, "Input/output error", str(args[0]))
         real_step(kind, *args, **kwargs)
 
     txn._fs_step = step
@@ -38,16 +42,28 @@ def env() -> dict[str, str]:
 
 
 def cli(
-    cwd: Path, *argv: str, kill_at: tuple[str, int] | None = None, timeout: float = 300
+    cwd: Path,
+    *argv: str,
+    kill_at: tuple[str, int] | None = None,
+    fault: str = "kill",
+    timeout: float = 300,
 ) -> subprocess.CompletedProcess[str]:
     """``mps-pipeline ARGV`` run from ``cwd``; with ``kill_at=(step, n)`` the process kills
-    itself right before the n-th transaction step of that kind (``"replace"``...)."""
+    itself right before the n-th transaction step of that kind (``"replace"``...), or with
+    ``fault="eio"`` that step and every later one of its kind fail with EIO."""
     if kill_at is None:
         cmd = [sys.executable, "-m", "pipeline", *argv]
     else:
         step, nth = kill_at
         cmd = [sys.executable, "-c", textwrap.dedent(_KILLED), step, str(nth), *argv]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env(), timeout=timeout)
+    return subprocess.run(
+        cmd,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**env(), "RELIABILITY_FAULT": fault},
+        timeout=timeout,
+    )
 
 
 def timeless(text: str) -> str:
