@@ -248,11 +248,19 @@ def _classify_rerun(child: ET.Element) -> Outcome:
     return Outcome.ERROR if child.tag.endswith("Error") else Outcome.FAIL
 
 
+# A duration longer than this (about 11 days) is no test's: a corrupt or hostile report.
+MAX_SECONDS = 1e6
+
+
 def _time(elem: ET.Element) -> float:
+    """The ``time`` attribute in seconds; 0.0 (unknown) when it is missing, not a number,
+    ``NaN``, infinite, negative or beyond :data:`MAX_SECONDS` (a sum of two ``1e308`` would
+    be infinite, and JSON has no infinity)."""
     try:
-        return float(elem.get("time") or 0.0)
+        seconds = float(elem.get("time") or 0.0)
     except ValueError:
         return 0.0
+    return seconds if 0.0 <= seconds <= MAX_SECONDS else 0.0
 
 
 def _summarise(elem: ET.Element, suite: int) -> _Summary:

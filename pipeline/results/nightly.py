@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -553,7 +554,15 @@ def run_nightly(
     if tree_warning:
         warnings.append(tree_warning)
 
-    db = history.connect(history_path, checked=checked)
+    def waiting() -> None:
+        print(
+            f"waiting up to {settings.lock_wait:g} s for the history's write lock, held by "
+            f"another process: {history_path}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    db = history.connect(history_path, checked=checked, wait=settings.lock_wait, on_wait=waiting)
     try:
         night = history.record_nightly(
             db,

@@ -47,6 +47,7 @@ def cli(
     kill_at: tuple[str, int] | None = None,
     fault: str = "kill",
     timeout: float = 300,
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``mps-pipeline ARGV`` run from ``cwd``; with ``kill_at=(step, n)`` the process kills
     itself right before the n-th transaction step of that kind (``"replace"``...), or with
@@ -61,7 +62,7 @@ def cli(
         cwd=cwd,
         capture_output=True,
         text=True,
-        env={**env(), "RELIABILITY_FAULT": fault},
+        env={**env(), "RELIABILITY_FAULT": fault, **(extra_env or {})},
         timeout=timeout,
     )
 
