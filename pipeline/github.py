@@ -560,7 +560,7 @@ def _read_body(response: requests.Response, deadline: float, total: float) -> No
         response.close()
         raise
     response._content = b"".join(chunks)  # what response.json() and .text read
-    response._content_consumed = True
+    response._content_consumed = True  # type: ignore[attr-defined]
     response.close()
 
 

@@ -78,9 +78,11 @@ def _interpreter(settings: Settings) -> list[str]:
         return []  # cannot tell: the test stage's own log will say why
     absent = probe.stdout.split() if probe.returncode == 0 else []
     if absent:
+        shown = shutil.which(settings.python) or settings.python
         return [
-            f"python={settings.python} has no {' and no '.join(absent)}: pip install "
-            f"{' '.join(absent)} into it (or set python= to an interpreter that has it)"
+            f"python={shown} has no {' and no '.join(absent)}: pip install "
+            f"{' '.join(absent)} into it (or set python= / MPS_PIPELINE_PYTHON to an "
+            "interpreter that has it)"
         ]
     return []
 
