@@ -470,7 +470,7 @@ def _check_writable(root: Path, rel: str) -> None:
         return
     mode = target.stat().st_mode
     try:  # opening for writing changes nothing, and fails on an immutable file
-        os.close(os.open(target, os.O_WRONLY))
+        os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))  # a FIFO: ENXIO, no wait
     except PermissionError as exc:
         if exc.errno == errno.EPERM:
             raise PipelineError(

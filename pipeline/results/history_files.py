@@ -81,7 +81,7 @@ def check_writable(path: Path) -> None:
     """PipelineError naming ``path`` when the history there cannot be written (immutable,
     read-only, a read-only filesystem): SQLite would open it read-only and fail later."""
     try:
-        os.close(os.open(path, os.O_WRONLY))
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
     except OSError as exc:
         hint = " (immutable? `lsattr` shows it)" if exc.errno == errno.EPERM else ""
         raise PipelineError(

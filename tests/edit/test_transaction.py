@@ -410,3 +410,32 @@ def test_a_failing_rename_is_one_line_and_a_transient_one_is_retried(repo: Path)
     finally:
         txn._fs_step = real
     assert _tree(repo) == AFTER and _leftovers(repo) == []
+
+
+def test_a_held_chain_lock_covers_its_stages_and_keeps_others_out(repo: Path) -> None:
+    from pipeline.edit.transaction import hold, release_held
+
+    assert hold(repo, wait=0) is True
+    try:
+        assert hold(repo, wait=0) is False  # held already: the chain's next stage
+        with tree_lock(repo, wait=0):  # a stage inside the chain runs under the held lock
+            pass
+        other = _python(
+            """
+            import sys
+            from pathlib import Path
+            from pipeline.edit.transaction import tree_lock
+            from pipeline.errors import TreeBusyError
+            try:
+                with tree_lock(Path(sys.argv[1]), wait=0):
+                    print("got it")
+            except TreeBusyError:
+                print("busy")
+            """,
+            str(repo),
+        )
+        assert other.stdout.strip() == "busy", other.stderr
+    finally:
+        release_held()
+    holder = _hold(repo, 0)  # released: another process takes it at once
+    assert holder.wait(timeout=30) == 0
