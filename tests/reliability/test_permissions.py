@@ -143,3 +143,38 @@ def test_a_config_file_that_is_a_folder_is_exit_2(tmp_path: Path) -> None:
     assert run.stderr.startswith(f"error: {root / '.mps-pipeline.yaml'}: a directory, not a file")
     named = cli(tmp_path, "audit", "atan2", "--config", str(root / ".mps-pipeline.yaml"))
     assert named.returncode == 2 and "a directory, not a file" in named.stderr, named.stderr
+
+
+def test_as_an_unprivileged_user_a_read_only_yaml_is_never_replaced() -> None:
+    # the rename over a 0444 file needs only the folder's permission: refused all the same
+    import os
+    import shutil
+    import sys
+    import tempfile
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root (to become another user) and setpriv")
+    work = Path(tempfile.mkdtemp(prefix="mps-nobody-", dir="/tmp"))
+    try:
+        os.chown(work, 65534, 65534)
+        as_nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        env = {**os.environ, "HOME": str(work), "PYTHONPATH": str(Path(__file__).parents[2])}
+
+        def run(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [*as_nobody, sys.executable, "-m", "pipeline", *argv, "--state-dir",
+                 str(work / "state")],
+                cwd=work, capture_output=True, text=True, env=env, timeout=300,
+            )  # fmt: skip
+
+        assert run("audit", "atan2").returncode == 1
+        yaml = work / "state/sandbox" / YAML
+        yaml.chmod(0o444)
+        migrated = run("migrate", "atan2")
+        assert migrated.returncode == 2, migrated.stdout + migrated.stderr
+        assert f"{YAML} is read-only (mode 0444); nothing was written" in migrated.stdout
+        assert "atan2_out_mps" in yaml.read_text()
+        assert yaml.stat().st_mode & 0o777 == 0o444
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
