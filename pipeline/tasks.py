@@ -245,7 +245,8 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
             def run(console: Console) -> None:
                 from pipeline.guide.stages import hold_tree
 
-                hold_tree(request.settings, console)  # until this doit run ends
+                # until this doit run ends; a dry run recovers nothing (it writes nothing)
+                hold_tree(request.settings, console, recover=not request.dry_run)
                 action(request, console)
 
             task["actions"] = [guarded(run, stage.name)]

@@ -58,11 +58,13 @@ def _recover(settings: Settings, console: Console) -> transaction.Recovery | Non
 _pending: list[transaction.Recovery] = []
 
 
-def hold_tree(settings: Settings, console: Console) -> None:
+def hold_tree(settings: Settings, console: Console, *, recover: bool = True) -> None:
     """Take the tree's lock for the rest of this chain (released when the doit run ends):
     a concurrent run of the same tree waits for the whole chain, never tests between an
-    edit and its drop of xfails."""
-    if transaction.hold(settings.root, wait=settings.lock_wait, on_wait=_waiting(console)):
+    edit and its drop of xfails. ``recover`` False (a dry run, which writes nothing):
+    an interrupted edit is left for the next real run."""
+    held = transaction.hold(settings.root, wait=settings.lock_wait, on_wait=_waiting(console))
+    if held and recover:
         recovered = _recover(settings, console)
         if recovered:
             _pending.append(recovered)

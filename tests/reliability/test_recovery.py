@@ -54,3 +54,17 @@ def test_the_run_that_finishes_a_killed_edit_reports_that_edit(tmp_path: Path) -
         assert timeless((state / "ops/atan2/summary.md").read_text()) == expected, (step, nth)
         assert cli(tmp_path / "b", "migrate", "atan2", "--state-dir", str(state)).returncode == 0
         shutil.rmtree(state)  # back to the sandbox as shipped for the next kill point
+
+
+def test_a_dry_run_after_a_killed_commit_writes_nothing(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    killed = cli(tmp_path, "migrate", "atan2", "--state-dir", str(state), kill_at=("replace", 2))
+    assert killed.returncode == 9, killed.stderr
+    tree = state / "sandbox"
+    journal = tree / ".git/mps-pipeline/journal.json"
+    before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file() and ".git" not in p.parts}
+    preview = cli(tmp_path, "migrate", "atan2", "--dry-run", "--state-dir", str(state))
+    assert preview.returncode in (0, 1), preview.stdout + preview.stderr
+    after = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before and journal.is_file()
+    assert cli(tmp_path, "migrate", "atan2", "--state-dir", str(state)).returncode == 0
