@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pipeline.config import OVERRIDABLE, load_settings
-from pipeline.errors import EXIT_INTERRUPTED, EXIT_OK, PipelineError
+from pipeline.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, PipelineError
 from pipeline.options import OPTIONS, SETTINGS_OPTIONS
 from pipeline.workspace import announce, prepare
 
@@ -174,6 +174,11 @@ def _guarded(run: Callable[[], int]) -> int:
         # Source edits are transactions (rolled back, or forward by the next run).
         print("\ninterrupted: nothing half-written was left behind", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as exc:  # a read-only, full or failing disk: the path and why, exit 2
+        where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+        print(f"error: {where}: {exc.strerror or exc}" if where else f"error: {exc}",
+              file=sys.stderr)
+        return EXIT_INPUT
 
 
 if __name__ == "__main__":

@@ -238,6 +238,8 @@ def _known(key: str, where: str) -> str:
 def read_file(path: Path) -> dict[str, Any]:
     """The settings of a config file: YAML, or a ``pyproject.toml``'s [tool.mps-pipeline]."""
     if not path.is_file():
+        if path.exists() or path.is_symlink():
+            raise ConfigError(f"{path}: {_not_a_file(path)}; a config file must be a YAML file")
         raise ConfigError(f"{path}: no such config file")
     if path.name == "pyproject.toml":
         return flatten(_pyproject_table(path) or {}, f"{path} [tool.{PYPROJECT_TABLE}]")
@@ -248,6 +250,8 @@ def read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
     return flatten(data or {}, str(path))
 
 
@@ -273,11 +277,41 @@ def defaults() -> dict[str, Any]:
 
 def find_checkout(start: Path) -> Path | None:
     """The PyTorch checkout containing ``start``: the nearest folder at or above it that has
-    ``aten/src/ATen/native/native_functions.yaml`` (as git finds ``.git``)."""
+    ``aten/src/ATen/native/native_functions.yaml`` (as git finds ``.git``).
+
+    A folder that looks like a checkout (``aten/src/ATen/native/`` there, or a git top level
+    with ``aten/``) whose yaml is no readable file is a :class:`ConfigError`, never a reason
+    to fall back on the sandbox: the user stands in their tree and would edit another.
+    """
     for folder in (start, *start.parents):
-        if (folder / paths.NATIVE_YAML).is_file():
+        yaml_path = folder / paths.NATIVE_YAML
+        if yaml_path.is_file():
             return folder
+        native = yaml_path.parent
+        if native.is_dir() or ((folder / ".git").exists() and (folder / "aten").is_dir()):
+            why = "aten/src/ATen/native/ is there" if native.is_dir() else "git, with aten/"
+            raise ConfigError(
+                f"{yaml_path}: {_not_a_file(yaml_path)}; {folder} looks like a PyTorch checkout "
+                f"({why}): repair the file, or name the tree to use with --root / root= "
+                "(root=sandbox for the bundled one)"
+            )
     return None
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` (which is no regular file) cannot be read as one."""
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:
+            return "a symlink loop"
+        except OSError:
+            return f"a dangling symlink (to {os.readlink(path)})"
+    if not path.exists():
+        return "missing"
+    if path.is_dir():
+        return "a directory, not a file"
+    return "not a regular file (a FIFO, socket or device)"
 
 
 def _user_file(
@@ -297,6 +331,12 @@ def _user_file(
     yaml_file = checkout / CHECKOUT_CONFIG
     pyproject = checkout / "pyproject.toml"
     in_pyproject = pyproject.is_file() and _pyproject_table(pyproject) is not None
+    if (yaml_file.exists() or yaml_file.is_symlink()) and not yaml_file.is_file():
+        # the user's settings are there, only unreadable: never run without them
+        raise ConfigError(
+            f"{yaml_file}: {_not_a_file(yaml_file)}; the checkout's config file must be a "
+            "YAML file (remove or replace it)"
+        )
     if yaml_file.is_file() and in_pyproject:
         raise ConfigError(
             f"two config files for {checkout}: {CHECKOUT_CONFIG} and [tool.{PYPROJECT_TABLE}] "
@@ -502,6 +542,15 @@ def load_settings(
             raise ConfigError(
                 f"config key 'test.kinds' ({sources['test.kinds'].origin}): {kind!r} is not "
                 f"one of {TEST_KINDS}"
+            )
+
+    for key in ("test.timeout", "lock_wait"):
+        number = float(sources[key].value)
+        if not (number > 0 if key == "test.timeout" else number >= 0) or number != number:
+            least = "a number of seconds > 0" if key == "test.timeout" else "seconds >= 0"
+            raise ConfigError(
+                f"config key {key!r} ({sources[key].origin}): {sources[key].value!r} is not "
+                f"{least}"
             )
 
     root_value = sources["root"].value

@@ -63,8 +63,9 @@ class UnknownOperatorError(PipelineError):
         self.op = op
         self.suggestions = suggestions
         hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
+        shown = repr(op) if len(op) <= 60 else f"{op[:60]!r}… ({len(op)} characters)"
         super().__init__(
-            f"unknown operator {op!r}: no native_functions.yaml entry or OpInfo has that "
+            f"unknown operator {shown}: no native_functions.yaml entry or OpInfo has that "
             f"name.{hint}"
         )
 

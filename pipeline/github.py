@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urljoin, urlsplit
 
 import requests
+import urllib3
 
 from pipeline.errors import GitHubError
 
@@ -31,6 +32,10 @@ MARKER_RE = re.compile(r"<!-- mps-pipeline:[^\s>][^>]*? -->")
 PERMISSIONS_HINT = "needs pull-requests: write and statuses: write"
 # A primary rate limit that resets further away than this is reported, not waited out.
 MAX_WAIT_SECONDS = 900.0
+# Redirects are followed only within github.api_url's origin (a renamed repository's 301)
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
+MAX_BODY = 50 * 1024 * 1024  # bytes of one answer: a comment list page is a few hundred KB
 # GitHub's advice for a secondary rate limit that came without Retry-After: wait a minute.
 SECONDARY_LIMIT_WAIT = 60.0
 # Comments per page: GitHub's maximum.
@@ -106,6 +111,8 @@ class GitHubClient:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         timeout: float = 30.0,
+        deadline: float = 90.0,
+        settle: float = 2.0,
         token_env: str = "GITHUB_TOKEN",
         budget: int | None = None,
         etags: dict[str, Any] | None = None,
@@ -130,7 +137,9 @@ class GitHubClient:
         self._origin = (parts.scheme, parts.netloc)
         self._sleep = sleep
         self._clock = clock
-        self._timeout = timeout
+        self._timeout = timeout  # per read (requests' own)
+        self._deadline = deadline  # per request, all reads together: a drip never hangs
+        self._settle = settle  # before the list that finds a concurrent job's comment
         self._token = token
         self._token_env = token_env
         # requests sent (retries included) and how many were 304s; ``budget`` caps the first
@@ -281,7 +290,9 @@ class GitHubClient:
                 )
                 self._sleep(delay)
                 continue
-            # another job may have created one meanwhile: look again, keep one
+            # Another job may have created one meanwhile: look again, keep one. GitHub's
+            # lists lag behind its writes (eventually consistent): give them time first.
+            self._sleep(self._settle)
             mine = ours()
             if all(c.id != created.id for c in mine):
                 mine.append(created)  # a list that lags behind the POST
@@ -466,9 +477,11 @@ class GitHubClient:
                 )
             self.sent += 1
             try:
-                response = self._session.request(
-                    method, url, params=params, json=json, timeout=self._timeout, headers=headers
-                )
+                response = self._send(method, url, params, json, what, headers)
+            except _TooSlow as exc:
+                if not idempotent:
+                    raise _Ambiguous(str(exc)) from None
+                raise GitHubError(f"{what}: {exc}; try again later") from None
             except requests.RequestException as exc:
                 # Only the exception's class: its text can quote the request.
                 reason = f"{type(exc).__name__} talking to {self._origin[1]}"
@@ -519,6 +532,44 @@ class GitHubClient:
                 continue
             raise self._error(response, what)
         raise AssertionError("itertools.count() never ends")  # each attempt returns or raises
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, Any] | None,
+        json: Any,
+        what: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> requests.Response:
+        """One request, its redirects followed only within the API's origin, its body read
+        within the total deadline (requests' timeout is per read: a byte a second never
+        trips it)."""
+        deadline = time.monotonic() + self._deadline
+        for _hop in range(MAX_REDIRECTS + 1):
+            response = self._session.request(
+                method, url, params=params, json=json, timeout=self._timeout,
+                allow_redirects=False, stream=True, headers=headers,
+            )  # fmt: skip
+            location = response.headers.get("Location")
+            if response.status_code not in REDIRECTS or not location:
+                _read_body(response, deadline, self._deadline)
+                return response
+            response.close()
+            target = urljoin(url, location)
+            parts = urlsplit(target)
+            if (parts.scheme, parts.netloc) != self._origin:
+                raise GitHubError(
+                    self._redact(
+                        f"{what}: GitHub answered {response.status_code}, a redirect to another "
+                        f"origin ({parts.scheme}://{parts.netloc}); refusing to follow it off "
+                        f"github.api_url ({self._origin[0]}://{self._origin[1]})"
+                    )
+                )
+            if response.status_code in (301, 302, 303) and method != "GET":
+                raise GitHubError(f"{what}: GitHub answered {response.status_code} to a {method}")
+            url, params = target, None  # the Location carries the query
+        raise GitHubError(f"{what}: more than {MAX_REDIRECTS} redirects")
 
     def _rate_limit_wait(self, response: requests.Response, attempt: int) -> float | None:
         """Seconds to wait if ``response`` is a (secondary) rate limit, else None."""
@@ -572,6 +623,37 @@ class GitHubClient:
         error = GitHubError(self._redact(text))
         error.status = status
         return error
+
+
+class _TooSlow(Exception):
+    """A response not read in full within the request's total deadline."""
+
+
+def _read_body(response: requests.Response, deadline: float, total: float) -> None:
+    """Read ``response``'s body (streamed) into it, in what each read returns, until
+    ``deadline`` (monotonic); :class:`_TooSlow` past it or past :data:`MAX_BODY` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise _TooSlow(f"GitHub's answer took more than {total:g} s (the deadline)")
+            chunk = response.raw.read1(65536, decode_content=True)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise _TooSlow(f"GitHub's answer is larger than {MAX_BODY} bytes")
+            chunks.append(chunk)
+    except urllib3.exceptions.HTTPError as exc:  # a read timeout, a connection cut
+        response.close()
+        raise requests.ConnectionError(type(exc).__name__) from None
+    except BaseException:
+        response.close()
+        raise
+    response._content = b"".join(chunks)  # what response.json() and .text read
+    response._content_consumed = True  # type: ignore[attr-defined]
+    response.close()
 
 
 def _backoff(attempt: int) -> float:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.config import Settings
+from pipeline.errors import PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.tree import files, paths
 
@@ -84,8 +86,18 @@ class OpFiles:
         return self.dir / "math.md"
 
 
+_OP_NAME_MAX = 200
+_OP_NAME = re.compile(rf"[A-Za-z_][A-Za-z0-9_.]{{0,{_OP_NAME_MAX - 1}}}")
+
+
 def op_files(settings: Settings, op: str) -> OpFiles:
     """Where the stages of one operator keep their outputs."""
+    if not _OP_NAME.fullmatch(op):  # a folder is made of it: no "/", no 10,000 characters
+        shown = op if len(op) <= 60 else f"{op[:60]}… ({len(op)} characters)"
+        raise PipelineError(
+            f"{shown!r} is not an operator name (letters, digits, '_' and '.', at most "
+            f"{_OP_NAME_MAX} characters)"
+        )
     return OpFiles(settings.state_dir / "ops" / op)
 
 
@@ -135,6 +147,11 @@ def _sha(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:  # unreadable: the stage that reads it says so, in one line
         return "unreadable"
+
+
+def file_sha(path: Path) -> str:
+    """sha256 of ``path``'s bytes ("" when it is missing)."""
+    return _sha(path)
 
 
 def build_identity(settings: Settings, *, did_work: bool) -> str:

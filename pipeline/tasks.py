@@ -13,6 +13,7 @@ prints one line and exits 130.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import sys
@@ -37,8 +38,25 @@ def var(name: str, opts: dict[str, str] | None = None) -> str | None:
     return get_var(name) or (opts or {}).get(name) or None
 
 
+# The values a yes/no variable takes (README: `force=1`, `dry_run=1`). Anything else is
+# refused: `dry_run=on` taken as "no" would edit the tree the user asked only to preview.
+FLAG_VALUES = {"1": True, "0": False}
+FLAGS = ("force", "dry_run")
+
+
+def flag_value(name: str, value: str | None) -> bool:
+    """``value`` of the yes/no variable ``name`` (None: not given, no); exit 2 on any other
+    value than 1 or 0."""
+    if value is None or value == "":
+        return False
+    if value not in FLAG_VALUES:
+        print(f"error: {name}={value}: a yes/no variable takes 1 or 0 ({name}=1)", file=sys.stderr)
+        raise SystemExit(EXIT_INPUT)
+    return FLAG_VALUES[value]
+
+
 def flag(name: str, opts: dict[str, str] | None = None) -> bool:
-    return (var(name, opts) or "0").lower() in ("1", "true", "yes")
+    return flag_value(name, get_var(name) or (opts or {}).get(name))
 
 
 def settings(opts: dict[str, str] | None = None) -> Settings:
@@ -88,7 +106,9 @@ def check_variables(argv: list[str]) -> None:
     ``dryrun=1`` would otherwise edit the tree."""
     known = {*VARIABLES, *OTHER_VARIABLES}
     for arg in argv:
-        name, eq, _ = arg.partition("=")
+        name, eq, value = arg.partition("=")
+        if eq and name in FLAGS:
+            flag_value(name, value)
         if eq and not arg.startswith("-") and name.isidentifier() and name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f" (did you mean {close[0]}=?)" if close else ""
@@ -113,6 +133,7 @@ def doit_config(argv: list[str] | None = None, *, announce: bool = True) -> dict
         workspace.announce(resolved)
     state = resolved.state_dir
     state.mkdir(parents=True, exist_ok=True)
+    _check_database(state / "doit.sqlite")
     from pipeline import state as state_layout
     from pipeline.report.doit_reporter import reporter_class
 
@@ -124,6 +145,27 @@ def doit_config(argv: list[str] | None = None, *, announce: bool = True) -> dict
         # doit's markers, but failures in our words and the verdict on every run
         "reporter": reporter_class(lambda op: state_layout.op_files(resolved, op).summary),
     }
+
+
+def _check_database(path: Path) -> None:
+    """Exit 2 naming doit's database when it is no SQLite file (doit would print its own
+    traceback-like message and exit 3, a code this command keeps for bad doit command lines)."""
+    if not path.exists():
+        return
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            (result,) = db.execute("PRAGMA quick_check").fetchone()
+        if result != "ok":
+            raise sqlite3.DatabaseError(result)
+    except sqlite3.DatabaseError as exc:
+        print(
+            f"error: {path}: doit's database is damaged ({exc}); delete it (the next run "
+            "re-checks every task and re-runs what is not up to date)",
+            file=sys.stderr,
+        )
+        raise SystemExit(EXIT_INPUT) from None
 
 
 def run_doit(argv: list[str], *, announce: bool = True) -> int:
@@ -143,12 +185,23 @@ def run_doit(argv: list[str], *, announce: bool = True) -> int:
     main.task_loader = ModuleTaskLoader(
         {**TASKS, "DOIT_CONFIG": doit_config(argv, announce=announce)}
     )
-    return main.run(argv)
+    try:
+        return main.run(argv)
+    finally:
+        from pipeline.flows.stages import release_tree
+
+        release_tree()  # the chain's tree lock (hold_tree), for the next run in this process
 
 
 def _params(names: tuple[str, ...]) -> list[dict]:
     """doit task params for ``names``: what `doit help TASK` lists, one line each."""
     return [{"name": n, "long": n, "type": str, "default": "", "help": VARIABLES[n]} for n in names]
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an OSError: the path(s) it names and the system's reason."""
+    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    return f"{where}: {exc.strerror or exc}" if where else str(exc)
 
 
 def guarded(
@@ -166,6 +219,8 @@ def guarded(
             fn(console)
         except PipelineError as exc:
             return TaskFailed(str(exc)) if exc.exit_code == EXIT_WORK_LEFT else TaskError(str(exc))
+        except OSError as exc:  # a read-only, full or failing disk: the path and why
+            return TaskError(os_error_line(exc))
         except KeyboardInterrupt:
             # Edits are transactions: an interrupted one was rolled back or will be rolled
             # forward by the next run, so there is nothing more to say than this line.
@@ -192,6 +247,13 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
         op = var("op", opts)
         if stage.per_op and op is None:
             return _failing(f"{stage.name} needs an operator: doit {stage.name} op=atan2")
+        if op is not None:
+            from pipeline.state import op_files
+
+            try:
+                op_files(settings(opts), op)  # a name no folder can be made of: say so now
+            except PipelineError as exc:
+                return _failing(str(exc))
         request = Request(
             settings(opts),
             op or "",
@@ -208,9 +270,15 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
         }
         if stage.action is not None:
             action = stage.action
-            task["actions"] = [
-                guarded(lambda c: action(request, c), stage.name, lazy=stage.lazy_console)
-            ]
+
+            def run(console: Console) -> None:
+                from pipeline.flows.stages import hold_tree
+
+                # until this doit run ends; a dry run recovers nothing (it writes nothing)
+                hold_tree(request.settings, console, recover=not request.dry_run)
+                action(request, console)
+
+            task["actions"] = [guarded(run, stage.name, lazy=stage.lazy_console)]
             task["file_dep"] = [str(p) for p in stage.inputs(request)]
             task["targets"] = [str(p) for p in stage.outputs(request)]
             if stage.uptodate is None:

@@ -22,6 +22,15 @@ def prepare(settings: Settings) -> Settings:
     Raises ConfigError when ``root`` is not a PyTorch tree: every reader would otherwise
     find nothing and report an operator as done.
     """
+    state = settings.state_dir
+    for folder in (state, *state.parents):
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():  # mkdir would stop the run later with a traceback
+                raise ConfigError(
+                    f"{folder} is not a directory, but the state directory {state} must be "
+                    "one: move it away or pass --state-dir / state_dir="
+                )
+            break
     if settings.is_sandbox:
         from pipeline import sandbox  # only the sandbox needs it
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import traceback
 from pathlib import Path
 
@@ -128,13 +129,25 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             render_terminal(outcome.summary, files, terminal())
     except (PipelineError, KeyboardInterrupt, BrokenPipeError):
         raise
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc) and "readonly" not in str(exc):
+            raise _crashed(exc) from exc
+        # the environment, not a bug: another process's lock, a file made read-only
+        raise PipelineError(f"{history_path}: the history cannot be written now ({exc})") from exc
+    except OSError as exc:  # a disk or permission error: the path and why, not a crash
+        where = exc.filename or history_path
+        raise PipelineError(f"{where}: {exc.strerror or exc}") from exc
     except Exception as exc:
-        traceback.print_exc()
-        raise NightlyCrashed(
-            f"nightly: unexpected {type(exc).__name__} (a bug in mps-pipeline; the traceback "
-            f"is above): exit {EXIT_CRASHED}, not 1, so CI does not take it for regressions"
-        ) from exc
+        raise _crashed(exc) from exc
     return 1 if outcome.summary["regressions"] else 0
+
+
+def _crashed(exc: BaseException) -> NightlyCrashed:
+    traceback.print_exception(exc)
+    return NightlyCrashed(
+        f"nightly: unexpected {type(exc).__name__} (a bug in mps-pipeline; the traceback "
+        f"is above): exit {EXIT_CRASHED}, not 1, so CI does not take it for regressions"
+    )
 
 
 def report_history(path: Path) -> int:

@@ -37,12 +37,15 @@ from pathlib import Path, PurePosixPath
 from pipeline.edit.atomic import FileEdit, git_dirty
 from pipeline.errors import ConcurrentChangeError, DirtyFileError, PipelineError, TreeBusyError
 from pipeline.fsio import write_atomic
-from pipeline.tree.text import read_text
+from pipeline.tree.text import encode_like, read_text
 
 __all__ = [
     "Ownership",
+    "Recovery",
     "commit",
+    "hold",
     "recover",
+    "release_held",
     "tree_lock",
     "tree_state_dir",
 ]
@@ -99,17 +102,10 @@ def _read_pid(fd: int) -> int | None:
     return None
 
 
-@contextlib.contextmanager
-def tree_lock(
-    root: Path, *, wait: float, on_wait: Callable[[int | None], None] | None = None
-) -> Iterator[None]:
-    """Hold the tree's exclusive edit lock (``flock``) for the block; released on any exit.
-
-    When another process holds it, ``on_wait(pid)`` is called once (not when ``wait`` is 0:
-    there is no waiting to announce), then the lock is retried for up to ``wait`` seconds
-    before :class:`TreeBusyError` is raised.
-    """
-    path = tree_state_dir(root) / _LOCK
+def _acquire(
+    path: Path, *, wait: float, on_wait: Callable[[int | None], None] | None
+) -> int:
+    """An open descriptor of ``path`` holding its exclusive ``flock`` (pid written in it)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + max(wait, 0.0)
@@ -131,16 +127,66 @@ def tree_lock(
             if time.monotonic() >= deadline:
                 raise TreeBusyError(_read_pid(fd))
             time.sleep(min(_POLL, max(deadline - time.monotonic(), 0.0)))
-        try:
-            # The pid is only a hint for the message of whoever waits; the flock is the lock.
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        # The pid is only a hint for the message of whoever waits; the flock is the lock.
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _release(fd: int) -> None:
+    try:
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+# Locks this process holds for a whole chain (:func:`hold`), by lock file.
+_HELD: dict[Path, int] = {}
+
+
+@contextlib.contextmanager
+def tree_lock(
+    root: Path, *, wait: float, on_wait: Callable[[int | None], None] | None = None
+) -> Iterator[None]:
+    """Hold the tree's exclusive edit lock (``flock``) for the block; released on any exit.
+
+    When another process holds it, ``on_wait(pid)`` is called once (not when ``wait`` is 0:
+    there is no waiting to announce), then the lock is retried for up to ``wait`` seconds
+    before :class:`TreeBusyError` is raised. Inside :func:`hold` of the same tree the block
+    runs under the held lock.
+    """
+    path = tree_state_dir(root) / _LOCK
+    if path in _HELD:
+        yield
+        return
+    fd = _acquire(path, wait=wait, on_wait=on_wait)
+    try:
+        yield
+    finally:
+        _release(fd)
+
+
+def hold(
+    root: Path, *, wait: float, on_wait: Callable[[int | None], None] | None = None
+) -> bool:
+    """Take the tree's lock until :func:`release_held` (or the process ends), so a chain of
+    stages runs as one: no other run edits or tests the tree between two of its stages.
+    False when this process holds it already."""
+    path = tree_state_dir(root) / _LOCK
+    if path in _HELD:
+        return False
+    _HELD[path] = _acquire(path, wait=wait, on_wait=on_wait)
+    return True
+
+
+def release_held() -> None:
+    """Release every lock :func:`hold` took."""
+    while _HELD:
+        _release(_HELD.popitem()[1])
 
 
 # ------------------------------------------------------------- filesystem steps (patchable)
@@ -238,6 +284,18 @@ class _Entry:
     rel: str  # target, relative to the root
     tmp: str  # temp file, relative to the root, in the target's directory
     sha256: str  # of the new content
+    # of the content the edit was computed from (None: the file did not exist): a roll
+    # forward replaces only exactly that, never a change made after the run stopped
+    before: str | None = None
+    summary: str = ""  # what the edit does, for the recovering run's record
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What :func:`recover` did: its one-line message and, rolled forward, the edits."""
+
+    message: str
+    rolled_forward: tuple[tuple[str, str], ...] = ()  # (rel, summary) of each file written
 
 
 def _journal_bytes(state: str, txid: str, entries: Sequence[_Entry]) -> bytes:
@@ -246,7 +304,11 @@ def _journal_bytes(state: str, txid: str, entries: Sequence[_Entry]) -> bytes:
         "state": state,
         "txid": txid,
         "pid": os.getpid(),
-        "files": [{"rel": e.rel, "tmp": e.tmp, "sha256": e.sha256} for e in entries],
+        "files": [
+            {"rel": e.rel, "tmp": e.tmp, "sha256": e.sha256, "before": e.before,
+             "summary": e.summary}
+            for e in entries
+        ],
     }
     return json.dumps(doc, indent=1).encode()
 
@@ -281,12 +343,19 @@ def _load_journal(path: Path) -> tuple[str, list[_Entry]]:
             and _safe_rel(item.get("tmp"))
             and isinstance(item.get("sha256"), str)
             and len(item["sha256"]) == 64
+            and (item.get("before") is None or isinstance(item.get("before"), str))
+            and isinstance(item.get("summary", ""), str)
         ):
             raise corrupt(f"bad file entry {item!r}")
         rel, tmp = PurePosixPath(item["rel"]), PurePosixPath(item["tmp"])
         if tmp.parent != rel.parent or not tmp.name.startswith(f".{rel.name}{_TMP_MARK}"):
             raise corrupt(f"temp file {item['tmp']!r} is not next to {item['rel']!r}")
-        entries.append(_Entry(item["rel"], item["tmp"], item["sha256"]))
+        entries.append(
+            _Entry(
+                item["rel"], item["tmp"], item["sha256"], item.get("before"),
+                item.get("summary", ""),
+            )
+        )
     return doc["state"], entries
 
 
@@ -298,23 +367,40 @@ def _roll_back(root: Path, journal: Path, entries: Sequence[_Entry]) -> None:
 
 
 def _roll_forward(root: Path, journal: Path, entries: Sequence[_Entry]) -> None:
-    # Idempotent, so an interrupted roll-forward is finished by running it again.
+    # Idempotent, so an interrupted roll-forward is finished by running it again. Every
+    # file is checked before the first rename: a target is replaced only while it holds
+    # exactly the content the edit was computed from (someone may have changed it since the
+    # run stopped), and then the whole roll-forward is refused rather than half done.
+    pending: list[_Entry] = []
     for e in entries:
         tmp, target = root / e.tmp, root / e.rel
-        if tmp.exists():
-            if _sha_file(tmp) != e.sha256:
-                raise PipelineError(
-                    f"{tmp}: the temp file of a committed edit does not match the journal "
-                    f"{journal}; inspect {e.rel} with `git diff`, then delete the journal and "
-                    "the temp file and re-run"
-                )
-            _fs_step("replace", tmp, dest=target)
-        elif _sha_file(target) != e.sha256:
+        current = _sha_file(target)
+        if current == e.sha256:
+            continue  # renamed before the interruption
+        if current != e.before and (tmp.exists() or current is not None):
+            take = (
+                f"; to take the edit, move {tmp} over {e.rel}" if tmp.exists() else ""
+            )
+            raise PipelineError(
+                f"{e.rel} was changed after an interrupted edit of it was committed "
+                f"(journal {journal}); nothing was rolled forward. To keep your version, "
+                f"delete the journal and any .{target.name}{_TMP_MARK}*.tmp beside it{take}"
+            )
+        if not tmp.exists():
             raise PipelineError(
                 f"{e.rel}: neither the committed new content nor its temp file is there "
                 f"(journal {journal}); inspect it with `git diff`, then delete the journal "
                 "and re-run"
             )
+        if _sha_file(tmp) != e.sha256:
+            raise PipelineError(
+                f"{tmp}: the temp file of a committed edit does not match the journal "
+                f"{journal}; inspect {e.rel} with `git diff`, then delete the journal and "
+                "the temp file and re-run"
+            )
+        pending.append(e)
+    for e in pending:
+        _fs_step("replace", root / e.tmp, dest=root / e.rel)
     for parent in {(root / e.rel).parent for e in entries}:
         _fsync_dir(parent)
     Ownership(root).record({e.rel: e.sha256 for e in entries})
@@ -370,8 +456,35 @@ def commit(
                 raise DirtyFileError(rel)
     if not todo:
         return []
+    for edit in todo:
+        _check_writable(root, edit.rel)
     _transact(root, todo)
     return todo
+
+
+def _check_writable(root: Path, rel: str) -> None:
+    """Refuse, before anything is written, a target the user made read-only or immutable: a
+    rename over it would succeed (only its folder's permission counts) and ignore that."""
+    target = root / rel
+    if not target.exists():
+        return
+    mode = target.stat().st_mode
+    try:  # opening for writing changes nothing, and fails on an immutable file
+        os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))  # a FIFO: ENXIO, no wait
+    except PermissionError as exc:
+        if exc.errno == errno.EPERM:
+            raise PipelineError(
+                f"{rel} cannot be written: {exc.strerror} (immutable? `lsattr` shows it); "
+                "nothing was written"
+            ) from None
+    except OSError as exc:
+        message = f"{rel} cannot be written: {exc.strerror}; nothing was written"
+        raise PipelineError(message) from None
+    if not mode & 0o222 or not os.access(target, os.W_OK):  # root may write anything
+        raise PipelineError(
+            f"{rel} is read-only (mode {mode & 0o777:04o}); nothing was written: make it "
+            f"writable (chmod u+w {rel}) to let the pipeline edit it"
+        )
 
 
 def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
@@ -387,10 +500,17 @@ def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
     for edit in todo:
         rel = PurePosixPath(edit.rel)
         tmp = (rel.parent / f".{rel.name}{_TMP_MARK}{txid}.tmp").as_posix()
-        data = edit.after.encode("utf-8")
         target = root / edit.rel
+        try:
+            original: bytes | None = target.read_bytes()
+        except FileNotFoundError:
+            original = None
+        # the file's own line ends and byte-order mark, not the editors' "\n" text
+        data = encode_like(original, edit.before, edit.after)
         mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        entries.append(_Entry(edit.rel, tmp, _sha_bytes(data)))
+        entries.append(
+            _Entry(edit.rel, tmp, _sha_bytes(data), _sha_file(target), edit.summary)
+        )
         payload.append((data, mode))
 
     committed = False
@@ -403,26 +523,44 @@ def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
         _fs_step("write_atomic", journal, _journal_bytes("committed", txid, entries))
         committed = True
         _roll_forward(root, journal, entries)
-    except BaseException:
+    except BaseException as exc:
         # Before the commit point nothing is visible yet: undo. After it: finish, so a
         # Ctrl-C mid-rename never leaves half the files new. Either way re-raise. If the
         # clean-up itself fails, the journal stays and the next run's recover() resolves it.
+        finished = False
         with contextlib.suppress(BaseException):
             # Decide as recover() would: by the journal on disk (the interrupt may have come
             # right after the "committed" write returned, before ``committed`` was set).
             if committed or _load_journal(journal)[0] == "committed":
                 _roll_forward(root, journal, entries)
+                finished = True
             else:
                 _roll_back(root, journal, entries)
+        if isinstance(exc, OSError):  # a disk, permission or I/O error
+            if finished:  # a retry of the failed step went through: the edit is whole
+                return
+            raise _os_error(exc, journal) from None
         raise
 
 
-def recover(root: Path) -> str | None:
+def _os_error(exc: OSError, journal: Path) -> PipelineError:
+    where = exc.filename or journal
+    if journal.exists():
+        return PipelineError(
+            f"{where}: {exc.strerror or exc} while committing an edit; the edit is kept in "
+            f"{journal}: fix the cause and re-run to finish it"
+        )
+    return PipelineError(f"{where}: {exc.strerror or exc}; nothing was written")
+
+
+def recover(root: Path) -> Recovery | None:
     """Resolve an edit interrupted by a kill; return what was done, None if nothing was.
 
     A ``prepared`` journal is rolled back (temps deleted; the tree never changed), a
-    ``committed`` one rolled forward (remaining renames done, ownership recorded). Stray temp
-    files are removed. Call it under :func:`tree_lock`, before planning any edit.
+    ``committed`` one rolled forward (remaining renames done, ownership recorded) when every
+    file still holds what the edit was computed from or its new content; else
+    :class:`PipelineError` naming the file and the journal, and nothing is renamed. Stray
+    temp files are removed. Call it under :func:`tree_lock`, before planning any edit.
     """
     root = Path(root)
     state_dir = tree_state_dir(root)
@@ -434,10 +572,16 @@ def recover(root: Path) -> str | None:
     names = ", ".join(e.rel for e in entries)
     if state == "prepared":
         _roll_back(root, journal, entries)
-        message = "rolled back an interrupted edit (nothing had been written)"
+        result = Recovery("rolled back an interrupted edit (nothing had been written)")
     else:
-        _roll_forward(root, journal, entries)
+        try:
+            _roll_forward(root, journal, entries)
+        except OSError as exc:
+            raise _os_error(exc, journal) from None
         files = "file" if len(entries) == 1 else "files"
-        message = f"rolled forward an interrupted edit of {len(entries)} {files}: {names}"
+        result = Recovery(
+            f"rolled forward an interrupted edit of {len(entries)} {files}: {names}",
+            tuple((e.rel, e.summary) for e in entries),
+        )
     _remove_strays(root, state_dir, entries)
-    return message
+    return result

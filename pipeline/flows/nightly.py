@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -212,8 +213,18 @@ def run_nightly(
             raise
         if tree_warning:
             warnings.append(tree_warning)
+        def waiting() -> None:
+            print(
+                f"waiting up to {settings.lock_wait:g} s for the history's write lock, held by "
+                f"another process: {history_path}",
+                file=sys.stderr,
+                flush=True,
+            )
+
         try:
-            db = history.connect(history_path, checked=checked)
+            db = history.connect(
+                history_path, checked=checked, wait=settings.lock_wait, on_wait=waiting
+            )
         except BaseException:
             if check is not None:
                 check.result()

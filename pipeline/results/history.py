@@ -48,17 +48,19 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pipeline.errors import PipelineError
+from pipeline.results.history_disk import (  # noqa: F401 (re-exported)
+    BACKUPS,
+    backup,
+    backups,
+)
 from pipeline.results.history_file import (  # noqa: F401 (the history's API, re-exported)
     _COUNT_RUN,
-    BACKUPS,
     DEFAULT_BACKUPS,
     FULL_CHECK_EVERY,
     SCHEMA_VERSION,
     SEAL,
     DamagedHistoryError,
     HistoryCheck,
-    backup,
-    backups,
     check,
     connect,
     open_read_only,

@@ -1,4 +1,5 @@
-"""The history's file: its schema, the checks, creation, migration, backups.
+"""The history's file: its schema, the checks, creation, migration and the seal (its
+backups, temp files and locks: :mod:`pipeline.results.history_disk`).
 
 Split from :mod:`pipeline.results.history` (which re-exports all of it, and records and
 reads the nightlies): see that module's docstring for the schema and what each check means.
@@ -10,15 +11,20 @@ import hashlib
 import json
 import os
 import sqlite3
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.fsio import write_atomic
+from pipeline.results.history_disk import (
+    check_writable,
+    remove_stale_temps,
+    temp_file,
+    wait_for_write_lock,
+)
 
 SCHEMA_VERSION = 4
-BACKUPS = "backups"  # beside the history file
 DEFAULT_BACKUPS = 7
 _SQLITE_HEADER = b"SQLite format 3\x00"
 # what a history must have: table -> its columns (more are fine: a later migration's)
@@ -216,8 +222,7 @@ def check(path: str | Path, *, thorough: bool = False) -> HistoryCheck:
 
 def _create(path: Path) -> None:
     """A new, empty history at ``path``: made under a temporary name, then renamed."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
-    os.close(fd)
+    tmp = temp_file(path)
     try:
         db = sqlite3.connect(tmp)
         try:
@@ -235,19 +240,29 @@ def _create(path: Path) -> None:
         raise
 
 
-def connect(path: str | Path, *, checked: bool = False) -> sqlite3.Connection:
+def connect(
+    path: str | Path,
+    *,
+    checked: bool = False,
+    wait: float = 0.0,
+    on_wait: Callable[[], None] | None = None,
+) -> sqlite3.Connection:
     """Open (creating it and its directory if there is no file) the history at ``path``.
 
     An existing file is checked first (:func:`check`, quick): one that is not a valid
     history raises :class:`DamagedHistoryError` and is left as it was. ``checked``: the
     caller has just run :func:`check` itself (the nightly runs the thorough one), so it is
     not run twice: on 180 nights of a fleet (300 MB) each check reads the whole file, 1.3 s.
-    A valid version 1 file is then migrated to version 2 (:func:`_migrate`).
+    A valid older file is then migrated (:func:`_migrate`). A file that cannot be written is
+    a PipelineError; one whose write lock another process holds is waited for up to ``wait``
+    seconds (``on_wait`` called when the waiting starts).
     """
     path = Path(path)
+    remove_stale_temps(path.parent)  # of a run killed while it created the file
     if os.path.lexists(path):
         if not checked:
             check(path)
+        check_writable(path)
     else:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -259,6 +274,7 @@ def connect(path: str | Path, *, checked: bool = False) -> sqlite3.Connection:
         db.execute("PRAGMA foreign_keys = ON")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable at checkpoints, never torn
+        wait_for_write_lock(db, path, wait, on_wait)
         _migrate(db)
         with db:
             db.executescript(_SCHEMA)  # indexes or views an older file may lack
@@ -394,43 +410,3 @@ def open_read_only(path: str | Path) -> sqlite3.Connection:
     path = Path(path)
     check(path)
     return _read_only(path)
-
-
-def backup(db: sqlite3.Connection, path: str | Path, started: str, keep: int) -> Path | None:
-    """Copy the history (open as ``db``, at ``path``) to ``backups/nightly-<date>-<time>.sqlite``
-    beside it, named after the nightly's ``started``; keep the newest ``keep`` of them.
-
-    The copy is made with SQLite's backup API (a consistent snapshot of the live database,
-    its WAL included), into a temporary file renamed into place, in rollback-journal mode
-    so that it is one self-contained file. ``keep`` 0 makes and keeps none. Returns the
-    new copy.
-    """
-    folder = Path(path).parent / BACKUPS
-    made = None
-    if keep > 0:
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = started[:19].replace(":", "")  # 2026-03-01T031700
-        made = folder / f"nightly-{stamp[:10]}-{stamp[11:]}.sqlite"
-        fd, tmp = tempfile.mkstemp(prefix=f".{made.name}.", suffix=".new", dir=folder)
-        os.close(fd)
-        try:
-            copy = sqlite3.connect(tmp)
-            try:
-                db.backup(copy)
-                copy.execute("PRAGMA journal_mode = DELETE")
-            finally:
-                copy.close()
-            os.replace(tmp, made)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    if folder.is_dir():
-        copies = sorted(folder.glob("nightly-*.sqlite"))
-        for old in copies[: max(len(copies) - keep, 0)]:
-            old.unlink()
-    return made
-
-
-def backups(path: str | Path) -> tuple[Path, ...]:
-    """The backups of the history at ``path``, oldest first."""
-    return tuple(sorted((Path(path).parent / BACKUPS).glob("nightly-*.sqlite")))

@@ -50,6 +50,7 @@ from pipeline.results.junit_limits import (
     refused_warning,
     truncated_warning,
 )
+from pipeline.results.junit_limits import seconds as _seconds
 from pipeline.testid import DTYPES as _DTYPES
 from pipeline.testid import parse_parts as parse_test_id
 
@@ -410,11 +411,7 @@ def _stream(path: Path, source: str, read: _Read) -> None:
         if classname != last[0]:
             last[0] = classnames.setdefault(classname, classname)
         key = (last[0], name)
-        time = attrs.get("time")
-        try:
-            seconds = float(time) if time else 0.0
-        except ValueError:
-            seconds = 0.0
+        seconds = _seconds(attrs.get("time"))
         if children:
             summary = _summarise(children, suite, seconds)
             if key in cases:
@@ -492,13 +489,6 @@ def _suite_time(tag: str, time: str | None, suites: list[str]) -> float | None:
     if tag == "testsuite" or not suites:
         return None
     return sum(map(_seconds, suites))
-
-
-def _seconds(time: str) -> float:
-    try:
-        return float(time or 0.0)
-    except ValueError:
-        return 0.0
 
 
 def _fold(key: _Key, summaries: list[_Summary], source: str) -> CaseResult:

@@ -9,6 +9,19 @@ from pathlib import Path
 # Deepest element nesting read (the root is level 1); pytest writes 4 levels, Surefire and
 # merged reports a few more. Deeper files are skipped: see the module docstring.
 MAX_DEPTH = 64
+# A duration longer than this (about 11 days) is no test's: a corrupt or hostile report.
+MAX_SECONDS = 1e6
+
+
+def seconds(text: str | None) -> float:
+    """A ``time`` attribute in seconds; 0.0 (unknown) when it is missing, not a number,
+    ``NaN``, infinite, negative or beyond :data:`MAX_SECONDS` (a sum of two ``1e308`` would
+    be infinite, and JSON has no infinity)."""
+    try:
+        value = float(text or 0.0)
+    except ValueError:
+        return 0.0
+    return value if 0.0 <= value <= MAX_SECONDS else 0.0
 
 
 def deep_warning(path: Path) -> str:

@@ -25,6 +25,7 @@ from pipeline.results.junit_limits import (
     MAX_DEPTH,
     deep_warning,
     refused_warning,
+    seconds,
     truncated_warning,
 )
 
@@ -33,10 +34,7 @@ _PROLOG_CHUNK = 1 << 16
 
 
 def _time(elem: ET.Element) -> float:
-    try:
-        return float(elem.get("time") or 0.0)
-    except ValueError:
-        return 0.0
+    return seconds(elem.get("time"))
 
 
 class _TooDeep(Exception):

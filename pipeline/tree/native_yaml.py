@@ -165,7 +165,18 @@ def parse(text: str, path: str) -> NativeFunctions:
     if not isinstance(root, SequenceNode):
         raise ParseError(path, root.start_mark.line + 1, "expected a list of `- func:` entries")
     lines = split_lines(text)
-    return NativeFunctions(path, tuple(_entry(node, path, lines) for node in root.value))
+    entries = tuple(_entry(node, path, lines) for node in root.value)
+    first: dict[str, int] = {}
+    for entry in entries:
+        # torchgen refuses a schema declared twice; an edit would fold only one of them
+        seen = first.setdefault(entry.full_name, entry.span.start)
+        if seen != entry.span.start:
+            raise ParseError(
+                path,
+                entry.span.start,
+                f"`{entry.full_name}` is declared twice (lines {seen} and {entry.span.start})",
+            )
+    return NativeFunctions(path, entries)
 
 
 def read(root: Path) -> NativeFunctions:
@@ -182,6 +193,13 @@ def _entry(node: Node, path: str, lines: list[str]) -> NativeFunction:
     fields: dict[str, Node] = {}
     for key, value in node.value:
         if isinstance(key, ScalarNode):
+            if key.value in fields:  # YAML keeps the last silently; the entry is ambiguous
+                raise ParseError(
+                    path,
+                    key.start_mark.line + 1,
+                    f"duplicate key `{key.value}:` in one entry (lines "
+                    f"{_key_line(node, key.value)} and {key.start_mark.line + 1})",
+                )
             fields[key.value] = value
 
     def text_of(name: str) -> str | None:
@@ -224,6 +242,12 @@ def _tags(node: Node | None) -> tuple[str, ...]:
     return ()
 
 
+def _key_line(node: MappingNode, name: str) -> int:
+    """The line of the first ``name:`` key of ``node``."""
+    keys = (k for k, _ in node.value if isinstance(k, ScalarNode))
+    return next(k.start_mark.line + 1 for k in keys if k.value == name)
+
+
 def _flag(node: Node | None, path: str, line: int) -> bool:
     if node is None:
         return False
@@ -241,6 +265,7 @@ def _dispatch(
     if not isinstance(node, MappingNode):
         raise ParseError(path, entry_line, "`dispatch:` is not a mapping of `KEYS: kernel` rows")
     rows = []
+    first: dict[str, int] = {}
     for key, value in node.value:
         if not (isinstance(key, ScalarNode) and key.tag == _STR_TAG):
             raise ParseError(path, entry_line, "a dispatch key is not a name")
@@ -250,6 +275,15 @@ def _dispatch(
         if not (isinstance(value, ScalarNode) and value.tag == _STR_TAG and value.value):
             raise ParseError(path, entry_line, f"dispatch value for {key.value!r} is not a kernel")
         row_line = key.start_mark.line + 1
+        for k in keys:
+            seen = first.setdefault(k, row_line)
+            if seen != row_line or keys.count(k) > 1:
+                raise ParseError(
+                    path,
+                    row_line,
+                    f"dispatch key {k} appears twice in one `dispatch:` (lines {seen} and "
+                    f"{row_line})",
+                )
         rows.append(DispatchRow(keys, value.value, row_line, lines[row_line - 1]))
     return tuple(rows)
 

@@ -15,6 +15,8 @@ so spans and edits see what they always saw.
 from __future__ import annotations
 
 import codecs
+import difflib
+import re
 from pathlib import Path
 
 from pipeline.errors import UnreadableFileError
@@ -75,3 +77,42 @@ def decode(data: bytes, rel: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
+
+
+# one line of a file as stored: its text, then its own line end (the last may have none)
+_RAW_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def encode_like(original: bytes | None, before: str, after: str) -> bytes:
+    """``after`` as the bytes of a file that held ``original`` (read as ``before``): each line
+    kept from ``before`` keeps its own line end (``\\r\\n``, ``\\r`` or ``\\n``), a new line
+    takes the file's most common one, and a UTF-8 byte-order mark stays.
+
+    The editors work on :func:`read_text`'s ``\\n`` text; this is how their result is
+    written back without turning a CRLF (or mixed) file into an LF one.
+    """
+    if not original or (b"\r" not in original and not original.startswith(codecs.BOM_UTF8)):
+        return after.encode("utf-8")
+    bom = original.startswith(codecs.BOM_UTF8)
+    raw = original[len(codecs.BOM_UTF8) :] if bom else original
+    try:
+        stored = raw.decode("utf-8")
+    except UnicodeDecodeError:  # not what ``before`` was read from: nothing to keep
+        return after.encode("utf-8")
+    ends = [line[len(line.rstrip("\r\n")) :] for line in _RAW_LINE.findall(stored)]
+    old = before.split("\n")
+    new = after.split("\n")
+    body = [e for e in ends if e]
+    usual = max(set(body), key=body.count) if body else "\n"
+    if len(old) - 1 != len(body):  # ``before`` is not this file's text
+        ends, body = [], []
+    chosen: list[str] = [usual] * (len(new) - 1)
+    if body:
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+                for k in range(j2 - j1):
+                    if j1 + k < len(chosen) and i1 + k < len(body):
+                        chosen[j1 + k] = body[i1 + k]
+    out = "".join(line + end for line, end in zip(new, chosen, strict=False)) + new[-1]
+    return (codecs.BOM_UTF8 if bom else b"") + out.encode("utf-8")

@@ -217,7 +217,8 @@ def test_a_kill_after_any_filesystem_step_is_recovered_to_all_before_or_all_afte
         assert tree_state_dir(repo).joinpath("journal.json").exists() == interrupted
         if interrupted:  # a stale temp of an earlier killed run: removed along with ours
             (repo / ".a.txt.mps-pipeline-0ld.tmp").write_text("junk")
-        message = recover(repo)
+        recovered = recover(repo)
+        message = recovered.message if recovered else None
         expected = AFTER if limit >= commit_point else BEFORE
         assert _tree(repo) == expected, limit
         assert _leftovers(repo) == [], limit
@@ -353,3 +354,90 @@ def test_taking_the_lock_twice_in_one_process_is_a_clear_bug(repo: Path) -> None
         tree_lock(repo, wait=5),
     ):
         pass
+
+
+def test_a_roll_forward_never_replaces_a_change_made_after_the_run_stopped(
+    repo: Path,
+) -> None:
+    commit_point = 1 + len(BEFORE) + 1
+    total = 10
+    for limit in range(commit_point, total):  # killed past the commit point, not finished
+        proc = _inject(repo, limit, "kill")
+        assert proc.returncode == 9, (limit, proc.stderr)
+        journal = tree_state_dir(repo) / "journal.json"
+        (repo / "run.sh").write_text("#!/bin/sh\necho mine\n")  # the user's change
+        on_disk = _tree(repo)
+        with pytest.raises(PipelineError) as info:
+            recover(repo)
+        message = str(info.value)
+        assert message.startswith("run.sh was changed after an interrupted edit"), limit
+        assert str(journal) in message and "nothing was rolled forward" in message
+        assert info.value.exit_code == 2
+        assert _tree(repo) == on_disk, limit  # not one file renamed
+        assert journal.exists()
+        # the user keeps their version as told: delete the journal and the temp file
+        for path in _leftovers(repo):
+            path.unlink()
+        assert recover(repo) is None
+        assert (repo / "run.sh").read_text() == "#!/bin/sh\necho mine\n"
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", "--", "."], check=True)
+
+
+def test_a_recovery_returns_the_edits_it_finished(repo: Path) -> None:
+    proc = _inject(repo, 1 + len(BEFORE) + 1, "kill")
+    assert proc.returncode == 9, proc.stderr
+    recovered = recover(repo)
+    assert recovered is not None
+    assert [rel for rel, _ in recovered.rolled_forward] == list(BEFORE)
+    assert _tree(repo) == AFTER
+
+
+def test_a_failing_rename_is_one_line_and_a_transient_one_is_retried(repo: Path) -> None:
+    import errno
+
+    import pipeline.edit.transaction as txn
+
+    real, calls = txn._fs_step, {"n": 0}
+
+    def flaky(op: str, *args, **kwargs) -> None:
+        if op == "replace":
+            calls["n"] += 1
+            if calls["n"] == 2:  # once: the roll-forward's retry goes through
+                raise OSError(errno.EIO, "Input/output error", str(args[0]))
+        real(op, *args, **kwargs)
+
+    txn._fs_step = flaky
+    try:
+        commit(repo, _edits(repo))
+    finally:
+        txn._fs_step = real
+    assert _tree(repo) == AFTER and _leftovers(repo) == []
+
+
+def test_a_held_chain_lock_covers_its_stages_and_keeps_others_out(repo: Path) -> None:
+    from pipeline.edit.transaction import hold, release_held
+
+    assert hold(repo, wait=0) is True
+    try:
+        assert hold(repo, wait=0) is False  # held already: the chain's next stage
+        with tree_lock(repo, wait=0):  # a stage inside the chain runs under the held lock
+            pass
+        other = _python(
+            """
+            import sys
+            from pathlib import Path
+            from pipeline.edit.transaction import tree_lock
+            from pipeline.errors import TreeBusyError
+            try:
+                with tree_lock(Path(sys.argv[1]), wait=0):
+                    print("got it")
+            except TreeBusyError:
+                print("busy")
+            """,
+            str(repo),
+        )
+        assert other.stdout.strip() == "busy", other.stderr
+    finally:
+        release_held()
+    holder = _hold(repo, 0)  # released: another process takes it at once
+    assert holder.wait(timeout=30) == 0

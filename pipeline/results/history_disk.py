@@ -1,0 +1,167 @@
+"""The history's files beside the database: its backups, the temporary files a killed run
+left, whether the file can be written, and waiting (bounded, announced) for its write lock.
+
+Split from :mod:`pipeline.results.history` (the schema and its queries), which re-exports
+:func:`backup` and :func:`backups`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+
+__all__ = [
+    "BACKUPS",
+    "backup",
+    "backups",
+    "check_writable",
+    "remove_stale_temps",
+    "temp_file",
+    "wait_for_write_lock",
+]
+
+BACKUPS = "backups"  # beside the history file
+# A temp file this old is a leftover whatever its name says (a pid can be reused).
+STALE_AFTER = 3600.0
+# .<name>.<pid>.<random>.new, and what SQLite keeps beside one (-journal, -wal, -shm)
+_TEMP = re.compile(r"^\..+\.(?P<pid>\d+)\.[^.]+\.new(?:-journal|-wal|-shm)?$")
+_OLD_TEMP = re.compile(r"^\..+\.new(?:-journal|-wal|-shm)?$")  # before the pid was in it
+_POLL = 0.25  # seconds per attempt at the write lock
+
+
+def temp_file(target: Path) -> str:
+    """A new empty temp file beside ``target`` named after it and this process."""
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{target.name}.{os.getpid()}.", suffix=".new", dir=target.parent
+    )
+    os.close(fd)
+    return tmp
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def remove_stale_temps(folder: Path) -> list[Path]:
+    """Delete the temp files (and SQLite's companions) a killed history write or backup left
+    in ``folder``: those of a process that is gone, or older than :data:`STALE_AFTER`."""
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    now = time.time()
+    for path in folder.iterdir():
+        match = _TEMP.match(path.name)
+        if match is None and not _OLD_TEMP.match(path.name):
+            continue
+        try:
+            old = now - path.stat().st_mtime > STALE_AFTER
+        except FileNotFoundError:
+            continue
+        if old or (match is not None and not _alive(int(match["pid"]))):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def check_writable(path: Path) -> None:
+    """PipelineError naming ``path`` when the history there cannot be written (immutable,
+    read-only, a read-only filesystem): SQLite would open it read-only and fail later."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        hint = " (immutable? `lsattr` shows it)" if exc.errno == errno.EPERM else ""
+        raise PipelineError(
+            f"{path}: the history cannot be written: {exc.strerror}{hint}; the nightly "
+            "records each night into it: make it writable, or pass --history FILE"
+        ) from None
+    if not os.access(path.parent, os.W_OK):
+        raise PipelineError(
+            f"{path.parent}: the history's folder cannot be written (SQLite keeps its -wal "
+            "beside the file): make it writable, or pass --history FILE"
+        )
+
+
+def wait_for_write_lock(
+    db: sqlite3.Connection, path: Path, wait: float, on_wait: Callable[[], None] | None
+) -> None:
+    """Return once this connection could take the history's write lock, waiting up to
+    ``wait`` seconds for another process that holds it (``on_wait`` called once, when the
+    waiting starts); then PipelineError naming the lock. Later statements wait for it as long
+    as what is left of ``wait`` (SQLite's busy timeout)."""
+    deadline = time.monotonic() + max(wait, 0.0)
+    announced = False
+    while True:
+        db.execute(f"PRAGMA busy_timeout = {int(_POLL * 1000)}")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.rollback()
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+        if time.monotonic() >= deadline:
+            raise PipelineError(
+                f"{path}: the history is locked by another process (waited {wait:g} s for its "
+                "write lock); wait for the other nightly to finish, or raise lock_wait"
+            )
+        if not announced and on_wait is not None:
+            on_wait()
+            announced = True
+    left = max(deadline - time.monotonic(), _POLL)
+    db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
+
+
+def backup(db: sqlite3.Connection, path: str | Path, started: str, keep: int) -> Path | None:
+    """Copy the history (open as ``db``, at ``path``) to ``backups/nightly-<date>-<time>.sqlite``
+    beside it, named after the nightly's ``started``; keep the newest ``keep`` of them.
+
+    The copy is made with SQLite's backup API (a consistent snapshot of the live database,
+    its WAL included), into a temporary file renamed into place, in rollback-journal mode
+    so that it is one self-contained file. ``keep`` 0 makes and keeps none. Returns the
+    new copy. Temp files a killed backup left are removed first.
+    """
+    folder = Path(path).parent / BACKUPS
+    made = None
+    remove_stale_temps(folder)
+    if keep > 0:
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = started[:19].replace(":", "")  # 2026-03-01T031700
+        made = folder / f"nightly-{stamp[:10]}-{stamp[11:]}.sqlite"
+        tmp = temp_file(made)
+        try:
+            copy = sqlite3.connect(tmp)
+            try:
+                db.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")
+            finally:
+                copy.close()
+            os.replace(tmp, made)
+        except BaseException:
+            for leftover in (tmp, f"{tmp}-journal"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
+            raise
+    if folder.is_dir():
+        copies = sorted(folder.glob("nightly-*.sqlite"))
+        for old in copies[: max(len(copies) - keep, 0)]:
+            old.unlink()
+    return made
+
+
+def backups(path: str | Path) -> tuple[Path, ...]:
+    """The backups of the history at ``path``, oldest first."""
+    return tuple(sorted((Path(path).parent / BACKUPS).glob("nightly-*.sqlite")))

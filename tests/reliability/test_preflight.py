@@ -1,0 +1,100 @@
+"""Issue 16, point 6 and issue 19, item 2: everything the chain will need is checked before
+its first write; a missing piece is one line, exit 2, and an untouched tree."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git_init
+from tests.reliability.cli import cli
+
+COMMON_MPS = "torch/testing/_internal/common_mps.py"
+HEADER = "aten/src/ATen/native/BinaryOps.h"
+
+
+def _status(root: Path) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True
+    ).stdout
+
+
+def _sandbox(tmp_path: Path) -> Path:
+    state = tmp_path / "state"
+    assert cli(tmp_path, "audit", "atan2", "--state-dir", str(state)).returncode == 1
+    return state / "sandbox"
+
+
+def _error_line(run: subprocess.CompletedProcess[str]) -> str:
+    # doit prints a task's error on stdout, after "TaskError - taskid:edit:atan2"
+    lines = run.stdout.splitlines()
+    return lines[lines.index("TaskError - taskid:edit:atan2") + 1]
+
+
+def test_a_checkout_without_build_ninja_stops_before_writing(tmp_path: Path) -> None:
+    from pipeline import sandbox
+
+    root = tmp_path / "pytorch"
+    shutil.copytree(sandbox.TREE, root)  # a checkout: no build/ configured
+    git_init(root)
+    run = cli(root, "migrate", "atan2", "--opinfo-table", str(sandbox.OPINFO_TABLE))
+    assert run.returncode == 2, run.stdout + run.stderr
+    line = _error_line(run)
+    assert line.startswith("atan2: nothing was written, the chain would stop later: ")
+    assert f"{root / 'build/build.ninja'} not found: run `python setup.py develop`" in line
+    assert _status(root) == "?? .mps-pipeline/\n" or _status(root) == ""
+    assert not (root / ".git/mps-pipeline/journal.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("breakage", "expected"),
+    [
+        ("common_mps", f"{COMMON_MPS} not found"),
+        ("header", "no DECLARE_DISPATCH(atan2_stub, ...) in aten/src/ATen/native/*.h"),
+        ("python", "has no pytest: pip install pytest into it"),
+        ("build_command", "the build command's 'no-such-ninja' is not found on PATH"),
+    ],
+)
+def test_a_missing_piece_is_found_before_the_first_edit(
+    tmp_path: Path, breakage: str, expected: str
+) -> None:
+    root = _sandbox(tmp_path)
+    extra: list[str] = []
+    if breakage == "common_mps":
+        (root / COMMON_MPS).unlink()
+    elif breakage == "header":
+        (root / HEADER).unlink()
+    elif breakage == "python":
+        python = shutil.which("python3", path="/usr/bin")
+        assert python is not None
+        extra = ["--python", python]
+    else:
+        (tmp_path / ".mps-pipeline.yaml").write_text("build_command: [no-such-ninja]\n")
+        extra = ["--config", str(tmp_path / ".mps-pipeline.yaml")]
+    before = _status(root)
+    run = cli(tmp_path, "migrate", "atan2", "--state-dir", str(tmp_path / "state"), *extra)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert expected in _error_line(run)
+    assert _status(root) == before  # not one file written
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan"])
+def test_a_timeout_that_is_not_positive_is_refused_at_load(tmp_path: Path, value: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"test:\n  timeout: {value if value != 'nan' else '.nan'}\n")
+    run = cli(
+        tmp_path,
+        "migrate",
+        "atan2",
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--config",
+        str(config),
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "config key 'test.timeout'" in run.stderr
+    assert "is not a number of seconds > 0" in run.stderr
+    assert not (tmp_path / "state").exists()
