@@ -58,6 +58,7 @@ from pipeline.results.history_file import (  # noqa: F401 (the history's API, re
     DamagedHistoryError,
     HistoryCheck,
     backup,
+    backup_and_seal,
     backups,
     check,
     connect,
