@@ -38,7 +38,7 @@ _FLEET_PHASES = (
     ("pipeline.flows.nightly", "find_flaky"),  # patched where the flow calls it
     ("pipeline.results.history", "outcome_counts"),
     ("pipeline.results.history", "prune"),
-    ("pipeline.results.history", "backup"),
+    ("pipeline.results.history", "backup_and_seal"),
 )
 _ANALYSIS = ("propose", "propose_moves", "find_regressions", "name_suspects", "find_flaky")
 

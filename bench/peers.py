@@ -2,8 +2,9 @@
 
 Both sides are whole processes (interpreter start-up and imports included, as a user pays
 them) on the same input, their runs alternating (A, B, A, B...) so that a change in the
-machine's load hits both; the figures are medians. Each process reports its own peak
-resident memory (``ru_maxrss``) on its last line.
+machine's load hits both; the figures are medians, of wall time and of each process's own
+CPU time (user + system: on a shared machine the steadier of the two). Each process
+reports its own peak resident memory (``bench.common.peak_rss_mb``) on its last line.
 
 - ``junit-peer``: :func:`pipeline.results.junit.parse_report` against junitparser's
   ``JUnitXml.fromfile`` plus a walk over every case that reads what ``parse_report``
@@ -18,6 +19,7 @@ The tasks' peers (doit's no-op floor, ``python -c pass``) are measured by the ``
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -32,7 +34,6 @@ from bench.common import (
     Figure,
     Result,
     _median,
-    run,
     wheel_file,
 )
 
@@ -72,20 +73,42 @@ print(len(parsed.native_functions))
 """
 
 
+def _timed_child(ctx: Context, argv: Sequence[str]) -> tuple[float, str]:
+    """Run ``argv`` (it must succeed): its wall seconds and its stdout."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        list(argv), cwd=REPO, env=dict(ctx.env), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise BenchError(f"`{' '.join(argv[:3])} ...` exited {proc.returncode}: {err[-400:]}")
+    return wall, out
+
+
 def side_by_side(
     ctx: Context, programs: Mapping[str, tuple[str, Sequence[str]]], n: int
 ) -> dict[str, dict[str, list[Any]]]:
     """``n`` runs of each ``python -c CODE ARGS`` of ``programs`` (name -> (code, args)),
-    alternating: per name, the wall seconds, peak MiB and first output line of each run."""
+    alternating: per name, the wall and CPU seconds, peak MiB and first output line of
+    each run."""
+    import resource
+
     found: dict[str, dict[str, list[Any]]] = {
-        name: {"seconds": [], "peak_mib": [], "output": []} for name in programs
+        name: {"seconds": [], "cpu_s": [], "peak_mib": [], "output": []} for name in programs
     }
     for _ in range(n):
         for name, (code, args) in programs.items():
-            start = time.perf_counter()
-            proc = run(ctx, [sys.executable, "-c", code + _PEAK, *args], REPO)
-            found[name]["seconds"].append(time.perf_counter() - start)
-            lines = proc.stdout.split("\n")
+            # the CPU of this child alone (user + system), which a loaded machine inflates
+            # least: the kernel's account of the reaped children, before and after
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            wall, stdout = _timed_child(ctx, [sys.executable, "-c", code + _PEAK, *args])
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            found[name]["seconds"].append(wall)
+            found[name]["cpu_s"].append(cpu)
+            lines = stdout.split("\n")
             peak = next(line for line in reversed(lines) if line.startswith("peak "))
             found[name]["peak_mib"].append(float(peak.split()[1]))
             found[name]["output"].append(lines[0])
@@ -110,6 +133,7 @@ def bench_junit_peer(ctx: Context, n_cases: int = JUNIT_CASES) -> Result:
     if counts != {"ours": {str(n_cases)}, "junitparser": {str(n_cases)}}:
         raise BenchError(f"the two readers found different test ids: {counts}")
     t = {name: _median(runs["seconds"]) for name, runs in got.items()}
+    cpu = {name: _median(runs["cpu_s"]) for name, runs in got.items()}
     m = {name: _median(runs["peak_mib"]) for name, runs in got.items()}
     what = f"read {n_cases:,} JUnit test cases"
     peer = "junitparser JUnitXml.fromfile + a walk over every case"
@@ -123,6 +147,11 @@ def bench_junit_peer(ctx: Context, n_cases: int = JUNIT_CASES) -> Result:
             Figure(f"parse_report process, median of {n}", t["ours"], "s", "", True),
             Figure("  junitparser process", t["junitparser"], "s"),
             Figure("  ours / junitparser, time", t["ours"] / t["junitparser"], "x", "<= 0.5", True),
+            Figure("parse_report process, CPU (user + system)", cpu["ours"], "s"),
+            Figure("  junitparser process, CPU", cpu["junitparser"], "s"),
+            Figure(
+                "  ours / junitparser, CPU", cpu["ours"] / cpu["junitparser"], "x", "<= 0.5", True
+            ),
             Figure("parse_report peak memory", m["ours"], "MiB", "", True),
             Figure("  junitparser peak memory", m["junitparser"], "MiB"),
             Figure("  ours / junitparser, memory", m["ours"] / m["junitparser"], "x", "< 1", True),
@@ -132,6 +161,7 @@ def bench_junit_peer(ctx: Context, n_cases: int = JUNIT_CASES) -> Result:
             "runs": got,
             "vs_peer": [
                 _comparison(what, t["ours"], t["junitparser"], peer, "s"),
+                _comparison(f"{what}: CPU", cpu["ours"], cpu["junitparser"], peer, "s"),
                 _comparison(f"{what}: peak memory", m["ours"], m["junitparser"], peer, "MiB"),
             ],
         },
@@ -153,6 +183,7 @@ def bench_yaml_peer(ctx: Context) -> Result:
         n,
     )
     t = {name: _median(runs["seconds"]) for name, runs in got.items()}
+    cpu = {name: _median(runs["cpu_s"]) for name, runs in got.items()}
     lines = len(Path(yaml).read_text(encoding="utf-8").splitlines())
     what = f"read native_functions.yaml ({lines:,} lines)"
     return Result(
@@ -164,12 +195,14 @@ def bench_yaml_peer(ctx: Context) -> Result:
             Figure(f"native_yaml.parse process, median of {n}", t["ours"], "s", "", True),
             Figure("  torchgen parse_native_yaml process", t["torchgen"], "s"),
             Figure("  ours / torchgen", t["ours"] / t["torchgen"], "x", "< 1", True),
+            Figure("  ours / torchgen, CPU", cpu["ours"] / cpu["torchgen"], "x"),
         ),
         (f"entries: ours {got['ours']['output'][0]}, torchgen {got['torchgen']['output'][0]}",),
         {
             "runs": got,
             "vs_peer": [
-                _comparison(what, t["ours"], t["torchgen"], "torchgen parse_native_yaml", "s")
+                _comparison(what, t["ours"], t["torchgen"], "torchgen parse_native_yaml", "s"),
+                _comparison(f"{what}: CPU", cpu["ours"], cpu["torchgen"], "torchgen", "s"),
             ],
         },
     )

@@ -162,8 +162,8 @@ def run_nightly(
     transaction and analysed. That transaction is committed only once the check has passed
     (a damaged history raises, the transaction is rolled back, the file never changed), and
     only then pruned. After that, ``backups`` copies of the history are kept in its
-    ``backups/`` folder (:func:`pipeline.results.history.backup`). ``verify`` False skips
-    the check (for the benchmark that shows its cost).
+    ``backups/`` folder, made with its seal (:func:`pipeline.results.history.backup_and_seal`).
+    ``verify`` False skips the check (for the benchmark that shows its cost).
     """
     if min_passes < 1 or flaky_window < 2 or keep < max(min_passes, flaky_window):
         raise PipelineError(
@@ -270,15 +270,15 @@ def run_nightly(
             pruned = history.prune(db, keep)
             if pruned:
                 warnings.append(f"history: dropped the {pruned} oldest nightlies (keeping {keep})")
-            history.backup(db, history_path, night.started, backups)
         except BaseException:
             if check is not None:
                 check.result()  # what broke may be the damage the check is about to report
             raise
         finally:
             db.close()
-        if verify:  # closed, its WAL merged: the file as the next night should find it
-            history.seal(history_path, full=checker is None or checker.full)
+        # closed, its WAL merged: the file as the next night should find it
+        full = (checker is None or checker.full) if verify else None
+        history.backup_and_seal(history_path, night.started, backups, full=full)
         for out, final in merged.items():
             _place(out, final)
         if regressions:

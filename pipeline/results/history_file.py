@@ -18,6 +18,7 @@ from pathlib import Path
 from pipeline.errors import PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.results.history_disk import (
+    BACKUPS,
     check_writable,
     remove_stale_temps,
     temp_file,
@@ -374,13 +375,17 @@ def seal(path: str | Path, *, full: bool) -> None:
     compares the next night's file with. ``full``: tonight's check was the whole
     ``integrity_check`` (or the history is new); else one more night since the last."""
     path = Path(path)
+    _write_seal(path, _sha256(path), full)
+
+
+def _write_seal(path: Path, sha256: str, full: bool) -> None:
     since = 0
     if not full:
         try:
             since = int(json.loads(_seal_path(path).read_text())["since_full"]) + 1
         except (OSError, ValueError, KeyError, TypeError):
             since = FULL_CHECK_EVERY  # unknown: the next night checks the whole file
-    doc = {"sha256": _sha256(path), "size": path.stat().st_size, "since_full": since}
+    doc = {"sha256": sha256, "size": path.stat().st_size, "since_full": since}
     write_atomic(_seal_path(path), json.dumps(doc) + "\n")
 
 
@@ -410,3 +415,48 @@ def open_read_only(path: str | Path) -> sqlite3.Connection:
     path = Path(path)
     check(path)
     return _read_only(path)
+
+
+def backup_and_seal(path: str | Path, started: str, keep: int, *, full: bool | None) -> None:
+    """The night's last step, on the closed history (its WAL merged): one read of the file
+    gives both its backup (as :func:`backup` names and rotates them) and its seal
+    (:func:`seal`; ``full`` None: none, the night was not checked).
+
+    The backup is the file's bytes, then switched to rollback-journal mode so that it is
+    one self-contained file: on 180 nights of a fleet that is one 317 MB read instead of
+    two (SQLite's backup API, page by page, then the seal's digest).
+    """
+    path = Path(path)
+    folder = path.parent / BACKUPS
+    digest = hashlib.sha256()
+    remove_stale_temps(folder)  # of a backup a killed run left
+    if keep > 0:
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = started[:19].replace(":", "")  # 2026-03-01T031700
+        made = folder / f"nightly-{stamp[:10]}-{stamp[11:]}.sqlite"
+        tmp = temp_file(made)
+        try:
+            with open(tmp, "wb") as out, open(path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+            copy = sqlite3.connect(tmp)
+            try:
+                copy.execute("PRAGMA journal_mode = DELETE")
+            finally:
+                copy.close()
+            os.replace(tmp, made)
+        except BaseException:
+            for leftover in (tmp, f"{tmp}-journal"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
+            raise
+    elif full is not None:
+        with open(path, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256")
+    if folder.is_dir():
+        copies = sorted(folder.glob("nightly-*.sqlite"))
+        for old in copies[: max(len(copies) - keep, 0)]:
+            old.unlink()
+    if full is not None:
+        _write_seal(path, digest.hexdigest(), full)

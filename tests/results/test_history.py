@@ -450,8 +450,11 @@ def _v2_file(path: Path, nights: int) -> dict[int, dict[str, int]]:
         history.record_nightly(
             db,
             {
-                "m1": [case("add", "float32", P), case("sub", "int8", F if day % 2 else P),
-                       case("mul", "float16", X)],
+                "m1": [
+                    case("add", "float32", P),
+                    case("sub", "int8", F if day % 2 else P),
+                    case("mul", "float16", X),
+                ],
                 "m2": [case("add", "float32", XP if day == 2 else P)],
             },  # fmt: skip
             commit="",
@@ -541,3 +544,55 @@ def _tables(path: Path) -> set[str]:
         return {n for (n,) in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     finally:
         raw.close()
+
+
+def _flipping_by_definition(db, last_n: int, min_changes: int = 2) -> list[tuple]:
+    """What flipping() means, read the plain way: every result of the window, in run order."""
+    runs = db.execute(
+        "SELECT id, runner FROM runs WHERE started IN (SELECT started FROM runs "
+        "GROUP BY started ORDER BY started DESC LIMIT ?) ORDER BY started, id",
+        (last_n,),
+    ).fetchall()
+    seen: dict = {}
+    for run, runner in runs:
+        for name, outcome, flaky in db.execute(
+            "SELECT t.name, r.outcome, r.flaky FROM results AS r JOIN tests AS t "
+            "ON t.id = r.test_id WHERE r.run_id = ?",
+            (run,),
+        ):
+            seen.setdefault((runner, name), []).append((outcome, flaky))
+    return sorted(
+        (name, runner, tuple(o for o, _ in got), tuple(bool(f) for _, f in got))
+        for (runner, name), got in seen.items()
+        if len(got) > min_changes
+        and sum(a[0] != b[0] for a, b in zip(got, got[1:], strict=False)) >= min_changes
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_flipping_finds_what_the_definition_finds_with_gaps(db, seed):
+    import random
+
+    rng = random.Random(seed)
+    outcomes = (P, F, X, XP)
+    for day in range(1, 8):
+        runs = {}
+        for runner in ("a", "b", "c"):
+            if rng.random() < 0.15:
+                continue  # the runner did not report that night
+            runs[runner] = [
+                case(
+                    f"op{i}", "float32", rng.choice(outcomes[: 1 + i % 4]), flaky=rng.random() < 0.1
+                )
+                for i in range(40)
+                if rng.random() > 0.2  # a test left out of a run now and then
+            ]
+        if runs:
+            history.record_nightly(db, runs, commit="", started=night(day))
+    for last_n, changes in ((7, 2), (4, 2), (5, 3), (3, 1)):
+        got = [
+            (s.name, s.runner, s.outcomes, s.flaky)
+            for s in history.flipping(db, last_n, min_changes=changes)
+        ]
+        assert sorted(got) == _flipping_by_definition(db, last_n, changes)
+        assert got == sorted(got, key=lambda s: (s[0], s[1]))
