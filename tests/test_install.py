@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 # What the wheel is built from: anything else in the checkout must not matter.
 SOURCES = ("pyproject.toml", "README.md", "pipeline")
-TASKS = ("audit", "edit", "build", "test_op", "table", "drop_xfails", "summary")
+TASKS = ("audit", "edit", "check_math", "build", "test_op", "table", "drop_xfails", "summary")
 INSTALL_TIMEOUT = 600
 
 

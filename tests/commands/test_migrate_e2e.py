@@ -71,7 +71,15 @@ def test_python_only_change_never_starts_ninja(tmp_path: Path) -> None:
 
 
 def test_add_workflow_for_hypot(tmp_path: Path) -> None:
-    result = doit(tmp_path / "state", "migrate_op", "op=hypot")
+    # the sandbox's hypot is the naive sqrt(a*a + b*b): check_math stops it (it overflows
+    # where torch's does not) unless the deviation is a reviewed one
+    stopped = doit(tmp_path / "state", "migrate_op", "op=hypot")
+    assert stopped.returncode == 1 and "hypot disagree(s) with torch" in stopped.stdout
+    assert "build" not in stages_run(stopped.stdout)
+    config = tmp_path / "known.yaml"
+    config.write_text("math:\n  known: [{op: hypot, reason: the sandbox's naive formula}]\n")
+    result = doit(tmp_path / "state", "migrate_op", "op=hypot", f"config={config}")
+    assert "known: the sandbox's naive formula" in result.stdout
     # The edits and output tests are done, but the grad xfail entry is left (its tests
     # were not run): the chain says so and exits 1 rather than claiming success.
     assert result.returncode == 1, result.stdout + result.stderr
