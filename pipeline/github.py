@@ -22,12 +22,12 @@ import requests
 import urllib3
 
 from pipeline.errors import GitHubError
+from pipeline.results.pr import STATUS_DESCRIPTION_MAX
 
 log = logging.getLogger(__name__)
 
 API_VERSION = "2022-11-28"
 STATUS_STATES = ("error", "failure", "pending", "success")
-STATUS_DESCRIPTION_MAX = 140
 MARKER_RE = re.compile(r"<!-- mps-pipeline:[^\s>][^>]*? -->")
 PERMISSIONS_HINT = "needs pull-requests: write and statuses: write"
 # A primary rate limit that resets further away than this is reported, not waited out.

@@ -18,7 +18,8 @@ from typing import Any
 
 from pipeline import state
 from pipeline.config import Settings
-from pipeline.flows.pr import PrResults, report
+from pipeline.flows.pr import report
+from pipeline.report.pr import PrResults
 from pipeline.results import baseline as baselines
 from pipeline.results.baseline import RUNNER_ENV
 from pipeline.tree.git import BASE_BRANCHES

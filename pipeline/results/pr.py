@@ -3,7 +3,7 @@
 ``results.json`` is written on the self-hosted Mac, which ran the PR's code, and read in
 another job that holds a write token (``pr-report --post-from``): every field is checked
 before use, with a message naming where in the file it went wrong. The model that is
-written and read is :class:`pipeline.flows.pr.PrResults`.
+written and read is :class:`pipeline.report.pr.PrResults`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from pipeline.results import table as tables
 from pipeline.results.junit import Outcome
 
 SCHEMA = 1
+# GitHub keeps this much of a commit status description (the comment says the rest)
+STATUS_DESCRIPTION_MAX = 140
 RESULTS_JSON = "results.json"
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 

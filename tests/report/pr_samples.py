@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.flows.pr import PrResults
+from pipeline.report.pr import PrResults
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import build_table
 

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline import state as layout
 from pipeline.errors import PipelineError
-from pipeline.flows.pr import PrResults
+from pipeline.report.pr import PrResults
 from pipeline.results import baseline, history
 from pipeline.results.baseline import ALREADY_FAILING, FLAKY, NEW
 from pipeline.results.junit import CaseResult, Outcome

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 
 from pipeline.errors import PipelineError
-from pipeline.flows.pr import PrResults
 from pipeline.report.clip import MAX_LINE_CHARS
+from pipeline.report.pr import PrResults
 from pipeline.report.pr_comment import GITHUB_COMMENT_LIMIT, MARKER, commit_status_for
 from tests.report.pr_samples import sample
 
