@@ -74,7 +74,7 @@ def test_add_workflow_for_hypot(tmp_path: Path) -> None:
     # the sandbox's hypot is the naive sqrt(a*a + b*b): check_math stops it (it overflows
     # where torch's does not) unless the deviation is a reviewed one
     stopped = doit(tmp_path / "state", "migrate_op", "op=hypot")
-    assert stopped.returncode == 1 and "hypot disagree(s) with torch" in stopped.stdout
+    assert stopped.returncode == 1 and "hypot disagree(s) with torch" in stopped.stderr
     assert "build" not in stages_run(stopped.stdout)
     config = tmp_path / "known.yaml"
     config.write_text("math:\n  known: [{op: hypot, reason: the sandbox's naive formula}]\n")
