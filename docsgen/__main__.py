@@ -42,8 +42,9 @@ CUT = "   …"
 
 def _short(lines: list[str]) -> list[str]:
     """The run's lines with the long parts cut (each cut shown as ``…``): the checklist's
-    items (audit prints them all), the xfail diff, and the summary's body (its last
-    paragraph is the ``verdict:`` line that follows)."""
+    items (audit prints them all), check-math's table (its first line says how it went;
+    the rest names this machine's compiler and headers), the xfail diff, and the summary's
+    body (its last paragraph is the ``verdict:`` line that follows)."""
     out: list[str] = []
     stage = ""
     in_diff = False
@@ -57,6 +58,7 @@ def _short(lines: list[str]) -> list[str]:
         cut = (
             (stage == "audit" and line.startswith((" ✓", " ✗", " ?", "     ")))
             or (stage == "summary")
+            or (stage == "check_math" and not line.startswith("check-math:"))
             or (stage == "drop_xfails" and (in_diff or line.startswith("--- a/")))
         )
         if stage == "drop_xfails" and line.startswith("--- a/"):
