@@ -139,8 +139,7 @@ def backup(db: sqlite3.Connection, path: str | Path, started: str, keep: int) ->
     remove_stale_temps(folder)
     if keep > 0:
         folder.mkdir(parents=True, exist_ok=True)
-        stamp = started[:19].replace(":", "")  # 2026-03-01T031700
-        made = folder / f"nightly-{stamp[:10]}-{stamp[11:]}.sqlite"
+        made = backup_name(folder, started)
         tmp = temp_file(made)
         try:
             copy = sqlite3.connect(tmp)
@@ -151,15 +150,31 @@ def backup(db: sqlite3.Connection, path: str | Path, started: str, keep: int) ->
                 copy.close()
             os.replace(tmp, made)
         except BaseException:
-            for leftover in (tmp, f"{tmp}-journal"):
-                if os.path.exists(leftover):
-                    os.unlink(leftover)
+            discard(tmp)
             raise
+    rotate(folder, keep)
+    return made
+
+
+def backup_name(folder: Path, started: str) -> Path:
+    """``nightly-<date>-<time>.sqlite`` in ``folder``, after the nightly's ``started``."""
+    stamp = started[:19].replace(":", "")  # 2026-03-01T031700
+    return folder / f"nightly-{stamp[:10]}-{stamp[11:]}.sqlite"
+
+
+def discard(tmp: str) -> None:
+    """Remove a backup's temp file and its journal, as far as they were made."""
+    for leftover in (tmp, f"{tmp}-journal"):
+        if os.path.exists(leftover):
+            os.unlink(leftover)
+
+
+def rotate(folder: Path, keep: int) -> None:
+    """Keep the newest ``keep`` backups in ``folder``."""
     if folder.is_dir():
         copies = sorted(folder.glob("nightly-*.sqlite"))
         for old in copies[: max(len(copies) - keep, 0)]:
             old.unlink()
-    return made
 
 
 def backups(path: str | Path) -> tuple[Path, ...]:

@@ -19,8 +19,11 @@ from pipeline.errors import PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.results.history_disk import (
     BACKUPS,
+    backup_name,
     check_writable,
+    discard,
     remove_stale_temps,
+    rotate,
     temp_file,
     wait_for_write_lock,
 )
@@ -432,8 +435,7 @@ def backup_and_seal(path: str | Path, started: str, keep: int, *, full: bool | N
     remove_stale_temps(folder)  # of a backup a killed run left
     if keep > 0:
         folder.mkdir(parents=True, exist_ok=True)
-        stamp = started[:19].replace(":", "")  # 2026-03-01T031700
-        made = folder / f"nightly-{stamp[:10]}-{stamp[11:]}.sqlite"
+        made = backup_name(folder, started)
         tmp = temp_file(made)
         try:
             with open(tmp, "wb") as out, open(path, "rb") as f:
@@ -447,16 +449,11 @@ def backup_and_seal(path: str | Path, started: str, keep: int, *, full: bool | N
                 copy.close()
             os.replace(tmp, made)
         except BaseException:
-            for leftover in (tmp, f"{tmp}-journal"):
-                if os.path.exists(leftover):
-                    os.unlink(leftover)
+            discard(tmp)
             raise
     elif full is not None:
         with open(path, "rb") as f:
             digest = hashlib.file_digest(f, "sha256")
-    if folder.is_dir():
-        copies = sorted(folder.glob("nightly-*.sqlite"))
-        for old in copies[: max(len(copies) - keep, 0)]:
-            old.unlink()
+    rotate(folder, keep)
     if full is not None:
         _write_seal(path, digest.hexdigest(), full)

@@ -621,19 +621,10 @@ def parse_reports(paths: Iterable[str | os.PathLike[str]]) -> ParsedReport:
 def merge_reports(
     paths: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]
 ) -> tuple[str, ...]:
-    """Merge the JUnit files of several shards/runners into one valid file at ``out_path``.
-
-    One ``<testsuites>`` holding every input's ``<testsuite>`` elements as they are, in
-    order, with their attributes (a suite's ``time`` stays the wall time its runner wrote);
-    the root's ``tests``/``failures``/``errors``/``skipped``/``time`` add them up. A
-    truncated input contributes its complete testcases in a suite named after the file, as
-    does a file whose root is no test suite; a skipped one (see :func:`parse_report`)
-    nothing. The file is written atomically. Returns the warnings.
-
-    See :mod:`pipeline.results.junit_merge`; junitparser did this before: its suite
-    bookkeeping re-counted every suite at each file added, 2.7 s for 3 runners × 4 shards of
-    5,000 tests against 0.5 s.
-    """
+    """Merge the JUnit files of several shards/runners into one valid file at ``out_path``;
+    the warnings. See :func:`pipeline.results.junit_merge.merge` (junitparser did this before:
+    its suite bookkeeping re-counted every suite at each file added, 2.7 s for 3 runners × 4
+    shards of 5,000 tests against 0.5 s)."""
     from pipeline.results.junit_merge import merge  # it reads with ElementTree: only here
 
     return merge(paths, out_path)

@@ -41,8 +41,9 @@ def immutable(path: Path) -> Iterator[None]:
 
 
 def _task_error(run: subprocess.CompletedProcess[str]) -> str:
-    lines = run.stdout.splitlines()
-    return lines[lines.index(next(x for x in lines if x.startswith("TaskError"))) + 1]
+    # a stage's error is one line on stderr, in our words: "error: <the stage>: <why>"
+    (line,) = [ln for ln in run.stderr.splitlines() if ln.startswith("error: ")]
+    return line.split(": ", 2)[2]
 
 
 def test_a_read_only_yaml_is_never_replaced(tmp_path: Path) -> None:
@@ -73,7 +74,7 @@ def test_an_immutable_file_then_a_users_change_loses_nothing(tmp_path: Path) -> 
     (root / BINARY_OPS).write_text(mine)
     again = cli(tmp_path, "migrate", "atan2", "--state-dir", state)
     assert again.returncode == 2, again.stdout  # uncommitted changes of the user's: refused
-    assert "BinaryOps.mm has uncommitted changes" in again.stdout
+    assert "BinaryOps.mm has uncommitted changes" in again.stderr
     assert (root / BINARY_OPS).read_text() == mine
 
 
@@ -173,7 +174,7 @@ def test_as_an_unprivileged_user_a_read_only_yaml_is_never_replaced() -> None:
         yaml.chmod(0o444)
         migrated = run("migrate", "atan2")
         assert migrated.returncode == 2, migrated.stdout + migrated.stderr
-        assert f"{YAML} is read-only (mode 0444); nothing was written" in migrated.stdout
+        assert f"{YAML} is read-only (mode 0444); nothing was written" in migrated.stderr
         assert "atan2_out_mps" in yaml.read_text()
         assert yaml.stat().st_mode & 0o777 == 0o444
     finally:

@@ -29,9 +29,9 @@ def _sandbox(tmp_path: Path) -> Path:
 
 
 def _error_line(run: subprocess.CompletedProcess[str]) -> str:
-    # doit prints a task's error on stdout, after "TaskError - taskid:edit:atan2"
-    lines = run.stdout.splitlines()
-    return lines[lines.index("TaskError - taskid:edit:atan2") + 1]
+    # a stage's error is one line on stderr, in our words: "error: <the stage>: <why>"
+    (line,) = [ln for ln in run.stderr.splitlines() if ln.startswith("error: ")]
+    return line.split(": ", 2)[2]
 
 
 def test_a_checkout_without_build_ninja_stops_before_writing(tmp_path: Path) -> None:
@@ -53,7 +53,8 @@ def test_a_checkout_without_build_ninja_stops_before_writing(tmp_path: Path) -> 
     ("breakage", "expected"),
     [
         ("common_mps", f"{COMMON_MPS} not found"),
-        ("header", "no DECLARE_DISPATCH(atan2_stub, ...) in aten/src/ATen/native/*.h"),
+        # the plan refuses first: no header declares the stub (so no element-wise kernel)
+        ("header", "no header declares atan2_stub"),
         ("python", "has no pytest: pip install pytest into it"),
         ("build_command", "the build command's 'no-such-ninja' is not found on PATH"),
     ],

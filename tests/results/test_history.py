@@ -113,7 +113,10 @@ DAMAGED = {
     "directory": (lambda p: p.mkdir(), "it is a directory, not a file"),
     "another program's database": (_foreign, "another database: tables users"),
     "another schema": (_other_schema, "another schema: table runs lacks runner, commit, source"),
-    "newer schema": (_newer, "schema version 99 is newer than this mps-pipeline understands (3)"),
+    "newer schema": (
+        _newer,
+        f"schema version 99 is newer than this mps-pipeline understands ({history.SCHEMA_VERSION})",
+    ),
 }
 
 
@@ -420,7 +423,7 @@ def test_a_migration_that_fails_leaves_version_1_whole(tmp_path):
     raw.close()
     with pytest.raises(
         PipelineError,
-        match=r"cannot migrate .* from schema version 1 to 3 "
+        match=r"cannot migrate .* from schema version 1 to 2 "
         r"\(read-only version\); it was left as it was \(version 1\)",
     ):
         history.connect(path)
@@ -492,7 +495,8 @@ def test_a_version_2_file_is_valid_and_migrated_in_place(tmp_path):
     assert "run_outcomes" not in _tables(path)
     db = history.connect(path)
     try:
-        assert db.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+        version = db.execute("SELECT version FROM schema_version").fetchall()
+        assert version == [(history.SCHEMA_VERSION,)]
         stored: dict[int, dict[str, int]] = {}
         for run, outcome, n in db.execute("SELECT run_id, outcome, tests FROM run_outcomes"):
             stored.setdefault(run, {})[outcome] = n
@@ -503,7 +507,7 @@ def test_a_version_2_file_is_valid_and_migrated_in_place(tmp_path):
         ]  # fmt: skip
     finally:
         db.close()
-    assert history.check(path, thorough=True).schema_version == 3
+    assert history.check(path, thorough=True).schema_version == history.SCHEMA_VERSION
     history.connect(path).close()  # migrating twice is nothing
 
 
