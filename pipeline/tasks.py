@@ -188,7 +188,7 @@ def run_doit(argv: list[str], *, announce: bool = True) -> int:
     try:
         return main.run(argv)
     finally:
-        from pipeline.flows.stages import release_tree
+        from pipeline.flows.hold import release_tree
 
         release_tree()  # the chain's tree lock (hold_tree), for the next run in this process
 
@@ -236,6 +236,16 @@ def _explicitly_requested(name: str) -> bool:
     return name in (a.split(":")[0] for a in sys.argv[1:])
 
 
+# the stages that run the build and the tests after the edit, directly or through a later one
+_PAST_EDIT = frozenset({"build", "test_op", "table", "drop_xfails", "summary", "migrate_op"})
+
+
+def _past_edit_requested() -> bool:
+    """True unless the command line asks only for stages up to the edit (``--stage edit``)."""
+    asked = {a.split(":")[0] for a in sys.argv[1:]} & set(BY_NAME)
+    return not asked or bool(asked & _PAST_EDIT)
+
+
 def _failing(message: str) -> dict:
     return {"actions": [lambda: TaskError(message)], "uptodate": [False]}
 
@@ -261,6 +271,7 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
             dry_run=flag("dry_run", opts),
             body=var("body", opts),
             host_body=var("host_body", opts),
+            past_edit=_past_edit_requested(),
         )
         task: dict = {
             "task_dep": [
@@ -272,7 +283,7 @@ def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
             action = stage.action
 
             def run(console: Console) -> None:
-                from pipeline.flows.stages import hold_tree
+                from pipeline.flows.hold import hold_tree
 
                 # until this doit run ends; a dry run recovers nothing (it writes nothing)
                 hold_tree(request.settings, console, recover=not request.dry_run)

@@ -18,3 +18,5 @@ class Request:
     dry_run: bool = False
     body: str | None = None
     host_body: str | None = None
+    # the stages after the edit (build, tests) run too: what they need is checked before it
+    past_edit: bool = True

@@ -10,7 +10,7 @@ transaction (:mod:`pipeline.edit.transaction`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from pipeline.edit import transaction
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import PipelineError, WorkLeftError
 from pipeline.flows.audit import record_audit
+from pipeline.flows.hold import pending, recover_edit, waiting_line
 from pipeline.flows.request import Request
 from pipeline.guide import checklist, preflight
 from pipeline.guide.plan import EditPlan, plan_edits
@@ -39,50 +40,14 @@ from pipeline.tree.opinfo import OpInfoRecord
 FIRST_FAILURES = 5
 
 
-def _waiting(console: Console) -> Callable[[int | None], None]:
-    def waiting(pid: int | None) -> None:
-        who = f" (pid {pid})" if pid else ""
-        console.print(f"waiting for another mps-pipeline run on this tree{who}…", highlight=False)
-
-    return waiting
-
-
-def _recover(settings: Settings, console: Console) -> transaction.Recovery | None:
-    recovered = transaction.recover(settings.root)
-    if recovered:
-        console.print(f"[yellow]recovered:[/yellow] {escape(recovered.message)}", highlight=False)
-    return recovered
-
-
-# What hold_tree recovered, for the first stage of the chain that edits (it reports it).
-_pending: list[transaction.Recovery] = []
-
-
-def hold_tree(settings: Settings, console: Console, *, recover: bool = True) -> None:
-    """Take the tree's lock for the rest of this chain (released when the doit run ends):
-    a concurrent run of the same tree waits for the whole chain, never tests between an
-    edit and its drop of xfails. ``recover`` False (a dry run, which writes nothing):
-    an interrupted edit is left for the next real run."""
-    held = transaction.hold(settings.root, wait=settings.lock_wait, on_wait=_waiting(console))
-    if held and recover:
-        recovered = _recover(settings, console)
-        if recovered:
-            _pending.append(recovered)
-
-
-def release_tree() -> None:
-    """End the chain's hold (:func:`hold_tree`): the lock, and a recovery nobody reported."""
-    transaction.release_held()
-    _pending.clear()
-
-
 @contextmanager
 def tree_locked(settings: Settings, console: Console) -> Iterator[transaction.Recovery | None]:
     """Hold the tree's lock; first finish (or undo) an edit a killed run left half done
     (what was recovered is the block's value)."""
-    with transaction.tree_lock(settings.root, wait=settings.lock_wait, on_wait=_waiting(console)):
-        recovered = _recover(settings, console)
-        yield recovered or (_pending.pop() if _pending else None)
+    waiting = waiting_line(console)
+    with transaction.tree_lock(settings.root, wait=settings.lock_wait, on_wait=waiting):
+        recovered = recover_edit(settings, console)
+        yield recovered or (pending.pop() if pending else None)
 
 
 # ----------------------------------------------------------------------------- edit
@@ -137,7 +102,7 @@ def edit(request: Request, console: Console) -> None:
         _show_plan(plan, console, dry_run=False)
         if plan.blockers:
             raise _blocked(plan, dry_run=False)
-        if plan.edits:  # what the build and the tests will need, before the first write
+        if plan.edits and request.past_edit:  # what the build and tests need, before a write
             preflight.check_chain(settings, before.record(op, find_references=False), plan)
         transaction.commit(
             settings.root, plan.edits, force=request.force, guard_also=plan.later_writes

@@ -1,6 +1,6 @@
 """Speed against the path replaced: the benchmark script run for real (torch, device cpu) on
 the sandbox's operators, its figures kept in a real SQLite history, a PR's judged against
-main's night-to-night spread, and the history migrated in place to version 3."""
+main's night-to-night spread, and the history migrated in place to version 4."""
 
 from __future__ import annotations
 
@@ -149,31 +149,31 @@ def test_the_nightly_records_each_runner_s_speed_json(measured, tmp_path):
     db.close()
 
 
-def test_a_version_2_history_gets_the_speed_table_in_place(tmp_path):
+def test_a_version_3_history_gets_the_speed_table_in_place(tmp_path):
     path = tmp_path / "nightly.sqlite"
     history.connect(path).close()
     raw = sqlite3.connect(path)
-    with raw:  # what a version 2 file is: no speed table
+    with raw:  # what a version 3 file is: no speed table
         raw.execute("DROP TABLE speed")
-        raw.execute("UPDATE schema_version SET version = 2")
+        raw.execute("UPDATE schema_version SET version = 3")
         raw.execute("INSERT INTO runs (started, runner) VALUES ('2026-11-01', 'm')")
     raw.close()
-    assert history.check(path).schema_version == 2
+    assert history.check(path).schema_version == 3
     ro = history.open_read_only(path)
     assert speeds.nightly_medians(ro, "m", 7) == {}  # read-only: not migrated, no figures
     ro.close()
     db = history.connect(path)
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(4,)]
     assert db.execute("SELECT COUNT(*) FROM runs").fetchone() == (1,)
     with db:
         speeds.record(db, 1, [Measurement("atan2", "float32", "small", "contiguous", (1e-6,) * 3)])
     db.close()
-    assert history.check(path, thorough=True).schema_version == 3
+    assert history.check(path, thorough=True).schema_version == 4
     raw = sqlite3.connect(path)
     with raw:
         raw.execute("DROP TABLE speed")
     raw.close()
-    with pytest.raises(history.DamagedHistoryError, match="version 3, but table speed lacks"):
+    with pytest.raises(history.DamagedHistoryError, match="version 4, but table speed lacks"):
         history.check(path)
 
 

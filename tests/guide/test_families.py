@@ -203,7 +203,8 @@ def test_what_is_not_element_wise_is_refused_with_exit_2_before_any_write(root, 
     for stage in (["--dry-run"], ["--stage", "edit"]):
         run = _cli(root, "migrate", op, *stage, "--body", "return x;")
         assert run.returncode == 2, run.stdout + run.stderr
-        (line,) = [x for x in (run.stdout + run.stderr).splitlines() if x.startswith(f"{op}: ")]
+        # one line on stderr: "error: <the stage>: OP: ..."
+        (line,) = [x.split(": ", 2)[2] for x in run.stderr.splitlines() if f": {op}: " in x]
         assert what in line and line.endswith("it needs a hand-written kernel; nothing was written")
     assert not _status(root)
 
