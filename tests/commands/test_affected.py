@@ -52,6 +52,7 @@ def _ops(doc: dict) -> list[str]:
     return [o["operator"] for o in doc["operators"]]
 
 
+@pytest.mark.slow
 def test_root_relative_absolute_and_cwd_relative_paths_agree(
     sandbox_tree: Path, tmp_path: Path, capsys, monkeypatch
 ) -> None:

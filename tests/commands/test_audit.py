@@ -116,6 +116,7 @@ def test_backlog_cli_json(capsys, tmp_path: Path) -> None:
     assert {"op", "workflow", "overloads", "xfail_dtypes", "has_functor"} <= set(rows[0])
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_backlog_on_the_real_yaml_groups_every_mps_specific_row(
     real_native_yaml: Path, tmp_path: Path

@@ -75,6 +75,7 @@ def test_sandbox_kernels_through_the_checker(
     assert by_kernel["div_true"]["skipped_dtypes"] == ["complex32"]
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_known_deviation_from_the_config_passes(
     capsys, tmp_path: Path, host_cxx, real_c10_include

@@ -71,6 +71,7 @@ def test_regression_is_flagged_and_fails_the_command(settings, nights, capsys):
     assert same in html
 
 
+@pytest.mark.slow
 def test_a_regression_names_the_commits_that_can_affect_its_operator(settings, nights, capsys):
     """Last night tested ``before``; tonight HEAD, three commits later: atan2's functor, a
     macro atan2 shares, a docs page. atan2's regressions name the first two, own first."""

@@ -335,6 +335,7 @@ def test_doit_pr_report_dry_run(tmp_path):
 # -- posting and flags (no build, no tests) --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_post_from_rebuilds_the_comment_and_links_the_run(settings, github, tmp_path, monkeypatch):
     results = sample()
     pr.write_results(results, tmp_path / "artifact" / "pr-7")
@@ -357,6 +358,7 @@ def test_post_from_rebuilds_the_comment_and_links_the_run(settings, github, tmp_
         cli(settings, "--pr", "8", "--post-from", str(tmp_path / "artifact" / "pr-7"))
 
 
+@pytest.mark.slow
 def test_the_status_goes_on_the_tested_head_not_on_a_later_push(settings, github, tmp_path):
     """A push while the Mac ran moved the PR to SHA; the results are those of TESTED."""
     pr.write_results(sample(), tmp_path / "pr-7")
@@ -372,6 +374,7 @@ def test_the_status_goes_on_the_tested_head_not_on_a_later_push(settings, github
     assert len(github.statuses) == 1
 
 
+@pytest.mark.slow
 def test_a_planted_marker_is_left_alone_and_bot_login_is_configurable(settings, github, tmp_path):
     """Only the configured bot's marked comment is edited; a user's copy of the marker never."""
     planted = github._add(f"{MARKER}\n**Build:** ✅ succeeded, all green", "mallory")
@@ -475,6 +478,7 @@ def _assert_capped(*outputs: str) -> None:
         assert longest <= MAX_LINE_CHARS + 200, longest
 
 
+@pytest.mark.slow
 def test_a_200_kb_test_error_is_capped_when_posting(settings, github, tmp_path, capfd):
     pr.write_results(sample(test_error=f"{HUGE}\n  full log: x", table=None), tmp_path / "pr-7")
     assert cli(settings, "--pr", "7", "--post-from", str(tmp_path / "pr-7")) == 0
@@ -488,6 +492,7 @@ def test_a_200_kb_test_error_is_capped_when_posting(settings, github, tmp_path, 
     assert len(github.statuses[0]["description"]) == 140
 
 
+@pytest.mark.slow
 def test_a_200_kb_build_or_test_error_is_capped_in_the_log(settings, tree, monkeypatch, capfd):
     """What the Mac job prints while collecting (the CI log) is capped per line and in all."""
     monkeypatch.delenv(TOKEN_ENV, raising=False)

@@ -292,6 +292,7 @@ def _hold(root: Path, seconds: float) -> subprocess.Popen[str]:
     return proc
 
 
+@pytest.mark.slow
 def test_a_held_lock_is_reported_then_waited_for(repo: Path) -> None:
     holder = _hold(repo, 1.0)
     try:
@@ -313,6 +314,7 @@ def test_a_held_lock_is_reported_then_waited_for(repo: Path) -> None:
         holder.wait()
 
 
+@pytest.mark.slow
 def test_waiting_gives_up_after_the_timeout(repo: Path) -> None:
     holder = _hold(repo, 30)
     try:
@@ -356,6 +358,7 @@ def test_taking_the_lock_twice_in_one_process_is_a_clear_bug(repo: Path) -> None
         pass
 
 
+@pytest.mark.slow
 def test_a_roll_forward_never_replaces_a_change_made_after_the_run_stopped(
     repo: Path,
 ) -> None:

@@ -16,6 +16,7 @@ from tests.flows.math_helpers import by_dtype, run_flow, target
 pytestmark = pytest.mark.realdata
 
 
+@pytest.mark.slow
 def test_right_functors_match_torch(tmp_path: Path, host_cxx, real_c10_include: Path) -> None:
     report = run_flow(
         tmp_path,
@@ -34,6 +35,7 @@ def test_right_functors_match_torch(tmp_path: Path, host_cxx, real_c10_include: 
     assert checks["int32"].output == checks["int32"].torch_dtype == "float32"
 
 
+@pytest.mark.slow
 def test_swapped_arguments_are_caught(tmp_path: Path, host_cxx, real_c10_include: Path) -> None:
     report = run_flow(
         tmp_path, host_cxx, real_c10_include, [target(tmp_path, "wrong/swapped.metal", "atan2")]
@@ -50,6 +52,7 @@ def test_swapped_arguments_are_caught(tmp_path: Path, host_cxx, real_c10_include
     assert float(example.torch) == pytest.approx(math.atan2(a, b), rel=1e-5, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_max_without_nan_propagation_is_caught(
     tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:
@@ -68,6 +71,7 @@ def test_max_without_nan_propagation_is_caught(
     assert checks["int32"].status is Status.OK
 
 
+@pytest.mark.slow
 def test_integral_overload_returning_t_is_caught(
     tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:
@@ -87,6 +91,7 @@ def test_integral_overload_returning_t_is_caught(
     assert "the functor returns int64" in int64.findings[0]
 
 
+@pytest.mark.slow
 def test_known_deviation_is_reported_not_failed(
     tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:
@@ -104,6 +109,7 @@ def test_known_deviation_is_reported_not_failed(
     assert not report.failed
 
 
+@pytest.mark.slow
 def test_no_torch_counterpart_is_listed_not_failed(
     tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:

@@ -43,6 +43,7 @@ def measured(tmp_path_factory) -> tuple[Path, tuple[Measurement, ...], tuple[str
     return result.path, result.measurements, result.errors
 
 
+@pytest.mark.slow
 @needs_torch
 def test_the_written_script_times_every_dtype_shape_and_layout(measured):
     path, found, errors = measured
@@ -198,6 +199,7 @@ def test_the_speed_command_compares_and_exits_1_when_slower(measured, tmp_path):
     assert no_runner.returncode == 2 and "name the runner" in no_runner.stderr
 
 
+@pytest.mark.slow
 def test_the_nightly_command_records_speed_json_beside_the_junit(sandbox_settings, nights,
                                                                  capsys):  # fmt: skip
     from pipeline.__main__ import main

@@ -71,6 +71,7 @@ def _run(settings, *, dry_run: bool = False, sleeps: list | None = None, **kw):
     return update_tracker(settings, client, cache, ISSUE, dry_run=dry_run)
 
 
+@pytest.mark.slow
 def test_first_run_then_an_unchanged_night_costs_304s_only(settings, github):
     _many(github)
     first = _run(settings)
@@ -201,6 +202,7 @@ def _cli(settings, github_url: str, *args: str) -> subprocess.CompletedProcess[s
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_commands_tracker_and_backlog_claims(settings, github, httpserver):
     _many(github, extra=2)
     url = httpserver.url_for("")
@@ -220,6 +222,7 @@ def test_the_commands_tracker_and_backlog_claims(settings, github, httpserver):
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: GET")
 
 
+@pytest.mark.slow
 def test_backlog_claims_without_a_token_says_so(settings):
     env_less = subprocess.run(
         [sys.executable, "-m", "pipeline", "backlog", "--claims"],

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pipeline.guide import replay
 from tests.doit_runs import doit, executed
 
@@ -26,6 +28,7 @@ def _audit(state: Path, **env: str):
     return proc.stdout, imported
 
 
+@pytest.mark.slow
 def test_a_warm_audit_replays_and_a_change_renders_afresh(tmp_path: Path) -> None:
     state = tmp_path / "state"
     first, imported = _audit(state)
@@ -63,6 +66,7 @@ def test_a_damaged_saved_screen_is_rendered_again(tmp_path: Path) -> None:
     assert again == first and set(RENDERING) <= imported
 
 
+@pytest.mark.slow
 def test_the_cli_audit_replays_with_its_exit_status_and_warnings(tmp_path: Path) -> None:
     import os
     import subprocess

@@ -298,6 +298,7 @@ def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_review_command_exits_1_on_an_error_and_0_when_clean(tree):
     proc = _cli(tree, "--base", "HEAD")
     assert proc.returncode == 0, proc.stderr

@@ -24,6 +24,7 @@ def test_a_yes_no_variable_refuses_what_the_docs_do_not_give(tmp_path: Path, arg
     assert not yaml.exists() or "atan2_out_mps" in yaml.read_text()  # nothing migrated
 
 
+@pytest.mark.slow
 def test_the_cli_doit_refuses_too_and_1_still_previews(tmp_path: Path) -> None:
     state = str(tmp_path / "state")
     bad = cli(tmp_path, "doit", "preview", "op=atan2", "dry_run=on", f"state_dir={state}")

@@ -27,6 +27,7 @@ def other() -> Iterator[HTTPServer]:
     server.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", [307, 308])
 def test_a_post_redirected_to_another_host_is_an_error_and_posts_nothing_there(
     httpserver: HTTPServer, other: HTTPServer, code: int
@@ -42,6 +43,7 @@ def test_a_post_redirected_to_another_host_is_an_error_and_posts_nothing_there(
     assert TOKEN not in str(httpserver.log)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", [307, 308])
 def test_a_status_redirected_to_another_host_is_an_error(
     httpserver: HTTPServer, other: HTTPServer, code: int
@@ -66,6 +68,7 @@ def test_a_redirect_within_the_api_is_followed(httpserver: HTTPServer) -> None:
     assert client.list_comments(7) == ()
 
 
+@pytest.mark.slow
 def test_a_body_dripped_a_byte_a_second_hits_the_total_deadline() -> None:
     server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
     server.start()
@@ -93,6 +96,7 @@ def test_a_body_dripped_a_byte_a_second_hits_the_total_deadline() -> None:
         server.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("round_", range(3))
 def test_two_jobs_on_a_lagging_list_leave_one_comment(round_: int) -> None:
     """GitHub's lists are eventually consistent: a comment shows in them only 0.5 s after

@@ -57,6 +57,7 @@ def _status(root: Path) -> str:
     ).stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("breakage", ["duplicate_dispatch", "twice", "latin1_mm"])
 def test_nothing_is_written_from_an_input_that_would_half_migrate(
     tmp_path: Path, breakage: str

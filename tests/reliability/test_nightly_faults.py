@@ -25,6 +25,7 @@ def _nightly(tmp_path: Path, results: Path, *extra: str, **kw):
                *extra, **kw)  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["NaN", "inf", "-inf", "1e308", "-5"])
 def test_hostile_times_are_unknown_durations_not_a_crash(
     tmp_path: Path, nights, value: str
@@ -71,6 +72,7 @@ def _lock(db: Path, seconds: float) -> subprocess.Popen[str]:
     return proc
 
 
+@pytest.mark.slow
 def test_a_history_locked_too_long_is_waited_for_then_exit_2(tmp_path: Path, nights) -> None:
     assert _nightly(tmp_path, nights.results()).returncode == 0
     db = tmp_path / "h/nightly.sqlite"
@@ -91,6 +93,7 @@ def test_a_history_locked_too_long_is_waited_for_then_exit_2(tmp_path: Path, nig
     assert took < 20
 
 
+@pytest.mark.slow
 def test_a_history_locked_briefly_is_waited_for_and_recorded(tmp_path: Path, nights) -> None:
     assert _nightly(tmp_path, nights.results()).returncode == 0
     db = tmp_path / "h/nightly.sqlite"
@@ -107,6 +110,7 @@ def test_a_history_locked_briefly_is_waited_for_and_recorded(tmp_path: Path, nig
         assert len(history.nightlies(conn)) == 2
 
 
+@pytest.mark.slow
 def test_a_kill_during_the_backup_leaves_no_temp_for_good(tmp_path: Path, nights) -> None:
     assert _nightly(tmp_path, nights.results()).returncode == 0
     folder = tmp_path / "h" / history.BACKUPS

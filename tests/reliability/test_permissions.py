@@ -46,6 +46,7 @@ def _task_error(run: subprocess.CompletedProcess[str]) -> str:
     return line.split(": ", 2)[2]
 
 
+@pytest.mark.slow
 def test_a_read_only_yaml_is_never_replaced(tmp_path: Path) -> None:
     root = _sandbox(tmp_path)
     (root / YAML).chmod(0o444)
@@ -59,6 +60,7 @@ def test_a_read_only_yaml_is_never_replaced(tmp_path: Path) -> None:
     assert (root / YAML).stat().st_mode & 0o777 == 0o444
 
 
+@pytest.mark.slow
 def test_an_immutable_file_then_a_users_change_loses_nothing(tmp_path: Path) -> None:
     # the reproduction of point 1: chattr +i on the yaml, migrate, chattr -i, a line
     # appended to BinaryOps.mm, migrate again
@@ -78,6 +80,7 @@ def test_an_immutable_file_then_a_users_change_loses_nothing(tmp_path: Path) -> 
     assert (root / BINARY_OPS).read_text() == mine
 
 
+@pytest.mark.slow
 def test_an_immutable_folder_is_one_line_and_nothing_written(tmp_path: Path) -> None:
     root = _sandbox(tmp_path)
     with immutable(root / OPERATIONS):
@@ -89,6 +92,7 @@ def test_an_immutable_folder_is_one_line_and_nothing_written(tmp_path: Path) -> 
     assert _status(root) == ""
 
 
+@pytest.mark.slow
 def test_eio_on_a_rename_is_one_line_and_the_next_run_finishes(tmp_path: Path) -> None:
     root = _sandbox(tmp_path)
     state = str(tmp_path / "state")
@@ -124,6 +128,7 @@ def test_a_state_dir_that_is_a_file_is_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.slow
 def test_a_damaged_doit_database_is_exit_2_naming_it(tmp_path: Path) -> None:
     state = tmp_path / "state"
     assert cli(tmp_path, "migrate", "atan2", "--state-dir", str(state)).returncode == 0
@@ -136,6 +141,7 @@ def test_a_damaged_doit_database_is_exit_2_naming_it(tmp_path: Path) -> None:
     assert cli(tmp_path, "migrate", "atan2", "--state-dir", str(state)).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_config_file_that_is_a_folder_is_exit_2(tmp_path: Path) -> None:
     root = _sandbox(tmp_path)
     (root / ".mps-pipeline.yaml").mkdir()
@@ -146,6 +152,7 @@ def test_a_config_file_that_is_a_folder_is_exit_2(tmp_path: Path) -> None:
     assert named.returncode == 2 and "a directory, not a file" in named.stderr, named.stderr
 
 
+@pytest.mark.slow
 def test_as_an_unprivileged_user_a_read_only_yaml_is_never_replaced() -> None:
     # the rename over a 0444 file needs only the folder's permission: refused all the same
     import os

@@ -34,6 +34,7 @@ def _error_line(run: subprocess.CompletedProcess[str]) -> str:
     return line.split(": ", 2)[2]
 
 
+@pytest.mark.slow
 def test_a_checkout_without_build_ninja_stops_before_writing(tmp_path: Path) -> None:
     from pipeline import sandbox
 
@@ -59,6 +60,7 @@ def test_a_checkout_without_build_ninja_stops_before_writing(tmp_path: Path) -> 
         ("build_command", "the build command's 'no-such-ninja' is not found on PATH"),
     ],
 )
+@pytest.mark.slow
 def test_a_missing_piece_is_found_before_the_first_edit(
     tmp_path: Path, breakage: str, expected: str
 ) -> None:

@@ -71,6 +71,7 @@ def test_a_git_top_level_with_aten_counts_as_a_checkout(tmp_path: Path) -> None:
     assert run.returncode == 2 and f"error: {root / YAML}: missing" in run.stderr, run.stderr
 
 
+@pytest.mark.slow
 def test_outside_any_checkout_the_sandbox_is_still_used(tmp_path: Path) -> None:
     run = cli(tmp_path, "audit", "atan2", "--state-dir", str(tmp_path / "state"))
     assert run.returncode in (0, 1), run.stderr

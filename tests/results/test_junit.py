@@ -652,6 +652,7 @@ class TestConsistencyMPS(unittest.TestCase):
 """
 
 
+@pytest.mark.slow
 def test_real_pytest_rerunfailures(tmp_path: Path) -> None:
     try:
         version = importlib.metadata.version("pytest-rerunfailures")
@@ -678,6 +679,7 @@ def test_real_pytest_rerunfailures(tmp_path: Path) -> None:
 # --- size ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_100k_report_ingests_in_linear_time(tmp_path: Path) -> None:
     """A guard against accidental quadratic behaviour; the timed figure is `nox -s bench`."""
     path = _write(tmp_path / "big.xml", make_report(100_000))

@@ -39,6 +39,7 @@ def night(day: int) -> str:
     return f"2026-03-{day:02d}T03:17:00Z"
 
 
+@pytest.mark.slow
 def test_an_untouched_history_is_checked_whole_once_a_week(settings, nights, checks):
     path = settings.state_dir / layout.HISTORY
     run(settings, nights.results(), started=night(1))  # a new history: nothing to check

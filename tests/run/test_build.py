@@ -254,6 +254,7 @@ def test_missing_build_command(tmp_path: Path) -> None:
         build.run(req, progress=False)
 
 
+@pytest.mark.slow
 def test_timeout_stops_ninja_and_its_commands(tmp_path: Path) -> None:
     build_dir = write_build(tmp_path)
     started = time.monotonic()

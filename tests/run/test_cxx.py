@@ -32,6 +32,7 @@ def test_depfile() -> None:
         assert cxx.read_depfile(dep) == [Path("a.cpp"), Path("/x/b.h"), Path("/y/c.h")]
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_build_is_cached_by_every_file_it_reads(
     tmp_path: Path, host_cxx: cxx.Compiler, real_c10_include: Path

@@ -64,6 +64,7 @@ def test_stream_keeps_undecodable_bytes(tmp_path: Path) -> None:
     assert (tmp_path / "l").read_bytes().endswith(b"caf\xe9 error\n")
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     # The child starts a grandchild that would outlive a plain kill of the child.
     code = (

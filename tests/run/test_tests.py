@@ -269,6 +269,7 @@ def test_timeout(tmp_path: Path) -> None:
     assert result.junit_paths == () and not req.junit_path.exists()
 
 
+@pytest.mark.slow
 def test_nothing_selected(tmp_path: Path) -> None:
     result = tests.run(make_request(tmp_path, "test_output_match_atan2_"), progress=False)
     assert result.returncode == 5 and not result.ran and result.collected == 0

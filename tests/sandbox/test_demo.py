@@ -50,6 +50,7 @@ def test_an_empty_folder_is_used_and_a_full_one_or_a_file_refused(tmp_path: Path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "full"]
 
 
+@pytest.mark.slow
 def test_sweep_builds_and_writes_one_runners_junit(tmp_path: Path) -> None:
     demo = make_demo(tmp_path / "demo")
     report = tmp_path / "results" / "macos-m1-14" / "shard-1.xml"
