@@ -231,9 +231,14 @@ def guarded(
     return action
 
 
+def _asked() -> set[str]:
+    """The task names the user typed on the doit command line (``edit:atan2`` is ``edit``)."""
+    return {a.split(":")[0] for a in sys.argv[1:]}
+
+
 def _explicitly_requested(name: str) -> bool:
     """True when the user typed this task on the doit command line (not via a dependency)."""
-    return name in (a.split(":")[0] for a in sys.argv[1:])
+    return name in _asked()
 
 
 # the stages that run the build and the tests after the edit, directly or through a later one
@@ -242,7 +247,7 @@ _PAST_EDIT = frozenset({"build", "test_op", "table", "drop_xfails", "summary", "
 
 def _past_edit_requested() -> bool:
     """True unless the command line asks only for stages up to the edit (``--stage edit``)."""
-    asked = {a.split(":")[0] for a in sys.argv[1:]} & set(BY_NAME)
+    asked = _asked() & set(BY_NAME)
     return not asked or bool(asked & _PAST_EDIT)
 
 

@@ -72,3 +72,17 @@ def timeless(text: str) -> str:
     check-math objects came from the cache."""
     text = re.sub(r"\(\d+ from the cache\)", "(N from the cache)", text)
     return re.sub(r"in \d+(\.\d+)?s", "in Ns", text)
+
+
+def git_status(root: Path) -> str:
+    """``git status --porcelain`` of ``root``: empty when nothing was written."""
+    return subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True
+    ).stdout
+
+
+def sandbox_copy(tmp_path: Path) -> Path:
+    """The sandbox's working copy under ``tmp_path/state``, made by a first audit."""
+    state = tmp_path / "state"
+    assert cli(tmp_path, "audit", "atan2", "--state-dir", str(state)).returncode == 1
+    return state / "sandbox"

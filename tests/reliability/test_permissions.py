@@ -11,23 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.cli import cli
+from tests.reliability.cli import cli, git_status, sandbox_copy
 
 YAML = "aten/src/ATen/native/native_functions.yaml"
 BINARY_OPS = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
 OPERATIONS = "aten/src/ATen/native/mps/operations"
-
-
-def _status(root: Path) -> str:
-    return subprocess.run(
-        ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True
-    ).stdout
-
-
-def _sandbox(tmp_path: Path) -> Path:
-    state = tmp_path / "state"
-    assert cli(tmp_path, "audit", "atan2", "--state-dir", str(state)).returncode == 1
-    return state / "sandbox"
 
 
 @contextlib.contextmanager
@@ -48,7 +36,7 @@ def _task_error(run: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.mark.slow
 def test_a_read_only_yaml_is_never_replaced(tmp_path: Path) -> None:
-    root = _sandbox(tmp_path)
+    root = sandbox_copy(tmp_path)
     (root / YAML).chmod(0o444)
     run = cli(tmp_path, "migrate", "atan2", "--state-dir", str(tmp_path / "state"))
     assert run.returncode == 2, run.stdout + run.stderr
@@ -56,7 +44,7 @@ def test_a_read_only_yaml_is_never_replaced(tmp_path: Path) -> None:
         f"{YAML} is read-only (mode 0444); nothing was written: make it writable "
         f"(chmod u+w {YAML}) to let the pipeline edit it"
     )
-    assert _status(root) == ""
+    assert git_status(root) == ""
     assert (root / YAML).stat().st_mode & 0o777 == 0o444
 
 
@@ -64,14 +52,14 @@ def test_a_read_only_yaml_is_never_replaced(tmp_path: Path) -> None:
 def test_an_immutable_file_then_a_users_change_loses_nothing(tmp_path: Path) -> None:
     # the reproduction of point 1: chattr +i on the yaml, migrate, chattr -i, a line
     # appended to BinaryOps.mm, migrate again
-    root = _sandbox(tmp_path)
+    root = sandbox_copy(tmp_path)
     state = str(tmp_path / "state")
     with immutable(root / YAML):
         run = cli(tmp_path, "migrate", "atan2", "--state-dir", state)
     assert run.returncode == 2, run.stdout + run.stderr
     assert _task_error(run).startswith(f"{YAML} cannot be written: Operation not permitted")
     assert "Traceback" not in run.stdout + run.stderr
-    assert _status(root) == "" and not (root / ".git/mps-pipeline/journal.json").exists()
+    assert git_status(root) == "" and not (root / ".git/mps-pipeline/journal.json").exists()
     mine = (root / BINARY_OPS).read_text() + "// mine\n"
     (root / BINARY_OPS).write_text(mine)
     again = cli(tmp_path, "migrate", "atan2", "--state-dir", state)
@@ -82,19 +70,19 @@ def test_an_immutable_file_then_a_users_change_loses_nothing(tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_an_immutable_folder_is_one_line_and_nothing_written(tmp_path: Path) -> None:
-    root = _sandbox(tmp_path)
+    root = sandbox_copy(tmp_path)
     with immutable(root / OPERATIONS):
         run = cli(tmp_path, "migrate", "atan2", "--state-dir", str(tmp_path / "state"))
     assert run.returncode == 2, run.stdout + run.stderr
     line = _task_error(run)
     assert line.startswith(str(root / OPERATIONS)) and "nothing was written" in line, line
     assert "Traceback" not in run.stdout + run.stderr
-    assert _status(root) == ""
+    assert git_status(root) == ""
 
 
 @pytest.mark.slow
 def test_eio_on_a_rename_is_one_line_and_the_next_run_finishes(tmp_path: Path) -> None:
-    root = _sandbox(tmp_path)
+    root = sandbox_copy(tmp_path)
     state = str(tmp_path / "state")
     run = cli(
         tmp_path, "migrate", "atan2", "--state-dir", state, kill_at=("replace", 2), fault="eio"
@@ -143,7 +131,7 @@ def test_a_damaged_doit_database_is_exit_2_naming_it(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_config_file_that_is_a_folder_is_exit_2(tmp_path: Path) -> None:
-    root = _sandbox(tmp_path)
+    root = sandbox_copy(tmp_path)
     (root / ".mps-pipeline.yaml").mkdir()
     run = cli(root, "audit", "atan2")
     assert run.returncode == 2, run.stdout + run.stderr

@@ -10,22 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git_init
-from tests.reliability.cli import cli
+from tests.reliability.cli import cli, git_status, sandbox_copy
 
 COMMON_MPS = "torch/testing/_internal/common_mps.py"
 HEADER = "aten/src/ATen/native/BinaryOps.h"
-
-
-def _status(root: Path) -> str:
-    return subprocess.run(
-        ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True
-    ).stdout
-
-
-def _sandbox(tmp_path: Path) -> Path:
-    state = tmp_path / "state"
-    assert cli(tmp_path, "audit", "atan2", "--state-dir", str(state)).returncode == 1
-    return state / "sandbox"
 
 
 def _error_line(run: subprocess.CompletedProcess[str]) -> str:
@@ -46,7 +34,7 @@ def test_a_checkout_without_build_ninja_stops_before_writing(tmp_path: Path) -> 
     line = _error_line(run)
     assert line.startswith("atan2: nothing was written, the chain would stop later: ")
     assert f"{root / 'build/build.ninja'} not found: run `python setup.py develop`" in line
-    assert _status(root) == "?? .mps-pipeline/\n" or _status(root) == ""
+    assert git_status(root) == "?? .mps-pipeline/\n" or git_status(root) == ""
     assert not (root / ".git/mps-pipeline/journal.json").exists()
 
 
@@ -64,7 +52,7 @@ def test_a_checkout_without_build_ninja_stops_before_writing(tmp_path: Path) -> 
 def test_a_missing_piece_is_found_before_the_first_edit(
     tmp_path: Path, breakage: str, expected: str
 ) -> None:
-    root = _sandbox(tmp_path)
+    root = sandbox_copy(tmp_path)
     extra: list[str] = []
     if breakage == "common_mps":
         (root / COMMON_MPS).unlink()
@@ -77,11 +65,11 @@ def test_a_missing_piece_is_found_before_the_first_edit(
     else:
         (tmp_path / ".mps-pipeline.yaml").write_text("build_command: [no-such-ninja]\n")
         extra = ["--config", str(tmp_path / ".mps-pipeline.yaml")]
-    before = _status(root)
+    before = git_status(root)
     run = cli(tmp_path, "migrate", "atan2", "--state-dir", str(tmp_path / "state"), *extra)
     assert run.returncode == 2, run.stdout + run.stderr
     assert expected in _error_line(run)
-    assert _status(root) == before  # not one file written
+    assert git_status(root) == before  # not one file written
 
 
 @pytest.mark.parametrize("value", ["-1", "0", "nan"])
