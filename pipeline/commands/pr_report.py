@@ -75,10 +75,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "nightly)",
     )
 
-
     parser.add_argument(
         "--no-review", action="store_true",
         help="leave the review checks (mps-pipeline review) out of the comment",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-math", action="store_true",
+        help="leave check-math's per-dtype table of the affected operators' functors (the "
+        "functor math, compiled on the host and compared with torch on CPU) out",
     )  # fmt: skip
     parser.add_argument(
         "--speed", choices=("mps", "cpu"), metavar="DEVICE",
@@ -102,6 +106,8 @@ def _annotate(
         from pipeline.flows.review import review
         from pipeline.guide.review import to_json
 
+        if not args.no_math and results.impact["operators"]:
+            results = replace(results, math=_math(settings, results))
         if not args.no_review:
             found = review(settings, results.base, results.head)
             results = replace(results, review=to_json(found.findings, found.ran, found.notes))
@@ -110,6 +116,24 @@ def _annotate(
         return results
 
     return annotate
+
+
+def _math(settings: Settings, results: PrResults) -> dict[str, Any]:
+    """check-math of the affected operators' functors, as
+    ``check-math --json`` prints it; ``{"schema", "skipped"}`` saying why when it cannot run
+    here (no functor, no compiler, no torch), as the migrate chain's stage records it."""
+    from pipeline.flows.math import NothingToCheckError, run_check
+    from pipeline.report.math import to_json as math_json
+    from pipeline.results.math import SCHEMA
+    from pipeline.run.cxx import NoCompilerError
+    from pipeline.run.reference import NoTorchError
+
+    ops = [o["operator"] for o in results.impact["operators"]]
+    try:
+        report = run_check(settings, ops=ops)
+    except (NothingToCheckError, NoCompilerError, NoTorchError) as exc:
+        return {"schema": SCHEMA, "skipped": str(exc)}
+    return math_json(report)
 
 
 def _measured(settings: Settings, args: argparse.Namespace, results: PrResults) -> dict[str, Any]:
@@ -121,8 +145,13 @@ def _measured(settings: Settings, args: argparse.Namespace, results: PrResults) 
     doc = {
         "runner": args.runner or os.environ.get(RUNNER_ENV) or "",
         "measurements": [
-            {"op": m.op, "dtype": m.dtype, "shape": m.shape, "layout": m.layout,
-             "times": list(m.times)}
+            {
+                "op": m.op,
+                "dtype": m.dtype,
+                "shape": m.shape,
+                "layout": m.layout,
+                "times": list(m.times),
+            }
             for m in measured
         ],  # fmt: skip
     }

@@ -240,9 +240,12 @@ def select_targets(
     references: Mapping[str, str],
     *,
     op: str | None = None,
+    ops: Sequence[str] = (),
     file: str | None = None,
     every: bool = False,
 ) -> list[Target]:
+    """The functors to check: every one, a file's, one operator's, or those of ``ops`` (a
+    PR's affected operators: the ones without a functor are left out)."""
     if every:
         return guide_math.all_targets(index, references)
     if file is not None:
@@ -251,6 +254,11 @@ def select_targets(
             names = ", ".join(f.path for f in index.kernels.files) or "none"
             raise NothingToCheckError(f"{file}: no such .metal kernel file (the tree has: {names})")
         return found
+    if ops:
+        found = [t for name in ops for t in guide_math.targets_for_op(index, name, references)]
+        if not found:
+            raise NothingToCheckError(f"none of {', '.join(ops)} has a registered Metal functor")
+        return list({(t.file, t.kernel): t for t in found}.values())
     assert op is not None
     targets = guide_math.targets_for_op(index, op, references)
     if not targets:
@@ -285,13 +293,17 @@ def run_check(
     settings: Settings,
     *,
     op: str | None = None,
+    ops: Sequence[str] = (),
     file: str | None = None,
     every: bool = False,
     runners: Runners | None = None,
 ) -> MathReport:
-    """check-math on the tree of ``settings``: one operator's functors, a file's, or all."""
+    """check-math on the tree of ``settings``: one operator's functors, several operators',
+    a file's, or all (see :func:`select_targets`)."""
     index = load_index(settings.tree)
-    targets = select_targets(index, settings.math.references, op=op, file=file, every=every)
+    targets = select_targets(
+        index, settings.math.references, op=op, ops=ops, file=file, every=every
+    )
     runners = runners or runners_for(settings)
     report = check(
         targets, runners, known=known_of(settings), scratch=settings.cache_dir / "math" / "run"

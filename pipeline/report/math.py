@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from pipeline.report.pr_comment import code_span
 from pipeline.report.render import escape_markdown
-from pipeline.results.math import DtypeCheck, FunctorCheck, MathReport, Status
+from pipeline.results.math import SCHEMA, DtypeCheck, FunctorCheck, MathReport, Status
 
-SCHEMA = 1
 NOT_COVERED = (
     "Not covered: subnormal flushing on the GPU, fast-math precision, host-side dispatch "
     "in the .mm (this checks the functor's math on the host)."
@@ -110,25 +110,33 @@ def render_terminal(report: MathReport, console: Console) -> None:
     console.print(Text(NOT_COVERED, style="dim"))
 
 
+def _code(text: str) -> str:
+    """``text`` as a code span that holds whatever backticks it has and cannot end a table
+    cell (GitHub splits cells at a bare ``|`` even in code)."""
+    return code_span(text).replace("|", "\\|")
+
+
 def render_markdown(report: MathReport) -> str:
     """The table for the migrate summary and the PR comment."""
     lines = [f"**{escape_markdown(_headline(report))}**", ""]
     rows = []
     for f in report.functors:
-        name = f"`{f.kernel}`"
+        name = _code(f.kernel)
         if f.compile_error:
-            lines.append(f"- {name} does not compile: `{f.compile_error}`")
+            lines.append(f"- {name} does not compile: {_code(f.compile_error)}")
             continue
         if f.failure:
             lines.append(f"- {name}: {escape_markdown(f.failure)}")
             continue
         for d in f.dtypes:
-            examples = "<br>".join(
-                f"`({', '.join(c.inputs)})`: kernel `{c.kernel}`, torch `{c.torch}`"
+            # "; ", not <br>: the PR comment escapes raw HTML, a <br> would show as text
+            examples = "; ".join(
+                f"{_code('(' + ', '.join(c.inputs) + ')')}: kernel {_code(c.kernel)}, "
+                f"torch {_code(c.torch)}"
                 for c in d.counterexamples
             )
-            findings = "<br>".join(escape_markdown(x) for x in d.findings)
-            detail = "<br>".join(x for x in (findings, examples) if x)
+            findings = "; ".join(escape_markdown(x) for x in d.findings)
+            detail = "; ".join(x for x in (findings, examples) if x)
             rows.append(
                 f"| {name} | {d.dtype} | {d.checked} | {d.matched} | {mismatch_text(d)} | "
                 f"{escape_markdown(_verdict(d))} | {detail} |"

@@ -15,6 +15,7 @@ from typing import Any
 from pipeline.errors import PipelineError
 from pipeline.guide.review.base import Finding
 from pipeline.report import render
+from pipeline.report.math import render_markdown as math_markdown
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
 from pipeline.report.review import render_markdown as review_markdown
 from pipeline.report.speed import render_markdown as speed_markdown
@@ -25,6 +26,7 @@ from pipeline.results.pr import (
     STATUS_DESCRIPTION_MAX,
     baseline_from_json,
     commit_id,
+    math_from_json,
     strings,
     table_from_json,
     want,
@@ -59,6 +61,8 @@ class PrResults:
     review: Mapping[str, Any] | None = None
     # kernel speed against main's: {"runner", "threshold", "nights", "verdicts"}; None: not run
     speed: Mapping[str, Any] | None = None
+    # check-math of the changed kernels files (``check-math --json``'s document); None: not run
+    math: Mapping[str, Any] | None = None
 
     @property
     def judged(self) -> baselines.Baseline:
@@ -130,7 +134,17 @@ class PrResults:
             baseline=self.judged,
             footer=" · ".join(line for line in lines if line),
             sections=self._sections(),
+            math=self._math(),
         )
+
+    def _math(self) -> str:
+        """check-math's table (or why it did not run), rendered here from data."""
+        if self.math is None:
+            return ""
+        found = math_from_json(self.math)
+        if isinstance(found, str):
+            return f"_check-math skipped: {render.escape_markdown(found)}_\n"
+        return math_markdown(found)
 
     def _sections(self) -> list[str]:
         """The review and speed sections, rendered here from data (also in --post-from)."""
@@ -174,6 +188,7 @@ class PrResults:
             "baseline": self.judged.to_dict(),
             "review": None if self.review is None else dict(self.review),
             "speed": None if self.speed is None else dict(self.speed),
+            "math": None if self.math is None else dict(self.math),
         }
 
     @classmethod
@@ -209,6 +224,9 @@ class PrResults:
         for i, d in enumerate(decisions):
             want(d, dict, f"xfails.decisions[{i}]")
         table = None if table is None else table_from_json(table)
+        math = want(data.get("math"), (dict, type(None)), "math")
+        if math is not None:
+            math_from_json(math)  # refused now, before anything is posted
         return cls(
             pr=pr,
             base=base,
@@ -226,6 +244,7 @@ class PrResults:
             baseline=baseline_from_json(data.get("baseline"), table),
             review=want(data.get("review"), (dict, type(None)), "review"),
             speed=want(data.get("speed"), (dict, type(None)), "speed"),
+            math=math,
         )
 
 

@@ -30,6 +30,7 @@ from enum import Enum
 
 from pipeline.dtypes import METAL_TO_DTYPE
 
+SCHEMA = 1  # of check-math --json (pipeline.report.math.to_json)
 # (rtol, atol) by the dtype compared in
 TOLERANCES: dict[str, tuple[float, float]] = {
     "float32": (1.3e-6, 1e-5),

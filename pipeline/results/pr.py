@@ -18,6 +18,14 @@ from pipeline.errors import PipelineError
 from pipeline.results import baseline as baselines
 from pipeline.results import table as tables
 from pipeline.results.junit import Outcome
+from pipeline.results.math import SCHEMA as MATH_SCHEMA
+from pipeline.results.math import (
+    Counterexample,
+    DtypeCheck,
+    FunctorCheck,
+    Kind,
+    MathReport,
+)
 
 SCHEMA = 1
 # GitHub keeps this much of a commit status description (the comment says the rest)
@@ -173,3 +181,96 @@ def table_from_json(data: dict[str, Any]) -> tables.DtypeTable:
         strings(data.get("runners"), "table.runners"),
         want(data.get("ignored"), int, "table.ignored"),
     )
+
+
+def _text(value: Any, where: str) -> str | None:
+    return None if value is None else str(want(value, str, where))
+
+
+def math_from_json(data: Any) -> MathReport | str:
+    """check-math's report back from its ``--json`` document (as results.json's ``math``),
+    every field the comment renders checked; a dtype's ``status`` must be the one its
+    counts give. A ``{"schema", "skipped"}`` document gives why check-math did not run."""
+    want(data, dict, "math")
+    if data.get("schema") != MATH_SCHEMA:
+        raise PipelineError(f"results.json: math.schema is {data.get('schema')!r}, not 1")
+    if "skipped" in data:
+        return str(want(data["skipped"], str, "math.skipped"))
+    functors = []
+    for i, f in enumerate(want(data.get("functors"), list, "math.functors")):
+        at = f"math.functors[{i}]"
+        want(f, dict, at)
+        kernel = want(f.get("kernel"), str, f"{at}.kernel")
+        dtypes = [
+            _dtype_check(kernel, d, f"{at}.dtypes[{j}]")
+            for j, d in enumerate(want(f.get("dtypes"), list, f"{at}.dtypes"))
+        ]
+        functors.append(
+            FunctorCheck(
+                kernel=kernel,
+                file=want(f.get("file"), str, f"{at}.file"),
+                reference=_text(f.get("reference"), f"{at}.reference"),
+                dtypes=tuple(dtypes),
+                compile_error=_text(f.get("compile_error"), f"{at}.compile_error"),
+                failure=_text(f.get("failure"), f"{at}.failure"),
+                skipped=strings(f.get("skipped_dtypes"), f"{at}.skipped_dtypes"),
+                cached=want(f.get("cached"), bool, f"{at}.cached"),
+            )
+        )
+    return MathReport(
+        tuple(functors),
+        compiler=want(data.get("compiler"), str, "math.compiler"),
+        headers=want(data.get("headers"), str, "math.headers"),
+        warnings=strings(data.get("warnings"), "math.warnings"),
+    )
+
+
+def _dtype_check(kernel: str, d: Any, at: str) -> DtypeCheck:
+    want(d, dict, at)
+    counts = {
+        key: want(d.get(key), int, f"{at}.{key}")
+        for key in ("checked", "matched", "precision", "nan_inf", "value", "crashes",
+                    "subnormal", "refused", "edge_inputs", "sample_inputs")
+    }  # fmt: skip
+    examples = []
+    for k, c in enumerate(want(d.get("counterexamples"), list, f"{at}.counterexamples")):
+        where = f"{at}.counterexamples[{k}]"
+        want(c, dict, where)
+        kind = want(c.get("kind"), str, f"{where}.kind")
+        if kind not in {x.value for x in Kind}:
+            raise PipelineError(f"results.json: {where}.kind {kind!r} is unknown")
+        examples.append(
+            Counterexample(
+                strings(c.get("inputs"), f"{where}.inputs"),
+                want(c.get("kernel"), str, f"{where}.kernel"),
+                want(c.get("torch"), str, f"{where}.torch"),
+                Kind(kind),
+            )
+        )
+    check = DtypeCheck(
+        kernel=kernel,
+        dtype=want(d.get("dtype"), str, f"{at}.dtype"),
+        output=want(d.get("output_dtype"), str, f"{at}.output_dtype"),
+        torch_dtype=_text(d.get("torch_dtype"), f"{at}.torch_dtype"),
+        checked=counts["checked"],
+        matched=counts["matched"],
+        precision=counts["precision"],
+        special=counts["nan_inf"],
+        exact=counts["value"],
+        crashes=counts["crashes"],
+        subnormal=counts["subnormal"],
+        refused=counts["refused"],
+        edge=counts["edge_inputs"],
+        samples=counts["sample_inputs"],
+        upcast=want(d.get("upcast"), bool, f"{at}.upcast"),
+        counterexamples=tuple(examples),
+        findings=strings(d.get("findings"), f"{at}.findings"),
+        no_reference=_text(d.get("no_reference"), f"{at}.no_reference"),
+        known=_text(d.get("known"), f"{at}.known"),
+    )
+    if want(d.get("status"), str, f"{at}.status") != str(check.status):
+        raise PipelineError(
+            f"results.json: {at}.status {d['status']!r} is not what its counts give "
+            f"({check.status}); was it written by `check-math --json`?"
+        )
+    return check

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -200,6 +201,14 @@ def test_a_migration_gets_one_comment_updated_in_place_and_a_status(settings, gi
     assert first["build"] == {"needed": True, "ok": True, "error": None}
     assert first["tests"]["selectors"] == ["test_output_match_atan2_mps_"]
     assert first["tests"]["counts"] == {"pass": 3, "xpass": 6}
+    # check-math of the affected operator's functor: its table, rendered from results.json
+    if importlib.util.find_spec("torch") is None:
+        assert "cannot import torch" in first["math"]["skipped"]
+    else:
+        [functor] = first["math"]["functors"]
+        assert functor["kernel"] == "atan2" and functor["dtypes"]
+        assert {d["status"] for d in functor["dtypes"]} == {"ok"}, functor
+        assert "#### Functor math on the host" in body and "| `atan2` | float32 |" in body
     state, description = commit_status_for(first["tests"]["counts"], True)
     assert github.statuses == [
         {"sha": github.head_sha, "state": state, "description": description,
@@ -292,6 +301,33 @@ def test_a_python_only_change_selects_tests_without_ninja(settings, httpserver, 
     assert not state.build_stamp(settings).exists()
     assert artifact.stat().st_mtime_ns == built
     assert httpserver.log == []
+
+
+@pytest.mark.slow
+def test_a_functor_with_swapped_arguments_shows_in_the_comments_math_table(settings, tree):
+    pytest.importorskip("torch", reason="check-math's reference is torch on CPU")
+    build_now(tree)
+    base = git(tree, "rev-parse", "HEAD")
+    edit(tree, BINARY_METAL, "precise::atan2(float(a), float(b))",
+         "precise::atan2(float(b), float(a))", count=2)  # fmt: skip
+    commit(tree, "atan2: a typo")
+
+    assert cli(settings, "--pr", "7", "--base", base, "--results-only") == 0
+    data = results_json(settings)
+    [functor] = data["math"]["functors"]
+    wrong = {d["dtype"]: d for d in functor["dtypes"] if d["status"] == "mismatch"}
+    assert {"float32", "int32"} <= set(wrong), functor
+    assert wrong["float32"]["counterexamples"] and wrong["float32"]["mismatched"] > 0
+    comment = (settings.results_dir / "pr-7" / pr.COMMENT_MD).read_text()
+    table = comment.split("#### Functor math on the host", 1)[1]
+    assert "| `atan2` | float32 |" in table and "| mismatch |" in table
+    assert "kernel `" in table and "torch `" in table  # the first counterexamples
+    # --no-math leaves it out; the review's check-math still flags the changed functor
+    assert cli(settings, "--pr", "7", "--base", base, "--results-only", "--no-math") == 0
+    data = results_json(settings)
+    assert data["math"] is None
+    assert any(f["check"] == "check-math" for f in data["review"]["findings"])
+    assert "Functor math" not in (settings.results_dir / "pr-7" / pr.COMMENT_MD).read_text()
 
 
 @pytest.mark.slow

@@ -105,3 +105,55 @@ def test_a_huge_table_row_is_capped_before_it_is_defused():
     assert table is not None and "@maintainer" not in body
     row = next(line for line in body.splitlines() if line.startswith("| aaaa"))
     assert re.fullmatch(r"\| a{1998}… \[\d+ more characters\]", row)
+
+
+def test_check_math_table_is_in_results_json_and_rendered_from_it_in_the_comment():
+    """The functor math goes into results.json as check-math's document; the comment (also
+    from --post-from) renders it from that data, every field checked on the way in."""
+    from pipeline.report.math import to_json as math_json
+    from tests.report.test_math_report import REPORT
+
+    results = sample(math=math_json(REPORT))
+    data = json.loads(json.dumps(results.to_json()))
+    assert data["math"]["functors"][0]["dtypes"][1]["status"] == "mismatch"
+    back = PrResults.from_json(data, 7)
+    assert back == replace(results, baseline=results.judged)
+    body = back.comment()
+    assert "#### Functor math on the host" in body
+    assert "| `maximum` | float16 | 10 | 8 | 2 (2 nan/inf) | mismatch |" in body
+    assert "- `oops` does not compile: `k.metal:15: 'x' was not declared`" in body
+    assert "subnormal flushing on the GPU" in body  # what it does not cover, said once
+    assert body.index("Functor math") > body.index("| atan2 |")  # after the test tables
+    assert "<br>" not in body and "&lt;br" not in body
+    assert "Functor math" not in sample().comment()  # no check-math run: no section
+    for path, value, message in [
+        (("math",), [], "math must be dict or null"),
+        (("math", "schema"), 2, "math.schema is 2"),
+        (("math", "functors", 0, "dtypes", 1, "status"), "ok", "not what its counts give"),
+        (("math", "functors", 0, "dtypes", 0, "checked"), "10", r"dtypes\[0\].checked must be"),
+        (("math", "functors", 0, "dtypes", 1, "counterexamples", 0, "kind"), "x", "'x' is unk"),
+        (("math", "functors", 1, "compile_error"), 3, r"functors\[1\].compile_error must be"),
+    ]:
+        bad = json.loads(json.dumps(data))
+        target = bad
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        with pytest.raises(PipelineError, match=message):
+            PrResults.from_json(bad, 7)
+
+
+def test_a_tampered_math_document_cannot_put_mentions_or_html_in_the_comment():
+    from pipeline.report.math import to_json as math_json
+    from tests.report.test_math_report import REPORT
+
+    data = json.loads(json.dumps(sample(math=math_json(REPORT)).to_json()))
+    functor = data["math"]["functors"][0]
+    functor["kernel"] = "max`<img src=x>` @maintainer"
+    functor["dtypes"][1]["findings"] = ["<script>x</script> cc @org/team #12"]
+    body = PrResults.from_json(data, 7).comment()
+    # outside code, HTML is escaped and mentions defused
+    assert "&lt;script&gt;x&lt;/script&gt; cc @\u200dorg/team #\u200d12" in body
+    assert "<script" not in body and "@org/team" not in body
+    # the name stays one code span (GitHub renders and links nothing in code), in its cell
+    assert "| ``max`<img src=x>` @maintainer`` | float16 |" in body
