@@ -305,6 +305,9 @@ def test_pr_report_results_json(capsys, pr_tree: Path, tmp_path: Path) -> None:
     tested = _pr_report(capsys, pr_tree, tmp_path / "state", base)
     assert tested["table"]["rows"] and tested["xfails"]["decisions"] and tested["tests"]["run"]
     assert_valid("pr-report results.json", tested)
+    assert tested["math"] is not None  # check-math's document, or why it was skipped
+    skipped = {"schema": 1, "skipped": "none of atan2 has a registered Metal functor"}
+    assert_valid("pr-report results.json", tested | {"math": skipped})
 
     base = git(pr_tree, "rev-parse", "HEAD")
     (pr_tree / "README.md").write_text("docs only\n")
