@@ -102,7 +102,9 @@ def run(ctx: Any, figure: Callable[..., Any], result: Callable[..., Any]) -> Any
 
     def runners(cache: Path) -> flow.Runners:
         builder = cxx.Builder(compiler, headers, root, cache)
-        return flow.Runners(builder, lambda cases: reference.references(source, cases))
+        return flow.Runners(
+            builder, lambda cases: reference.references(source, cases, work / "cache" / "math")
+        )
 
     metal_file = root / KERNELS / "BinaryKernel.metal"
     atan2 = Target(

@@ -44,7 +44,7 @@ STATE_DIR_NAME = ".mps-pipeline"
 # keys a doit variable or CLI flag may set
 OVERRIDABLE = ("root", "python", "state_dir", "build_dir", "opinfo_table")
 # keys whose relative paths are relative to where they were set (file's folder, or cwd)
-_PATH_KEYS = ("root", "state_dir")
+_PATH_KEYS = ("root", "state_dir", "math.cache")
 
 _NONE = type(None)
 # Every setting, by dotted name, with the types it may have. Defaults: defaults.yaml.
@@ -71,6 +71,7 @@ TYPES: dict[str, tuple[type, ...]] = {
     "math.known": (list,),
     "math.references": (dict,),
     "math.max_samples": (int,),
+    "math.cache": (str, _NONE),
     "review.disable": (list,),
     "speed.threshold": (int, float),
     "speed.min_nights": (int,),
@@ -121,6 +122,8 @@ class MathSettings:
     # or "none"
     references: Mapping[str, str] = field(default_factory=dict, hash=False)
     max_samples: int = 256
+    # the compiled functors and torch's answers; None: <state_dir>/cache/math
+    cache: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,11 @@ class Settings:
     @property
     def cache_dir(self) -> Path:
         return self.state_dir / "cache"
+
+    @property
+    def math_cache(self) -> Path:
+        """check-math's objects and torch's answers (``math.cache``, content-addressed)."""
+        return self.math.cache or self.cache_dir / "math"
 
     @property
     def tree(self) -> TreeSource:
@@ -416,7 +424,7 @@ def _runners(source: Resolved) -> tuple[tuple[str, ...], dict[str, tuple[int, ..
     return tuple(str(name) for name in value), versions
 
 
-def _math(sources: Mapping[str, Resolved]) -> MathSettings:
+def _math(sources: Mapping[str, Resolved], bases: Mapping[str, Path]) -> MathSettings:
     """The ``math.*`` settings, each entry checked (a bad one names its key and origin)."""
     known_source = sources["math.known"]
     known = []
@@ -451,6 +459,9 @@ def _math(sources: Mapping[str, Resolved]) -> MathSettings:
         # a file's table adds to (and overrides) the packaged one, it does not replace it
         references=MappingProxyType({**defaults()["math.references"], **refs_source.value}),
         max_samples=int(samples.value),
+        cache=None
+        if sources["math.cache"].value is None
+        else (bases["math.cache"] / os.path.expanduser(sources["math.cache"].value)).resolve(),
     )
 
 
@@ -459,9 +470,7 @@ def _review(sources: Mapping[str, Resolved]) -> ReviewSettings:
 
     def bad(key: str, want: str) -> ConfigError:
         source = sources[key]
-        return ConfigError(
-            f"config key '{key}' ({source.origin}): {want}, got {source.value!r}"
-        )
+        return ConfigError(f"config key '{key}' ({source.origin}): {want}, got {source.value!r}")
 
     disable = sources["review.disable"].value
     if not all(isinstance(x, str) and x for x in disable):
@@ -549,8 +558,7 @@ def load_settings(
         if not (number > 0 if key == "test.timeout" else number >= 0) or number != number:
             least = "a number of seconds > 0" if key == "test.timeout" else "seconds >= 0"
             raise ConfigError(
-                f"config key {key!r} ({sources[key].origin}): {sources[key].value!r} is not "
-                f"{least}"
+                f"config key {key!r} ({sources[key].origin}): {sources[key].value!r} is not {least}"
             )
 
     root_value = sources["root"].value
@@ -622,5 +630,5 @@ def load_settings(
         sources=MappingProxyType(sources),
         config_file=str(user_path.resolve()) if user_path is not None else None,
         warnings=tuple(warnings),
-        math=_math(sources),
+        math=_math(sources, bases),
     )

@@ -6,11 +6,29 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+MATH_CACHE_ENV = "MPS_PIPELINE_MATH_CACHE"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # One check-math cache (math.cache) for the session's command runs, which inherit the
+    # variable, xdist workers included: torch's answers for the sandbox's functors cost
+    # seconds of torch import each and are the same in every test's private tree. Entries
+    # are named by digests, so sharing cannot give a test another tree's answer.
+    if MATH_CACHE_ENV not in os.environ:
+        folder = tempfile.mkdtemp(prefix="mps-pipeline-test-math-")
+        os.environ[MATH_CACHE_ENV] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
+def math_cache() -> Path:
+    """The session's shared check-math cache (see pytest_configure)."""
+    return Path(os.environ[MATH_CACHE_ENV])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

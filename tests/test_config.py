@@ -172,6 +172,22 @@ def test_relative_paths_are_relative_to_where_they_were_set(tmp_path: Path) -> N
     assert s.state_dir == tmp_path / "mine"
 
 
+def test_the_math_cache_defaults_to_the_state_dir_and_may_be_shared(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path / "trees" / "pytorch")
+    s = load_settings({"root": str(checkout)}, env={}, cwd=tmp_path)
+    assert s.math.cache is None and s.math_cache == checkout / ".mps-pipeline/cache/math"
+    config = _write(tmp_path / "trees", "root: pytorch\nmath:\n  cache: ~/shared\n")
+    s = load_settings(config_path=config, env={}, cwd=tmp_path)
+    assert s.math_cache == Path("~/shared").expanduser().resolve()
+    config = _write(tmp_path / "trees", "root: pytorch\nmath:\n  cache: shared\n")
+    s = load_settings(config_path=config, env={}, cwd=tmp_path)
+    assert s.math_cache == tmp_path / "trees" / "shared"  # beside the file that set it
+    s = load_settings(config_path=config, env={"MPS_PIPELINE_MATH_CACHE": "c"}, cwd=tmp_path)
+    assert s.math_cache == tmp_path / "c"  # a variable is relative to the working directory
+    with pytest.raises(ConfigError, match="math.cache"):
+        load_settings(config_path=_write(tmp_path, "math:\n  cache: 3\n"), env={}, cwd=tmp_path)
+
+
 def test_a_root_that_is_not_a_checkout_says_so(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="point root= at a PyTorch checkout"):
         load_settings({"root": str(tmp_path / "nope")}, env={}, cwd=tmp_path)

@@ -276,11 +276,11 @@ def runners_for(settings: Settings) -> Runners:
     compiler = cxx.find_compiler(settings.math.cxx)
     package = reference.torch_package(settings.tree)  # NoTorchError without torch
     headers = cxx.find_c10_headers(settings.root, package)
-    builder = cxx.Builder(compiler, headers, settings.root, settings.cache_dir / "math")
-    max_samples = settings.math.max_samples
+    builder = cxx.Builder(compiler, headers, settings.root, settings.math_cache)
+    max_samples, cache = settings.math.max_samples, settings.math_cache
 
     def references(cases: list[Case]) -> dict[str, Any]:
-        return reference.references(settings.tree, cases, max_samples=max_samples)
+        return reference.references(settings.tree, cases, cache, max_samples=max_samples)
 
     return Runners(builder, references)
 

@@ -66,9 +66,10 @@ def torch_package(source: TreeSource) -> Path:
 
 
 def references(
-    source: TreeSource, cases: list[Case], *, max_samples: int = MAX_SAMPLES
+    source: TreeSource, cases: list[Case], cache_dir: Path, *, max_samples: int = MAX_SAMPLES
 ) -> dict[str, Any]:
-    """The script's answer for ``cases`` (see math_torch.py for its shape)."""
+    """The script's answer for ``cases`` (see math_torch.py for its shape), kept in
+    ``cache_dir`` under a digest of the request, the script and the interpreter's torch."""
     request = {"max_samples": max_samples, "cases": [c.to_json() for c in cases]}
     text = json.dumps(request, sort_keys=True)
     package = torch_package(source)
@@ -79,7 +80,7 @@ def references(
         digest.update(version.read_bytes())
     if any(c.opinfo for c in cases):
         digest.update(opinfo._source_hash(opinfo._source_dir(source)).encode())  # noqa: SLF001
-    cache = source.cache_dir / "math" / f"reference-{digest.hexdigest()[:24]}.json"
+    cache = cache_dir / f"reference-{digest.hexdigest()[:24]}.json"
     if cache.is_file():
         try:
             data: dict[str, Any] = json.loads(cache.read_text(encoding="utf-8"))

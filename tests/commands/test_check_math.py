@@ -91,6 +91,20 @@ def test_known_deviation_from_the_config_passes(
     assert "Not covered: subnormal flushing on the GPU" in out
 
 
+@pytest.mark.realdata
+def test_math_cache_keeps_objects_and_answers_where_it_says(
+    capsys, tmp_path: Path, host_cxx, real_c10_include, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("MPS_PIPELINE_MATH_CACHE", str(shared))
+    for state in ("one", "two"):  # two state dirs, one cache
+        code, out, _ = _cli(capsys, tmp_path / state, "check-math", "atan2", "--json")
+        assert code == 0 and json.loads(out)["ok"]
+        assert not list((tmp_path / state).rglob("*.so")), "an object outside math.cache"
+    assert len(list(shared.glob("reference-*.json"))) == 1  # asked of torch once
+    assert len(list(shared.glob("atan2-*.so"))) == 2  # one per tree: objects see its headers
+
+
 def test_math_settings_are_checked(tmp_path: Path) -> None:
     def load(text: str):
         path = tmp_path / "c.yaml"

@@ -11,6 +11,7 @@ from pipeline.guide.math import Target
 from pipeline.results.math import FunctorCheck, Known, MathReport
 from pipeline.run import cxx, reference
 from pipeline.tree.source import TreeSource
+from tests.conftest import math_cache
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "metal_math"
 
@@ -34,7 +35,7 @@ def run_flow(
     source = TreeSource(root, tmp_path / "cache", sys.executable, None)
     headers = cxx.Headers(include, "the torch wheel")
     builder = cxx.Builder(compiler, headers, root, tmp_path / "cache" / "math")
-    runners = flow.Runners(builder, lambda cases: reference.references(source, cases))
+    runners = flow.Runners(builder, lambda cases: reference.references(source, cases, math_cache()))
     return flow.check(targets, runners, known=known, scratch=tmp_path / "scratch")
 
 
