@@ -118,55 +118,27 @@ _new = object.__new__
 
 
 class _Draft:
-    """A :class:`CaseResult` being filled in: the same slots, without the frozen
-    ``__setattr__``, so each field is one plain slot store; :func:`_finish` then makes it
-    the CaseResult it always was (``__class__`` can move between classes of one layout;
-    a mismatch raises TypeError on the first case, which every reading test makes).
+    """A :class:`CaseResult` being filled in: its slots without its frozen ``__setattr__``,
+    each field one plain slot store; then its ``__class__`` is set to CaseResult (allowed
+    between classes of one layout; a mismatch raises TypeError at the first case read).
 
     For a 100,000-testcase report a frozen dataclass's ``__init__`` (``object.__setattr__``
-    per field) was a third of the time budget, its slot descriptors called one by one still
-    a tenth; this is 3x faster than those. Slots, not a ``__dict__``, also make a result 3x
-    smaller in memory.
+    per field) was a third of the time budget, its slot descriptors called one by one a
+    tenth; this is 3x faster than those. Slots, not a ``__dict__``, make a result 3x smaller.
     """
 
     __slots__ = (
         "classname", "name", "kind", "stem", "dtype", "outcome", "flaky", "attempts",
         "message", "time", "source",
     )  # fmt: skip
-    classname: str
-    name: str
-    kind: str | None
-    stem: str | None
-    dtype: str | None
-    outcome: Outcome
-    flaky: bool
-    attempts: int
-    message: str
-    time: float
-    source: str
 
 
-def _finish(draft: _Draft) -> CaseResult:
-    draft.__class__ = CaseResult  # type: ignore[assignment]
-    return cast(CaseResult, draft)
-
-
-def _case(
-    classname: str,
-    name: str,
-    kind: str | None,
-    stem: str | None,
-    dtype: str | None,
-    outcome: Outcome,
-    flaky: bool,
-    attempts: int,
-    message: str,
-    time: float,
-    source: str,
-) -> CaseResult:
+def _case(classname: str, name: str, kind: str | None, stem: str | None, dtype: str | None,
+          outcome: Outcome, flaky: bool, attempts: int, message: str, time: float,
+          source: str) -> CaseResult:  # fmt: skip
     """``CaseResult(...)``, about 3x faster; the instance is identical (tests compare it
     with one built the ordinary way)."""
-    case = _new(_Draft)
+    case: Any = _new(_Draft)  # Any: its fields are CaseResult's, checked there
     case.classname = classname
     case.name = name
     case.kind = kind
@@ -178,7 +150,8 @@ def _case(
     case.message = message
     case.time = time
     case.source = source
-    return _finish(case)
+    case.__class__ = CaseResult
+    return cast(CaseResult, case)
 
 
 @dataclass(frozen=True)
@@ -221,7 +194,6 @@ _XPASS_SKIP_MESSAGE = "xfail-marked test passes unexpectedly"
 _RERUN_TAGS = frozenset({"rerun", "flakyFailure", "flakyError", "rerunFailure", "rerunError"})
 _FINAL_TAGS = frozenset({"failure", "error", "skipped"})
 _CHUNK = 1 << 20
-
 
 
 # A test id: its name alone when its classname is the report's first (one tuple fewer per
@@ -331,164 +303,214 @@ class _Read:
         return len(self.cases) + sum(len(found) - 1 for found in self.attempts.values())
 
 
+def _attr(attrs: list[str], name: str) -> str | None:
+    """The value of attribute ``name`` in expat's ordered ``[name, value, ...]`` list."""
+    try:
+        return attrs[2 * attrs[::2].index(name) + 1]
+    except ValueError:
+        return None
+
+
+# A tag no XML element can have (XML holds no NUL): start(_FLUSH, []) reads the last testcase
+# once the file has ended (see _stream).
+_FLUSH = "\x00"
+_NO_NAME = "\x00"  # a classname or name prefix no attribute can hold
+# The cache of a test name's head (``test_<kind>_<stem>_mps_``) assumes the last ``_mps_`` of
+# a name with that head and a known dtype after it is the head's: no dtype holds ``_mps_``
+# or starts with ``mps_``, which would make one end later.
+_HEAD_CACHE = not any("_mps_" in d or d.startswith("mps_") for d in _DTYPES)
+_TIMES_KEPT = 4096  # distinct ``time`` strings whose float is shared (pytest writes "%.3f")
+
+
 def _stream(path: Path, source: str, read: _Read) -> None:
     """Read ``path`` with expat, one event at a time, into ``read``; raise at damage.
 
-    A state machine over the start/end events: the depth is counted at each start (a file
-    deeper than MAX_DEPTH raises _TooDeep at its first element too deep), and nothing of an
-    element is kept after its end but the result of a <testcase> it closes. Only the result
-    elements directly inside a testcase (<failure>, <rerun>...) are looked at, their text
-    only when they have no ``message`` (expat then calls back with text, else it does not).
-    A DOCTYPE that declares an entity or names an external DTD raises _Refused before the
-    first element (expat calls back as the declaration is read, never expanding it).
+    A state machine over the start events, with no Python call at an element's end: the
+    open elements' tags are a list the start handler appends to, expat's end callback is
+    its ``remove`` (of any equal tag: only the count matters), its length the depth. A file
+    deeper than MAX_DEPTH raises _TooDeep at its first element too deep. A <testcase> is
+    read at the next start outside it (it has closed then) or after the last event: one
+    Python call per element in all, nothing kept of an element but a testcase's result.
+    Only the result elements directly inside a testcase (<failure>, <rerun>...) are looked
+    at, their text only when they have no ``message`` (then expat calls back with text, and
+    at ends, until that element closes). A DOCTYPE that declares an entity or names an
+    external DTD raises _Refused before the first element (expat calls back as the
+    declaration is read, never expanding it).
 
     Containers (any element outside a testcase) are numbered in document order; a testcase
     belongs to its parent's number (0 for a root testcase), which tells the two rerun shapes
     apart in :func:`_fold`. Repeated ids (reruns) are rare: only the first attempt of each
-    id keeps what it said (``summaries``, or its suite when not the common one), so that
-    the attempts can be folded once a second one turns up.
+    id keeps what it said (``summaries`` when it had reruns inside, its suite when not the
+    common one; the CaseResult says the rest), so that the attempts can be folded once a
+    second one turns up.
     """
-    parser = expat.ParserCreate()
+    # no interning of names: each would cost a hash and a lookup, for a few comparisons
+    parser = expat.ParserCreate(intern=None)
     parser.buffer_text = True
+    parser.ordered_attributes = True  # a list per element: cheaper than a dict
     cases = read.cases
     summaries: dict[_Key, _Summary] = {}  # first attempts with reruns or xpass markers
     other_suite: dict[_Key, int] = {}  # first attempts outside the first case's container
     attempts = read.attempts  # ids seen more than once: their attempts in file order
-    numbers = [0]  # the number of each open container
-    suite = 0  # the innermost open container's number
+    opened: list[str] = []  # the open elements' tags
+    push, close = opened.append, opened.remove
+    numbers = [0] * (MAX_DEPTH + 1)  # the number of the container opened last at each depth
     common = -1  # the first testcase's container number
     containers = 0
-    depth = 0
-    case_depth = 0  # depth of the open <testcase>, 0 outside one
-    case_attrs: dict[str, str] = {}
-    children: list[_Child] = []
+    case_depth = 0  # depth of the last <testcase> not read yet, 0 when none
+    case_attrs: list[str] = []
+    case_suite = 0  # its container's number
+    children: list[_Child] = []  # its result elements
     root: list[str | None] = ["", None]  # the root's tag and time
     suite_times: list[str] = []  # time of each <testsuite> directly in a <testsuites> root
     passed = Outcome.PASS
     result_tags = _RERUN_TAGS | _FINAL_TAGS
+    flush = _FLUSH
     # the fast path's globals as variables of the closure (no dict lookup per use)
     dtypes = {dtype: dtype for dtype in _DTYPES}
     classnames: dict[str, str] = {}
-    last = "\x00"  # the last testcase's classname (at first one XML cannot hold)
+    last = _NO_NAME  # the last testcase's classname
     first_class: str | None = None  # the first testcase's classname (see _Key)
     stems: dict[str, str] = {}
-    last_stem = ""
-    new, draft_class, max_seconds = _new, _Draft, MAX_SECONDS
-    case_class: Any = CaseResult  # what each _Draft becomes once filled in (see _Draft)
+    head, head_len, head_kind, head_stem = _NO_NAME, 0, "", ""  # the last id's head
+    times: dict[str | None, float] = {}
+    new, max_seconds, head_cache = _new, MAX_SECONDS, _HEAD_CACHE
+    draft_class: Any = _Draft  # Any: its fields are CaseResult's, checked there
+    case_class = CaseResult  # what each _Draft becomes once filled in
     summarise, fold = _summarise, _fold
 
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        nonlocal depth, case_depth, case_attrs, containers, children, suite, common
-        depth += 1
+    def start(tag: str, attrs: list[str]) -> None:
+        nonlocal case_depth, case_attrs, case_suite, containers, children, common
+        nonlocal last, first_class, head, head_len, head_kind, head_stem
+        push(tag)
+        depth = len(opened)
         if depth > MAX_DEPTH:
             raise _TooDeep
         if case_depth:
-            if depth == case_depth + 1 and tag in result_tags:
-                message = attrs.get("message")
-                child: _Child = [tag, message, attrs.get("type"), None]
-                if message is None:
-                    text: list[str] = []
-                    child[3] = text
-                    parser.CharacterDataHandler = text.append
-                children.append(child)
-        elif tag == "testcase":
+            if depth > case_depth:  # inside the testcase
+                if depth == case_depth + 1 and tag in result_tags:
+                    _result(tag, attrs)
+                return
+            # The last testcase has closed: its result. Inlined, the common case first: a
+            # testcase seen once, with one result element or none.
+            case_depth = 0
+            a = case_attrs
+            written: str | None
+            if len(a) >= 6 and a[0] == "classname" and a[2] == "name" and a[-2] == "time":
+                classname, name, written = a[1], a[3], a[-1]  # as pytest writes them
+            else:
+                classname = _attr(a, "classname") or ""
+                name = _attr(a, "name") or ""
+                written = _attr(a, "time")
+            # one string for a class's 10,000 results, not one each (memory, and speed)
+            if classname != last:
+                last = classnames.setdefault(classname, classname)
+                if first_class is None:
+                    first_class = last
+            key = name if last is first_class else (last, name)
+            # junit_limits.seconds, inlined, and one float for each time string
+            seconds = times.get(written)
+            if seconds is None:
+                seconds = 0.0
+                if written:
+                    try:
+                        seconds = float(written)
+                    except ValueError:
+                        pass
+                    else:
+                        if not 0.0 <= seconds <= max_seconds:
+                            seconds = 0.0
+                if len(times) < _TIMES_KEPT:
+                    times[written] = seconds
+            outcome = passed
+            message = ""
+            fresh = key not in cases
+            if children:
+                summary = summarise(children, case_suite, seconds)
+                children = []
+                if not fresh:
+                    _attempt(key, summary)
+                elif summary[4] or summary[5]:  # reruns inside: what _fold is for
+                    summaries[key] = summary
+                    cases[key] = fold(last, name, [summary], source)
+                    fresh = False
+                else:
+                    outcome, message = summary[1], summary[2]
+            elif not fresh:
+                _attempt(key, (case_suite, passed, "", seconds, (), 0))
+            if fresh:
+                kind: str | None = None
+                stem: str | None = None
+                dtype: str | None = None
+                if name.startswith(head) and (dtype := dtypes.get(name[head_len:])):
+                    kind, stem = head_kind, head_stem  # the operator's last id's, as parsed
+                elif name.startswith("test_output_"):  # testid.parse_parts, inlined
+                    if name.startswith("match_", 12):
+                        kind, rest = "output_match", name[18:]
+                    elif name.startswith("grad_match_", 12):
+                        kind, rest = "output_grad_match", name[23:]
+                    if kind:
+                        stem, sep, dtype = rest.rpartition("_mps_")
+                        dtype = dtypes.get(dtype)  # the one string of that name
+                        if not (sep and stem and dtype):
+                            kind = stem = dtype = None
+                        else:
+                            stem = stems.setdefault(stem, stem)
+                            if head_cache:
+                                head_len = len(name) - len(dtype)
+                                head, head_kind, head_stem = name[:head_len], kind, stem
+                case = new(draft_class)
+                case.classname = last
+                case.name = name
+                case.kind = kind
+                case.stem = stem
+                case.dtype = dtype
+                case.outcome = outcome
+                case.flaky = False
+                case.attempts = 1
+                case.message = message
+                case.time = seconds
+                case.source = source
+                case.__class__ = case_class
+                cases[key] = case
+                if case_suite != common:
+                    other_suite[key] = case_suite
+            if tag is flush:
+                return
+        if tag == "testcase":
             case_depth = depth
             case_attrs = attrs
-            if children:
-                children = []
+            case_suite = numbers[depth - 1]
             if common < 0:
-                common = suite
+                common = case_suite
                 if depth == 1:
                     root[0] = tag
         else:
             containers += 1
-            numbers.append(containers)
-            suite = containers
+            numbers[depth] = containers
             if depth == 1:
-                root[0], root[1] = tag, attrs.get("time")
-            elif depth == 2 and tag == "testsuite" and root[0] == "testsuites" and "time" in attrs:
-                suite_times.append(attrs["time"])
+                root[0], root[1] = tag, _attr(attrs, "time")
+            elif depth == 2 and tag == "testsuite" and root[0] == "testsuites":
+                time = _attr(attrs, "time")
+                if time is not None:
+                    suite_times.append(time)
 
-    def end(tag: str) -> None:
-        nonlocal depth, case_depth, suite, last, first_class, last_stem
-        level = depth
-        depth = level - 1
-        if level != case_depth:
-            if not case_depth:
-                numbers.pop()
-                suite = numbers[-1]
-            elif level == case_depth + 1:
-                parser.CharacterDataHandler = None
-            return
-        case_depth = 0
-        attrs = case_attrs
-        name = attrs.get("name", "")
-        classname = attrs.get("classname", "")
-        # one string for a class's 10,000 results, not one each (memory, and speed with it)
-        if classname != last:
-            last = classnames.setdefault(classname, classname)
-            if first_class is None:
-                first_class = last
-        key = name if last is first_class else (last, name)
-        # junit_limits.seconds, inlined
-        written = attrs.get("time")
-        seconds = 0.0
-        if written:
-            try:
-                seconds = float(written)
-            except ValueError:
-                pass
-            else:
-                if not 0.0 <= seconds <= max_seconds:
-                    seconds = 0.0
-        outcome = passed
-        message = ""
-        if children:
-            summary = summarise(children, suite, seconds)
-            if key in cases:
-                _attempt(key, summary)
-                return
-            if summary[4] or summary[5]:  # reruns inside: what _fold is for
-                summaries[key] = summary
-                cases[key] = fold(last, name, [summary], source)
-                return
-            outcome, message = summary[1], summary[2]
-        elif key in cases:
-            _attempt(key, (suite, passed, "", seconds, (), 0))
-            return
-        # the common case, inlined: the first attempt of an id, with no rerun inside
-        kind = stem = dtype = None
-        if name.startswith("test_output_"):
-            if name.startswith("match_", 12):
-                kind, rest = "output_match", name[18:]
-            elif name.startswith("grad_match_", 12):
-                kind, rest = "output_grad_match", name[23:]
-            if kind:
-                stem, sep, dtype = rest.rpartition("_mps_")
-                dtype = dtypes.get(dtype)  # the one string of that name, as for classnames
-                if not (sep and stem and dtype):
-                    kind = stem = dtype = None
-                elif stem != last_stem:  # an operator's dtypes come one after another
-                    last_stem = stems.setdefault(stem, stem)
-                    stem = last_stem
-                else:
-                    stem = last_stem
-        case = new(draft_class)
-        case.classname = last
-        case.name = name
-        case.kind = kind
-        case.stem = stem
-        case.dtype = dtype
-        case.outcome = outcome
-        case.flaky = False
-        case.attempts = 1
-        case.message = message
-        case.time = seconds
-        case.source = source
-        case.__class__ = case_class
-        cases[key] = case  # type: ignore[assignment]  # a CaseResult since the line above
-        if suite != common:
-            other_suite[key] = suite
+    def _result(tag: str, attrs: list[str]) -> None:
+        """A result element directly inside the testcase: kept for its end."""
+        message = _attr(attrs, "message")
+        child: _Child = [tag, message, _attr(attrs, "type"), None]
+        if message is None:
+            text: list[str] = []
+            child[3] = text
+            parser.CharacterDataHandler = text.append
+            parser.EndElementHandler = _result_end
+        children.append(child)
+
+    def _result_end(tag: str) -> None:
+        close(tag)
+        if len(opened) == case_depth:  # the result element itself has closed
+            parser.CharacterDataHandler = None
+            parser.EndElementHandler = close
 
     def _attempt(key: _Key, summary: _Summary) -> None:
         """Another attempt of a known id (rare): the first one's summary, then this one."""
@@ -503,7 +525,7 @@ def _stream(path: Path, source: str, read: _Read) -> None:
         found.append(summary)
 
     parser.StartElementHandler = start
-    parser.EndElementHandler = end
+    parser.EndElementHandler = close
     parser.StartDoctypeDeclHandler = _refuse_doctype
     parser.EntityDeclHandler = _refuse_entity
     try:
@@ -516,6 +538,8 @@ def _stream(path: Path, source: str, read: _Read) -> None:
         # they are freed with the report and not by a collection (the collector is off)
         parser.StartElementHandler = parser.EndElementHandler = None
         parser.CharacterDataHandler = None
+        if case_depth and len(opened) < case_depth:  # the last testcase closed: read it
+            start(flush, [])
         # what the attempts of each repeated id add up to, also when the file is damaged
         for key, found in attempts.items():
             first = cases[key]
