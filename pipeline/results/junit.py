@@ -2,10 +2,13 @@
 
 Reading is a streaming state machine on expat's own start/end handlers (:func:`_stream`):
 no element tree is built and nothing of an element is kept after its end, only each
-test id's result. On the 100,000-testcase report of ``bench/synthetic.py`` that is more
-than twice as fast as junitparser's ``JUnitXml.fromfile`` plus a walk over every case, in
-less memory (``python -m bench --only junit`` measures both side by side). The handlers
-give the safety for free:
+test id's result. On the 100,000-testcase report of ``bench/synthetic.py`` its process
+takes about two thirds of the CPU time of junitparser's ``JUnitXml.fromfile`` plus a walk
+over every case, in half the memory (``python -m bench --only junit-peer`` measures both
+side by side). Not twice as fast: a process that only runs expat with an empty Python
+handler per element already executes a third of junitparser's instructions (callgrind,
+1.64 G of 4.81 G), and reading the results adds as much again (3.17 G). The handlers give
+the safety for free:
 
 - the start handler counts the nesting: a file nested deeper than ``MAX_DEPTH`` elements
   (pytest writes 4: testsuites/testsuite/testcase/failure) is skipped whole with a warning
@@ -123,8 +126,9 @@ class _Draft:
     between classes of one layout; a mismatch raises TypeError at the first case read).
 
     For a 100,000-testcase report a frozen dataclass's ``__init__`` (``object.__setattr__``
-    per field) was a third of the time budget, its slot descriptors called one by one a
-    tenth; this is 3x faster than those. Slots, not a ``__dict__``, make a result 3x smaller.
+    per field) was a third of the time budget, its slot descriptors called one by one still
+    a sixth; this is about 3x faster than those. Slots, not a ``__dict__``, make a result 3x
+    smaller.
     """
 
     __slots__ = (
@@ -311,10 +315,9 @@ def _attr(attrs: list[str], name: str) -> str | None:
         return None
 
 
-# A tag no XML element can have (XML holds no NUL): start(_FLUSH, []) reads the last testcase
-# once the file has ended (see _stream).
-_FLUSH = "\x00"
-_NO_NAME = "\x00"  # a classname or name prefix no attribute can hold
+# A tag, classname or name no XML can hold (it has no NUL): start(_FLUSH, []) reads the last
+# testcase once the file has ended (see _stream); _NO_NAME matches no classname or name.
+_FLUSH = _NO_NAME = "\x00"
 # The cache of a test name's head (``test_<kind>_<stem>_mps_``) assumes the last ``_mps_`` of
 # a name with that head and a known dtype after it is the head's: no dtype holds ``_mps_``
 # or starts with ``mps_``, which would make one end later.
