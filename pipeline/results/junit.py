@@ -2,10 +2,13 @@
 
 Reading is a streaming state machine on expat's own start/end handlers (:func:`_stream`):
 no element tree is built and nothing of an element is kept after its end, only each
-test id's result. On the 100,000-testcase report of ``bench/synthetic.py`` that is more
-than twice as fast as junitparser's ``JUnitXml.fromfile`` plus a walk over every case, in
-less memory (``python -m bench --only junit`` measures both side by side). The handlers
-give the safety for free:
+test id's result. On the 100,000-testcase report of ``bench/synthetic.py`` its process
+takes about two thirds of the CPU time of junitparser's ``JUnitXml.fromfile`` plus a walk
+over every case, in half the memory (``python -m bench --only junit-peer`` measures both
+side by side). Not twice as fast: a process that only runs expat with an empty Python
+handler per element already executes a third of junitparser's instructions (callgrind,
+1.64 G of 4.81 G), and reading the results adds as much again (3.17 G). The handlers give
+the safety for free:
 
 - the start handler counts the nesting: a file nested deeper than ``MAX_DEPTH`` elements
   (pytest writes 4: testsuites/testsuite/testcase/failure) is skipped whole with a warning
@@ -37,15 +40,16 @@ import gc
 import os
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from xml.parsers import expat
 
 # one id format, spelled in pipeline.testid; re-exported here for the readers of results
 from pipeline.results.junit_limits import (
     MAX_DEPTH,
+    MAX_SECONDS,
     deep_warning,
     refused_warning,
     truncated_warning,
@@ -114,46 +118,44 @@ class CaseResult:
 
 
 _new = object.__new__
-# Each field's slot, set directly: a frozen dataclass's ``__init__`` goes through
-# ``object.__setattr__`` once per field, which for a 100,000-testcase report was a third of
-# the time budget. Slots, not a ``__dict__``, also make a result 3x smaller in memory.
-_SETTERS = {f.name: vars(CaseResult)[f.name].__set__ for f in fields(CaseResult)}
-_set_classname, _set_name, _set_kind, _set_stem, _set_dtype = (
-    _SETTERS[f] for f in ("classname", "name", "kind", "stem", "dtype")
-)
-_set_outcome, _set_flaky, _set_attempts, _set_message, _set_time, _set_source = (
-    _SETTERS[f] for f in ("outcome", "flaky", "attempts", "message", "time", "source")
-)
 
 
-def _case(
-    classname: str,
-    name: str,
-    kind: str | None,
-    stem: str | None,
-    dtype: str | None,
-    outcome: Outcome,
-    flaky: bool,
-    attempts: int,
-    message: str,
-    time: float,
-    source: str,
-) -> CaseResult:
-    """``CaseResult(...)``, about 2x faster; the instance is identical (tests compare it
+class _Draft:
+    """A :class:`CaseResult` being filled in: its slots without its frozen ``__setattr__``,
+    each field one plain slot store; then its ``__class__`` is set to CaseResult (allowed
+    between classes of one layout; a mismatch raises TypeError at the first case read).
+
+    For a 100,000-testcase report a frozen dataclass's ``__init__`` (``object.__setattr__``
+    per field) was a third of the time budget, its slot descriptors called one by one still
+    a sixth; this is about 3x faster than those. Slots, not a ``__dict__``, make a result 3x
+    smaller.
+    """
+
+    __slots__ = (
+        "classname", "name", "kind", "stem", "dtype", "outcome", "flaky", "attempts",
+        "message", "time", "source",
+    )  # fmt: skip
+
+
+def _case(classname: str, name: str, kind: str | None, stem: str | None, dtype: str | None,
+          outcome: Outcome, flaky: bool, attempts: int, message: str, time: float,
+          source: str) -> CaseResult:  # fmt: skip
+    """``CaseResult(...)``, about 3x faster; the instance is identical (tests compare it
     with one built the ordinary way)."""
-    case = _new(CaseResult)
-    _set_classname(case, classname)
-    _set_name(case, name)
-    _set_kind(case, kind)
-    _set_stem(case, stem)
-    _set_dtype(case, dtype)
-    _set_outcome(case, outcome)
-    _set_flaky(case, flaky)
-    _set_attempts(case, attempts)
-    _set_message(case, message)
-    _set_time(case, time)
-    _set_source(case, source)
-    return case
+    case: Any = _new(_Draft)  # Any: its fields are CaseResult's, checked there
+    case.classname = classname
+    case.name = name
+    case.kind = kind
+    case.stem = stem
+    case.dtype = dtype
+    case.outcome = outcome
+    case.flaky = flaky
+    case.attempts = attempts
+    case.message = message
+    case.time = time
+    case.source = source
+    case.__class__ = CaseResult
+    return cast(CaseResult, case)
 
 
 @dataclass(frozen=True)
@@ -198,8 +200,10 @@ _FINAL_TAGS = frozenset({"failure", "error", "skipped"})
 _CHUNK = 1 << 20
 
 
-
-_Key = tuple[str, str]  # (classname, name)
+# A test id: its name alone when its classname is the report's first (one tuple fewer per
+# result for the common case, which is most of a report's memory and so of its time), else
+# (classname, name). A string never equals a tuple: the two kinds cannot collide.
+_Key = str | tuple[str, str]
 # What one <testcase> element says: (suite number, final outcome, message, time, outcomes of
 # the interim attempts it records, number of earlier xpass markers)
 _Summary = tuple[int, Outcome, str, float, tuple[Outcome, ...], int]
@@ -303,165 +307,228 @@ class _Read:
         return len(self.cases) + sum(len(found) - 1 for found in self.attempts.values())
 
 
+def _attr(attrs: list[str], name: str) -> str | None:
+    """The value of attribute ``name`` in expat's ordered ``[name, value, ...]`` list."""
+    try:
+        return attrs[2 * attrs[::2].index(name) + 1]
+    except ValueError:
+        return None
+
+
+# A tag, classname or name no XML can hold (it has no NUL): start(_FLUSH, []) reads the last
+# testcase once the file has ended (see _stream); _NO_NAME matches no classname or name.
+_FLUSH = _NO_NAME = "\x00"
+# The cache of a test name's head (``test_<kind>_<stem>_mps_``) assumes the last ``_mps_`` of
+# a name with that head and a known dtype after it is the head's: no dtype holds ``_mps_``
+# or starts with ``mps_``, which would make one end later.
+_HEAD_CACHE = not any("_mps_" in d or d.startswith("mps_") for d in _DTYPES)
+_TIMES_KEPT = 4096  # distinct ``time`` strings whose float is shared (pytest writes "%.3f")
+
+
 def _stream(path: Path, source: str, read: _Read) -> None:
     """Read ``path`` with expat, one event at a time, into ``read``; raise at damage.
 
-    A state machine over the start/end events: the depth is counted at each start (a file
-    deeper than MAX_DEPTH raises _TooDeep at its first element too deep), and nothing of an
-    element is kept after its end but the result of a <testcase> it closes. Only the result
-    elements directly inside a testcase (<failure>, <rerun>...) are looked at, their text
-    only when they have no ``message`` (expat then calls back with text, else it does not).
-    A DOCTYPE that declares an entity or names an external DTD raises _Refused before the
-    first element (expat calls back as the declaration is read, never expanding it).
+    A state machine over the start events, with no Python call at an element's end: the
+    open elements' tags are a list the start handler appends to, expat's end callback is
+    its ``remove`` (of any equal tag: only the count matters), its length the depth. A file
+    deeper than MAX_DEPTH raises _TooDeep at its first element too deep. A <testcase> is
+    read at the next start outside it (it has closed then) or after the last event: one
+    Python call per element in all, nothing kept of an element but a testcase's result.
+    Only the result elements directly inside a testcase (<failure>, <rerun>...) are looked
+    at, their text only when they have no ``message`` (then expat calls back with text, and
+    at ends, until that element closes). A DOCTYPE that declares an entity or names an
+    external DTD raises _Refused before the first element (expat calls back as the
+    declaration is read, never expanding it).
 
     Containers (any element outside a testcase) are numbered in document order; a testcase
     belongs to its parent's number (0 for a root testcase), which tells the two rerun shapes
     apart in :func:`_fold`. Repeated ids (reruns) are rare: only the first attempt of each
-    id keeps what it said (``summaries``, or its suite when not the common one), so that
-    the attempts can be folded once a second one turns up.
+    id keeps what it said (``summaries`` when it had reruns inside, its suite when not the
+    common one; the CaseResult says the rest), so that the attempts can be folded once a
+    second one turns up.
     """
-    parser = expat.ParserCreate()
+    # no interning of names: each would cost a hash and a lookup, for a few comparisons
+    parser = expat.ParserCreate(intern=None)
     parser.buffer_text = True
+    parser.ordered_attributes = True  # a list per element: cheaper than a dict
     cases = read.cases
-    summaries: dict[_Key, _Summary] = {}  # first attempts that had result elements
+    summaries: dict[_Key, _Summary] = {}  # first attempts with reruns or xpass markers
     other_suite: dict[_Key, int] = {}  # first attempts outside the first case's container
     attempts = read.attempts  # ids seen more than once: their attempts in file order
-    numbers = [0]  # the number of each open container
-    suite = 0  # the innermost open container's number
+    opened: list[str] = []  # the open elements' tags
+    push, close = opened.append, opened.remove
+    numbers = [0] * (MAX_DEPTH + 1)  # the number of the container opened last at each depth
     common = -1  # the first testcase's container number
     containers = 0
-    depth = 0
-    case_depth = 0  # depth of the open <testcase>, 0 outside one
-    case_attrs: dict[str, str] = {}
-    children: list[_Child] = []
+    case_depth = 0  # depth of the last <testcase> not read yet, 0 when none
+    case_attrs: list[str] = []
+    case_suite = 0  # its container's number
+    children: list[_Child] = []  # its result elements
     root: list[str | None] = ["", None]  # the root's tag and time
     suite_times: list[str] = []  # time of each <testsuite> directly in a <testsuites> root
     passed = Outcome.PASS
     result_tags = _RERUN_TAGS | _FINAL_TAGS
+    flush = _FLUSH
     # the fast path's globals as variables of the closure (no dict lookup per use)
     dtypes = {dtype: dtype for dtype in _DTYPES}
     classnames: dict[str, str] = {}
-    last = [""]  # the last testcase's classname
-    new, set_classname, set_name, set_kind, set_stem, set_dtype = (
-        _new,
-        _set_classname,
-        _set_name,
-        _set_kind,
-        _set_stem,
-        _set_dtype,
-    )
-    set_outcome, set_flaky, set_attempts, set_message, set_time, set_source = (
-        _set_outcome,
-        _set_flaky,
-        _set_attempts,
-        _set_message,
-        _set_time,
-        _set_source,
-    )
-    setdefault = cases.setdefault
+    last = _NO_NAME  # the last testcase's classname
+    first_class: str | None = None  # the first testcase's classname (see _Key)
+    stems: dict[str, str] = {}
+    head, head_len, head_kind, head_stem = _NO_NAME, 0, "", ""  # the last id's head
+    times: dict[str | None, float] = {}
+    new, max_seconds, head_cache = _new, MAX_SECONDS, _HEAD_CACHE
+    draft_class: Any = _Draft  # Any: its fields are CaseResult's, checked there
+    case_class = CaseResult  # what each _Draft becomes once filled in
+    summarise, fold = _summarise, _fold
 
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        nonlocal depth, case_depth, case_attrs, containers, children, suite, common
-        depth += 1
+    def start(tag: str, attrs: list[str]) -> None:
+        nonlocal case_depth, case_attrs, case_suite, containers, children, common
+        nonlocal last, first_class, head, head_len, head_kind, head_stem
+        push(tag)
+        depth = len(opened)
         if depth > MAX_DEPTH:
             raise _TooDeep
         if case_depth:
-            if depth == case_depth + 1 and tag in result_tags:
-                message = attrs.get("message")
-                child: _Child = [tag, message, attrs.get("type"), None]
-                if message is None:
-                    text: list[str] = []
-                    child[3] = text
-                    parser.CharacterDataHandler = text.append
-                children.append(child)
-        elif tag == "testcase":
+            if depth > case_depth:  # inside the testcase
+                if depth == case_depth + 1 and tag in result_tags:
+                    _result(tag, attrs)
+                return
+            # The last testcase has closed: its result. Inlined, the common case first: a
+            # testcase seen once, with one result element or none.
+            case_depth = 0
+            a = case_attrs
+            written: str | None
+            if len(a) >= 6 and a[0] == "classname" and a[2] == "name" and a[-2] == "time":
+                classname, name, written = a[1], a[3], a[-1]  # as pytest writes them
+            else:
+                classname = _attr(a, "classname") or ""
+                name = _attr(a, "name") or ""
+                written = _attr(a, "time")
+            # one string for a class's 10,000 results, not one each (memory, and speed)
+            if classname != last:
+                last = classnames.setdefault(classname, classname)
+                if first_class is None:
+                    first_class = last
+            key = name if last is first_class else (last, name)
+            # junit_limits.seconds, inlined, and one float for each time string
+            seconds = times.get(written)
+            if seconds is None:
+                seconds = 0.0
+                if written:
+                    try:
+                        seconds = float(written)
+                    except ValueError:
+                        pass
+                    else:
+                        if not 0.0 <= seconds <= max_seconds:
+                            seconds = 0.0
+                if len(times) < _TIMES_KEPT:
+                    times[written] = seconds
+            outcome = passed
+            message = ""
+            fresh = key not in cases
+            if children:
+                summary = summarise(children, case_suite, seconds)
+                children = []
+                if not fresh:
+                    _attempt(key, summary)
+                elif summary[4] or summary[5]:  # reruns inside: what _fold is for
+                    summaries[key] = summary
+                    cases[key] = fold(last, name, [summary], source)
+                    fresh = False
+                else:
+                    outcome, message = summary[1], summary[2]
+            elif not fresh:
+                _attempt(key, (case_suite, passed, "", seconds, (), 0))
+            if fresh:
+                kind: str | None = None
+                stem: str | None = None
+                dtype: str | None = None
+                if name.startswith(head) and (dtype := dtypes.get(name[head_len:])):
+                    kind, stem = head_kind, head_stem  # the operator's last id's, as parsed
+                elif name.startswith("test_output_"):  # testid.parse_parts, inlined
+                    if name.startswith("match_", 12):
+                        kind, rest = "output_match", name[18:]
+                    elif name.startswith("grad_match_", 12):
+                        kind, rest = "output_grad_match", name[23:]
+                    if kind:
+                        stem, sep, dtype = rest.rpartition("_mps_")
+                        dtype = dtypes.get(dtype)  # the one string of that name
+                        if not (sep and stem and dtype):
+                            kind = stem = dtype = None
+                        else:
+                            stem = stems.setdefault(stem, stem)
+                            if head_cache:
+                                head_len = len(name) - len(dtype)
+                                head, head_kind, head_stem = name[:head_len], kind, stem
+                case = new(draft_class)
+                case.classname = last
+                case.name = name
+                case.kind = kind
+                case.stem = stem
+                case.dtype = dtype
+                case.outcome = outcome
+                case.flaky = False
+                case.attempts = 1
+                case.message = message
+                case.time = seconds
+                case.source = source
+                case.__class__ = case_class
+                cases[key] = case
+                if case_suite != common:
+                    other_suite[key] = case_suite
+            if tag is flush:
+                return
+        if tag == "testcase":
             case_depth = depth
             case_attrs = attrs
-            if children:
-                children = []
+            case_suite = numbers[depth - 1]
             if common < 0:
-                common = suite
+                common = case_suite
                 if depth == 1:
                     root[0] = tag
         else:
             containers += 1
-            numbers.append(containers)
-            suite = containers
+            numbers[depth] = containers
             if depth == 1:
-                root[0], root[1] = tag, attrs.get("time")
-            elif depth == 2 and tag == "testsuite" and root[0] == "testsuites" and "time" in attrs:
-                suite_times.append(attrs["time"])
+                root[0], root[1] = tag, _attr(attrs, "time")
+            elif depth == 2 and tag == "testsuite" and root[0] == "testsuites":
+                time = _attr(attrs, "time")
+                if time is not None:
+                    suite_times.append(time)
 
-    def end(tag: str) -> None:
-        nonlocal depth, case_depth, suite
-        level = depth
-        depth = level - 1
-        if level != case_depth:
-            if not case_depth:
-                numbers.pop()
-                suite = numbers[-1]
-            elif level == case_depth + 1:
-                parser.CharacterDataHandler = None
-            return
-        case_depth = 0
-        attrs = case_attrs
-        name = attrs.get("name", "")
-        classname = attrs.get("classname", "")
-        # one string for a class's 10,000 results, not one each (memory, and speed with it)
-        if classname != last[0]:
-            last[0] = classnames.setdefault(classname, classname)
-        key = (last[0], name)
-        seconds = _seconds(attrs.get("time"))
-        if children:
-            summary = _summarise(children, suite, seconds)
-            if key in cases:
-                _attempt(key, summary)
-            else:
-                summaries[key] = summary
-                cases[key] = _fold(key, [summary], source)
-            return
-        # the common case, inlined: an attempt that passed (the only one, unless the id
-        # is already known)
-        kind = stem = dtype = None
-        if name.startswith("test_output_"):
-            if name.startswith("match_", 12):
-                kind, rest = "output_match", name[18:]
-            elif name.startswith("grad_match_", 12):
-                kind, rest = "output_grad_match", name[23:]
-            if kind:
-                stem, sep, dtype = rest.rpartition("_mps_")
-                dtype = dtypes.get(dtype)  # the one string of that name, as for classnames
-                if not (sep and stem and dtype):
-                    kind = stem = dtype = None
-        case = new(CaseResult)
-        set_classname(case, key[0])
-        set_name(case, name)
-        set_kind(case, kind)
-        set_stem(case, stem)
-        set_dtype(case, dtype)
-        set_outcome(case, passed)
-        set_flaky(case, False)
-        set_attempts(case, 1)
-        set_message(case, "")
-        set_time(case, seconds)
-        set_source(case, source)
-        if setdefault(key, case) is not case:
-            _attempt(key, (suite, passed, "", seconds, (), 0))
-        elif suite != common:
-            other_suite[key] = suite
+    def _result(tag: str, attrs: list[str]) -> None:
+        """A result element directly inside the testcase: kept for its end."""
+        message = _attr(attrs, "message")
+        child: _Child = [tag, message, _attr(attrs, "type"), None]
+        if message is None:
+            text: list[str] = []
+            child[3] = text
+            parser.CharacterDataHandler = text.append
+            parser.EndElementHandler = _result_end
+        children.append(child)
+
+    def _result_end(tag: str) -> None:
+        close(tag)
+        if len(opened) == case_depth:  # the result element itself has closed
+            parser.CharacterDataHandler = None
+            parser.EndElementHandler = close
 
     def _attempt(key: _Key, summary: _Summary) -> None:
         """Another attempt of a known id (rare): the first one's summary, then this one."""
         found = attempts.get(key)
         if found is None:
             first = summaries.get(key)
-            if first is None:  # it passed, with nothing to say
-                first = (other_suite.get(key, common), passed, "", cases[key].time, (), 0)
+            if first is None:  # one result, no rerun inside: the case says it all
+                case = cases[key]
+                first = (other_suite.get(key, common), case.outcome, case.message, case.time,
+                         (), 0)  # fmt: skip
             found = attempts[key] = [first]
         found.append(summary)
 
     parser.StartElementHandler = start
-    parser.EndElementHandler = end
+    parser.EndElementHandler = close
     parser.StartDoctypeDeclHandler = _refuse_doctype
     parser.EntityDeclHandler = _refuse_entity
     try:
@@ -474,9 +541,12 @@ def _stream(path: Path, source: str, read: _Read) -> None:
         # they are freed with the report and not by a collection (the collector is off)
         parser.StartElementHandler = parser.EndElementHandler = None
         parser.CharacterDataHandler = None
+        if case_depth and len(opened) < case_depth:  # the last testcase closed: read it
+            start(flush, [])
         # what the attempts of each repeated id add up to, also when the file is damaged
         for key, found in attempts.items():
-            cases[key] = _fold(key, found, source)
+            first = cases[key]
+            cases[key] = _fold(first.classname, first.name, found, source)
     read.wall = _suite_time(root[0] or "", root[1], suite_times)
 
 
@@ -491,9 +561,8 @@ def _suite_time(tag: str, time: str | None, suites: list[str]) -> float | None:
     return sum(map(_seconds, suites))
 
 
-def _fold(key: _Key, summaries: list[_Summary], source: str) -> CaseResult:
+def _fold(classname: str, name: str, summaries: list[_Summary], source: str) -> CaseResult:
     """One test id's result from its <testcase> elements in file order (the last decides)."""
-    classname, name = key
     parsed = parse_test_id(name)
     kind, stem, dtype = parsed if parsed else (None, None, None)
     earlier: set[Outcome] = set()  # outcomes of attempts before the final one, where known

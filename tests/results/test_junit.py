@@ -714,3 +714,45 @@ def test_a_reports_wall_time(tmp_path: Path, xml: str, seconds: float, measured:
     (wall,) = parse_reports([path]).walls
     assert (wall.seconds, wall.measured, wall.tests) == (seconds, measured, 2)
     assert wall.source == str(path)
+
+
+def test_attribute_orders_read_alike(tmp_path: Path) -> None:
+    """pytest's xunit1 family adds ``file`` and ``line``, other writers order attributes as
+    they like: every shape reads as pytest's own (the reader has a fast path for it)."""
+    name = "test_output_match_atan2_mps_float32"
+    shapes = [
+        f'<testcase classname="c" name="{name}" time="0.5"/>',
+        f'<testcase classname="c" name="{name}" file="test_mps.py" line="3" time="0.5"/>',
+        f'<testcase time="0.5" name="{name}" classname="c"/>',
+        f'<testcase name="{name}" classname="c" time="0.5" line="3"/>',
+    ]
+    read = []
+    for i, shape in enumerate(shapes):
+        path = _write(tmp_path / f"r{i}.xml", f"<testsuite>{shape}</testsuite>")
+        (case,) = parse_report(path).cases
+        read.append(dataclasses.replace(case, source=""))
+    assert all(case == read[0] for case in read)
+    first = read[0]
+    assert (first.classname, first.stem, first.dtype, first.time) == ("c", "atan2", "float32", 0.5)
+
+
+def test_ids_of_one_operator_in_a_row_parse_as_testid_does(tmp_path: Path) -> None:
+    """The reader remembers the last id's ``test_<kind>_<stem>_mps_`` head for the next
+    dtype of the same operator; what it finds must be what parse_test_id finds."""
+    names = [
+        "test_output_match_atan2_mps_float32",
+        "test_output_match_atan2_mps_float16",
+        "test_output_match_atan2_mps_notadtype",
+        "test_output_match_atan2_mps_mps_int64",
+        "test_output_match_atan2_mps_",
+        "test_output_grad_match_atan2_mps_bool",
+        "test_output_grad_match_atan2_mps_bool_extra",
+        "test_output_match_atan2",
+    ]
+    xml = "".join(f'<testcase classname="c" name="{n}"/>' for n in names)
+    cases = parse_report(_write(tmp_path / "r.xml", f"<testsuite>{xml}</testsuite>")).cases
+    assert [c.name for c in cases] == names
+    assert [(c.kind, c.stem, c.dtype) for c in cases] == [
+        parse_test_id(n) or (None, None, None) for n in names
+    ]
+    assert cases[0].stem == "atan2" and cases[3].stem == "atan2_mps"
