@@ -170,22 +170,6 @@ def settings_for(root: Path, state: Path, *, opinfo_table: Path | None) -> Setti
     return dataclasses.replace(settings, opinfo_table=opinfo_table, python=sys.executable)
 
 
-def peak_rss_mb() -> float:
-    """This process's peak resident memory, in MB. On Linux from /proc (VmHWM): the
-    ``ru_maxrss`` of a child started by a large parent counts the parent's pages as its
-    own until exec, so a small child looks as big as the benchmark that started it."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024  # kB
-    except OSError:
-        pass
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1e6 if sys.platform == "darwin" else peak / 1024  # bytes / KiB
-
 
 def wheel_file(package: str, rel: str) -> Path | None:
     """A file of an installed package, located without importing it (torch takes seconds)."""

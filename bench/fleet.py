@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, Context, Figure, Result, _median, peak_rss_mb, run, settings_for
+from bench.common import REPO, Context, Figure, Result, _median, run, settings_for
+from bench.rss import peak_rss_mb
 from pipeline import sandbox
 
 FLEET_RUNNERS = ("macos-m1-14", "macos-m2-15", "macos-m2-26")

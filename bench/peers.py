@@ -4,7 +4,7 @@ Both sides are whole processes (interpreter start-up and imports included, as a 
 them) on the same input, their runs alternating (A, B, A, B...) so that a change in the
 machine's load hits both; the figures are medians, of wall time and of each process's own
 CPU time (user + system: on a shared machine the steadier of the two). Each process
-reports its own peak resident memory (``bench.common.peak_rss_mb``) on its last line.
+reports its own peak resident memory (``bench.rss.peak_rss_mb``) on its last line.
 
 - ``junit-peer``: :func:`pipeline.results.junit.parse_report` against junitparser's
   ``JUnitXml.fromfile`` plus a walk over every case that reads what ``parse_report``
@@ -38,8 +38,8 @@ from bench.common import (
 )
 
 JUNIT_CASES = 100_000
-# appended to every child: its peak resident memory, in MiB (bench.common.peak_rss_mb)
-_PEAK = "\nfrom bench.common import peak_rss_mb\nprint('peak', peak_rss_mb())\n"
+# appended to every child: its peak resident memory, in MiB (bench.rss.peak_rss_mb)
+_PEAK = "\nfrom bench.rss import peak_rss_mb\nprint('peak', peak_rss_mb())\n"
 _OURS_JUNIT = """\
 import sys
 from pipeline.results.junit import parse_report
