@@ -135,6 +135,40 @@ class ReviewSettings:
 
 
 @dataclass(frozen=True)
+class LookedAt:
+    """What resolving settings looked at, besides the command line, the current directory
+    and the environment: while each path is as it was, they resolve alike again (what a
+    warm audit's replay is keyed on, :mod:`pipeline.guide.replay`)."""
+
+    # paths probed only for being there and their kind (file, folder): the folders
+    # searched for a checkout, the config files that might be there
+    kinds: tuple[str, ...] = ()
+    # files read: the packaged defaults, the user's config file
+    read: tuple[str, ...] = ()
+    # paths made absolute through their symlinks, as given -> as resolved
+    resolved: tuple[tuple[str, str], ...] = ()
+
+
+class _Trail:
+    """A :class:`LookedAt` as it is collected."""
+
+    def __init__(self) -> None:
+        self.kinds: list[Path] = []
+        self.read: list[Path] = []
+        self.resolved: list[tuple[Path, Path]] = []
+
+    def resolve(self, path: Path) -> Path:
+        resolved = path.resolve()
+        self.resolved.append((path, resolved))
+        return resolved
+
+    def done(self) -> LookedAt:
+        unique = lambda paths: tuple(dict.fromkeys(str(p) for p in paths))  # noqa: E731
+        pairs = tuple(dict.fromkeys((str(a), str(b)) for a, b in self.resolved))
+        return LookedAt(unique(self.kinds), unique(self.read), pairs)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Resolved configuration. Paths are absolute."""
 
@@ -164,6 +198,7 @@ class Settings:
     # said on stderr by every command: e.g. a MPS_PIPELINE_* variable that is no setting
     warnings: tuple[str, ...] = ()
     math: MathSettings = field(default_factory=MathSettings)
+    looked_at: LookedAt = field(default_factory=LookedAt, compare=False, repr=False)
 
     @property
     def cache_dir(self) -> Path:
@@ -275,7 +310,7 @@ def defaults() -> dict[str, Any]:
     return read_file(DEFAULTS_FILE)
 
 
-def find_checkout(start: Path) -> Path | None:
+def find_checkout(start: Path, trail: _Trail | None = None) -> Path | None:
     """The PyTorch checkout containing ``start``: the nearest folder at or above it that has
     ``aten/src/ATen/native/native_functions.yaml`` (as git finds ``.git``).
 
@@ -283,11 +318,14 @@ def find_checkout(start: Path) -> Path | None:
     with ``aten/``) whose yaml is no readable file is a :class:`ConfigError`, never a reason
     to fall back on the sandbox: the user stands in their tree and would edit another.
     """
+    kinds = trail.kinds if trail is not None else []
     for folder in (start, *start.parents):
         yaml_path = folder / paths.NATIVE_YAML
+        kinds.append(yaml_path)
         if yaml_path.is_file():
             return folder
         native = yaml_path.parent
+        kinds += (native, folder / ".git", folder / "aten")
         if native.is_dir() or ((folder / ".git").exists() and (folder / "aten").is_dir()):
             why = "aten/src/ATen/native/ is there" if native.is_dir() else "git, with aten/"
             raise ConfigError(
@@ -315,7 +353,11 @@ def _not_a_file(path: Path) -> str:
 
 
 def _user_file(
-    config_path: Path | None, env: Mapping[str, str], checkout: Path | None, cwd: Path
+    config_path: Path | None,
+    env: Mapping[str, str],
+    checkout: Path | None,
+    cwd: Path,
+    trail: _Trail,
 ) -> Path | None:
     """The user's config file: the one named (relative to ``cwd``), else the checkout's own
     (or None)."""
@@ -323,6 +365,7 @@ def _user_file(
         return cwd / config_path
     if env.get(CONFIG_ENV):
         named = cwd / env[CONFIG_ENV]
+        trail.kinds.append(named)
         if not named.is_file():
             raise ConfigError(f"{CONFIG_ENV}={env[CONFIG_ENV]}: no such config file")
         return named
@@ -330,6 +373,8 @@ def _user_file(
         return None
     yaml_file = checkout / CHECKOUT_CONFIG
     pyproject = checkout / "pyproject.toml"
+    trail.kinds.append(yaml_file)
+    trail.read.append(pyproject)  # its text decides whether it holds our table
     in_pyproject = pyproject.is_file() and _pyproject_table(pyproject) is not None
     if (yaml_file.exists() or yaml_file.is_symlink()) and not yaml_file.is_file():
         # the user's settings are there, only unreadable: never run without them
@@ -502,7 +547,9 @@ def load_settings(
     state directory.
     """
     env = os.environ if env is None else env
-    cwd = (cwd or Path.cwd()).resolve()
+    trail = _Trail()
+    cwd = trail.resolve(cwd or Path.cwd())
+    trail.read.append(DEFAULTS_FILE)
 
     given: dict[str, Resolved] = {}
     for key, given_value in (overrides or {}).items():
@@ -516,15 +563,16 @@ def load_settings(
     # The checkout decides which config file is read, so it comes from the layers above it.
     named_root = (given.get("root") or env_layer.get("root") or Resolved(None, "")).value
     if named_root is not None and named_root != SANDBOX:
-        checkout: Path | None = (cwd / os.path.expanduser(named_root)).resolve()
+        checkout: Path | None = trail.resolve(cwd / os.path.expanduser(named_root))
     else:
-        checkout = None if named_root == SANDBOX else find_checkout(cwd)
-    user_path = _user_file(config_path, env, checkout, cwd)
+        checkout = None if named_root == SANDBOX else find_checkout(cwd, trail)
+    user_path = _user_file(config_path, env, checkout, cwd, trail)
 
     sources = {key: Resolved(value, DEFAULT) for key, value in defaults().items()}
     bases = dict.fromkeys(_PATH_KEYS, cwd)
     if user_path is not None:
-        origin = str(user_path.resolve())
+        trail.read.append(user_path)
+        origin = str(trail.resolve(user_path))
         if user_path.name == "pyproject.toml":
             origin += f" [tool.{PYPROJECT_TABLE}]"
         for key, value in read_file(user_path).items():
@@ -565,14 +613,15 @@ def load_settings(
         is_sandbox = root_value == SANDBOX
     state_source = sources["state_dir"]
     if state_source.value is not None:
-        state_dir = (bases["state_dir"] / os.path.expanduser(state_source.value)).resolve()
+        state_dir = trail.resolve(bases["state_dir"] / os.path.expanduser(state_source.value))
     elif is_sandbox:
         state_dir = cwd / STATE_DIR_NAME
         sources["state_dir"] = Resolved(None, "default: in the current directory")
     if is_sandbox:
         root = state_dir / SANDBOX
     else:
-        root = (bases["root"] / os.path.expanduser(sources["root"].value)).resolve()
+        root = trail.resolve(bases["root"] / os.path.expanduser(sources["root"].value))
+        trail.kinds.append(root)
         if not root.is_dir():
             raise ConfigError(
                 f"config key 'root' ({sources['root'].origin}): {root} is not a directory; "
@@ -623,4 +672,5 @@ def load_settings(
         config_file=str(user_path.resolve()) if user_path is not None else None,
         warnings=tuple(warnings),
         math=_math(sources),
+        looked_at=trail.done(),
     )

@@ -84,8 +84,13 @@ def exclude_from_git(root: Path, folder: Path) -> None:
         fh.write(("\n" if text and not text.endswith("\n") else "") + f"{line}\n")
 
 
+def announcement(settings: Settings) -> str:
+    """What :func:`announce` writes."""
+    lines = (settings.root_line(), *(f"warning: {w}" for w in settings.warnings))
+    return "".join(f"{line}\n" for line in lines)
+
+
 def announce(settings: Settings) -> None:
     """Say on stderr which tree this run works on (and why), then any settings warnings:
     the first line of every command's output, out of the way of ``--json`` on stdout."""
-    for line in (settings.root_line(), *(f"warning: {w}" for w in settings.warnings)):
-        print(line, file=sys.stderr)
+    sys.stderr.write(announcement(settings))
