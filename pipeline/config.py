@@ -12,7 +12,6 @@ Loading is pure (no file is written): :func:`pipeline.workspace.prepare` makes t
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
@@ -21,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-
-import yaml
 
 from pipeline.dtypes import TEST_KINDS, canonical
 from pipeline.errors import ConfigError
@@ -263,6 +260,8 @@ def _check_type(key: str, value: Any, where: str) -> None:
 def _known(key: str, where: str) -> str:
     if key in TYPES:
         return key
+    import difflib  # only for a mistyped key
+
     close = difflib.get_close_matches(key, list(TYPES), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     raise ConfigError(
@@ -270,8 +269,14 @@ def _known(key: str, where: str) -> str:
     )
 
 
-def read_file(path: Path) -> dict[str, Any]:
-    """The settings of a config file: YAML, or a ``pyproject.toml``'s [tool.mps-pipeline]."""
+def read_file(path: Path, loader: str = "SafeLoader") -> dict[str, Any]:
+    """The settings of a config file: YAML, or a ``pyproject.toml``'s [tool.mps-pipeline].
+
+    ``loader``: the yaml loader (the packaged defaults take libyaml's, when there is one:
+    the same values, a tenth of the time; a user's file keeps the one its errors are
+    worded by)."""
+    import yaml  # here: a warm audit's replay resolves no settings
+
     if not path.is_file():
         if path.exists() or path.is_symlink():
             raise ConfigError(f"{path}: {_not_a_file(path)}; a config file must be a YAML file")
@@ -280,7 +285,7 @@ def read_file(path: Path) -> dict[str, Any]:
         return flatten(_pyproject_table(path) or {}, f"{path} [tool.{PYPROJECT_TABLE}]")
     try:
         with path.open(encoding="utf-8") as fh:  # a stream, so YAML errors name the file
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=getattr(yaml, loader, yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     except UnicodeDecodeError as exc:
@@ -305,9 +310,23 @@ def _pyproject_table(path: Path) -> Mapping[str, Any] | None:
     return data.get("tool", {}).get(PYPROJECT_TABLE)
 
 
+# the packaged defaults as last read, by the file's status (read once a process, not twice)
+_DEFAULTS: dict[tuple[int, ...], dict[str, Any]] = {}
+
+
 def defaults() -> dict[str, Any]:
     """The packaged defaults, by dotted key (every key of :data:`TYPES`)."""
-    return read_file(DEFAULTS_FILE)
+    import copy
+
+    try:
+        st = DEFAULTS_FILE.stat()
+    except OSError:
+        return read_file(DEFAULTS_FILE)  # its own error
+    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _DEFAULTS:
+        _DEFAULTS.clear()
+        _DEFAULTS[key] = read_file(DEFAULTS_FILE, loader="CSafeLoader")
+    return copy.deepcopy(_DEFAULTS[key])  # callers own what they get
 
 
 def find_checkout(start: Path, trail: _Trail | None = None) -> Path | None:
@@ -426,6 +445,8 @@ def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Resolved], list[str]]:
             continue
         key = by_var.get(var)
         if key is None:
+            import difflib  # only for a mistyped variable
+
             close = difflib.get_close_matches(var, list(by_var), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             warnings.append(f"{var} is not an mps-pipeline setting{hint}; it is ignored")

@@ -215,10 +215,13 @@ def inputs_looked_at(settings: Settings) -> list[Path]:
     return [*edit_inputs(settings), root / paths.COMMON_MPS, *folders, *table]
 
 
-def audit_current(settings: Settings, op: str) -> bool:
-    """True when the operator's recorded audit was made from the tree exactly as it is."""
+def audit_current(settings: Settings, op: str, digest: str | None = None) -> bool:
+    """True when the operator's recorded audit was made from the tree exactly as it is
+    (``digest``: its :func:`inputs_digest`, when the caller has it)."""
     path = op_files(settings, op).audit_digest
-    return path.is_file() and path.read_text() == inputs_digest(settings)
+    if not path.is_file():
+        return False
+    return path.read_text() == (inputs_digest(settings) if digest is None else digest)
 
 
 def edit_digest(settings: Settings, body: str | None, host_body: str | None = None) -> str:

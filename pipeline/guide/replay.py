@@ -17,9 +17,9 @@ settings' resolution looked at (``Settings.looked_at``: config files, the folder
 for a checkout) and of every path the inputs' digest rests on
 (:func:`pipeline.state.inputs_looked_at`: the files it hashes, the folders listing them).
 Any change to one of those paths changes its status, so the full path runs. A path whose
-status changed within :data:`RACY_NS` of being looked at could change again unseen (a
-file system's clock is coarse), so no witness is saved while one has: the digest replay
-above still serves those runs, and saves the witness once the tree has been still.
+status changed within :data:`pipeline.fsio.RACY_NS` of being looked at could change again
+unseen (a file system's clock is coarse), so no witness is saved while one has: the digest
+replay above still serves those runs, and saves the witness once the tree has been still.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import sys
 import time
 
+from pipeline import fsio
+
 TYPE_CHECKING = False  # typing's own costs the CLI's replay 3 ms (mypy reads it alike)
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
@@ -48,9 +48,6 @@ _TERMINAL_ENV = (
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the code the printed checklist comes from: the readers, the judging, the rendering
 _CODE = ("tree/*.py", "guide/checklist.py", "guide/workflow.py", "report/guide.py", "dtypes.py")
-# a path whose status changed less than this before it was looked at may change again
-# with the same status (coarse timestamps: 2 s on FAT, 1 s on HFS+, a tick elsewhere)
-RACY_NS = 2_000_000_000
 # the CLI's global options that take a value: only to find the saved output (the command
 # line is compared whole, so one missing here only means no replay)
 _VALUE_FLAGS = ("--root", "--python", "--state-dir", "--build-dir", "--opinfo-table", "--config")
@@ -164,48 +161,6 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
 # --- the CLI's witness: replay before the settings are resolved -------------------------------
 
 
-def _status(path: str) -> list[int] | None:
-    """What changes whenever ``path`` is created, removed, replaced, written or re-pointed
-    (a symlink: its own status and its target's); None when nothing is there."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    own = [st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-    if stat.S_ISLNK(st.st_mode):
-        target = _status_followed(path)
-        own += target if target is not None else [-1]
-    return own
-
-
-def _kind(path: str) -> list[int] | None:
-    """What is at ``path``, by file type only (a symlink: and its target's)."""
-    status = _status(path)
-    return None if status is None else [stat.S_IFMT(m) for m in status[::6]]
-
-
-def _status_followed(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
-def _code_files() -> list[str]:
-    """Every module and data file of mps-pipeline (the bundled sandbox's tree aside: it is
-    only copied, once): a new mps-pipeline may resolve or print differently."""
-    found = []
-    sandbox_tree = os.path.join(_PACKAGE, "sandbox", "tree")
-    for folder, subfolders, names in os.walk(_PACKAGE):
-        subfolders[:] = sorted(
-            d for d in subfolders
-            if d != "__pycache__" and os.path.join(folder, d) != sandbox_tree
-        )  # fmt: skip
-        found += [os.path.join(folder, n) for n in sorted(names) if n.endswith((".py", ".yaml"))]
-    return found
-
-
 def _environment() -> list[list[str]]:
     # the settings' variables, and HOME (a ~ in a path setting)
     env = os.environ
@@ -227,29 +182,28 @@ def witness(settings: Settings, argv: list[str], announced: str) -> dict[str, An
     """What a CLI audit's output rests on beyond its inputs' digest, taken before it reads
     them (:mod:`this module <pipeline.guide.replay>`), with what it said on stderr before
     the audit (``announced``); None when a path looked at changed too recently to be
-    trusted (:data:`RACY_NS`)."""
+    trusted (:data:`pipeline.fsio.RACY_NS`)."""
     from pipeline import state
 
-    since = time.time_ns() - RACY_NS
+    since = time.time_ns() - fsio.RACY_NS
     looked_at = settings.looked_at
     watched: list[str] = [
         *looked_at.read,
         *(str(p) for p in state.inputs_looked_at(settings)),
-        *_code_files(),
+        *fsio.package_files(),
     ]
     rich = sys.modules.get("rich")
     if rich is not None and rich.__file__:  # the renderer's own version
         watched.append(rich.__file__)
-    statuses = {path: _status(path) for path in watched}
-    # every ctime of a status (a symlink's and its target's)
-    if any(status is not None and max(status[5::6]) > since for status in statuses.values()):
+    found = fsio.statuses(watched, since)
+    if found is None:
         return None
     return {
         **_process(argv),
         "state_dir": str(settings.state_dir),
         "announced": announced,
-        "files": [[path, status] for path, status in statuses.items()],
-        "kinds": [[path, _kind(path)] for path in looked_at.kinds],
+        "files": [[path, status] for path, status in found.items()],
+        "kinds": [[path, fsio.kind(path)] for path in looked_at.kinds],
         "resolved": [list(pair) for pair in looked_at.resolved],
     }
 
@@ -318,20 +272,13 @@ def cli_saved(argv: list[str]) -> dict[str, Any] | None:
         now = now if now is not None else _process(argv)
         if any(held.get(key) != value for key, value in now.items()):
             continue
-        if _holds(held, "files", _status) and _holds(held, "kinds", _kind) and _holds(
-            held, "resolved", os.path.realpath
+        if (
+            fsio.holds(held.get("files"), fsio.status)
+            and fsio.holds(held.get("kinds"), fsio.kind)
+            and fsio.holds(held.get("resolved"), os.path.realpath)
         ):
             return saved
     return None
-
-
-def _holds(witness: dict[str, Any], part: str, now: Callable[[str], object]) -> bool:
-    """Every ``[path, what]`` of the witness's ``part`` is still ``now(path) == what``."""
-    entries = witness.get(part)
-    return isinstance(entries, list) and all(
-        isinstance(entry, list) and len(entry) == 2 and now(entry[0]) == entry[1]
-        for entry in entries
-    )
 
 
 def write_saved(saved: dict[str, Any]) -> int:

@@ -3,7 +3,7 @@ last output before resolving its settings, and never once anything it rests on c
 
 In-process runs count whether the settings were resolved (``load_settings`` called: the
 full path); the subprocess test reads ``-X importtime``. A witness is only saved for paths
-still for :data:`replay.RACY_NS`; the in-process tests shorten that wait (and sleep past
+still for :data:`fsio.RACY_NS`; the in-process tests shorten that wait (and sleep past
 it), the subprocess test waits the real one.
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import pipeline.config
+from pipeline import fsio
 from pipeline.__main__ import main
 from pipeline.guide import replay
 
@@ -43,7 +44,7 @@ class Runs:
             return real(*args, **kwargs)  # type: ignore[arg-type]
 
         monkeypatch.setattr(pipeline.config, "load_settings", counting)
-        monkeypatch.setattr(replay, "RACY_NS", WAIT_NS)
+        monkeypatch.setattr(fsio, "RACY_NS", WAIT_NS)
 
     def __call__(self, *extra: str) -> tuple[int, str, str, bool]:
         before = self.resolved
@@ -248,7 +249,7 @@ def test_the_warm_cli_imports_neither_settings_yaml_nor_argparse(tmp_path: Path)
 
     first, _ = cli()
     assert first.returncode == 1
-    time.sleep(replay.RACY_NS / 1e9 + 0.1)
+    time.sleep(fsio.RACY_NS / 1e9 + 0.1)
     cli()  # the digest replay saves the witness
     warm, imported = cli()
     assert (warm.returncode, warm.stdout, warm.stderr) == (1, first.stdout, first.stderr)
