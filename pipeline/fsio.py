@@ -16,9 +16,11 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-# A path whose status changed less than this before it was looked at may change again
-# with the same status (coarse timestamps: 2 s on FAT, 1 s on HFS+, a tick elsewhere).
-RACY_NS = 2_000_000_000
+# A path whose status changed less than this before it was looked at may change again with
+# the same status: a few ticks of the coarse clock file systems stamp times with (Linux:
+# 1-10 ms). A file system stamping coarser times (whole seconds: HFS+, ext3; FAT's 2 s)
+# shows it in the times themselves, and twice their step is waited for instead.
+RACY_NS = 50_000_000
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -66,12 +68,31 @@ def kind(path: str) -> list[int] | None:
     return None if found is None else [stat.S_IFMT(m) for m in found[::6]]
 
 
-def statuses(paths: Iterable[str], since: int) -> dict[str, list[int] | None] | None:
-    """The :func:`status` of each path, or None when one changed after ``since`` (ns since
-    the epoch, :data:`RACY_NS` before it was looked at): it could change again unseen."""
+def _step(ns: int) -> int:
+    """The coarsest power of ten (up to a second) that a time stamp ``ns`` is a multiple of:
+    the step its file system stamps times in, or a finer one."""
+    step = 1
+    while step < 1_000_000_000 and ns % (step * 10) == 0:
+        step *= 10
+    return step
+
+
+def racy(found: list[int], looked: int) -> bool:
+    """Whether a :func:`status` taken at ``looked`` (ns since the epoch) is too recent a
+    change to trust: another change could follow with the same status."""
+    for at in range(0, len(found) - 5, 6):  # its own and, for a symlink, its target's
+        mtime, ctime = found[at + 4], found[at + 5]
+        margin = max(RACY_NS, 2 * max(_step(mtime), _step(ctime)))
+        if ctime > looked - margin:
+            return True
+    return False
+
+
+def statuses(paths: Iterable[str], looked: int) -> dict[str, list[int] | None] | None:
+    """The :func:`status` of each path, taken at ``looked`` (ns since the epoch), or None
+    when one is too recent a change to trust (:func:`racy`)."""
     found = {path: status(path) for path in paths}
-    # every ctime of a status (a symlink's and its target's)
-    if any(st is not None and max(st[5::6]) > since for st in found.values()):
+    if any(st is not None and racy(st, looked) for st in found.values()):
         return None
     return found
 

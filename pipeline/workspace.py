@@ -9,7 +9,7 @@ loads a task, which reads yaml (importing it is most of that). The resolved sett
 kept in the state folder with their witness (the variables, the directory, the
 environment, the interpreter, mps-pipeline's code, and the status of every path the
 resolution looked at, ``Settings.looked_at``), and the next resolution whose witness holds
-takes them from there (:mod:`pipeline.fsio`: a path changed too recently is not trusted).
+takes them from there (a path changed too recently is not trusted: :func:`fsio.racy`).
 """
 
 from __future__ import annotations
@@ -222,17 +222,17 @@ def load(
                     return settings
         except (OSError, ValueError, LookupError, TypeError, AttributeError):
             continue  # none, or damaged: resolve
-    since = time.time_ns() - fsio.RACY_NS  # before the resolution reads its files
+    looked = time.time_ns()  # before the resolution reads its files
     settings = config.load_settings(overrides, via=via, config_path=config_path, cwd=cwd)
-    _remember(settings, process, since)
+    _remember(settings, process, looked)
     return settings
 
 
-def _remember(settings: Settings, process: dict[str, Any], since: int) -> None:
+def _remember(settings: Settings, process: dict[str, Any], looked: int) -> None:
     """Keep ``settings`` for :func:`load`, when they can be told apart from any other and
     their state folder exists; a memo that cannot be written is only not kept."""
     looked_at = settings.looked_at
-    found = fsio.statuses([*looked_at.read, *fsio.package_files()], since)
+    found = fsio.statuses([*looked_at.read, *fsio.package_files()], looked)
     if found is None or not settings.state_dir.is_dir():
         return
     try:

@@ -2,7 +2,7 @@
 from the state folder while nothing the resolution looked at changed; never once one did.
 
 ``load_settings`` is counted to tell a resolution from a memo. A memo is only saved for
-files still for fsio.RACY_NS: the tests shorten that and sleep past it.
+files still for a while (fsio.racy): the tests widen that to 300 ms and sleep past it.
 """
 
 from __future__ import annotations
@@ -132,3 +132,16 @@ def test_values_json_would_change_are_never_remembered() -> None:
     encoded = workspace._encode((nan,))
     # NaN is no NaN's equal: the round trip check refuses it, and the memo is not written
     assert workspace._encode(workspace._decode(json.loads(json.dumps(encoded)))) != encoded
+
+
+def test_a_status_is_trusted_after_its_file_systems_step() -> None:
+    now = 1_700_000_000_123_456_789
+    fine = [0o100644, 1, 2, 3, now - 60_000_000, now - 60_000_000]  # ns stamps, 60 ms ago
+    assert not fsio.racy(fine, now) and fsio.racy(fine, now - 20_000_000)
+    # whole-second stamps (HFS+, ext3): a change 1.5 s ago may be followed in its second
+    second = (now // 10**9 - 1) * 10**9
+    coarse = [0o100644, 1, 2, 3, second, second]
+    assert fsio.racy(coarse, second + 1_500_000_000)
+    assert not fsio.racy(coarse, second + 2_100_000_000)
+    # a symlink is as recent as the newer of itself and its target
+    assert fsio.racy([*fine, *fine[:4], now, now], now)

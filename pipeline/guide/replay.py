@@ -17,9 +17,9 @@ settings' resolution looked at (``Settings.looked_at``: config files, the folder
 for a checkout) and of every path the inputs' digest rests on
 (:func:`pipeline.state.inputs_looked_at`: the files it hashes, the folders listing them).
 Any change to one of those paths changes its status, so the full path runs. A path whose
-status changed within :data:`pipeline.fsio.RACY_NS` of being looked at could change again
-unseen (a file system's clock is coarse), so no witness is saved while one has: the digest
-replay above still serves those runs, and saves the witness once the tree has been still.
+status changed just before it was looked at could change again unseen (a file system's
+clock is coarse: :func:`pipeline.fsio.racy`), so no witness is saved while one has: the
+digest replay above still serves those runs, and saves the witness once the tree is still.
 """
 
 from __future__ import annotations
@@ -182,10 +182,10 @@ def witness(settings: Settings, argv: list[str], announced: str) -> dict[str, An
     """What a CLI audit's output rests on beyond its inputs' digest, taken before it reads
     them (:mod:`this module <pipeline.guide.replay>`), with what it said on stderr before
     the audit (``announced``); None when a path looked at changed too recently to be
-    trusted (:data:`pipeline.fsio.RACY_NS`)."""
+    trusted (:func:`pipeline.fsio.racy`)."""
     from pipeline import state
 
-    since = time.time_ns() - fsio.RACY_NS
+    looked = time.time_ns()
     looked_at = settings.looked_at
     watched: list[str] = [
         *looked_at.read,
@@ -195,7 +195,7 @@ def witness(settings: Settings, argv: list[str], announced: str) -> dict[str, An
     rich = sys.modules.get("rich")
     if rich is not None and rich.__file__:  # the renderer's own version
         watched.append(rich.__file__)
-    found = fsio.statuses(watched, since)
+    found = fsio.statuses(watched, looked)
     if found is None:
         return None
     return {
