@@ -192,9 +192,11 @@ def witness(settings: Settings, argv: list[str], announced: str) -> dict[str, An
         *(str(p) for p in state.inputs_looked_at(settings)),
         *fsio.package_files(),
     ]
+    # the renderer's own files (a replay from the digest has not imported it)
     rich = sys.modules.get("rich")
-    if rich is not None and rich.__file__:  # the renderer's own version
-        watched.append(rich.__file__)
+    origin = rich.__file__ if rich is not None else _origin("rich")
+    if origin:
+        watched.append(origin)
     found = fsio.statuses(watched, looked)
     if found is None:
         return None
@@ -206,6 +208,13 @@ def witness(settings: Settings, argv: list[str], announced: str) -> dict[str, An
         "kinds": [[path, fsio.kind(path)] for path in looked_at.kinds],
         "resolved": [list(pair) for pair in looked_at.resolved],
     }
+
+
+def _origin(module: str) -> str | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    return spec.origin if spec is not None else None
 
 
 def _cli_candidates(argv: list[str]) -> tuple[str, list[str]] | None:
