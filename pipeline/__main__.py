@@ -5,17 +5,16 @@ Every command first says, on stderr, which tree it works on and why that one.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
 
-from pipeline.config import OVERRIDABLE, load_settings
-from pipeline.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, PipelineError
-from pipeline.options import OPTIONS, SETTINGS_OPTIONS
-from pipeline.workspace import announce, prepare
+TYPE_CHECKING = False  # typing's own costs a warm audit's replay 3 ms (mypy reads it alike)
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
+
+# Imported by main() only past the warm audit's replay (pipeline.guide.replay.cli_saved),
+# which needs none of them: argparse, the settings (yaml), the option table.
 
 # command -> (module in pipeline.commands implementing add_arguments() and run(), help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -70,6 +69,11 @@ def _version() -> str:
 
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     """The CLI parser; only ``command``'s module is imported (start-up stays fast)."""
+    import argparse
+    import importlib
+
+    from pipeline.options import OPTIONS, SETTINGS_OPTIONS
+
     parser = argparse.ArgumentParser(
         prog="mps-pipeline",
         description=__doc__,
@@ -90,8 +94,11 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-# The options every command takes (its settings), as flags: --root, --state-dir, ...
-GLOBAL_FLAGS = tuple(f"--{key.replace('_', '-')}" for key in (*OVERRIDABLE, "config"))
+def global_flags() -> tuple[str, ...]:
+    """The options every command takes (its settings), as flags: --root, --state-dir, ..."""
+    from pipeline.config import OVERRIDABLE
+
+    return tuple(f"--{key.replace('_', '-')}" for key in (*OVERRIDABLE, "config"))
 
 
 def _global_flag(arg: str) -> str | None:
@@ -100,7 +107,8 @@ def _global_flag(arg: str) -> str | None:
     name = arg.partition("=")[0]
     if not name.startswith("--"):
         return None
-    found = [flag for flag in GLOBAL_FLAGS if flag.startswith(name)]
+    flags = global_flags()
+    found = [flag for flag in flags if flag.startswith(name)]
     return found[0] if len(found) == 1 or name in found else None
 
 
@@ -128,6 +136,16 @@ def _hoist(argv: list[str]) -> tuple[list[str], list[str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    typed = list(argv)
+    if "audit" in argv:
+        # a warm audit: what the last one wrote, while nothing it rests on changed
+        from pipeline.guide import replay
+
+        saved = replay.cli_saved(typed)
+        if saved is not None:
+            return _guarded(lambda: replay.write_saved(saved))
+    import argparse
+
     argv, moved = _hoist(argv)
     command = next((a for a in argv if a in COMMANDS), None)
     if command == "doit" and argv[0] == "doit":
@@ -136,17 +154,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the rest is doit's own command line, its variables included; global options that
         # came before `doit` are its variables (root=...)
         pre = argparse.ArgumentParser(add_help=False)
-        for flag in GLOBAL_FLAGS:
+        for flag in global_flags():
             pre.add_argument(flag)
         given = vars(pre.parse_args(moved))
         doit_vars = [f"{key}={value}" for key, value in given.items() if value]
         rest = argv[1 + len(moved) :]
         return _guarded(lambda: tasks.run_doit([*rest, *doit_vars]))
     args = build_parser(command).parse_args(argv)
+    args.argv = typed  # what the audit's replay is keyed on
     return _guarded(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pipeline.config import OVERRIDABLE, load_settings
+    from pipeline.workspace import announce, prepare
+
     settings = load_settings(
         {key: getattr(args, key) for key in OVERRIDABLE},
         config_path=Path(args.config) if args.config else None,
@@ -162,23 +186,34 @@ def _guarded(run: Callable[[], int]) -> int:
     """Run a command: its errors become one line and an exit status, never a traceback."""
     try:
         return run()
-    except PipelineError as exc:
+    except (Exception, KeyboardInterrupt) as exc:
+        return _failed(exc)
+
+
+def _failed(exc: BaseException) -> int:
+    """The exit status of a command that raised ``exc``, said in one line; anything else
+    than the errors below is a bug, raised as it is. (Apart from :func:`_guarded`: the
+    errors are imported only when one happened, which a replayed audit never pays for.)"""
+    from pipeline.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, PipelineError
+
+    if isinstance(exc, PipelineError):
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:
+    if isinstance(exc, BrokenPipeError):
         # `... --json | head` closed our stdout: not an error of ours; keep Python's shutdown
         # flush from raising again on the closed pipe.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except KeyboardInterrupt:
+    if isinstance(exc, KeyboardInterrupt):
         # Source edits are transactions (rolled back, or forward by the next run).
         print("\ninterrupted: nothing half-written was left behind", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except OSError as exc:  # a read-only, full or failing disk: the path and why, exit 2
+    if isinstance(exc, OSError):  # a read-only, full or failing disk: the path and why, exit 2
         where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
         print(f"error: {where}: {exc.strerror or exc}" if where else f"error: {exc}",
               file=sys.stderr)
         return EXIT_INPUT
+    raise exc
 
 
 if __name__ == "__main__":

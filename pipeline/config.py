@@ -12,7 +12,6 @@ Loading is pure (no file is written): :func:`pipeline.workspace.prepare` makes t
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
@@ -22,10 +21,17 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
-from pipeline.dtypes import TEST_KINDS, canonical
+from pipeline.dtypes import TEST_KINDS
 from pipeline.errors import ConfigError
+from pipeline.sections import (
+    GitHubSettings,
+    MathSettings,
+    Resolved,
+    ReviewSettings,
+    math,
+    review,
+    runners,
+)
 from pipeline.tree import paths
 from pipeline.tree.source import TreeSource
 
@@ -87,54 +93,37 @@ NO_CHECKOUT = "default: no PyTorch checkout contains the current directory"
 
 
 @dataclass(frozen=True)
-class Resolved:
-    """A resolved setting and where it came from (default, a file, a variable, a flag)."""
+class LookedAt:
+    """What resolving settings looked at, besides the command line, the current directory
+    and the environment: while each path is as it was, they resolve alike again (what a
+    warm audit's replay is keyed on, :mod:`pipeline.guide.replay`)."""
 
-    value: Any
-    origin: str
-
-
-@dataclass(frozen=True)
-class GitHubSettings:
-    api_url: str
-    repo: str
-    status_context: str
-    token_env: str
-    # the login the token posts as; only its comments are ever edited
-    bot_login: str
+    # paths probed only for being there and their kind (file, folder): the folders
+    # searched for a checkout, the config files that might be there
+    kinds: tuple[str, ...] = ()
+    # files read: the packaged defaults, the user's config file
+    read: tuple[str, ...] = ()
+    # paths made absolute through their symlinks, as given -> as resolved
+    resolved: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class KnownDeviation:
-    """A reviewed check-math deviation: ``op`` (kernel or operator), dtype or "*", why."""
+class _Trail:
+    """A :class:`LookedAt` as it is collected."""
 
-    op: str
-    dtype: str
-    reason: str
+    def __init__(self) -> None:
+        self.kinds: list[Path] = []
+        self.read: list[Path] = []
+        self.resolved: list[tuple[Path, Path]] = []
 
+    def resolve(self, path: Path) -> Path:
+        resolved = path.resolve()
+        self.resolved.append((path, resolved))
+        return resolved
 
-@dataclass(frozen=True)
-class MathSettings:
-    # the host C++ compiler; None: the first of clang++ / g++ on PATH
-    cxx: str | None = None
-    known: tuple[KnownDeviation, ...] = ()
-    # kernel -> its torch reference: "div.floor_rounding" (OpInfo name.variant), "torch.fn"
-    # or "none"
-    references: Mapping[str, str] = field(default_factory=dict, hash=False)
-    max_samples: int = 256
-    # the compiled functors and torch's answers; None: <state_dir>/cache/math
-    cache: Path | None = None
-
-
-@dataclass(frozen=True)
-class ReviewSettings:
-    """The review checks turned off, the speed rule and the tracker's search and budget."""
-
-    disable: tuple[str, ...] = ()
-    speed_threshold: float = 1.10
-    speed_min_nights: int = 3
-    tracker_query: str = 'is:open label:"module: mps"'
-    tracker_max_requests: int = 250
+    def done(self) -> LookedAt:
+        unique = lambda paths: tuple(dict.fromkeys(str(p) for p in paths))  # noqa: E731
+        pairs = tuple(dict.fromkeys((str(a), str(b)) for a, b in self.resolved))
+        return LookedAt(unique(self.kinds), unique(self.read), pairs)
 
 
 @dataclass(frozen=True)
@@ -167,6 +156,7 @@ class Settings:
     # said on stderr by every command: e.g. a MPS_PIPELINE_* variable that is no setting
     warnings: tuple[str, ...] = ()
     math: MathSettings = field(default_factory=MathSettings)
+    looked_at: LookedAt = field(default_factory=LookedAt, compare=False, repr=False)
 
     @property
     def cache_dir(self) -> Path:
@@ -236,6 +226,8 @@ def _check_type(key: str, value: Any, where: str) -> None:
 def _known(key: str, where: str) -> str:
     if key in TYPES:
         return key
+    import difflib  # only for a mistyped key
+
     close = difflib.get_close_matches(key, list(TYPES), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     raise ConfigError(
@@ -243,8 +235,14 @@ def _known(key: str, where: str) -> str:
     )
 
 
-def read_file(path: Path) -> dict[str, Any]:
-    """The settings of a config file: YAML, or a ``pyproject.toml``'s [tool.mps-pipeline]."""
+def read_file(path: Path, loader: str = "SafeLoader") -> dict[str, Any]:
+    """The settings of a config file: YAML, or a ``pyproject.toml``'s [tool.mps-pipeline].
+
+    ``loader``: the yaml loader (the packaged defaults take libyaml's, when there is one:
+    the same values, a tenth of the time; a user's file keeps the one its errors are
+    worded by)."""
+    import yaml  # here: a warm audit's replay resolves no settings
+
     if not path.is_file():
         if path.exists() or path.is_symlink():
             raise ConfigError(f"{path}: {_not_a_file(path)}; a config file must be a YAML file")
@@ -253,7 +251,7 @@ def read_file(path: Path) -> dict[str, Any]:
         return flatten(_pyproject_table(path) or {}, f"{path} [tool.{PYPROJECT_TABLE}]")
     try:
         with path.open(encoding="utf-8") as fh:  # a stream, so YAML errors name the file
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=getattr(yaml, loader, yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     except UnicodeDecodeError as exc:
@@ -278,12 +276,26 @@ def _pyproject_table(path: Path) -> Mapping[str, Any] | None:
     return data.get("tool", {}).get(PYPROJECT_TABLE)
 
 
+# the packaged defaults as last read, by the file's status (read once a process, not twice)
+_DEFAULTS: dict[tuple[int, ...], dict[str, Any]] = {}
+
+
 def defaults() -> dict[str, Any]:
     """The packaged defaults, by dotted key (every key of :data:`TYPES`)."""
-    return read_file(DEFAULTS_FILE)
+    import copy
+
+    try:
+        st = DEFAULTS_FILE.stat()
+    except OSError:
+        return read_file(DEFAULTS_FILE)  # its own error
+    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _DEFAULTS:
+        _DEFAULTS.clear()
+        _DEFAULTS[key] = read_file(DEFAULTS_FILE, loader="CSafeLoader")
+    return copy.deepcopy(_DEFAULTS[key])  # callers own what they get
 
 
-def find_checkout(start: Path) -> Path | None:
+def find_checkout(start: Path, trail: _Trail | None = None) -> Path | None:
     """The PyTorch checkout containing ``start``: the nearest folder at or above it that has
     ``aten/src/ATen/native/native_functions.yaml`` (as git finds ``.git``).
 
@@ -291,11 +303,14 @@ def find_checkout(start: Path) -> Path | None:
     with ``aten/``) whose yaml is no readable file is a :class:`ConfigError`, never a reason
     to fall back on the sandbox: the user stands in their tree and would edit another.
     """
+    kinds = trail.kinds if trail is not None else []
     for folder in (start, *start.parents):
         yaml_path = folder / paths.NATIVE_YAML
+        kinds.append(yaml_path)
         if yaml_path.is_file():
             return folder
         native = yaml_path.parent
+        kinds += (native, folder / ".git", folder / "aten")
         if native.is_dir() or ((folder / ".git").exists() and (folder / "aten").is_dir()):
             why = "aten/src/ATen/native/ is there" if native.is_dir() else "git, with aten/"
             raise ConfigError(
@@ -323,7 +338,11 @@ def _not_a_file(path: Path) -> str:
 
 
 def _user_file(
-    config_path: Path | None, env: Mapping[str, str], checkout: Path | None, cwd: Path
+    config_path: Path | None,
+    env: Mapping[str, str],
+    checkout: Path | None,
+    cwd: Path,
+    trail: _Trail,
 ) -> Path | None:
     """The user's config file: the one named (relative to ``cwd``), else the checkout's own
     (or None)."""
@@ -331,6 +350,7 @@ def _user_file(
         return cwd / config_path
     if env.get(CONFIG_ENV):
         named = cwd / env[CONFIG_ENV]
+        trail.kinds.append(named)
         if not named.is_file():
             raise ConfigError(f"{CONFIG_ENV}={env[CONFIG_ENV]}: no such config file")
         return named
@@ -338,6 +358,8 @@ def _user_file(
         return None
     yaml_file = checkout / CHECKOUT_CONFIG
     pyproject = checkout / "pyproject.toml"
+    trail.kinds.append(yaml_file)
+    trail.read.append(pyproject)  # its text decides whether it holds our table
     in_pyproject = pyproject.is_file() and _pyproject_table(pyproject) is not None
     if (yaml_file.exists() or yaml_file.is_symlink()) and not yaml_file.is_file():
         # the user's settings are there, only unreadable: never run without them
@@ -389,106 +411,14 @@ def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Resolved], list[str]]:
             continue
         key = by_var.get(var)
         if key is None:
+            import difflib  # only for a mistyped variable
+
             close = difflib.get_close_matches(var, list(by_var), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             warnings.append(f"{var} is not an mps-pipeline setting{hint}; it is ignored")
         elif text != "":  # an empty variable is unset, as in the shell's ${VAR:-default}
             layer[key] = Resolved(_parse_env(var, key, text), var)
     return layer, warnings
-
-
-_MACOS_VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
-
-
-def _runners(source: Resolved) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
-    """The runner names and the macOS versions the ``runners:`` table gives.
-
-    A list names the runners (a runner's version is then read from its name,
-    ``macos-m2-15``); a table maps each name to its macOS version (``"15.0"``, ``15``, or
-    null: read from the name).
-    """
-    value = source.value
-    if isinstance(value, list):
-        return tuple(str(name) for name in value), {}
-    versions: dict[str, tuple[int, ...]] = {}
-    for name, version in value.items():
-        if version is None:
-            continue
-        if not _MACOS_VERSION.match(str(version)):
-            raise ConfigError(
-                f"config key 'runners' ({source.origin}): the macOS version of runner "
-                f'{str(name)!r} must be a version such as "15.0" (or null: read from the '
-                f"name), got {version!r}"
-            )
-        versions[str(name)] = tuple(int(part) for part in str(version).split("."))
-    return tuple(str(name) for name in value), versions
-
-
-def _math(sources: Mapping[str, Resolved], bases: Mapping[str, Path]) -> MathSettings:
-    """The ``math.*`` settings, each entry checked (a bad one names its key and origin)."""
-    known_source = sources["math.known"]
-    known = []
-    for i, entry in enumerate(known_source.value):
-        where = f"config key 'math.known' ({known_source.origin}), entry {i + 1}"
-        if not isinstance(entry, Mapping) or set(entry) - {"op", "dtype", "reason"}:
-            raise ConfigError(f"{where}: expected a mapping of op, dtype and reason")
-        op, dtype, reason = entry.get("op"), entry.get("dtype", "*"), entry.get("reason")
-        if not isinstance(op, str) or not op:
-            raise ConfigError(f"{where}: 'op' must name a kernel or operator")
-        if not isinstance(reason, str) or not reason.strip():
-            raise ConfigError(f"{where}: 'reason' must say why the deviation is accepted")
-        if dtype != "*":
-            try:
-                dtype = canonical(str(dtype))
-            except KeyError:
-                raise ConfigError(f"{where}: {dtype!r} is not a dtype (or '*')") from None
-        known.append(KnownDeviation(op, dtype, reason.strip()))
-    refs_source = sources["math.references"]
-    for kernel, ref in refs_source.value.items():
-        if not isinstance(ref, str) or not ref:
-            raise ConfigError(
-                f"config key 'math.references' ({refs_source.origin}): {kernel!r} must map to "
-                '"opinfo.variant", "torch.fn" or "none"'
-            )
-    samples = sources["math.max_samples"]
-    if samples.value < 0:
-        raise ConfigError(f"config key 'math.max_samples' ({samples.origin}) must be >= 0")
-    return MathSettings(
-        cxx=sources["math.cxx"].value,
-        known=tuple(known),
-        # a file's table adds to (and overrides) the packaged one, it does not replace it
-        references=MappingProxyType({**defaults()["math.references"], **refs_source.value}),
-        max_samples=int(samples.value),
-        cache=None
-        if sources["math.cache"].value is None
-        else (bases["math.cache"] / os.path.expanduser(sources["math.cache"].value)).resolve(),
-    )
-
-
-def _review(sources: Mapping[str, Resolved]) -> ReviewSettings:
-    """The review, speed and tracker settings, each checked for a value that works."""
-
-    def bad(key: str, want: str) -> ConfigError:
-        source = sources[key]
-        return ConfigError(f"config key '{key}' ({source.origin}): {want}, got {source.value!r}")
-
-    disable = sources["review.disable"].value
-    if not all(isinstance(x, str) and x for x in disable):
-        raise bad("review.disable", "must list review check ids (mps-pipeline review --list)")
-    threshold = float(sources["speed.threshold"].value)
-    if not threshold >= 1.0:
-        raise bad("speed.threshold", "must be a ratio of at least 1.0 (1.10: 10% slower)")
-    if sources["speed.min_nights"].value < 2:
-        raise bad("speed.min_nights", "must be at least 2 (a spread needs two nights)")
-    if sources["tracker.max_requests"].value < 1:
-        raise bad("tracker.max_requests", "must be at least 1")
-    return ReviewSettings(
-        disable=tuple(disable),
-        speed_threshold=threshold,
-        speed_min_nights=sources["speed.min_nights"].value,
-        tracker_query=sources["tracker.query"].value,
-        tracker_max_requests=sources["tracker.max_requests"].value,
-    )
 
 
 def override_origin(key: str, via: str) -> str:
@@ -511,7 +441,9 @@ def load_settings(
     state directory.
     """
     env = os.environ if env is None else env
-    cwd = (cwd or Path.cwd()).resolve()
+    trail = _Trail()
+    cwd = trail.resolve(cwd or Path.cwd())
+    trail.read.append(DEFAULTS_FILE)
 
     given: dict[str, Resolved] = {}
     for key, given_value in (overrides or {}).items():
@@ -525,15 +457,16 @@ def load_settings(
     # The checkout decides which config file is read, so it comes from the layers above it.
     named_root = (given.get("root") or env_layer.get("root") or Resolved(None, "")).value
     if named_root is not None and named_root != SANDBOX:
-        checkout: Path | None = (cwd / os.path.expanduser(named_root)).resolve()
+        checkout: Path | None = trail.resolve(cwd / os.path.expanduser(named_root))
     else:
-        checkout = None if named_root == SANDBOX else find_checkout(cwd)
-    user_path = _user_file(config_path, env, checkout, cwd)
+        checkout = None if named_root == SANDBOX else find_checkout(cwd, trail)
+    user_path = _user_file(config_path, env, checkout, cwd, trail)
 
     sources = {key: Resolved(value, DEFAULT) for key, value in defaults().items()}
     bases = dict.fromkeys(_PATH_KEYS, cwd)
     if user_path is not None:
-        origin = str(user_path.resolve())
+        trail.read.append(user_path)
+        origin = str(trail.resolve(user_path))
         if user_path.name == "pyproject.toml":
             origin += f" [tool.{PYPROJECT_TABLE}]"
         for key, value in read_file(user_path).items():
@@ -573,14 +506,15 @@ def load_settings(
         is_sandbox = root_value == SANDBOX
     state_source = sources["state_dir"]
     if state_source.value is not None:
-        state_dir = (bases["state_dir"] / os.path.expanduser(state_source.value)).resolve()
+        state_dir = trail.resolve(bases["state_dir"] / os.path.expanduser(state_source.value))
     elif is_sandbox:
         state_dir = cwd / STATE_DIR_NAME
         sources["state_dir"] = Resolved(None, "default: in the current directory")
     if is_sandbox:
         root = state_dir / SANDBOX
     else:
-        root = (bases["root"] / os.path.expanduser(sources["root"].value)).resolve()
+        root = trail.resolve(bases["root"] / os.path.expanduser(sources["root"].value))
+        trail.kinds.append(root)
         if not root.is_dir():
             raise ConfigError(
                 f"config key 'root' ({sources['root'].origin}): {root} is not a directory; "
@@ -603,8 +537,11 @@ def load_settings(
     if opinfo_table is None and is_sandbox:
         opinfo_table = paths.OPINFO_TABLE
     build_dir = root / sources["build_dir"].value
-    runners, runner_macos = _runners(sources["runners"])
-    review = _review(sources)
+    runner_names, runner_macos = runners(sources["runners"])
+    cache = sources["math.cache"].value
+    math_cache = (
+        None if cache is None else trail.resolve(bases["math.cache"] / os.path.expanduser(cache))
+    )
     value = {key: source.value for key, source in sources.items()}
     return Settings(
         root=root,
@@ -624,11 +561,12 @@ def load_settings(
         github=GitHubSettings(
             **{key.partition(".")[2]: v for key, v in value.items() if key.startswith("github.")}
         ),
-        runners=runners,
+        runners=runner_names,
         runner_macos=MappingProxyType(runner_macos),
-        review=review,
+        review=review(sources),
         sources=MappingProxyType(sources),
         config_file=str(user_path.resolve()) if user_path is not None else None,
         warnings=tuple(warnings),
-        math=_math(sources, bases),
+        math=math(sources, defaults()["math.references"], math_cache),
+        looked_at=trail.done(),
     )

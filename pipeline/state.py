@@ -205,10 +205,23 @@ def inputs_digest(settings: Settings) -> str:
     return _digest([*edit_inputs(settings), settings.root / paths.COMMON_MPS])
 
 
-def audit_current(settings: Settings, op: str) -> bool:
-    """True when the operator's recorded audit was made from the tree exactly as it is."""
+def inputs_looked_at(settings: Settings) -> list[Path]:
+    """What :func:`inputs_digest` rests on, as paths to watch: the files it hashes, the
+    folders whose listing decides which files those are, and the OpInfo table even when it
+    is missing (it counts once it exists)."""
+    root = settings.root
+    folders = [root / pattern.rpartition("/")[0] for pattern in paths.BUILD_PATTERNS]
+    table = [settings.opinfo_table] if settings.opinfo_table is not None else []
+    return [*edit_inputs(settings), root / paths.COMMON_MPS, *folders, *table]
+
+
+def audit_current(settings: Settings, op: str, digest: str | None = None) -> bool:
+    """True when the operator's recorded audit was made from the tree exactly as it is
+    (``digest``: its :func:`inputs_digest`, when the caller has it)."""
     path = op_files(settings, op).audit_digest
-    return path.is_file() and path.read_text() == inputs_digest(settings)
+    if not path.is_file():
+        return False
+    return path.read_text() == (inputs_digest(settings) if digest is None else digest)
 
 
 def edit_digest(settings: Settings, body: str | None, host_body: str | None = None) -> str:

@@ -14,7 +14,6 @@ prints one line and exits 130.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING
 from doit import get_var, task_params
 from doit.exceptions import TaskError, TaskFailed
 
-from pipeline.config import OVERRIDABLE, Settings, load_settings
+from pipeline.config import OVERRIDABLE, Settings
 from pipeline.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_WORK_LEFT, PipelineError
 from pipeline.flows.migrate import BY_NAME, STAGES, VARIABLES, Request, Stage
 
@@ -81,11 +80,12 @@ def _settings(
     cwd: str,
     env: tuple[tuple[str, str], ...],
 ) -> Settings:
-    from pipeline.workspace import prepare
+    from pipeline.workspace import load, prepare
 
     try:
+        # load_settings, or what it resolved last time if nothing it looked at changed
         return prepare(
-            load_settings(
+            load(
                 dict(overrides),
                 via="doit",
                 config_path=Path(config) if config else None,
@@ -110,6 +110,8 @@ def check_variables(argv: list[str]) -> None:
         if eq and name in FLAGS:
             flag_value(name, value)
         if eq and not arg.startswith("-") and name.isidentifier() and name not in known:
+            import difflib  # only for a mistyped variable
+
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f" (did you mean {close[0]}=?)" if close else ""
             print(
@@ -256,64 +258,73 @@ def _failing(message: str) -> dict:
 
 
 def _task(stage: Stage) -> Callable[[], dict | Iterator[dict]]:
-    """The doit task creator of one stage."""
+    """The doit task creator of one stage.
+
+    A two-line function: doit reads every creator's source to order the tasks
+    (``inspect.getsourcelines``, a tokenizer run over the whole body), so the body is
+    :func:`_create`'s, which doit never reads."""
 
     def create(**opts: str) -> dict | Iterator[dict]:
-        op = var("op", opts)
-        if stage.per_op and op is None:
-            return _failing(f"{stage.name} needs an operator: doit {stage.name} op=atan2")
-        if op is not None:
-            from pipeline.state import op_files
-
-            try:
-                op_files(settings(opts), op)  # a name no folder can be made of: say so now
-            except PipelineError as exc:
-                return _failing(str(exc))
-        request = Request(
-            settings(opts),
-            op or "",
-            force=flag("force", opts),
-            dry_run=flag("dry_run", opts),
-            body=var("body", opts),
-            host_body=var("host_body", opts),
-            past_edit=_past_edit_requested(),
-        )
-        task: dict = {
-            "task_dep": [
-                f"{dep}:{op}" if _per_op(dep) and op else dep for dep in stage.after(request)
-            ],
-            "verbosity": 2,
-        }
-        if stage.action is not None:
-            action = stage.action
-
-            def run(console: Console) -> None:
-                from pipeline.flows.hold import hold_tree
-
-                # until this doit run ends; a dry run recovers nothing (it writes nothing)
-                hold_tree(request.settings, console, recover=not request.dry_run)
-                action(request, console)
-
-            task["actions"] = [guarded(run, stage.name, lazy=stage.lazy_console)]
-            task["file_dep"] = [str(p) for p in stage.inputs(request)]
-            task["targets"] = [str(p) for p in stage.outputs(request)]
-            if stage.uptodate is None:
-                task["uptodate"] = [False]
-            else:
-                rules = stage.uptodate(request)
-                if stage.rerun_when_asked:
-                    rules = [not _explicitly_requested(stage.name), *rules]
-                task["uptodate"] = rules
-        else:
-            task["actions"] = None
-        if not stage.per_op or op is None:  # a per-op stage without one failed above
-            return task
-        return _subtasks(stage, op, task)
+        return _create(stage, opts)
 
     create.__name__ = f"task_{stage.name}"
     create.__doc__ = stage.doc
     # doit's creator params: parsed from `--op atan2` and listed by `doit help TASK`
     return task_params(_params(stage.all_variables))(create)
+
+
+def _create(stage: Stage, opts: dict[str, str]) -> dict | Iterator[dict]:
+    """The task (or subtasks) of one stage, for this doit command line."""
+    op = var("op", opts)
+    if stage.per_op and op is None:
+        return _failing(f"{stage.name} needs an operator: doit {stage.name} op=atan2")
+    if op is not None:
+        from pipeline.state import op_files
+
+        try:
+            op_files(settings(opts), op)  # a name no folder can be made of: say so now
+        except PipelineError as exc:
+            return _failing(str(exc))
+    request = Request(
+        settings(opts),
+        op or "",
+        force=flag("force", opts),
+        dry_run=flag("dry_run", opts),
+        body=var("body", opts),
+        host_body=var("host_body", opts),
+        past_edit=_past_edit_requested(),
+    )
+    task: dict = {
+        "task_dep": [f"{dep}:{op}" if _per_op(dep) and op else dep for dep in stage.after(request)],
+        "verbosity": 2,
+    }
+    if stage.action is not None:
+        action = stage.action
+
+        def run(console: Console) -> None:
+            from pipeline.flows.hold import hold_tree
+
+            # until this doit run ends; a dry run recovers nothing (it writes nothing)
+            hold_tree(request.settings, console, recover=not request.dry_run)
+            action(request, console)
+
+        task["actions"] = [guarded(run, stage.name, lazy=stage.lazy_console)]
+        task["file_dep"] = [str(p) for p in stage.inputs(request)]
+        task["targets"] = [str(p) for p in stage.outputs(request)]
+        if stage.uptodate is None:
+            task["uptodate"] = [False]
+        else:
+            rules = [False]  # asked for: it runs, its rules unasked (the audit's hash)
+            if not (stage.rerun_when_asked and _explicitly_requested(stage.name)):
+                rules = stage.uptodate(request)
+                if stage.rerun_when_asked:
+                    rules = [True, *rules]
+            task["uptodate"] = rules
+    else:
+        task["actions"] = None
+    if not stage.per_op or op is None:  # a per-op stage without one failed above
+        return task
+    return _subtasks(stage, op, task)
 
 
 def _subtasks(stage: Stage, op: str, task: dict) -> Iterator[dict]:

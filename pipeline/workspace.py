@@ -3,17 +3,41 @@
 :func:`pipeline.config.load_settings` only reads configuration; this is where the bundled
 sandbox's working copy is created and a checkout's state folder is kept out of git, so every
 command and doit task goes through here once.
+
+:func:`load` is ``load_settings`` remembered: each doit run resolves its settings before it
+loads a task, which reads yaml (importing it is most of that). The resolved settings are
+kept in the state folder with their witness (the variables, the directory, the
+environment, the interpreter, mps-pipeline's code, and the status of every path the
+resolution looked at, ``Settings.looked_at``), and the next resolution whose witness holds
+takes them from there (a path changed too recently is not trusted: :func:`fsio.racy`).
 """
 
 from __future__ import annotations
 
-import subprocess
+import dataclasses
+import json
+import os
 import sys
+import time
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
+from pipeline import config, fsio, sections
 from pipeline.config import Settings
 from pipeline.errors import ConfigError
 from pipeline.tree import paths
+
+MEMO = "settings.{via}.json"  # in the state folder's cache
+# the classes a memo holds, by name
+_CLASSES: dict[str, Any] = {
+    cls.__name__: cls
+    for cls in (
+        config.Settings, sections.GitHubSettings, sections.MathSettings,
+        sections.ReviewSettings, sections.KnownDeviation, sections.Resolved, config.LookedAt,
+    )
+}  # fmt: skip
 
 
 def prepare(settings: Settings) -> Settings:
@@ -32,9 +56,10 @@ def prepare(settings: Settings) -> Settings:
                 )
             break
     if settings.is_sandbox:
-        from pipeline import sandbox  # only the sandbox needs it
+        if not settings.root.exists():  # materialize() would leave it as it is
+            from pipeline import sandbox  # only a new working copy needs it
 
-        sandbox.materialize(settings.root)
+            sandbox.materialize(settings.root)
         if not (settings.root / paths.NATIVE_YAML).exists():
             raise ConfigError(
                 f"the sandbox's working copy {settings.root} has no {paths.NATIVE_YAML}; "
@@ -61,6 +86,7 @@ def exclude_from_git(root: Path, folder: Path) -> None:
     """
     if not folder.resolve().is_relative_to(root.resolve()):
         return  # a state dir elsewhere: nothing of ours in the checkout
+    import subprocess  # only for a new state folder in a checkout
     try:
         proc = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--show-toplevel", "--git-path", "info/exclude"],
@@ -84,8 +110,147 @@ def exclude_from_git(root: Path, folder: Path) -> None:
         fh.write(("\n" if text and not text.endswith("\n") else "") + f"{line}\n")
 
 
+def announcement(settings: Settings) -> str:
+    """What :func:`announce` writes."""
+    lines = (settings.root_line(), *(f"warning: {w}" for w in settings.warnings))
+    return "".join(f"{line}\n" for line in lines)
+
+
 def announce(settings: Settings) -> None:
     """Say on stderr which tree this run works on (and why), then any settings warnings:
     the first line of every command's output, out of the way of ``--json`` on stdout."""
-    for line in (settings.root_line(), *(f"warning: {w}" for w in settings.warnings)):
-        print(line, file=sys.stderr)
+    sys.stderr.write(announcement(settings))
+
+
+# --- load_settings, remembered ------------------------------------------------------------
+
+
+def _encode(value: Any) -> Any:
+    """``value`` as JSON that :func:`_decode` turns back into an equal value of the same
+    types (tuples, paths, read-only mappings, non-string keys, the settings' classes)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(v) for v in value]}
+    if isinstance(value, Path):
+        return {"path": str(value)}
+    if isinstance(value, (dict, MappingProxyType)):
+        pairs = [[_encode(k), _encode(v)] for k, v in value.items()]
+        return {"proxy" if isinstance(value, MappingProxyType) else "dict": pairs}
+    name = type(value).__name__
+    if dataclasses.is_dataclass(value) and _CLASSES.get(name) is type(value):
+        fields = {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"class": name, "fields": fields}
+    raise TypeError(f"no memo for a {name}")
+
+
+def _decode(doc: Any) -> Any:
+    if not isinstance(doc, dict):
+        return [_decode(v) for v in doc] if isinstance(doc, list) else doc
+    if "tuple" in doc:
+        return tuple(_decode(v) for v in doc["tuple"])
+    if "path" in doc:
+        return Path(doc["path"])
+    if "class" in doc:
+        fields = {k: _decode(v) for k, v in doc["fields"].items()}
+        return _CLASSES[doc["class"]](**fields)
+    pairs = {_decode(k): _decode(v) for k, v in doc.get("dict") or doc.get("proxy") or []}
+    return MappingProxyType(pairs) if "proxy" in doc else pairs
+
+
+def _process(overrides: Mapping[str, str | None], via: str, config_path: Path | None,
+             cwd: str) -> dict[str, Any]:  # fmt: skip
+    """The memo's witness that is no file: what was asked, where, with which variables."""
+    env = [[k, v] for k, v in os.environ.items() if k.startswith("MPS_PIPELINE_") or k == "HOME"]
+    return {
+        "overrides": sorted([k, v] for k, v in overrides.items() if v not in (None, "")),
+        "via": via,
+        "config": None if config_path is None else str(config_path),
+        "cwd": cwd,
+        "env": sorted(env),
+        "python": [sys.executable, sys.version],
+    }  # fmt: skip
+
+
+def _candidates(overrides: Mapping[str, str | None], cwd: str) -> list[str]:
+    """The state folders a memo of these settings may be in (the witness decides)."""
+    named = overrides.get("state_dir") or os.environ.get(config.env_var("state_dir"))
+    if named:
+        return [os.path.join(cwd, os.path.expanduser(named))]
+    folders = [cwd]
+    root = overrides.get("root")
+    if root and root != config.SANDBOX:
+        folders.append(os.path.join(cwd, os.path.expanduser(root)))
+    here = cwd
+    while not os.path.isfile(os.path.join(here, paths.NATIVE_YAML)):
+        here, up = os.path.dirname(here), here
+        if here == up:
+            break
+    else:
+        folders.append(here)
+    return [os.path.join(folder, config.STATE_DIR_NAME) for folder in dict.fromkeys(folders)]
+
+
+def load(
+    overrides: Mapping[str, str | None],
+    *,
+    via: str = "flag",
+    config_path: Path | None = None,
+    cwd: Path | None = None,
+) -> Settings:
+    """:func:`pipeline.config.load_settings` (with this process's environment), or the
+    settings it resolved last time with the same witness (see the module's docstring)."""
+    where = os.getcwd() if cwd is None else str(cwd)
+    process = _process(overrides, via, config_path, where)
+    for state_dir in _candidates(overrides, where):
+        memo = os.path.join(state_dir, "cache", MEMO.format(via=via))
+        try:
+            with open(memo, encoding="utf-8") as fh:
+                saved = json.load(fh)
+            held = saved["witness"]
+            if (
+                {k: held.get(k) for k in process} == process
+                and held["state_dir"] == os.path.realpath(state_dir)
+                and fsio.holds(held["files"], fsio.status)
+                and fsio.holds(held["kinds"], fsio.kind)
+                and fsio.holds(held["resolved"], os.path.realpath)
+            ):
+                settings = _decode(saved["settings"])
+                if isinstance(settings, Settings):
+                    return settings
+        except (OSError, ValueError, LookupError, TypeError, AttributeError):
+            continue  # none, or damaged: resolve
+    looked = time.time_ns()  # before the resolution reads its files
+    settings = config.load_settings(overrides, via=via, config_path=config_path, cwd=cwd)
+    _remember(settings, process, looked)
+    return settings
+
+
+def _remember(settings: Settings, process: dict[str, Any], looked: int) -> None:
+    """Keep ``settings`` for :func:`load`, when they can be told apart from any other and
+    their state folder exists; a memo that cannot be written is only not kept."""
+    looked_at = settings.looked_at
+    found = fsio.statuses([*looked_at.read, *fsio.package_files()], looked)
+    if found is None or not settings.state_dir.is_dir():
+        return
+    try:
+        encoded = _encode(settings)
+        if _encode(_decode(json.loads(json.dumps(encoded)))) != encoded:
+            return  # a value JSON would change (a NaN): resolve every time
+    except (TypeError, ValueError):
+        return
+    witness = {
+        **process,
+        "state_dir": str(settings.state_dir),
+        "files": [[path, st] for path, st in found.items()],
+        "kinds": [[path, fsio.kind(path)] for path in looked_at.kinds],
+        "resolved": [list(pair) for pair in looked_at.resolved],
+    }
+    memo = settings.cache_dir / MEMO.format(via=process["via"])
+    try:
+        memo.parent.mkdir(exist_ok=True)
+        fsio.write_atomic(memo, json.dumps({"witness": witness, "settings": encoded}) + "\n")
+    except OSError:
+        pass

@@ -73,3 +73,33 @@ def test_the_audit_stage_imports_no_runner_or_editor() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _imported(code: str) -> set[str]:
+    """The modules a fresh interpreter has imported after ``code``."""
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}; import sys; print(' '.join(sys.modules))"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return set(out.stdout.split())
+
+
+def test_doit_start_up_neither_imports_yaml_nor_what_only_errors_need() -> None:
+    # yaml only when the settings are resolved afresh (workspace.load's memo missed);
+    # difflib only for a mistyped name, subprocess and the sandbox only for a new state
+    # folder or working copy
+    doit = _imported("import doit.doit_cmd, doit.loader")
+    imported = _imported(
+        "import doit.doit_cmd, doit.loader, pipeline.tasks, pipeline.workspace, pipeline.flows.hold"
+    )
+    lean = {"yaml", "difflib", "secrets", "tempfile", "subprocess", "pipeline.sandbox"}
+    assert not lean & (imported - doit)
+
+
+def test_the_cli_replay_imports_nothing_of_the_settings() -> None:
+    # what `mps-pipeline audit OP` imports before its replay (pipeline.guide.replay): no
+    # argparse, no settings, no yaml, no typed errors (see test_replay_witness.py)
+    imported = _imported("import pipeline.__main__, pipeline.guide.replay, pipeline.fsio")
+    heavy = {"argparse", "yaml", "pipeline.config", "pipeline.errors", "pipeline.state"}
+    assert not heavy & imported
+    assert not {"typing", "dataclasses", "hashlib", "tempfile"} & (imported - _imported("pass"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from pipeline.config import Settings
 from pipeline.guide import replay
@@ -25,8 +26,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     terminal, that output is written again (:mod:`pipeline.guide.replay`): the index, the
     checklist and rich are then not even imported.
     """
+    # the witness before the keys: the status of what the digest is about to read
+    witness = None if args.json else _witness(args, settings)
     keys = None if args.json else replay.keys(settings, "cli")
-    if keys is not None and (saved := replay.replay(settings, args.op, keys)) is not None:
+    if keys is not None and (saved := replay.replay(settings, args.op, keys, witness)) is not None:
         return 0 if saved["ok"] else 1
     from pipeline.guide.checklist import checklist, to_json
     from pipeline.report.console import terminal
@@ -49,5 +52,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             shown = console.end_capture()
             sys.stdout.write(shown)
-        replay.save(settings, args.op, keys, shown, warned, ok)
+        replay.save(settings, args.op, keys, shown, warned, ok, witness)
     return 0 if ok else 1
+
+
+def _witness(args: argparse.Namespace, settings: Settings) -> dict[str, Any] | None:
+    """The witness of this run (:func:`pipeline.guide.replay.witness`), when it was started
+    from a command line (:func:`pipeline.__main__.main` notes it) and has settings it can
+    rest on (it says on stderr what :func:`pipeline.workspace.announce` said)."""
+    argv = getattr(args, "argv", None)
+    if argv is None:
+        return None
+    from pipeline.workspace import announcement
+
+    return replay.witness(settings, list(argv), announcement(settings))

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import subprocess
 from collections import Counter
 from collections.abc import Iterable
@@ -41,6 +40,8 @@ class FileEdit:
 
     def diff(self) -> str:
         """A unified diff (``a/`` ``b/`` prefixes, as git shows it)."""
+        import difflib  # only to show one: the warm audit's hold imports this module
+
         return "".join(
             difflib.unified_diff(
                 self.before.splitlines(keepends=True),

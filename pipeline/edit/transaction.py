@@ -27,7 +27,6 @@ import glob
 import hashlib
 import json
 import os
-import secrets
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -65,6 +64,8 @@ def tree_state_dir(root: Path) -> Path:
     never shows in ``git status``; else ``<root>/.mps-pipeline-tree/``.
     """
     root = Path(root).resolve()
+    if root in _HELD_TREES:  # while this process holds the tree's lock, the place stays
+        return _HELD_TREES[root]
     try:
         proc = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--absolute-git-dir", "--show-toplevel"],
@@ -146,6 +147,8 @@ def _release(fd: int) -> None:
 
 # Locks this process holds for a whole chain (:func:`hold`), by lock file.
 _HELD: dict[Path, int] = {}
+# ... and the bookkeeping folder of each tree held, by its resolved root
+_HELD_TREES: dict[Path, Path] = {}
 
 
 @contextlib.contextmanager
@@ -176,15 +179,19 @@ def hold(
     """Take the tree's lock until :func:`release_held` (or the process ends), so a chain of
     stages runs as one: no other run edits or tests the tree between two of its stages.
     False when this process holds it already."""
-    path = tree_state_dir(root) / _LOCK
+    state = tree_state_dir(root)
+    path = state / _LOCK
     if path in _HELD:
         return False
     _HELD[path] = _acquire(path, wait=wait, on_wait=on_wait)
+    # the recovery after the hold looks the place up again: one `git rev-parse` is enough
+    _HELD_TREES[Path(root).resolve()] = state
     return True
 
 
 def release_held() -> None:
     """Release every lock :func:`hold` took."""
+    _HELD_TREES.clear()
     while _HELD:
         _release(_HELD.popitem()[1])
 
@@ -494,6 +501,8 @@ def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
         raise PipelineError(
             f"{journal}: an interrupted edit has not been recovered; run recover() first"
         )
+    import secrets  # only an edit needs an id (the warm audit's hold imports this module)
+
     txid = secrets.token_hex(6)
     entries: list[_Entry] = []
     payload: list[tuple[bytes, int]] = []

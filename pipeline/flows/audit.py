@@ -51,7 +51,8 @@ def audit(request: Request, console: Console) -> None:
     was printed for this terminal, what it printed then (:mod:`pipeline.guide.replay`)."""
     settings, op = request.settings, request.op
     keys = replay.keys(settings, "doit")
-    if state.audit_current(settings, op) and replay.replay(settings, op, keys) is not None:
+    current = state.audit_current(settings, op, keys["inputs"])
+    if current and replay.replay(settings, op, keys) is not None:
         return
     console.begin_capture()
     try:

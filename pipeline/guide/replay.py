@@ -8,21 +8,36 @@ all match writes the saved text again and imports none of the readers, the check
 rich (on this project's machine that was most of a warm ``doit audit``: 2.5-3x doit's own
 start). Anything else (a file changed, another terminal width, a new mps-pipeline) renders
 afresh and saves again.
+
+The CLI goes one step further (:func:`cli_saved`): before its settings are even resolved
+(no yaml, no argparse, no config module), it looks for a saved output whose *witness*
+holds: the same command line, directory, environment, interpreter and mps-pipeline code,
+the same terminal, and the same status (inode, size, mtime, ctime) of every path the
+settings' resolution looked at (``Settings.looked_at``: config files, the folders searched
+for a checkout) and of every path the inputs' digest rests on
+(:func:`pipeline.state.inputs_looked_at`: the files it hashes, the folders listing them).
+Any change to one of those paths changes its status, so the full path runs. A path whose
+status changed just before it was looked at could change again unseen (a file system's
+clock is coarse: :func:`pipeline.fsio.racy`), so no witness is saved while one has: the
+digest replay above still serves those runs, and saves the witness once the tree is still.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
 import os
-import re
-import shutil
 import sys
-from pathlib import Path
-from typing import Any
+import time
 
-from pipeline import state
-from pipeline.config import Settings
+from pipeline import fsio
+
+TYPE_CHECKING = False  # typing's own costs the CLI's replay 3 ms (mypy reads it alike)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from pipeline.config import Settings
 
 SCREEN = "audit.{kind}.screen.json"  # in the operator's state folder, one per kind of audit
 # what rich reads to decide colors and width, besides whether the stream is a terminal
@@ -30,36 +45,60 @@ _TERMINAL_ENV = (
     "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
     "COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES",
 )  # fmt: skip
-_PACKAGE = Path(__file__).resolve().parent.parent
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the code the printed checklist comes from: the readers, the judging, the rendering
 _CODE = ("tree/*.py", "guide/checklist.py", "guide/workflow.py", "report/guide.py", "dtypes.py")
-_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+# the CLI's global options that take a value: only to find the saved output (the command
+# line is compared whole, so one missing here only means no replay)
+_VALUE_FLAGS = ("--root", "--python", "--state-dir", "--build-dir", "--opinfo-table", "--config")
+
+
+def _file_name(name: str, also: str = "_.-") -> bool:
+    """``name`` is ASCII letters, digits and ``also`` (no "/": a file name). Not a regular
+    expression: compiling one costs the CLI's replay a millisecond."""
+    return bool(name) and name.isascii() and all(c.isalnum() or c in also for c in name)
+
+
+def _op_name(name: str) -> bool:
+    """``name`` is an operator name as :func:`pipeline.state.op_files` accepts it."""
+    return 0 < len(name) <= 200 and (name[0].isalpha() or name[0] == "_") and _file_name(name, "_.")
 
 
 def _code_key() -> str:
+    import hashlib
+    from pathlib import Path
+
     h = hashlib.sha256()
     for pattern in _CODE:
-        for path in sorted(_PACKAGE.glob(pattern)):
-            stat = path.stat()
-            h.update(f"{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        for path in sorted(Path(_PACKAGE).glob(pattern)):
+            st = path.stat()
+            h.update(f"{path.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
 def _terminal_key() -> list[Any]:
     out = sys.stdout  # doit's own writer, in a doit action
     tty = bool(getattr(out, "isatty", lambda: False)())
-    size = list(shutil.get_terminal_size()) if tty else None
+    size = None
+    if tty:
+        import shutil  # only for a terminal: off one, the size is not asked for
+
+        size = list(shutil.get_terminal_size())
     env = [os.environ.get(k) for k in _TERMINAL_ENV]
     return [type(out).__name__, tty, size, getattr(out, "encoding", None), env]
 
 
 def _path(settings: Settings, op: str, kind: str) -> Path:
+    from pipeline import state
+
     return state.op_files(settings, op).dir / SCREEN.format(kind=kind)
 
 
 def keys(settings: Settings, kind: str) -> dict[str, Any]:
     """What a saved output must have been made with to be written again: taken before an
     audit renders (what it reads may change while it does)."""
+    from pipeline import state
+
     return {
         "kind": kind,
         "inputs": state.inputs_digest(settings),
@@ -68,14 +107,18 @@ def keys(settings: Settings, kind: str) -> dict[str, Any]:
     }
 
 
-def replay(settings: Settings, op: str, now: dict[str, Any]) -> dict[str, Any] | None:
+def replay(
+    settings: Settings, op: str, now: dict[str, Any], witness: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """Write the saved output of the last audit of ``op`` when it was made with the keys
     ``now`` (:func:`keys`), and return what was saved (``ok``: whether every item passed);
-    else None."""
-    if not _NAME.fullmatch(op):
+    else None. ``witness`` (:func:`witness`), when given and not the saved one, is saved
+    with it, so that the next CLI audit replays before resolving its settings."""
+    if not _file_name(op):
         return None
+    path = _path(settings, op, now["kind"])
     try:
-        saved = json.loads(_path(settings, op, now["kind"]).read_text(encoding="utf-8"))
+        saved = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(saved, dict) or saved.get("keys") != now:
@@ -83,14 +126,173 @@ def replay(settings: Settings, op: str, now: dict[str, Any]) -> dict[str, Any] |
     sys.stderr.write(saved["stderr"])
     sys.stdout.write(saved["stdout"])
     sys.stdout.flush()
+    if witness is not None and saved.get("witness") != witness:
+        # only a shortcut for the next run: a read-only state folder does without it
+        with contextlib.suppress(OSError):
+            _write(path, {**saved, "witness": witness})
     return saved
 
 
 def save(
-    settings: Settings, op: str, made: dict[str, Any], stdout: str, stderr: str, ok: bool
+    settings: Settings,
+    op: str,
+    made: dict[str, Any],
+    stdout: str,
+    stderr: str,
+    ok: bool,
+    witness: dict[str, Any] | None = None,
 ) -> None:
-    """Save what an audit of ``op`` made with the keys ``made`` wrote, for :func:`replay`."""
-    if not _NAME.fullmatch(op):
+    """Save what an audit of ``op`` made with the keys ``made`` wrote, for :func:`replay`
+    (and with ``witness``, for :func:`cli_saved`)."""
+    if not _file_name(op):
         return
     doc = {"keys": made, "stdout": stdout, "stderr": stderr, "ok": ok}
-    state.write_text(_path(settings, op, made["kind"]), json.dumps(doc, ensure_ascii=False) + "\n")
+    if witness is not None:
+        doc["witness"] = witness
+    _write(_path(settings, op, made["kind"]), doc)
+
+
+def _write(path: Path, doc: dict[str, Any]) -> None:
+    from pipeline import state
+
+    state.write_text(path, json.dumps(doc, ensure_ascii=False) + "\n")
+
+
+# --- the CLI's witness: replay before the settings are resolved -------------------------------
+
+
+def _environment() -> list[list[str]]:
+    # the settings' variables, and HOME (a ~ in a path setting)
+    env = os.environ
+    return sorted([k, v] for k, v in env.items() if k.startswith("MPS_PIPELINE_") or k == "HOME")
+
+
+def _process(argv: list[str]) -> dict[str, Any]:
+    """The witness's part that is no file: what the command was and where it ran."""
+    return {
+        "argv": list(argv),
+        "cwd": os.getcwd(),
+        "env": _environment(),
+        "python": [sys.executable, sys.version],
+        "terminal": _terminal_key(),
+    }
+
+
+def witness(settings: Settings, argv: list[str], announced: str) -> dict[str, Any] | None:
+    """What a CLI audit's output rests on beyond its inputs' digest, taken before it reads
+    them (:mod:`this module <pipeline.guide.replay>`), with what it said on stderr before
+    the audit (``announced``); None when a path looked at changed too recently to be
+    trusted (:func:`pipeline.fsio.racy`)."""
+    from pipeline import state
+
+    looked = time.time_ns()
+    looked_at = settings.looked_at
+    watched: list[str] = [
+        *looked_at.read,
+        *(str(p) for p in state.inputs_looked_at(settings)),
+        *fsio.package_files(),
+    ]
+    # the renderer's own files (a replay from the digest has not imported it)
+    rich = sys.modules.get("rich")
+    origin = rich.__file__ if rich is not None else _origin("rich")
+    if origin:
+        watched.append(origin)
+    found = fsio.statuses(watched, looked)
+    if found is None:
+        return None
+    return {
+        **_process(argv),
+        "state_dir": str(settings.state_dir),
+        "announced": announced,
+        "files": [[path, status] for path, status in found.items()],
+        "kinds": [[path, fsio.kind(path)] for path in looked_at.kinds],
+        "resolved": [list(pair) for pair in looked_at.resolved],
+    }
+
+
+def _origin(module: str) -> str | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    return spec.origin if spec is not None else None
+
+
+def _cli_candidates(argv: list[str]) -> tuple[str, list[str]] | None:
+    """The operator of ``mps-pipeline [OPTIONS] audit OP [OPTIONS]`` and the state folders
+    its saved output may be in, or None for any other command line."""
+    given: dict[str, str] = {}
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        if name in _VALUE_FLAGS and name not in given:
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None
+                i, value = i + 1, argv[i + 1]
+            given[name] = value
+        elif arg.startswith("-"):
+            return None  # --json, a flag given twice, an abbreviation: argparse decides
+        else:
+            words.append(arg)
+        i += 1
+    if len(words) != 2 or words[0] != "audit" or not _op_name(words[1]):
+        return None
+    cwd = os.getcwd()
+    named = given.get("--state-dir") or os.environ.get("MPS_PIPELINE_STATE_DIR")
+    if named:
+        return words[1], [os.path.join(cwd, os.path.expanduser(named))]
+    # the defaults: the current directory's (the sandbox), or the checkout's around it
+    folders = [cwd]
+    if "--root" in given:
+        folders.append(os.path.join(cwd, os.path.expanduser(given["--root"])))
+    else:
+        here = cwd
+        while True:
+            if os.path.isfile(os.path.join(here, "aten/src/ATen/native/native_functions.yaml")):
+                folders.append(here)
+                break
+            parent = os.path.dirname(here)
+            if parent == here:
+                break
+            here = parent
+    return words[1], [os.path.join(folder, ".mps-pipeline") for folder in folders]
+
+
+def cli_saved(argv: list[str]) -> dict[str, Any] | None:
+    """The saved output of a CLI audit made by this very command line whose witness still
+    holds, or None. Reads no config and imports nothing of the settings or the readers."""
+    found = _cli_candidates(argv)
+    if found is None:
+        return None
+    op, state_dirs = found
+    now: dict[str, Any] | None = None
+    for state_dir in state_dirs:
+        path = os.path.join(state_dir, "ops", op, SCREEN.format(kind="cli"))
+        try:
+            with open(path, encoding="utf-8") as fh:
+                saved = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        held = saved.get("witness") if isinstance(saved, dict) else None
+        if not isinstance(held, dict) or held.get("state_dir") != os.path.realpath(state_dir):
+            continue
+        now = now if now is not None else _process(argv)
+        if any(held.get(key) != value for key, value in now.items()):
+            continue
+        if (
+            fsio.holds(held.get("files"), fsio.status)
+            and fsio.holds(held.get("kinds"), fsio.kind)
+            and fsio.holds(held.get("resolved"), os.path.realpath)
+        ):
+            return saved
+    return None
+
+
+def write_saved(saved: dict[str, Any]) -> int:
+    """Write what :func:`cli_saved` found as the audit wrote it; its exit status."""
+    sys.stderr.write(saved["witness"]["announced"] + saved["stderr"])
+    sys.stdout.write(saved["stdout"])
+    sys.stdout.flush()
+    return 0 if saved["ok"] else 1

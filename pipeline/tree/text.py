@@ -15,7 +15,6 @@ so spans and edits see what they always saw.
 from __future__ import annotations
 
 import codecs
-import difflib
 import re
 from pathlib import Path
 
@@ -108,6 +107,8 @@ def encode_like(original: bytes | None, before: str, after: str) -> bytes:
         ends, body = [], []
     chosen: list[str] = [usual] * (len(new) - 1)
     if body:
+        import difflib  # only for an edit: doit's start-up imports this module
+
         matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
