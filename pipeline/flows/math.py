@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,14 +296,17 @@ def run_check(
     ops: Sequence[str] = (),
     file: str | None = None,
     every: bool = False,
+    kernels: Collection[str] | None = None,
     runners: Runners | None = None,
 ) -> MathReport:
     """check-math on the tree of ``settings``: one operator's functors, several operators',
-    a file's, or all (see :func:`select_targets`)."""
+    a file's, or all (see :func:`select_targets`); of those, only ``kernels`` when given."""
     index = load_index(settings.tree)
     targets = select_targets(
         index, settings.math.references, op=op, ops=ops, file=file, every=every
     )
+    if kernels is not None:
+        targets = [t for t in targets if t.kernel in kernels]
     runners = runners or runners_for(settings)
     report = check(
         targets, runners, known=known_of(settings), scratch=settings.cache_dir / "math" / "run"

@@ -16,7 +16,7 @@ from pathlib import Path
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.guide.review import enabled, run_checks
-from pipeline.guide.review.base import FileChange, Finding, MathResult, Review
+from pipeline.guide.review.base import ChangedFunctor, FileChange, Finding, MathResult, Review
 from pipeline.impact.changes import ChangedFile, changed_files
 from pipeline.results.math import FunctorCheck, Status
 from pipeline.tree.git import default_base
@@ -77,20 +77,19 @@ def math_result(functor: FunctorCheck) -> MathResult:
 
 
 def changed_functors_math(
-    settings: Settings, changes: Sequence[ChangedFile]
+    settings: Settings, functors: Sequence[ChangedFunctor]
 ) -> tuple[dict[str, MathResult] | None, str]:
-    """check-math of every changed kernels file (None and why when it cannot run here)."""
-    from pipeline.flows import math  # a compiler and torch: only when a .metal file changed
+    """check-math of the functors the diff adds or changes, file by file: the others of a
+    changed file are not this change's (None and why when it cannot run here)."""
+    from pipeline.flows import math  # a compiler and torch: only when a functor changed
 
-    kernels = sorted(
-        c.path for c in changes if c.path.endswith(".metal") and c.new_text is not None
-    )
-    if not kernels:
-        return {}, ""
+    by_file: dict[str, set[str]] = {}
+    for changed in functors:
+        by_file.setdefault(changed.change.path, set()).add(changed.functor.name)
     results: dict[str, MathResult] = {}
     try:
-        for path in kernels:
-            report = math.run_check(settings, file=path)
+        for path, kernels in sorted(by_file.items()):
+            report = math.run_check(settings, file=path, kernels=kernels)
             results.update((f.kernel, math_result(f)) for f in report.functors)
     except PipelineError as exc:
         return None, f"check-math: not run: {exc}"
@@ -114,16 +113,16 @@ def check_changes(
         helper_functions = helpers(texts)
         if where is None and "helper-exists" in ran:
             notes.append("helper-exists: no c10/metal headers in the checkout or torch wheel")
-    if math_results is None and "check-math" in ran:
-        math_results, note = changed_functors_math(settings, changes)
-        if note:
-            notes.append(note)
     review = Review(
         changes=file_changes(changes),
         index=index or load_index(settings.tree),
         helpers=tuple(helper_functions),
         math=math_results,
     )
+    if math_results is None and "check-math" in ran:
+        review.math, note = changed_functors_math(settings, review.changed_functors())
+        if note:
+            notes.append(note)
     return ReviewReport(base, run_checks(review, ran), ran, tuple(notes))
 
 

@@ -1,10 +1,11 @@
 """check-math's inputs and torch references: ``math_torch.py`` in a subprocess, cached.
 
 The script runs under the configured interpreter (``settings.python``) as a copy in a scratch
-directory, as :mod:`pipeline.tree.opinfo` runs ``opinfo_dump.py``. Its answer is cached under
-``<cache>/math/``, named by a digest of the request, the script and the interpreter's torch
-(its ``version.py`` and the OpInfo sources), so a second check of the same functor and
-dtypes starts no Python at all.
+directory, as :mod:`pipeline.tree.opinfo` runs ``opinfo_dump.py``. Each (kernel, dtype)'s
+answer is cached in ``math.cache``, named by a digest of the case, the script and the
+interpreter's torch (its ``version.py`` and the OpInfo sources): a second check of the same
+functor and dtypes starts no Python at all, and a file's check after one functor changed asks
+torch only for what that functor registers anew.
 """
 
 from __future__ import annotations
@@ -68,32 +69,47 @@ def torch_package(source: TreeSource) -> Path:
 def references(
     source: TreeSource, cases: list[Case], cache_dir: Path, *, max_samples: int = MAX_SAMPLES
 ) -> dict[str, Any]:
-    """The script's answer for ``cases`` (see math_torch.py for its shape), kept in
-    ``cache_dir`` under a digest of the request, the script and the interpreter's torch."""
-    request = {"max_samples": max_samples, "cases": [c.to_json() for c in cases]}
-    text = json.dumps(request, sort_keys=True)
+    """The script's answer for ``cases`` (see math_torch.py for its shape). Each case's
+    answer is kept in ``cache_dir`` under a digest of the case (its id aside), the script,
+    ``max_samples`` and the interpreter's torch; the script runs for the cases not kept
+    yet, and not at all when every one is."""
     package = torch_package(source)
-    digest = hashlib.sha256(SCRIPT.read_bytes() + text.encode())
-    digest.update(source.python.encode())
+    common = hashlib.sha256(SCRIPT.read_bytes())
+    common.update(f"{source.python}\0{max_samples}\0".encode())
     version = package / "version.py"
     if version.is_file():
-        digest.update(version.read_bytes())
-    if any(c.opinfo for c in cases):
-        digest.update(opinfo._source_hash(opinfo._source_dir(source)).encode())  # noqa: SLF001
-    cache = cache_dir / f"reference-{digest.hexdigest()[:24]}.json"
-    if cache.is_file():
+        common.update(version.read_bytes())
+    sources = None
+    answers: dict[str, Any] = {}
+    missing: dict[str, tuple[Case, Path]] = {}
+    for case in cases:
+        digest = common.copy()
+        digest.update(json.dumps({**case.to_json(), "id": None}, sort_keys=True).encode())
+        if case.opinfo:  # the OpInfo's samples come from its sources
+            sources = sources or opinfo._source_hash(opinfo._source_dir(source))  # noqa: SLF001
+            digest.update(sources.encode())
+        path = cache_dir / f"reference-{digest.hexdigest()[:24]}.json"
         try:
-            data: dict[str, Any] = json.loads(cache.read_text(encoding="utf-8"))
-            return data
-        except ValueError:
-            pass  # a damaged cache file: compute it again
+            answers[case.id] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # none yet, or a damaged one: computed again
+            missing[case.id] = (case, path)
+    if missing:
+        found = _run_script(source, [c for c, _ in missing.values()], max_samples)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        for case_id, (_, path) in missing.items():
+            write_atomic(path, json.dumps(found[case_id]))
+            answers[case_id] = found[case_id]
+    return {"cases": {c.id: answers[c.id] for c in cases}}
+
+
+def _run_script(source: TreeSource, cases: list[Case], max_samples: int) -> dict[str, Any]:
+    """math_torch.py's answers for ``cases``, by case id."""
+    request = {"max_samples": max_samples, "cases": [c.to_json() for c in cases]}
     with tempfile.TemporaryDirectory(prefix="mps-pipeline-math-") as tmp:
         script = Path(tmp) / SCRIPT.name
         shutil.copyfile(SCRIPT, script)
         req, out = Path(tmp) / "request.json", Path(tmp) / "out.json"
-        req.write_text(text, encoding="utf-8")
+        req.write_text(json.dumps(request), encoding="utf-8")
         opinfo._run(source.python, [str(script), str(req), str(out)], "compute torch references")  # noqa: SLF001
-        data = json.loads(out.read_text(encoding="utf-8"))
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(cache, json.dumps(data))
-    return data
+        found: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))["cases"]
+    return found

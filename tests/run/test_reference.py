@@ -1,0 +1,52 @@
+"""run/reference: torch's answers for check-math, asked of the interpreter case by case and
+kept by case, so that what was asked once never starts Python again."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pipeline.run import reference
+from pipeline.run.reference import Case
+from pipeline.tree.source import TreeSource
+
+pytestmark = pytest.mark.realdata  # the reference is torch on CPU
+
+HYPOT = Case("hypot/float32", "float32", 2, None, "hypot")
+EXP2 = Case("exp2/float16", "float16", 1, None, "exp2")
+
+
+def test_answers_are_kept_per_case_and_a_kept_case_starts_no_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = TreeSource(tmp_path / "tree", tmp_path / "cache", sys.executable, None)
+    cache = tmp_path / "math"
+    first = reference.references(source, [HYPOT], cache)["cases"]
+    assert set(first) == {"hypot/float32"} and first["hypot/float32"]["n"] > 0
+    (kept,) = cache.glob("reference-*.json")
+    stamp = kept.stat().st_mtime_ns
+
+    both = reference.references(source, [EXP2, HYPOT], cache)["cases"]
+    assert list(both) == ["exp2/float16", "hypot/float32"]  # in the order asked
+    assert both["hypot/float32"] == first["hypot/float32"]
+    assert len(list(cache.glob("reference-*.json"))) == 2 and kept.stat().st_mtime_ns == stamp
+
+    # every case kept: the script does not run
+    def no_run(*args: object) -> dict:
+        raise AssertionError(f"math_torch.py ran for {args[1]}")
+
+    monkeypatch.setattr(reference, "_run_script", no_run)
+    renamed = replace(HYPOT, id="other/float32")  # the id is not part of the answer
+    again = reference.references(source, [renamed, EXP2], cache)["cases"]
+    assert again == {"other/float32": first["hypot/float32"], "exp2/float16": both["exp2/float16"]}
+
+def test_a_damaged_kept_answer_is_asked_again(tmp_path: Path) -> None:
+    source = TreeSource(tmp_path / "tree", tmp_path / "cache", sys.executable, None)
+    cache = tmp_path / "math"
+    first = reference.references(source, [EXP2], cache)["cases"]
+    (kept,) = cache.glob("reference-*.json")
+    kept.write_text('{"n": 3, "inp')  # a writer killed mid-file (write_atomic never leaves one)
+    assert reference.references(source, [EXP2], cache)["cases"] == first  # seeded: the same
