@@ -50,3 +50,21 @@ def test_a_damaged_kept_answer_is_asked_again(tmp_path: Path) -> None:
     (kept,) = cache.glob("reference-*.json")
     kept.write_text('{"n": 3, "inp')  # a writer killed mid-file (write_atomic never leaves one)
     assert reference.references(source, [EXP2], cache)["cases"] == first  # seeded: the same
+
+
+@pytest.mark.slow  # op_db's import
+def test_an_input_torch_dies_on_is_set_aside_and_one_it_refuses_is_named(tmp_path: Path) -> None:
+    """div trunc on int64: INT_MIN / -1 traps in torch's CPU kernel (SIGFPE), x / 0 raises."""
+    import base64
+    import struct
+
+    source = TreeSource(tmp_path / "tree", tmp_path / "cache", sys.executable, None)
+    case = Case("div_trunc/int64", "int64", 2, ("div", "trunc_rounding"), None)
+    answer = reference.references(source, [case], tmp_path / "math")["cases"][case.id]
+    a, b = (struct.unpack(f"<{answer['n']}q", base64.b64decode(x)) for x in answer["inputs"])
+    errors = {int(i): why for i, why in answer["errors"].items()}
+    died = [i for i, why in errors.items() if "dies" in why]
+    assert died and all((a[i], b[i]) == (-(2**63), -1) for i in died)
+    refused = [i for i, why in errors.items() if "ZeroDivisionError" in why]
+    assert refused and all(b[i] == 0 for i in refused)
+    assert set(died) | set(refused) == set(errors)  # every other input has its reference
