@@ -36,6 +36,18 @@ def test_every_module_has_a_layer() -> None:
     assert top - declared == set()
 
 
+def test_no_module_is_over_700_lines() -> None:
+    """A module a newcomer can read at one sitting (issue 15); the sandbox's PyTorch-shaped
+    tree is data, not ours to size."""
+    tree = PACKAGE / "sandbox" / "tree"
+    sizes = {
+        str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in PACKAGE.rglob("*.py")
+        if not p.is_relative_to(tree)
+    }
+    assert {p: n for p, n in sizes.items() if n > 700} == {}
+
+
 def test_tasks_import_the_core_without_module_name_strings() -> None:
     source = MODULES["pipeline.tasks"].read_text(encoding="utf-8")
     assert "import_module" not in source and "importlib" not in source

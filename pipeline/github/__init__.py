@@ -7,21 +7,36 @@ message, a log record or a repr, and it is never sent to a host other than ``api
 
 from __future__ import annotations
 
-import email.utils
 import itertools
 import logging
 import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, quote, urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 import requests
-import urllib3
 
 from pipeline.errors import GitHubError
+from pipeline.github.answers import (
+    _MISSING,
+    Comment,
+    _backoff,
+    _comment,
+    _errors,
+    _got,
+    _integer,
+    _json,
+    _kind,
+    _message,
+    _normalise,
+    _page_key,
+    _read_body,
+    _retry_after,
+    _TooSlow,
+    _what,
+)
 from pipeline.results.pr import STATUS_DESCRIPTION_MAX
 
 log = logging.getLogger(__name__)
@@ -35,7 +50,6 @@ MAX_WAIT_SECONDS = 900.0
 # Redirects are followed only within github.api_url's origin (a renamed repository's 301)
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
-MAX_BODY = 50 * 1024 * 1024  # bytes of one answer: a comment list page is a few hundred KB
 # GitHub's advice for a secondary rate limit that came without Retry-After: wait a minute.
 SECONDARY_LIMIT_WAIT = 60.0
 # Comments per page: GitHub's maximum.
@@ -45,17 +59,6 @@ PER_PAGE = 100
 # the repeated-page check does not catch it) costs 100 requests, not an endless loop.
 MAX_PAGES = 100
 TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
-# A field absent from a response (unlike one that is null)
-_MISSING: Any = object()
-
-
-@dataclass(frozen=True)
-class Comment:
-    """An issue/PR comment, as much of it as the pipeline needs."""
-
-    id: int
-    body: str
-    user: str
 
 
 class _BearerAuth(requests.auth.AuthBase):
@@ -623,158 +626,3 @@ class GitHubClient:
         error = GitHubError(self._redact(text))
         error.status = status
         return error
-
-
-class _TooSlow(Exception):
-    """A response not read in full within the request's total deadline."""
-
-
-def _read_body(response: requests.Response, deadline: float, total: float) -> None:
-    """Read ``response``'s body (streamed) into it, in what each read returns, until
-    ``deadline`` (monotonic); :class:`_TooSlow` past it or past :data:`MAX_BODY` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        while True:
-            if time.monotonic() > deadline:
-                raise _TooSlow(f"GitHub's answer took more than {total:g} s (the deadline)")
-            chunk = response.raw.read1(65536, decode_content=True)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_BODY:
-                raise _TooSlow(f"GitHub's answer is larger than {MAX_BODY} bytes")
-            chunks.append(chunk)
-    except urllib3.exceptions.HTTPError as exc:  # a read timeout, a connection cut
-        response.close()
-        raise requests.ConnectionError(type(exc).__name__) from None
-    except BaseException:
-        response.close()
-        raise
-    response._content = b"".join(chunks)  # what response.json() and .text read
-    response._content_consumed = True  # type: ignore[attr-defined]
-    response.close()
-
-
-def _backoff(attempt: int) -> float:
-    return float(min(2**attempt, 60))
-
-
-def _retry_after(response: requests.Response, clock: Callable[[], float]) -> float | None:
-    value = response.headers.get("retry-after")
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - clock(), 0.0)
-
-
-def _page_key(url: str) -> str:
-    """A page's URL with its query parameters in order: the same page, however spelled."""
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    query.setdefault("page", "1")  # no page parameter is page 1
-    return f"{parts.scheme}://{parts.netloc.lower()}{parts.path}?{sorted(query.items())}"
-
-
-def _what(method: str, url: str) -> str:
-    """How errors name an endpoint: method and path (no host, no query, never the token)."""
-    return f"{method} {urlsplit(url).path}"
-
-
-def _json(response: requests.Response, what: str) -> Any:
-    try:
-        return response.json()
-    except ValueError:
-        raise GitHubError(
-            f"{what}: GitHub answered {response.status_code} with a body that is not JSON; "
-            "check github.api_url"
-        ) from None
-
-
-def _got(value: Any) -> str:
-    """What arrived instead, for an error message: "got a string", "but it is missing"."""
-    return "but it is missing" if value is _MISSING else f"got {_kind(value)}"
-
-
-def _kind(value: Any) -> str:
-    """The JSON type of ``value``, as an error message says it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _integer(value: Any, what: str, where: str) -> int:
-    # JSON true is a Python bool, and bool is an int: refuse it explicitly
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise GitHubError(f"{what}: expected `id` of {where} to be an integer, {_got(value)}")
-    return value
-
-
-def _body(response: requests.Response) -> dict[str, Any]:
-    try:
-        data = response.json()
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _message(response: requests.Response) -> str:
-    message = _body(response).get("message")
-    return str(message) if message else ""
-
-
-def _errors(response: requests.Response) -> str:
-    """GitHub's ``errors`` list (422 validation failures) as one line."""
-    items = _body(response).get("errors") or []
-    out = []
-    for item in items if isinstance(items, list) else [items]:
-        if isinstance(item, dict):
-            text = item.get("message") or " ".join(
-                f"{k}={item[k]}" for k in ("resource", "field", "code") if item.get(k)
-            )
-            out.append(str(text))
-        else:
-            out.append(str(item))
-    return "; ".join(out)
-
-
-def _comment(item: Any, what: str, where: str = "the comment") -> Comment:
-    """A comment object as GitHub documents it, checked: whatever else arrives is a
-    GitHubError naming the endpoint (``what``) and the comment (``where``)."""
-    if not isinstance(item, dict):
-        raise GitHubError(f"{what}: expected {where} to be an object, got {_kind(item)}")
-    comment_id = _integer(item.get("id", _MISSING), what, where)
-    body = item.get("body", _MISSING)
-    if not isinstance(body, str):
-        raise GitHubError(f"{what}: expected `body` of {where} to be a string, {_got(body)}")
-    user = item.get("user", _MISSING)
-    # GitHub's schema allows a null user (nullable-simple-user): a comment nobody owns,
-    # never the bot's. Anything else must carry a login.
-    if user is None:
-        login = ""
-    elif not isinstance(user, dict):
-        raise GitHubError(f"{what}: expected `user` of {where} to be an object, {_got(user)}")
-    elif not isinstance(login := user.get("login", _MISSING), str):
-        raise GitHubError(f"{what}: expected `user.login` of {where} to be a string, {_got(login)}")
-    return Comment(id=comment_id, body=body, user=login)
-
-
-def _normalise(body: str) -> str:
-    # GitHub stores what the web editor sends, which may use CRLF line endings.
-    return body.replace("\r\n", "\n").strip()
