@@ -22,7 +22,7 @@ from rich.console import Console
 
 from pipeline import state
 from pipeline.config import Settings
-from pipeline.errors import PipelineError, WorkLeftError
+from pipeline.errors import PipelineError, UnknownOperatorError, WorkLeftError
 from pipeline.flows.request import Request
 from pipeline.guide import math as guide_math
 from pipeline.guide.math import Target
@@ -255,7 +255,12 @@ def select_targets(
             raise NothingToCheckError(f"{file}: no such .metal kernel file (the tree has: {names})")
         return found
     if ops:
-        found = [t for name in ops for t in guide_math.targets_for_op(index, name, references)]
+        found = []
+        for name in ops:
+            try:
+                found += guide_math.targets_for_op(index, name, references)
+            except UnknownOperatorError:
+                continue  # an operator the change removed: nothing of it left to check
         if not found:
             raise NothingToCheckError(f"none of {', '.join(ops)} has a registered Metal functor")
         return list({(t.file, t.kernel): t for t in found}.values())

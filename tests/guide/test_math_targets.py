@@ -32,3 +32,18 @@ def test_targets_of_a_file_and_overrides(sandbox_settings) -> None:
     assert len(every) == 12
     erfinv = next(t for t in every if t.kernel == "erfinv")
     assert erfinv.fn == "special.erfinv" and erfinv.dtypes is None
+
+
+def test_a_prs_affected_operators_give_their_functors_once(sandbox_settings) -> None:
+    """pr-report's selection: several operators' functors, one target per functor; an
+    operator the PR removed, or one without a functor, adds nothing."""
+    import pytest
+
+    from pipeline.flows.math import NothingToCheckError, select_targets
+
+    index = load_index(sandbox_settings.tree)
+    refs = sandbox_settings.math.references
+    found = select_targets(index, refs, ops=("div", "atan2", "div", "no_such_op"))
+    assert sorted(t.kernel for t in found) == ["atan2", "div_floor", "div_true", "div_trunc"]
+    with pytest.raises(NothingToCheckError, match="none of no_such_op, logit has a registered"):
+        select_targets(index, refs, ops=("no_such_op", "logit"))
