@@ -31,9 +31,6 @@ from rich.text import Text
 from pipeline import testid
 from pipeline.config import Settings
 from pipeline.errors import BuildError, PipelineError
-
-# The build and test stages are called as stages.X (not imported by name) so that tests
-# can monkeypatch them.
 from pipeline.flows import stages
 from pipeline.github import GitHubClient, token_from_env
 from pipeline.guide.xfails import plan_xfail_changes
@@ -262,6 +259,7 @@ def report(
     history_path: Path | None = None,
     runner: str | None = None,
     annotate: Callable[[PrResults, bool], PrResults] | None = None,
+    runners: Runners | None = None,
 ) -> int:
     """The whole command: collect (or load ``post_from``), classify the failing tests
     against the nightly history, write the results, then print the comment (``dry_run``),
@@ -272,7 +270,8 @@ def report(
     there is one (:func:`pipeline.results.baseline.history_file`); ``runner`` the PR run's
     configuration (default ``$RUNNER_CONFIG``). With ``post_from``, the failing tests are
     classified again only when a history is found here; else the classes the results-only
-    job wrote stand (and ``runner`` defaults to the one it recorded). ``annotate(results,
+    job wrote stand (and ``runner`` defaults to the one it recorded); ``runners`` build and
+    test (default :meth:`Runners.default`). ``annotate(results,
     loaded)`` adds what the layers above compute (the review checks, kernel speed) to the
     collected results before they are written, or (``loaded``) to those read back.
     """
@@ -300,7 +299,7 @@ def report(
             results = annotate(results, True)
     else:
         runner = runner or os.environ.get(baselines.RUNNER_ENV) or None
-        results = collect(settings, pr, console, base=base, head=head)
+        results = collect(settings, pr, console, base=base, head=head, runners=runners)
         judged = baselines.classify(db, results.table, runner=runner)
         results = replace(results, baseline=judged)
         if annotate is not None:

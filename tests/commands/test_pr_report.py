@@ -175,6 +175,11 @@ def build_now(root: Path) -> None:
                    capture_output=True)  # fmt: skip
 
 
+def results_only(settings: Settings, base: str, runners: pr.Runners) -> int:
+    """`pr-report --pr 7 --base BASE --results-only`, built and tested by ``runners``."""
+    return pr.report(settings, 7, base=base, results_only=True, runners=runners)
+
+
 def results_json(settings: Settings) -> dict:
     return json.loads((settings.results_dir / "pr-7" / "results.json").read_text())
 
@@ -539,9 +544,7 @@ def test_a_200_kb_build_or_test_error_is_capped_in_the_log(settings, tree, monke
     def fail_tests(settings, selectors, label):
         raise PipelineError(f"pytest exited with status 1: {HUGE}\n{HUGE}\n  full log: x")
 
-    monkeypatch.setattr(stages, "run_build", lambda s, c: None)
-    monkeypatch.setattr(stages, "run_consistency_tests", fail_tests)
-    assert cli(settings, "--pr", "7", "--base", base, "--results-only") == 0
+    assert results_only(settings, base, pr.Runners(lambda s, c: None, fail_tests)) == 0
     out, err = capfd.readouterr()
     _assert_capped(out, err)
     assert err.count("more characters]") == 2 and len(err) < 10_000
@@ -551,8 +554,7 @@ def test_a_200_kb_build_or_test_error_is_capped_in_the_log(settings, tree, monke
     def fail_build(settings, console):
         raise BuildError(f"build failed: {HUGE}\n" + "\n".join([HUGE] * 5))
 
-    monkeypatch.setattr(stages, "run_build", fail_build)
-    assert cli(settings, "--pr", "7", "--base", base, "--results-only") == 0
+    assert results_only(settings, base, pr.Runners(fail_build, fail_tests)) == 0
     out, err = capfd.readouterr()
     _assert_capped(out, err)
     assert len(err) < MAX_LOG_CHARS
@@ -568,8 +570,8 @@ def test_the_log_cap_holds_for_many_long_lines(settings, tree, monkeypatch, capf
     def fail_build(settings, console):
         raise BuildError("\n".join([HUGE[:5_000]] * 500))  # 2.5 MB of compiler output
 
-    monkeypatch.setattr(stages, "run_build", fail_build)
-    assert cli(settings, "--pr", "7", "--base", base, "--results-only") == 0
+    runners = pr.Runners(fail_build, stages.run_consistency_tests)
+    assert results_only(settings, base, runners) == 0
     out, err = capfd.readouterr()
     _assert_capped(out, err)
     assert MAX_LOG_CHARS < len(err) < MAX_LOG_CHARS + 10_000
