@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.common import timed
 from pipeline import sandbox
 from pipeline.config import Settings
 from pipeline.tree import paths
@@ -52,15 +53,6 @@ REGISTER_FLOAT_BINARY_OP(bench{n});
 """
 
 
-def _median_of(fn: Callable[[], object], n: int) -> list[float]:
-    samples = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return samples
-
-
 def review_figures(
     settings: Settings, changed_file: Callable[[str, str, str], Any], repeats: int
 ) -> tuple[Figures, list[str], dict[str, Any]]:
@@ -83,7 +75,7 @@ def review_figures(
     known = helpers(texts)
     report = check_changes(settings, [change], index=index)
     # the c10/metal headers are read and parsed in every run, as a review run does
-    samples = _median_of(lambda: check_changes(settings, [change], index=index), repeats)
+    samples = timed(lambda: check_changes(settings, [change], index=index), repeats)
     by_check: dict[str, int] = {}
     for f in report.findings:
         by_check[f.check] = by_check.get(f.check, 0) + 1

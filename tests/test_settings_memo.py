@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,29 +19,36 @@ import pipeline.config
 from pipeline import fsio, workspace
 from pipeline.config import load_settings
 
-WAIT_NS = 300_000_000
+WAIT_NS = 300_000_000  # the in-process tests' fsio.RACY_NS: far above a file system's tick
+
+
+def count_resolutions(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
+    """Count the full resolutions (``pipeline.config.load_settings`` calls) from now on, with
+    fsio's racy window widened to WAIT_NS; the count so far."""
+    calls = [0]
+    real = pipeline.config.load_settings
+
+    def counting(*args: object, **kwargs: object) -> pipeline.config.Settings:
+        calls[0] += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline.config, "load_settings", counting)
+    monkeypatch.setattr(fsio, "RACY_NS", WAIT_NS)
+    return lambda: calls[0]
 
 
 class Loads:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-        self.resolved = 0
-        real = pipeline.config.load_settings
-
-        def counting(*args: object, **kwargs: object) -> pipeline.config.Settings:
-            self.resolved += 1
-            return real(*args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(pipeline.config, "load_settings", counting)
-        monkeypatch.setattr(fsio, "RACY_NS", WAIT_NS)
+        self.resolutions = count_resolutions(monkeypatch)
         monkeypatch.chdir(tmp_path)
         self.state = tmp_path / "state"
         self.state.mkdir()
 
     def __call__(self, **given: str) -> tuple[pipeline.config.Settings, bool]:
-        before = self.resolved
+        before = self.resolutions()
         overrides = {"state_dir": str(self.state), **given}
         settings = workspace.load(overrides, via="doit", cwd=Path.cwd())
-        return settings, self.resolved > before
+        return settings, self.resolutions() > before
 
     def warm(self, **given: str) -> pipeline.config.Settings:
         time.sleep(WAIT_NS / 1e9 + 0.05)

@@ -140,20 +140,34 @@ def backup(db: sqlite3.Connection, path: str | Path, started: str, keep: int) ->
     if keep > 0:
         folder.mkdir(parents=True, exist_ok=True)
         made = backup_name(folder, started)
-        tmp = temp_file(made)
-        try:
+
+        def snapshot(tmp: str) -> None:
             copy = sqlite3.connect(tmp)
             try:
                 db.backup(copy)
-                copy.execute("PRAGMA journal_mode = DELETE")
             finally:
                 copy.close()
-            os.replace(tmp, made)
-        except BaseException:
-            discard(tmp)
-            raise
+
+        install_backup(made, snapshot)
     rotate(folder, keep)
     return made
+
+
+def install_backup(made: Path, fill: Callable[[str], None]) -> None:
+    """``fill(tmp)`` a temporary file beside ``made``, make it one self-contained file
+    (rollback-journal mode) and rename it to ``made``; on any failure the temp is removed."""
+    tmp = temp_file(made)
+    try:
+        fill(tmp)
+        copy = sqlite3.connect(tmp)
+        try:
+            copy.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            copy.close()
+        os.replace(tmp, made)
+    except BaseException:
+        discard(tmp)
+        raise
 
 
 def backup_name(folder: Path, started: str) -> Path:

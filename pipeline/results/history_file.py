@@ -21,7 +21,7 @@ from pipeline.results.history_disk import (
     BACKUPS,
     backup_name,
     check_writable,
-    discard,
+    install_backup,
     remove_stale_temps,
     rotate,
     temp_file,
@@ -435,22 +435,14 @@ def backup_and_seal(path: str | Path, started: str, keep: int, *, full: bool | N
     remove_stale_temps(folder)  # of a backup a killed run left
     if keep > 0:
         folder.mkdir(parents=True, exist_ok=True)
-        made = backup_name(folder, started)
-        tmp = temp_file(made)
-        try:
+
+        def copy_bytes(tmp: str) -> None:
             with open(tmp, "wb") as out, open(path, "rb") as f:
                 while chunk := f.read(1 << 20):
                     digest.update(chunk)
                     out.write(chunk)
-            copy = sqlite3.connect(tmp)
-            try:
-                copy.execute("PRAGMA journal_mode = DELETE")
-            finally:
-                copy.close()
-            os.replace(tmp, made)
-        except BaseException:
-            discard(tmp)
-            raise
+
+        install_backup(backup_name(folder, started), copy_bytes)
     elif full is not None:
         with open(path, "rb") as f:
             digest = hashlib.file_digest(f, "sha256")

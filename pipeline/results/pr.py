@@ -183,10 +183,6 @@ def table_from_json(data: dict[str, Any]) -> tables.DtypeTable:
     )
 
 
-def _text(value: Any, where: str) -> str | None:
-    return None if value is None else str(want(value, str, where))
-
-
 def math_from_json(data: Any) -> MathReport | str:
     """check-math's report back from its ``--json`` document (as results.json's ``math``),
     every field the comment renders checked; a dtype's ``status`` must be the one its
@@ -209,10 +205,12 @@ def math_from_json(data: Any) -> MathReport | str:
             FunctorCheck(
                 kernel=kernel,
                 file=want(f.get("file"), str, f"{at}.file"),
-                reference=_text(f.get("reference"), f"{at}.reference"),
+                reference=want(f.get("reference"), (str, type(None)), f"{at}.reference"),
                 dtypes=tuple(dtypes),
-                compile_error=_text(f.get("compile_error"), f"{at}.compile_error"),
-                failure=_text(f.get("failure"), f"{at}.failure"),
+                compile_error=want(
+                    f.get("compile_error"), (str, type(None)), f"{at}.compile_error"
+                ),
+                failure=want(f.get("failure"), (str, type(None)), f"{at}.failure"),
                 skipped=strings(f.get("skipped_dtypes"), f"{at}.skipped_dtypes"),
                 cached=want(f.get("cached"), bool, f"{at}.cached"),
             )
@@ -251,7 +249,7 @@ def _dtype_check(kernel: str, d: Any, at: str) -> DtypeCheck:
         kernel=kernel,
         dtype=want(d.get("dtype"), str, f"{at}.dtype"),
         output=want(d.get("output_dtype"), str, f"{at}.output_dtype"),
-        torch_dtype=_text(d.get("torch_dtype"), f"{at}.torch_dtype"),
+        torch_dtype=want(d.get("torch_dtype"), (str, type(None)), f"{at}.torch_dtype"),
         checked=counts["checked"],
         matched=counts["matched"],
         precision=counts["precision"],
@@ -265,8 +263,8 @@ def _dtype_check(kernel: str, d: Any, at: str) -> DtypeCheck:
         upcast=want(d.get("upcast"), bool, f"{at}.upcast"),
         counterexamples=tuple(examples),
         findings=strings(d.get("findings"), f"{at}.findings"),
-        no_reference=_text(d.get("no_reference"), f"{at}.no_reference"),
-        known=_text(d.get("known"), f"{at}.known"),
+        no_reference=want(d.get("no_reference"), (str, type(None)), f"{at}.no_reference"),
+        known=want(d.get("known"), (str, type(None)), f"{at}.known"),
     )
     if want(d.get("status"), str, f"{at}.status") != str(check.status):
         raise PipelineError(

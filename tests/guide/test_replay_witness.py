@@ -20,12 +20,11 @@ from pathlib import Path
 import pytest
 
 import pipeline.config
-from pipeline import fsio
 from pipeline.__main__ import main
 from pipeline.guide import replay
+from tests.test_settings_memo import WAIT_NS, count_resolutions
 
 REPO = Path(__file__).parents[2]
-WAIT_NS = 300_000_000  # the in-process tests' fsio.RACY_NS: far above a file system's tick
 COMMON_MPS = "torch/testing/_internal/common_mps.py"
 KERNELS = "aten/src/ATen/native/mps/kernels"
 
@@ -36,21 +35,14 @@ class Runs:
 
     def __init__(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                  state: Path) -> None:  # fmt: skip
-        self.capsys, self.state, self.resolved = capsys, state, 0
-        real = pipeline.config.load_settings
-
-        def counting(*args: object, **kwargs: object) -> pipeline.config.Settings:
-            self.resolved += 1
-            return real(*args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(pipeline.config, "load_settings", counting)
-        monkeypatch.setattr(fsio, "RACY_NS", WAIT_NS)
+        self.capsys, self.state = capsys, state
+        self.resolutions = count_resolutions(monkeypatch)
 
     def __call__(self, *extra: str) -> tuple[int, str, str, bool]:
-        before = self.resolved
+        before = self.resolutions()
         code = main(["audit", "atan2", "--state-dir", str(self.state), *extra])
         out, err = self.capsys.readouterr()
-        return code, out, err, self.resolved > before
+        return code, out, err, self.resolutions() > before
 
     def still(self, *extra: str) -> tuple[int, str, str]:
         """Let the tree be still past RACY_NS, then run until the witness replays; that
@@ -158,10 +150,10 @@ def test_a_checkout_config_file_edited_or_appearing_is_read(
     capsys.readouterr()
 
     def audit() -> tuple[int, str, str, bool]:
-        before = runs.resolved
+        before = runs.resolutions()
         code = main(["audit", "atan2"])
         out, err = capsys.readouterr()
-        return code, out, err, runs.resolved > before
+        return code, out, err, runs.resolutions() > before
 
     def warm() -> tuple[int, str, str]:
         time.sleep(WAIT_NS / 1e9 + 0.05)

@@ -15,6 +15,16 @@ from pipeline.report.pr_comment import GITHUB_COMMENT_LIMIT, MARKER, commit_stat
 from tests.report.pr_samples import sample
 
 
+def tampered(data: dict, path: tuple, value: object) -> dict:
+    """A copy of results.json ``data`` with the field at ``path`` set to ``value``."""
+    bad = json.loads(json.dumps(data))
+    target = bad
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return bad
+
+
 def test_results_json_round_trips_and_is_checked():
     results = sample()
     data = json.loads(json.dumps(results.to_json()))
@@ -34,13 +44,8 @@ def test_results_json_round_trips_and_is_checked():
         (("head",), "main", "head is not a full commit id"),
         (("impact", "operators"), [{"operator": 1, "reasons": []}], "operator must be str"),
     ]:
-        bad = json.loads(json.dumps(data))
-        target = bad
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
         with pytest.raises(PipelineError, match=message):
-            PrResults.from_json(bad, 7)
+            PrResults.from_json(tampered(data, path, value), 7)
 
 
 def test_a_tampered_results_folder_cannot_put_markdown_or_mentions_in_the_comment():
@@ -134,13 +139,8 @@ def test_check_math_table_is_in_results_json_and_rendered_from_it_in_the_comment
         (("math", "functors", 0, "dtypes", 1, "counterexamples", 0, "kind"), "x", "'x' is unk"),
         (("math", "functors", 1, "compile_error"), 3, r"functors\[1\].compile_error must be"),
     ]:
-        bad = json.loads(json.dumps(data))
-        target = bad
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
         with pytest.raises(PipelineError, match=message):
-            PrResults.from_json(bad, 7)
+            PrResults.from_json(tampered(data, path, value), 7)
 
 
 def test_a_tampered_math_document_cannot_put_mentions_or_html_in_the_comment():
