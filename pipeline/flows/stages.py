@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from pipeline import state, testid
+from pipeline import sandbox, state, testid
 from pipeline.config import Settings
 from pipeline.edit import transaction
 from pipeline.edit.atomic import FileEdit
@@ -192,6 +192,7 @@ def run_consistency_tests(
             log_path=run_dir / "pytest.log",
             timeout=settings.test_timeout,
             extra_args=settings.pytest_args,
+            env=sandbox.TEST_ENV if settings.is_sandbox else None,
         )
     )
     if not result.ran or not result.junit_path.is_file():

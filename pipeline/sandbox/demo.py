@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import ConfigError
-from pipeline.sandbox import BUILD_DIR, OPINFO_TABLE, _git, materialize
+from pipeline.sandbox import BUILD_DIR, OPINFO_TABLE, TEST_ENV, _git, materialize
 
 CONFIG_FILE = ".mps-pipeline.yaml"
 CONFIG_TEXT = (
@@ -86,7 +86,7 @@ def sweep(root: Path, report: Path, *, macos: str | None = None, timeout: float 
     )
     report = Path(os.path.abspath(report))  # pytest runs in root
     report.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env = {**os.environ, **TEST_ENV}
     if macos is not None:
         env[backend.MACOS_ENV] = macos
     proc = subprocess.run(
