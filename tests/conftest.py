@@ -31,6 +31,12 @@ def math_cache() -> Path:
     return Path(os.environ[MATH_CACHE_ENV])
 
 
+def settings_env() -> dict[str, str]:
+    """The environment for settings loaded in process: only the session's check-math cache
+    (see pytest_configure), nothing else of the caller's."""
+    return {MATH_CACHE_ENV: os.environ[MATH_CACHE_ENV]}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # `realdata` tests read the torch 2.13.0 wheel's files: without torch they skip, saying so
     if importlib.util.find_spec("torch") is not None:
@@ -129,7 +135,9 @@ def sandbox_settings(tmp_path: Path):
     from pipeline.config import load_settings
     from pipeline.workspace import prepare
 
-    return prepare(load_settings({"state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path))
+    return prepare(
+        load_settings({"state_dir": str(tmp_path / "state")}, env=settings_env(), cwd=tmp_path)
+    )
 
 
 @pytest.fixture(scope="session")

@@ -216,9 +216,10 @@ def test_two_jobs_posting_at_once_leave_one_comment(threaded_server, attempt):
         def slow_first_lists(request: Request) -> Response:
             with github.lock:
                 first = next(listed, None) is not None
-            if first:  # answered only when both jobs have asked: both see no comment
+            answer = github.list(request)
+            if first:  # answered only when both jobs have listed: both see no comment
                 first_lists.wait()
-            return github.list(request)
+            return answer
 
         # registered first, so it answers the GETs before FakeGitHub.list would
         server.expect_request(COMMENTS_URI, method="GET").respond_with_handler(slow_first_lists)

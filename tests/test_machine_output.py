@@ -41,7 +41,7 @@ from tests.commands.test_pr_report import (
     sweep,
     touch_atan2,
 )
-from tests.conftest import commit, git
+from tests.conftest import commit, git, settings_env
 from tests.impact.test_suspects import three_commits
 from tests.results.nightly_runs import RUNNERS
 from tests.sandbox.edits import BINARY_METAL, edit
@@ -326,7 +326,7 @@ def test_pr_report_results_json_with_every_class(capsys, pr_tree: Path, tmp_path
     with one failing test of each class: copysign int64 new (it passes on main), atan2 bool
     already failing (main dropped its xfail), atan2 uint8 flaky (its xfail came and went)."""
     state = tmp_path / "state"
-    settings = load_settings({"root": str(pr_tree), "state_dir": str(state)}, env={})
+    settings = load_settings({"root": str(pr_tree), "state_dir": str(state)}, env=settings_env())
     settings = replace(settings, opinfo_table=pr_tree / sandbox.OPINFO_TABLE)
     edit(pr_tree, COMMON_MPS, ATAN2_BOOL_XFAIL, "                torch.uint8,\n")
     commit(pr_tree, "main: expect atan2 bool to work")

@@ -31,7 +31,7 @@ from pipeline.results import history
 from pipeline.run.build import CompilerError, find_ninja
 from pipeline.sandbox import backend
 from pipeline.workspace import prepare
-from tests.conftest import commit, git
+from tests.conftest import commit, git, settings_env
 from tests.report.pr_samples import sample
 from tests.results.nightly_runs import RUNNERS
 from tests.sandbox.edits import (
@@ -144,7 +144,9 @@ def tree(sandbox_tree: Path) -> Path:
 
 @pytest.fixture
 def settings(tree: Path, tmp_path: Path, httpserver: HTTPServer) -> Settings:
-    base = load_settings({"root": str(tree), "state_dir": str(tmp_path / "state")}, env={})
+    base = load_settings(
+        {"root": str(tree), "state_dir": str(tmp_path / "state")}, env=settings_env()
+    )
     github = replace(base.github, api_url=httpserver.url_for(""), repo=REPO, token_env=TOKEN_ENV)
     return replace(base, opinfo_table=tree / sandbox.OPINFO_TABLE, github=github)
 
@@ -359,6 +361,7 @@ def test_doit_pr_report_dry_run(tmp_path):
     settings = prepare(load_settings({"root": "sandbox", "state_dir": str(state)}, env={}))
     migrate_atan2(settings)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "MPS_PIPELINE"))}
+    env.update(settings_env())
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     proc = subprocess.run(

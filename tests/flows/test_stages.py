@@ -14,6 +14,7 @@ from pipeline.flows.request import Request
 from pipeline.testid import TestId
 from pipeline.tree import paths
 from pipeline.tree.index import load_index
+from tests.conftest import settings_env
 
 
 def _settings(root: Path, tmp_path: Path):
@@ -23,7 +24,7 @@ def _settings(root: Path, tmp_path: Path):
             "state_dir": str(tmp_path / "state"),
             "opinfo_table": str(root / paths.OPINFO_TABLE),
         },
-        env={},
+        env=settings_env(),
     )
 
 

@@ -67,8 +67,10 @@ def checkout(real_tree, tmp_path_factory):  # noqa: F811 - the fixture imported 
     shutil.copytree(real_tree.root, root)
     git_init(root)
     state = root.parent / "state"
-    # op_db's dump, keyed by a hash of its sources: the one the replay test made
-    shutil.copytree(OPINFO_CACHE, state / "cache", dirs_exist_ok=True)
+    # op_db's dump, keyed by a hash of its sources: the one the replay test made, when it
+    # ran first (on another xdist worker, or on a fresh machine, it may not have)
+    if OPINFO_CACHE.is_dir():
+        shutil.copytree(OPINFO_CACHE, state / "cache", dirs_exist_ok=True)
     settings = load_settings(
         {"root": str(root), "state_dir": str(state), "python": sys.executable},
         env={},

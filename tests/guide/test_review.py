@@ -19,7 +19,7 @@ from pipeline.guide.review import CHECKS
 from pipeline.guide.review.base import MathResult
 from pipeline.impact.changes import changed_files
 from pipeline.tree.metal_functions import helpers
-from tests.conftest import FIXTURES, git_init
+from tests.conftest import FIXTURES, git_init, settings_env
 
 METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
 OPS_MM = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
@@ -57,7 +57,7 @@ def tree(tmp_path: Path) -> Path:
 def _settings(root: Path, **review):
     settings = load_settings(
         {"root": str(root), "state_dir": str(root.parent / "state"), "opinfo_table": OPINFO},
-        env={}, cwd=root.parent,
+        env=settings_env(), cwd=root.parent,
     )  # fmt: skip
     if review:
         import dataclasses
