@@ -11,7 +11,9 @@ from tests.conftest import settings_env
 
 
 def _request(tmp_path: Path, **kw: object) -> Request:
-    settings = load_settings({"state_dir": str(tmp_path / "state")}, env=settings_env(), cwd=tmp_path)
+    settings = load_settings(
+        {"state_dir": str(tmp_path / "state")}, env=settings_env(), cwd=tmp_path
+    )
     return Request(settings, "atan2", **kw)  # type: ignore[arg-type]
 
 
