@@ -28,6 +28,7 @@ from pipeline.results.junit import (
     parse_reports,
     parse_test_id,
 )
+from tests.conftest import PLUGIN_AUTOLOAD_ENV
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "junit"
 
@@ -586,6 +587,7 @@ def run_pytest(tmp_path: Path, source: str, *args: str) -> Path:
         capture_output=True,
         timeout=120,
         check=False,
+        env={**os.environ, PLUGIN_AUTOLOAD_ENV: "1"},  # the plugins a test wants: -p NAME
     )
     assert report.is_file()
     return report
@@ -660,7 +662,7 @@ def test_real_pytest_rerunfailures(tmp_path: Path) -> None:
         pytest.skip("pytest-rerunfailures is not installed (a dev dependency)")
     if tuple(int(p) for p in version.split(".")[:3] if p.isdigit()) < (16, 6, 1):
         pytest.skip(f"pytest-rerunfailures {version} predates the per-attempt testcase shape")
-    path = run_pytest(tmp_path, RERUN_TESTS, "--reruns", "2")
+    path = run_pytest(tmp_path, RERUN_TESTS, "-p", "pytest_rerunfailures", "--reruns", "2")
     # the shape this test is about: one <testcase> per attempt
     names = [e.get("name") for e in ET.parse(path).getroot().iter("testcase")]
     assert names.count("test_output_match_foo_mps_float16") == 3
