@@ -5,6 +5,10 @@ Thin: the work lives in pipeline/, tests/, bench/ and docsgen/.
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
+from pathlib import Path
+
 import nox
 
 nox.options.sessions = ["lint", "tests"]
@@ -19,10 +23,14 @@ def _install(session: nox.Session) -> None:
 
 
 def _basetemp(session: nox.Session) -> list[str]:
-    # The tests' scratch in the session's own folder (pytest empties it at the start): in the
-    # shared temp folder pytest deletes older runs' folders as it ends, about 450 MB and
-    # 40,000 files a whole run leaves, some 10 s that are not the suite's.
-    return ["--basetemp", f"{session.create_tmp()}/pytest"]
+    # The tests' scratch in a folder of this checkout's own (pytest empties it at the start),
+    # outside it: tests need a temp folder no git work tree contains. In the shared one
+    # pytest ends by deleting older runs' folders, some 450 MB and 40,000 files a whole run
+    # leaves, seconds that are not the suite's.
+    checkout = hashlib.sha256(str(Path.cwd().resolve()).encode()).hexdigest()[:12]
+    folder = Path(tempfile.gettempdir()) / f"mps-pipeline-{checkout}"
+    folder.mkdir(exist_ok=True)  # pytest makes the basetemp, not its parent
+    return ["--basetemp", str(folder / "pytest")]
 
 
 @nox.session(python="3.11")
