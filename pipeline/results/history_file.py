@@ -369,9 +369,21 @@ def _seal_path(path: Path) -> Path:
     return path.with_name(path.name + SEAL)
 
 
+# The digest is taken in a thread beside the night's work, and between reads the thread
+# must get the GIL back from a busy main thread, each time up to its switch interval:
+# hashlib.file_digest's 256 KiB reads made that 1,300 hand-overs for a 317 MB history (1.3 s
+# for a 0.2 s digest), 16 MiB ones make it 20, for 16 MiB more memory.
+_DIGEST_CHUNK = 16 << 20
+
+
 def _sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()  # the GIL is released meanwhile
+    digest = hashlib.sha256()
+    chunk = bytearray(_DIGEST_CHUNK)
+    view = memoryview(chunk)
+    with open(path, "rb", buffering=0) as f:
+        while size := f.readinto(chunk):
+            digest.update(view[:size])  # the GIL is released meanwhile
+    return digest.hexdigest()
 
 
 def seal(path: str | Path, *, full: bool) -> None:
