@@ -13,7 +13,6 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MATH_CACHE_ENV = "MPS_PIPELINE_MATH_CACHE"
-PLUGIN_AUTOLOAD_ENV = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,7 +30,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # `-p NAME`. Set once this process has loaded its own, and never in an xdist
     # controller, whose workers must still load theirs.
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
-        os.environ.setdefault(PLUGIN_AUTOLOAD_ENV, "1")
+        from pipeline.sandbox import TEST_ENV
+
+        for name, value in TEST_ENV.items():
+            os.environ.setdefault(name, value)
 
 
 def math_cache() -> Path:

@@ -446,13 +446,19 @@ class GitHubClient:
     def _url(self, path: str) -> str:
         return f"{self.api_url}{path}"
 
-    def _check_same_origin(self, url: str, what: str) -> None:
+    def _foreign_origin(self, url: str) -> str | None:
+        """``scheme://host`` of ``url`` when it is not github.api_url's, else None."""
         parts = urlsplit(url)
-        if (parts.scheme, parts.netloc) != self._origin:
+        if (parts.scheme, parts.netloc) == self._origin:
+            return None
+        return f"{parts.scheme}://{parts.netloc}"
+
+    def _check_same_origin(self, url: str, what: str) -> None:
+        if (foreign := self._foreign_origin(url)) is not None:
             raise GitHubError(
                 self._redact(
                     f"{what}: GitHub returned a pagination link to another origin "
-                    f"({parts.scheme}://{parts.netloc}); refusing to send the token there"
+                    f"({foreign}); refusing to send the token there"
                 )
             )
 
@@ -560,12 +566,11 @@ class GitHubClient:
                 return response
             response.close()
             target = urljoin(url, location)
-            parts = urlsplit(target)
-            if (parts.scheme, parts.netloc) != self._origin:
+            if (foreign := self._foreign_origin(target)) is not None:
                 raise GitHubError(
                     self._redact(
                         f"{what}: GitHub answered {response.status_code}, a redirect to another "
-                        f"origin ({parts.scheme}://{parts.netloc}); refusing to follow it off "
+                        f"origin ({foreign}); refusing to follow it off "
                         f"github.api_url ({self._origin[0]}://{self._origin[1]})"
                     )
                 )

@@ -18,6 +18,7 @@ from pathlib import Path
 from pipeline.flows import nightly
 from pipeline.guide.backlog import backlog
 from pipeline.report.nightly import publish
+from pipeline.sandbox import TEST_ENV
 
 RUNNERS = ("macos-m1-14", "macos-m2-15", "macos-m2-26")
 
@@ -74,7 +75,7 @@ def _pytest(workdir: Path, out: Path, *args: str, **env: str) -> tuple[subproces
         [sys.executable, "-m", "pytest", "test_tiny.py", "-q", "-p", "no:cacheprovider",
          f"--junitxml={out}", "-o", "junit_family=xunit2", *args],
         cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "TINY_FAIL": BASE_FAIL, **env},
+        env={**os.environ, **TEST_ENV, "TINY_FAIL": BASE_FAIL, **env},
     )  # fmt: skip
     return proc, out
 
@@ -141,7 +142,7 @@ def sandbox_sweep(root: Path, results: Path, macos: dict[str, str], tests: str) 
             [sys.executable, "-m", "pytest", "test/test_mps.py", "-k", tests,
              f"--junitxml={report}"],
             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", backend.MACOS_ENV: version},
+            env={**os.environ, **TEST_ENV, backend.MACOS_ENV: version},
         )  # fmt: skip
         sweeps.append((proc, report))
     for proc, report in sweeps:

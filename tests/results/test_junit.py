@@ -28,7 +28,7 @@ from pipeline.results.junit import (
     parse_reports,
     parse_test_id,
 )
-from tests.conftest import PLUGIN_AUTOLOAD_ENV
+from pipeline.sandbox import TEST_ENV
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "junit"
 
@@ -587,7 +587,7 @@ def run_pytest(tmp_path: Path, source: str, *args: str) -> Path:
         capture_output=True,
         timeout=120,
         check=False,
-        env={**os.environ, PLUGIN_AUTOLOAD_ENV: "1"},  # the plugins a test wants: -p NAME
+        env={**os.environ, **TEST_ENV},  # the plugins a test wants: -p NAME
     )
     assert report.is_file()
     return report
