@@ -58,12 +58,15 @@ class _HistoryCheck:
     def __init__(self, path: Path) -> None:
         self._error: BaseException | None = None
         self.full = True  # the whole integrity_check ran (set in the thread)
-        self._thread = threading.Thread(target=self._run, args=(path,), daemon=True)
+        # looked at now: the night's own connection, opened while the thread runs, makes a
+        # -wal file that the thread would take for another program's writes
+        wal = os.path.lexists(f"{path}-wal")
+        self._thread = threading.Thread(target=self._run, args=(path, wal), daemon=True)
         self._thread.start()
 
-    def _run(self, path: Path) -> None:
+    def _run(self, path: Path, wal: bool) -> None:
         try:
-            if history.sealed(path):
+            if history.sealed(path, wal=wal):
                 self.full = False
             else:
                 history.check(path, thorough=True)

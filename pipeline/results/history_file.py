@@ -405,7 +405,7 @@ def _write_seal(path: Path, sha256: str, full: bool) -> None:
     write_atomic(_seal_path(path), json.dumps(doc) + "\n")
 
 
-def sealed(path: str | Path) -> bool:
+def sealed(path: str | Path, *, wal: bool | None = None) -> bool:
     """True when the history is byte for byte what the last nightly left (its seal's
     digest; no -wal file since) and fewer than FULL_CHECK_EVERY nights have passed since a
     whole integrity_check: then nothing has changed that a check could find but the pages
@@ -414,11 +414,16 @@ def sealed(path: str | Path) -> bool:
     A file changed by anything else (restored from a cache, copied, edited, damaged on
     disk) differs from its seal, and gets the whole check. Reading the 317 MB of a 180-night
     fleet history for its digest takes about a seventh of what integrity_check takes.
+
+    ``wal``: whether a -wal file was beside the history when the caller looked (None: look
+    now). A caller that opens the history meanwhile, so making a -wal of its own, looks first.
     """
     path = Path(path)
+    if wal is None:
+        wal = Path(f"{path}-wal").exists()
     try:
         doc = json.loads(_seal_path(path).read_text())
-        if Path(f"{path}-wal").exists() or int(doc["since_full"]) >= FULL_CHECK_EVERY - 1:
+        if wal or int(doc["since_full"]) >= FULL_CHECK_EVERY - 1:
             return False
         return doc["size"] == path.stat().st_size and doc["sha256"] == _sha256(path)
     except (OSError, ValueError, KeyError, TypeError):
