@@ -55,12 +55,22 @@ def parse_parts(name: str) -> tuple[str, str, str] | None:
     contain '-'); it must be a known dtype name. A tuple rather than a :class:`TestId`:
     the JUnit reader calls this for every testcase of a 100,000-case report.
     """
+    head, sep, dtype = name.rpartition("_mps_")
+    if sep and dtype in DTYPES and (parts := parse_head(head)):
+        return parts[0], parts[1], dtype
+    return None
+
+
+def parse_head(head: str) -> tuple[str, str] | None:
+    """``(kind, stem)`` of what comes before a test name's last ``_mps_``, or None.
+
+    Apart so that the JUnit reader can cache it per operator (its 16 dtypes share a head).
+    No prefix holds ``_mps_``, so the last one of a name is the one after its stem.
+    """
     for prefix, kind in _PREFIXES:
-        if name.startswith(prefix):
-            stem, sep, dtype = name[len(prefix) :].rpartition("_mps_")
-            if sep and stem and dtype in DTYPES:
-                return kind, stem, dtype
-            return None
+        if head.startswith(prefix):
+            stem = head[len(prefix) :]
+            return (kind, stem) if stem else None
     return None
 
 
