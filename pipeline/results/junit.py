@@ -1,14 +1,20 @@
 """Read pytest JUnit XML into per-test outcomes; merge shard reports into one file.
 
-Reading is a streaming state machine on expat's own start/end handlers (:func:`_stream`):
-no element tree is built and nothing of an element is kept after its end, only each
-test id's result. On the 100,000-testcase report of ``bench/synthetic.py`` its process
-takes about two thirds of the CPU time of junitparser's ``JUnitXml.fromfile`` plus a walk
-over every case, in half the memory (``python -m bench --only junit-peer`` measures both
-side by side). Not twice as fast: a process that only runs expat with an empty Python
-handler per element already executes a third of junitparser's instructions (callgrind,
-1.64 G of 4.81 G), and reading the results adds as much again (3.17 G). The handlers give
-the safety for free:
+Two readers, one collector (:func:`_collector`, where a testcase becomes a result):
+
+- :mod:`pipeline.results.junit_plain` first: a regex scanner for the plain XML that pytest
+  writes, which splits a chunk at each simple testcase in C and builds its results by runs;
+  it declines anything outside its subset (a comment, CDATA, a DOCTYPE, damage, depth...).
+  On the 100,000-testcase report of ``bench/synthetic.py`` its process takes 0.45x the time
+  of junitparser's ``JUnitXml.fromfile`` plus a walk over every case, in 0.6x the memory
+  (``python -m bench --only junit-peer`` measures both side by side);
+- else :func:`_stream`, a streaming state machine on expat's own start/end handlers: no
+  element tree is built and nothing of an element is kept after its end. Its per-element
+  Python callbacks cost as much as reading the results (0.6x junitparser's time).
+
+What the scanner accepts it reads exactly as expat does (tests compare the two on fixtures,
+generated and damaged files); what it declines, expat reads and judges. Expat's handlers
+give the safety:
 
 - the start handler counts the nesting: a file nested deeper than ``MAX_DEPTH`` elements
   (pytest writes 4: testsuites/testsuite/testcase/failure) is skipped whole with a warning
@@ -39,14 +45,15 @@ from __future__ import annotations
 import gc
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple
 from xml.parsers import expat
 
 # one id format, spelled in pipeline.testid; re-exported here for the readers of results
+from pipeline.results import junit_plain
 from pipeline.results.junit_limits import (
     MAX_DEPTH,
     MAX_SECONDS,
@@ -55,7 +62,9 @@ from pipeline.results.junit_limits import (
     truncated_warning,
 )
 from pipeline.results.junit_limits import seconds as _seconds
+from pipeline.results.junit_plain import AddRows, Row
 from pipeline.testid import DTYPES as _DTYPES
+from pipeline.testid import parse_head
 from pipeline.testid import parse_parts as parse_test_id
 
 
@@ -94,14 +103,18 @@ def count_text(cases: Iterable[CaseResult]) -> str:
     return ", ".join(f"{o.value} {counts[o]}" for o in DISPLAY_ORDER if counts[o])
 
 
-@dataclass(frozen=True, slots=True)
-class CaseResult:
+class CaseResult(NamedTuple):
     """One test id's final result in one report.
 
     ``kind``/``stem``/``dtype`` are set for consistency tests
     (``test_output_match_<stem>_mps_<dtype>``) and None for any other test. ``attempts``
     counts reruns; ``flaky`` is True when the attempts disagreed (e.g. failed, then passed).
     ``time`` is the total over all attempts; ``source`` is the report file it came from.
+
+    A named tuple, not a frozen dataclass: a report's 100,000 results are built by C
+    (``tuple.__new__`` over zipped columns, see :mod:`pipeline.results.junit_plain`)
+    without a Python call each, which a dataclass's ``__init__`` cannot be. It is as
+    immutable; ``_replace`` and ``_asdict`` stand for ``dataclasses.replace``/``asdict``.
     """
 
     classname: str
@@ -115,47 +128,6 @@ class CaseResult:
     message: str
     time: float
     source: str
-
-
-_new = object.__new__
-
-
-class _Draft:
-    """A :class:`CaseResult` being filled in: its slots without its frozen ``__setattr__``,
-    each field one plain slot store; then its ``__class__`` is set to CaseResult (allowed
-    between classes of one layout; a mismatch raises TypeError at the first case read).
-
-    For a 100,000-testcase report a frozen dataclass's ``__init__`` (``object.__setattr__``
-    per field) was a third of the time budget, its slot descriptors called one by one still
-    a sixth; this is about 3x faster than those. Slots, not a ``__dict__``, make a result 3x
-    smaller.
-    """
-
-    __slots__ = (
-        "classname", "name", "kind", "stem", "dtype", "outcome", "flaky", "attempts",
-        "message", "time", "source",
-    )  # fmt: skip
-
-
-def _case(classname: str, name: str, kind: str | None, stem: str | None, dtype: str | None,
-          outcome: Outcome, flaky: bool, attempts: int, message: str, time: float,
-          source: str) -> CaseResult:  # fmt: skip
-    """``CaseResult(...)``, about 3x faster; the instance is identical (tests compare it
-    with one built the ordinary way)."""
-    case: Any = _new(_Draft)  # Any: its fields are CaseResult's, checked there
-    case.classname = classname
-    case.name = name
-    case.kind = kind
-    case.stem = stem
-    case.dtype = dtype
-    case.outcome = outcome
-    case.flaky = flaky
-    case.attempts = attempts
-    case.message = message
-    case.time = time
-    case.source = source
-    case.__class__ = CaseResult
-    return cast(CaseResult, case)
 
 
 @dataclass(frozen=True)
@@ -318,11 +290,123 @@ def _attr(attrs: list[str], name: str) -> str | None:
 # A tag, classname or name no XML can hold (it has no NUL): start(_FLUSH, []) reads the last
 # testcase once the file has ended (see _stream); _NO_NAME matches no classname or name.
 _FLUSH = _NO_NAME = "\x00"
-# The cache of a test name's head (``test_<kind>_<stem>_mps_``) assumes the last ``_mps_`` of
-# a name with that head and a known dtype after it is the head's: no dtype holds ``_mps_``
-# or starts with ``mps_``, which would make one end later.
-_HEAD_CACHE = not any("_mps_" in d or d.startswith("mps_") for d in _DTYPES)
 _TIMES_KEPT = 4096  # distinct ``time`` strings whose float is shared (pytest writes "%.3f")
+_UNSEEN = object()  # a head not parsed yet (None: parsed, no consistency test)
+
+
+def _collector(read: _Read, source: str) -> AddRows:
+    """The one place a testcase becomes a result in ``read``: the expat stream below and
+    the plain-subset scanner (:mod:`pipeline.results.junit_plain`) hand what this returns
+    their testcases, one at a time or as runs of them.
+
+    Repeated ids (reruns) are rare: only the first attempt of each id keeps what it said
+    (``summaries`` when it had reruns inside, its suite when not the common one; the
+    CaseResult says the rest), so that the attempts can be folded once a second one turns
+    up; :func:`_fold_attempts` folds them at the end.
+    """
+    cases = read.cases
+    summaries: dict[_Key, _Summary] = {}  # first attempts with reruns or xpass markers
+    other_suite: dict[_Key, int] = {}  # first attempts outside the first case's container
+    attempts = read.attempts  # ids seen more than once: their attempts in file order
+    common = -1  # the first testcase's container number
+    passed = Outcome.PASS
+    dtypes = {dtype: dtype for dtype in _DTYPES}  # get(): the one string of each name
+    classnames: dict[str, str] = {}  # one string for a class's 10,000 results, not one each
+    last = _NO_NAME  # the last testcase's classname
+    first_class: str | None = None  # the first testcase's classname (see _Key)
+    heads: dict[str, Any] = {}  # a name's head (before its last _mps_) -> parse_head of it
+    stems: dict[str, str] = {}  # one string per stem
+    times: dict[str | None, float] = {}  # one float for each time string
+    new, max_seconds, case_class = tuple.__new__, MAX_SECONDS, CaseResult
+    summarise, fold = _summarise, _fold
+
+    def head(text: str) -> tuple[str, str] | None:
+        """parse_head(text), once per head (an operator's dtypes share it)."""
+        found = parse_head(text)
+        if found:
+            found = (found[0], stems.setdefault(found[1], found[1]))
+        heads[text] = found
+        return found
+
+    def seconds_of(written: str | None) -> float:
+        """junit_limits.seconds, once per distinct time string (up to _TIMES_KEPT)."""
+        seconds = 0.0
+        if written:
+            try:
+                seconds = float(written)
+            except ValueError:
+                pass
+            else:
+                if not 0.0 <= seconds <= max_seconds:
+                    seconds = 0.0
+        if len(times) < _TIMES_KEPT:
+            times[written] = seconds
+        return seconds
+
+    def add_rows(rows: Iterable[Row], suite: int) -> None:
+        """Testcases of one container, in file order. The common case first: a test id
+        seen once, with one result element or none. One Python loop for a run of them:
+        a call per testcase was a fifth of the reading."""
+        nonlocal common, last, first_class
+        if common < 0:
+            common = suite
+        for classname, name, written, children in rows:
+            if classname != last:
+                last = classnames.setdefault(classname, classname)
+                if first_class is None:
+                    first_class = last
+            key = name if last is first_class else (last, name)
+            seconds = times.get(written)
+            if seconds is None:
+                seconds = seconds_of(written)
+            outcome = passed
+            message = ""
+            if key in cases:
+                _attempt(key, summarise(children, suite, seconds) if children
+                          else (suite, passed, "", seconds, (), 0))  # fmt: skip
+                continue
+            if children:
+                summary = summarise(children, suite, seconds)
+                if summary[4] or summary[5]:  # reruns inside: what _fold is for
+                    summaries[key] = summary
+                    cases[key] = fold(last, name, [summary], source)
+                    continue
+                outcome, message = summary[1], summary[2]
+            text, _, dtype = name.rpartition("_mps_")
+            parsed = heads.get(text, _UNSEEN)
+            if parsed is _UNSEEN:
+                parsed = head(text)
+            found = dtypes.get(dtype)
+            if parsed and found:
+                kind, stem = parsed
+            else:
+                kind = stem = found = None
+            cases[key] = new(case_class, (last, name, kind, stem, found, outcome, False, 1,
+                                          message, seconds, source))  # fmt: skip
+            if suite != common:
+                other_suite[key] = suite
+
+    def _attempt(key: _Key, summary: _Summary) -> None:
+        """Another attempt of a known id (rare): the first one's summary, then this one."""
+        found = attempts.get(key)
+        if found is None:
+            first = summaries.get(key)
+            if first is None:  # one result, no rerun inside: the case says it all
+                case = cases[key]
+                first = (other_suite.get(key, common), case.outcome, case.message, case.time,
+                         (), 0)  # fmt: skip
+            found = attempts[key] = [first]
+        found.append(summary)
+
+    return add_rows
+
+
+def _fold_attempts(read: _Read, source: str) -> None:
+    """What the attempts of each repeated id add up to (also when the file is damaged)."""
+    cases = read.cases
+    for key, found in read.attempts.items():
+        first = cases[key]
+        cases[key] = _fold(first.classname, first.name, found, source)
 
 
 def _stream(path: Path, source: str, read: _Read) -> None:
@@ -342,49 +426,29 @@ def _stream(path: Path, source: str, read: _Read) -> None:
 
     Containers (any element outside a testcase) are numbered in document order; a testcase
     belongs to its parent's number (0 for a root testcase), which tells the two rerun shapes
-    apart in :func:`_fold`. Repeated ids (reruns) are rare: only the first attempt of each
-    id keeps what it said (``summaries`` when it had reruns inside, its suite when not the
-    common one; the CaseResult says the rest), so that the attempts can be folded once a
-    second one turns up.
+    apart in :func:`_fold`.
     """
     # no interning of names: each would cost a hash and a lookup, for a few comparisons
     parser = expat.ParserCreate(intern=None)
     parser.buffer_text = True
     parser.ordered_attributes = True  # a list per element: cheaper than a dict
-    cases = read.cases
-    summaries: dict[_Key, _Summary] = {}  # first attempts with reruns or xpass markers
-    other_suite: dict[_Key, int] = {}  # first attempts outside the first case's container
-    attempts = read.attempts  # ids seen more than once: their attempts in file order
+    add_rows = _collector(read, source)
     opened: list[str] = []  # the open elements' tags
     push, close = opened.append, opened.remove
     numbers = [0] * (MAX_DEPTH + 1)  # the number of the container opened last at each depth
-    common = -1  # the first testcase's container number
     containers = 0
+    found_case = False
     case_depth = 0  # depth of the last <testcase> not read yet, 0 when none
     case_attrs: list[str] = []
     case_suite = 0  # its container's number
     children: list[_Child] = []  # its result elements
     root: list[str | None] = ["", None]  # the root's tag and time
     suite_times: list[str] = []  # time of each <testsuite> directly in a <testsuites> root
-    passed = Outcome.PASS
     result_tags = _RERUN_TAGS | _FINAL_TAGS
     flush = _FLUSH
-    # the fast path's globals as variables of the closure (no dict lookup per use)
-    dtypes = {dtype: dtype for dtype in _DTYPES}
-    classnames: dict[str, str] = {}
-    last = _NO_NAME  # the last testcase's classname
-    first_class: str | None = None  # the first testcase's classname (see _Key)
-    stems: dict[str, str] = {}
-    head, head_len, head_kind, head_stem = _NO_NAME, 0, "", ""  # the last id's head
-    times: dict[str | None, float] = {}
-    new, max_seconds, head_cache = _new, MAX_SECONDS, _HEAD_CACHE
-    draft_class: Any = _Draft  # Any: its fields are CaseResult's, checked there
-    case_class = CaseResult  # what each _Draft becomes once filled in
-    summarise, fold = _summarise, _fold
 
     def start(tag: str, attrs: list[str]) -> None:
-        nonlocal case_depth, case_attrs, case_suite, containers, children, common
-        nonlocal last, first_class, head, head_len, head_kind, head_stem
+        nonlocal case_depth, case_attrs, case_suite, containers, children, found_case
         push(tag)
         depth = len(opened)
         if depth > MAX_DEPTH:
@@ -394,100 +458,26 @@ def _stream(path: Path, source: str, read: _Read) -> None:
                 if depth == case_depth + 1 and tag in result_tags:
                     _result(tag, attrs)
                 return
-            # The last testcase has closed: its result. Inlined, the common case first: a
-            # testcase seen once, with one result element or none.
+            # the last testcase has closed: its result
             case_depth = 0
             a = case_attrs
-            written: str | None
             if len(a) >= 6 and a[0] == "classname" and a[2] == "name" and a[-2] == "time":
-                classname, name, written = a[1], a[3], a[-1]  # as pytest writes them
+                row: Row = (a[1], a[3], a[-1], children)  # as pytest writes them
             else:
-                classname = _attr(a, "classname") or ""
-                name = _attr(a, "name") or ""
-                written = _attr(a, "time")
-            # one string for a class's 10,000 results, not one each (memory, and speed)
-            if classname != last:
-                last = classnames.setdefault(classname, classname)
-                if first_class is None:
-                    first_class = last
-            key = name if last is first_class else (last, name)
-            # junit_limits.seconds, inlined, and one float for each time string
-            seconds = times.get(written)
-            if seconds is None:
-                seconds = 0.0
-                if written:
-                    try:
-                        seconds = float(written)
-                    except ValueError:
-                        pass
-                    else:
-                        if not 0.0 <= seconds <= max_seconds:
-                            seconds = 0.0
-                if len(times) < _TIMES_KEPT:
-                    times[written] = seconds
-            outcome = passed
-            message = ""
-            fresh = key not in cases
+                row = (_attr(a, "classname") or "", _attr(a, "name") or "", _attr(a, "time"),
+                       children)  # fmt: skip
+            add_rows((row,), case_suite)
             if children:
-                summary = summarise(children, case_suite, seconds)
                 children = []
-                if not fresh:
-                    _attempt(key, summary)
-                elif summary[4] or summary[5]:  # reruns inside: what _fold is for
-                    summaries[key] = summary
-                    cases[key] = fold(last, name, [summary], source)
-                    fresh = False
-                else:
-                    outcome, message = summary[1], summary[2]
-            elif not fresh:
-                _attempt(key, (case_suite, passed, "", seconds, (), 0))
-            if fresh:
-                kind: str | None = None
-                stem: str | None = None
-                dtype: str | None = None
-                if name.startswith(head) and (dtype := dtypes.get(name[head_len:])):
-                    kind, stem = head_kind, head_stem  # the operator's last id's, as parsed
-                elif name.startswith("test_output_"):  # testid.parse_parts, inlined
-                    if name.startswith("match_", 12):
-                        kind, rest = "output_match", name[18:]
-                    elif name.startswith("grad_match_", 12):
-                        kind, rest = "output_grad_match", name[23:]
-                    if kind:
-                        stem, sep, dtype = rest.rpartition("_mps_")
-                        dtype = dtypes.get(dtype)  # the one string of that name
-                        if not (sep and stem and dtype):
-                            kind = stem = dtype = None
-                        else:
-                            stem = stems.setdefault(stem, stem)
-                            if head_cache:
-                                head_len = len(name) - len(dtype)
-                                head, head_kind, head_stem = name[:head_len], kind, stem
-                case = new(draft_class)
-                case.classname = last
-                case.name = name
-                case.kind = kind
-                case.stem = stem
-                case.dtype = dtype
-                case.outcome = outcome
-                case.flaky = False
-                case.attempts = 1
-                case.message = message
-                case.time = seconds
-                case.source = source
-                case.__class__ = case_class
-                cases[key] = case
-                if case_suite != common:
-                    other_suite[key] = case_suite
             if tag is flush:
                 return
         if tag == "testcase":
             case_depth = depth
             case_attrs = attrs
             case_suite = numbers[depth - 1]
-            if common < 0:
-                common = case_suite
-                if depth == 1:
-                    root[0] = tag
+            if depth == 1 and not found_case:
+                root[0] = tag
+            found_case = True
         else:
             containers += 1
             numbers[depth] = containers
@@ -515,18 +505,6 @@ def _stream(path: Path, source: str, read: _Read) -> None:
             parser.CharacterDataHandler = None
             parser.EndElementHandler = close
 
-    def _attempt(key: _Key, summary: _Summary) -> None:
-        """Another attempt of a known id (rare): the first one's summary, then this one."""
-        found = attempts.get(key)
-        if found is None:
-            first = summaries.get(key)
-            if first is None:  # one result, no rerun inside: the case says it all
-                case = cases[key]
-                first = (other_suite.get(key, common), case.outcome, case.message, case.time,
-                         (), 0)  # fmt: skip
-            found = attempts[key] = [first]
-        found.append(summary)
-
     parser.StartElementHandler = start
     parser.EndElementHandler = close
     parser.StartDoctypeDeclHandler = _refuse_doctype
@@ -543,14 +521,11 @@ def _stream(path: Path, source: str, read: _Read) -> None:
         parser.CharacterDataHandler = None
         if case_depth and len(opened) < case_depth:  # the last testcase closed: read it
             start(flush, [])
-        # what the attempts of each repeated id add up to, also when the file is damaged
-        for key, found in attempts.items():
-            first = cases[key]
-            cases[key] = _fold(first.classname, first.name, found, source)
+        _fold_attempts(read, source)
     read.wall = _suite_time(root[0] or "", root[1], suite_times)
 
 
-def _suite_time(tag: str, time: str | None, suites: list[str]) -> float | None:
+def _suite_time(tag: str, time: str | None, suites: Sequence[str]) -> float | None:
     """The wall time a whole report's root says (see :class:`ReportWall`), or None."""
     if tag not in ("testsuites", "testsuite"):
         return None
@@ -587,8 +562,8 @@ def _fold(classname: str, name: str, summaries: list[_Summary], source: str) -> 
         total += time
         previous = summary
     flaky = bool(earlier - {outcome}) or (unknown and outcome not in FAILING)
-    return _case(classname, name, kind, stem, dtype, outcome, flaky, attempts, message, total,
-                 source)  # fmt: skip
+    return CaseResult(classname, name, kind, stem, dtype, outcome, flaky, attempts, message,
+                      total, source)  # fmt: skip
 
 
 def parse_report(path: str | os.PathLike[str]) -> ParsedReport:
@@ -617,12 +592,22 @@ def parse_report(path: str | os.PathLike[str]) -> ParsedReport:
             gc.enable()
 
 
-def _parse(path: Path) -> ParsedReport:
+def _parse(path: Path, plain: bool = True) -> ParsedReport:
+    """The report at ``path``: read by junit_plain's scanner if it is in its subset (and
+    ``plain``: tests compare the two readers), else by expat."""
     source = str(path)
     if path.stat().st_size == 0:
         warning = f"{path}: empty JUnit report (the test run wrote nothing)"
         return ParsedReport((), (warning,), (source,))
     read = _Read()
+    if plain:
+        with open(path, "rb") as file:
+            root = junit_plain.scan(file, _collector(read, source))
+        if root is not None:
+            _fold_attempts(read, source)
+            read.wall = _suite_time(root.tag, root.time, root.suite_times)
+            return _report(source, read, [])
+        read = _Read()  # outside the subset: expat reads it, and says what is wrong
     warnings: list[str] = []
     try:
         _stream(path, source, read)
@@ -633,6 +618,10 @@ def _parse(path: Path) -> ParsedReport:
     except (expat.ExpatError, LookupError, ValueError) as exc:
         # LookupError, ValueError: an unknown or multi-byte encoding in the XML declaration
         warnings.append(truncated_warning(path, exc, read.complete()))
+    return _report(source, read, warnings)
+
+
+def _report(source: str, read: _Read, warnings: list[str]) -> ParsedReport:
     cases = read.cases
     if cases:
         wall, measured = read.wall, "suite"
@@ -642,7 +631,7 @@ def _parse(path: Path) -> ParsedReport:
         return ParsedReport(tuple(cases.values()), tuple(warnings), (), (found,))
     if warnings:  # damaged before the first testcase
         return ParsedReport((), tuple(warnings), (source,))
-    return ParsedReport((), (f"{path}: JUnit report holds no testcases",))
+    return ParsedReport((), (f"{source}: JUnit report holds no testcases",))
 
 
 def combine_results(earlier: CaseResult, later: CaseResult) -> CaseResult:

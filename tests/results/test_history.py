@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import shutil
 import sqlite3
@@ -368,7 +367,7 @@ def _columns(path: Path, table: str) -> list[str]:
 
 def test_seconds_are_recorded_read_back_and_windowed(db):
     for day, seconds in ((1, 2.0), (2, 3.0), (3, 7.5)):
-        fast = dataclasses.replace(case("add", "float32", P), time=seconds)
+        fast = case("add", "float32", P)._replace(time=seconds)
         history.record_nightly(db, {"a": [fast], "b": [case("sub", "int8", F)]}, commit="",
                                started=night(day))  # fmt: skip
     run = history.nightlies(db, 1)[0].runs[0]
