@@ -140,20 +140,21 @@ def record(db: sqlite3.Connection, run_id: int, measurements: Iterable[Measureme
 def record_night(
     db: sqlite3.Connection, runs: Mapping[str, int], results: Path
 ) -> list[str]:
-    """Store ``<results>/<runner>/speed.json`` of each run (runner -> run id) that has one;
-    the warnings for those that cannot be read (a night's tests still count)."""
+    """Store ``<results>/<runner>/speed.json`` of each run (runner -> run id) that has one,
+    in the caller's transaction (the nightly's, committed once its history check has
+    passed: a ``with db`` here committed the night before); the warnings for those that
+    cannot be read (a night's tests still count)."""
     warnings = []
-    with db:
-        for runner, run_id in runs.items():
-            path = results / runner / SPEED_JSON
-            if not path.is_file():
-                continue
-            try:
-                _, measurements = read(path)
-            except PipelineError as exc:
-                warnings.append(f"speed: {exc}; no figures recorded for {runner}")
-                continue
-            record(db, run_id, measurements)
+    for runner, run_id in runs.items():
+        path = results / runner / SPEED_JSON
+        if not path.is_file():
+            continue
+        try:
+            _, measurements = read(path)
+        except PipelineError as exc:
+            warnings.append(f"speed: {exc}; no figures recorded for {runner}")
+            continue
+        record(db, run_id, measurements)
     return warnings
 
 

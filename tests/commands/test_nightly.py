@@ -21,6 +21,7 @@ from pipeline import state as layout
 from pipeline.__main__ import build_parser, main
 from pipeline.commands import nightly
 from pipeline.config import load_settings
+from pipeline.errors import PipelineError
 from pipeline.flows import nightly as nightly_flow
 from pipeline.results import history
 from pipeline.results.junit import Outcome, parse_reports
@@ -272,6 +273,49 @@ def test_a_crash_while_reading_records_nothing_and_is_not_exit_1(
     assert "Traceback" in err and "RuntimeError: a bug" in err
     assert "unexpected RuntimeError" in err and "exit 70, not 1" in err
     assert db_path.read_bytes() == before and _nights_recorded(db_path) == 1
+
+
+def test_a_history_found_damaged_keeps_no_part_of_the_night(settings, nights, capsys, monkeypatch):
+    """The night is one transaction, committed only once the history's check has passed
+    (it runs beside the recording): the speed figures' own commit took the night with it."""
+    state = ["--state-dir", str(settings.state_dir)]
+    assert main(["nightly", "--results", str(nights.results()), *state]) == 0
+    db_path = settings.state_dir / layout.HISTORY
+    real_check = history.check
+
+    def damaged(path, thorough=False):
+        if thorough:
+            raise PipelineError(f"{path}: integrity_check: row 3 missing from index")
+        return real_check(path, thorough=thorough)
+
+    monkeypatch.setattr(history, "sealed", lambda *_a, **_k: False)  # the whole check runs
+    monkeypatch.setattr(history, "check", damaged)
+    capsys.readouterr()
+    assert main(["nightly", "--results", str(nights.results()), *state]) == 2
+    assert "row 3 missing from index" in capsys.readouterr().err
+    monkeypatch.setattr(history, "check", real_check)
+    assert _nights_recorded(db_path) == 1
+
+
+def test_large_reports_are_merged_apart_as_they_are_here(settings, nights, tmp_path, monkeypatch):
+    """Past MERGE_APART_BYTES the runners' reports are merged by a child process: the same
+    files, the same warnings, a damaged report included."""
+    results = nights.results(macos_m1_14="bad")
+    (results / RUNNERS[0] / "shard-9.xml").write_text('<testsuite><testcase name="cut"')
+    merged = {}
+    for apart, name in ((False, "here"), (True, "apart")):
+        if apart:
+            monkeypatch.setattr(nightly_flow, "MERGE_APART_BYTES", 0)
+        outcome = nightly_flow.run_nightly(
+            settings, results, backlog_of=lambda _: [], dashboard_dir=tmp_path / name,
+            history_path=tmp_path / f"{name}.sqlite", commit="", source="",
+        )  # fmt: skip
+        merged[name] = (
+            {p.name: p.read_bytes() for p in (tmp_path / name / "junit").iterdir()},
+            outcome.summary["warnings"],
+        )
+    assert merged["apart"] == merged["here"] and len(merged["here"][0]) == len(RUNNERS)
+    assert any("shard-9.xml" in w for w in merged["here"][1])
 
 
 def test_a_crash_while_reporting_is_exit_70_not_1(settings, nights, capsys, monkeypatch):
