@@ -12,7 +12,6 @@ recurses a frame or two per level and only ever sees files within the limit: bef
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import tempfile
 import xml.etree.ElementTree as ET
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import cast
 from xml.parsers import expat
 
+from pipeline.heap import collector_paused
 from pipeline.results.junit_limits import (
     MAX_DEPTH,
     deep_warning,
@@ -169,9 +169,7 @@ def merge(
     """
     merged = ET.Element("testsuites", {"name": "merged"})
     warnings: list[str] = []
-    collecting = gc.isenabled()
-    gc.disable()  # as in parse_report: nothing read here forms a cycle
-    try:
+    with collector_paused():  # nothing read here forms a cycle
         for path in map(Path, paths):
             if not path.is_file():
                 warnings.append(f"{path}: JUnit report not found (did the test run start?)")
@@ -206,9 +204,6 @@ def merge(
                     totals[key] += int(suite.get(key) or 0)
             time += _time(suite)
         merged.attrib.update({k: str(v) for k, v in totals.items()}, time=f"{time:.3f}")
-    finally:
-        if collecting:
-            gc.enable()
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)

@@ -16,6 +16,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pipeline.errors import ParseError
+from pipeline.heap import collector_paused
 from pipeline.tree import paths
 from pipeline.tree.span import Span
 from pipeline.tree.text import read_text
@@ -146,7 +147,8 @@ def split_lines(text: str, *, keepends: bool = False) -> list[str]:
 
 def parse(text: str, path: str) -> NativeFunctions:
     """Parse one native_functions.yaml text; ParseError names the line of anything malformed."""
-    return _parse(text, path, _LOADER)
+    with collector_paused():  # its nodes and entries form no cycle (see pipeline.heap)
+        return _parse(text, path, _LOADER)
 
 
 # A pure function with a frozen result, so the last few texts' results are kept (keyed by the
