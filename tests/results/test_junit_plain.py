@@ -164,6 +164,7 @@ def test_what_the_scanner_reads_it_reads_as_expat_does(tmp_path: Path, text: str
         suites(case("test_a&bogus;")),
         suites(case("test_a&#0;")),
         suites(case("test_a<b")),
+        suites('<testcase classname="c" name="test_x" file="a<b" line="1" time="1"/>'),
         suites(case("test_a", "<failure>]]></failure>")),
         suites(case("test_a", "<failure>\x01</failure>")),
         suites(case("test_a", "<failure>\ufffe</failure>")),
