@@ -9,17 +9,15 @@ turns the outcome into the dashboard.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import shutil
 import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline import state
 from pipeline.config import Settings
@@ -45,6 +43,9 @@ from pipeline.results.nightly import (
 from pipeline.results.table import display_names, merge_runs
 from pipeline.tree.git import head_commit
 from pipeline.tree.index import TreeIndex, load_index
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 
 def _diff(settings: Settings, decisions: Sequence[decide.XfailDecision]) -> str:
@@ -108,23 +109,25 @@ class _Merges:
 
     def __init__(self, reports: dict[str, tuple[Path, ...]], runners: Sequence[str],
                  scratch: Path) -> None:  # fmt: skip
-        size = sum(p.stat().st_size for r in runners for p in reports[r] if p.is_file())
-        self._pool = (
-            ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-            if size > MERGE_APART_BYTES
-            else None
-        )
         self.made: dict[str, Path] = {runner: scratch / f"{runner}.xml" for runner in runners}
-        self._found: list[Future[tuple[str, ...]] | tuple[str, ...]] = []
+        self._said: list[str] = []  # what the merges done here said
+        self._apart: list[Future[tuple[str, ...]]] = []
+        self._pool: ProcessPoolExecutor | None = None
+        size = sum(p.stat().st_size for r in runners for p in reports[r] if p.is_file())
+        if size <= MERGE_APART_BYTES:
+            for runner, out in self.made.items():
+                self._said.extend(junit.merge_reports(reports[runner], out))
+            return
+        import multiprocessing  # only for a night this large
+        from concurrent.futures import ProcessPoolExecutor
+
+        self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
         for runner, out in self.made.items():
-            if self._pool is None:
-                self._found.append(junit.merge_reports(reports[runner], out))
-            else:
-                self._found.append(self._pool.submit(junit.merge_reports, reports[runner], out))
+            self._apart.append(self._pool.submit(junit.merge_reports, reports[runner], out))
 
     def warnings(self) -> list[str]:
         """What the merges said, once they are done (a merge's error is raised here)."""
-        return [w for f in self._found for w in (f.result() if isinstance(f, Future) else f)]
+        return self._said + [w for found in self._apart for w in found.result()]
 
     def __enter__(self) -> _Merges:
         return self

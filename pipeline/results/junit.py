@@ -402,7 +402,7 @@ def _collector(read: _Read, source: str) -> AddRows:
 
 
 def _fold_attempts(read: _Read, source: str) -> None:
-    """What the attempts of each repeated id add up to (also when the file is damaged)."""
+    """What the attempts of each repeated id add up to."""
     cases = read.cases
     for key, found in read.attempts.items():
         first = cases[key]
@@ -521,7 +521,6 @@ def _stream(path: Path, source: str, read: _Read) -> None:
         parser.CharacterDataHandler = None
         if case_depth and len(opened) < case_depth:  # the last testcase closed: read it
             start(flush, [])
-        _fold_attempts(read, source)
     read.wall = _suite_time(root[0] or "", root[1], suite_times)
 
 
@@ -598,7 +597,6 @@ def _parse(path: Path, plain: bool = True) -> ParsedReport:
         with open(path, "rb") as file:
             root = junit_plain.scan(file, _collector(read, source))
         if root is not None:
-            _fold_attempts(read, source)
             read.wall = _suite_time(root.tag, root.time, root.suite_times)
             return _report(source, read, [])
         read = _Read()  # outside the subset: expat reads it, and says what is wrong
@@ -616,6 +614,9 @@ def _parse(path: Path, plain: bool = True) -> ParsedReport:
 
 
 def _report(source: str, read: _Read, warnings: list[str]) -> ParsedReport:
+    """What ``read`` found, the attempts of each repeated id folded (also when the file is
+    damaged), as the report."""
+    _fold_attempts(read, source)
     cases = read.cases
     if cases:
         wall, measured = read.wall, "suite"

@@ -28,7 +28,7 @@ cut, and nothing of a chunk is kept once its testcases are added.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, compress, islice, repeat
 from typing import Any, BinaryIO
@@ -202,7 +202,6 @@ class _Scanner:
         self.numbered = 0  # containers (elements outside testcases) opened so far
         self.root: tuple[str, str | None] | None = None  # its tag and time, once it opens
         self.suite_times: list[str] = []
-        self.ended = False  # the root has closed
 
     def chunk(self, text: str) -> None:
         """Read the testcases of one chunk (whole elements), and the tags between them."""
@@ -235,7 +234,6 @@ class _Scanner:
             if end - start > 1:
                 raise _Decline
             self.start_root("testcase", None)
-            self.ended = True
         elif len(opened) >= MAX_DEPTH - 1:  # its result element would be too deep
             raise _Decline
         classnames, names, times, _, tags, kinds, messages, texts = (c[start:end] for c in columns)
@@ -267,7 +265,6 @@ class _Scanner:
         opened = self.opened
         if not opened:  # the root is this testcase
             self.start_root("testcase", None)
-            self.ended = True
         elif len(opened) >= MAX_DEPTH:
             raise _Decline
         row = (attribute_value(classname), attribute_value(name),
@@ -289,36 +286,29 @@ class _Scanner:
         """Tags outside testcases: containers opening and closing."""
         if not text or text.isspace():
             return
-        pieces = _TAG.split(text)
         opened = self.opened
-        for at in range(0, len(pieces), 5):
-            outside = pieces[at]
-            if "<" in outside or (not opened and outside and not outside.isspace()):
-                raise _Decline  # markup the subset does not read, or text outside the root
-            if at + 1 == len(pieces):
+        for outside, end, tag, attributes, empty in _tags(text):
+            if not opened and outside and not outside.isspace():
+                raise _Decline  # text outside the root
+            if not tag:
                 break
-            end, tag, attributes, empty = pieces[at + 1 : at + 5]
             if end:
-                if attributes or empty or not opened or opened[-1][0] != tag:
+                if not opened or opened[-1][0] != tag:
                     raise _Decline
                 opened.pop()
-                if not opened:
-                    self.ended = True
                 continue
-            if tag == "testcase" or self.ended or len(opened) >= MAX_DEPTH:
+            if tag == "testcase" or len(opened) >= MAX_DEPTH:
                 raise _Decline
             found = _attributes(attributes)
             self.numbered += 1
             if not opened:
-                self.start_root(tag, found.get("time"))
+                self.start_root(tag, found.get("time"))  # a second root: declined there
             elif len(opened) == 1 and tag == "testsuite" and opened[0][0] == "testsuites":
                 time = found.get("time")
                 if time is not None:
                     self.suite_times.append(attribute_value(time))
             if not empty:
                 opened.append((tag, self.numbered))
-            elif not opened:
-                self.ended = True
 
     def start_root(self, tag: str, time: str | None) -> None:
         if self.root is not None:
@@ -330,21 +320,16 @@ class _Scanner:
         """The result elements directly inside a testcase at ``depth``, as junit's _Child."""
         if "<testcase" in body:
             raise _Decline
-        pieces = _TAG.split(body)
         inside: list[str] = []
         children: list[list[Any]] = []
         text: list[str] | None = None  # the text of the open result element, if kept
-        for at in range(0, len(pieces), 5):
-            outside = pieces[at]
-            if "<" in outside:
-                raise _Decline
+        for outside, end, tag, attributes, empty in _tags(body):
             if text is not None and outside:
                 text.append(text_value(outside))
-            if at + 1 == len(pieces):
+            if not tag:
                 break
-            end, tag, attributes, empty = pieces[at + 1 : at + 5]
             if end:
-                if attributes or empty or not inside or inside[-1] != tag:
+                if not inside or inside[-1] != tag:
                     raise _Decline
                 inside.pop()
                 if not inside:
@@ -354,24 +339,30 @@ class _Scanner:
                 raise _Decline
             found = _attributes(attributes)
             if not inside and tag in _RESULT_TAGS:
-                message, kind = found.get("message"), found.get("type")
-                child: list[Any] = [
-                    tag,
-                    attribute_value(message) if message is not None else None,
-                    attribute_value(kind) if kind is not None else None,
-                    None,
-                ]
-                if message is None:
-                    collected: list[str] = []
-                    child[3] = collected
-                    if not empty:
-                        text = collected
+                (child,) = _result(tag, found.get("type"), found.get("message"), None)
                 children.append(child)
+                if child[3] is not None and not empty:
+                    text = child[3]  # its text, collected until it closes
             if not empty:
                 inside.append(tag)
         if inside:
             raise _Decline
         return children
+
+
+def _tags(text: str) -> Iterator[tuple[str, str, str, str, str]]:
+    """``text`` tag by tag: (the text before it, end slash, name, attributes, empty-element
+    slash), then (the text after the last, "", "", "", ""). Raises _Decline at a ``<`` that
+    begins no tag of the subset, and at an end tag with attributes or a slash after them."""
+    pieces = _TAG.split(text)
+    for at in range(0, len(pieces) - 1, 5):
+        outside, end, tag, attributes, empty = pieces[at : at + 5]
+        if "<" in outside or (end and (attributes or empty)):
+            raise _Decline
+        yield outside, end, tag, attributes, empty
+    if "<" in pieces[-1]:
+        raise _Decline
+    yield pieces[-1], "", "", "", ""
 
 
 def scan(file: BinaryIO, add_rows: AddRows) -> Root | None:
@@ -394,6 +385,6 @@ def scan(file: BinaryIO, add_rows: AddRows) -> Root | None:
             scanner.chunk(_text(b"".join(pending), first))
     except _Decline:
         return None
-    if scanner.opened or not scanner.ended or scanner.root is None:
+    if scanner.opened or scanner.root is None:
         return None  # unclosed: truncated, or not XML at all
     return Root(*scanner.root, tuple(scanner.suite_times))
