@@ -444,6 +444,40 @@ def functor_skeleton_edit(
     return _edit(text, path, kernel, arity, None, outputs)
 
 
+def add_registrations(
+    text: str, path: str, kernel: str, arity: int, outputs: Mapping[str, str]
+) -> FileEdit | None:
+    """Register the contributor's own ``KERNEL_functor`` (in ``path``) for the pairs of
+    ``outputs`` it lacks, in the file's way (:func:`add_functor`'s placement); None when
+    every pair is registered already. The guide's order: the math is written first, by
+    hand, and the registrations follow from the dtypes PyTorch computes.
+    """
+    wanted = _check_args(kernel, arity, outputs)
+    before = metal.parse(text, path)
+    if not any(f.name == kernel for f in before.functors):
+        raise EditVerificationError(f"{path}: no {kernel}_functor to register; nothing was written")
+    # an input registered already keeps what the contributor chose for it
+    have = {r.input for r in before.registrations if r.kernel == kernel}
+    left = {i: o for i, o in wanted.items() if i not in have}
+    if not left:
+        return None
+    plan = _plan(text, path, kernel, arity, left)
+    after = plan.text
+    if plan.lines:
+        sep = "" if after.endswith("\n\n") else "\n" if after.endswith("\n") else "\n\n"
+        after += sep + "\n".join(plan.lines) + "\n"
+    pairs = expected_pairs(left)
+    _verify(before, after, path, kernel, pairs, new_functor=False)
+    via = "".join(f" via {m}" for m, _ in plan.macro_lines)
+    return FileEdit(
+        path,
+        text,
+        after,
+        f"register {kernel}_functor: {len(plan.lines) + len(plan.macro_lines)} registration "
+        f"line(s){via} ({_describe(pairs)})",
+    )
+
+
 def _edit(
     text: str,
     path: str,
@@ -500,10 +534,17 @@ def _edit(
 
 
 def _verify(
-    before: metal.MetalFile, after_text: str, path: str, kernel: str, pairs: set[Pair]
+    before: metal.MetalFile,
+    after_text: str,
+    path: str,
+    kernel: str,
+    pairs: set[Pair],
+    *,
+    new_functor: bool = True,
 ) -> None:
-    """Re-read the edited file: one new functor, exactly ``pairs`` newly registered for it,
-    and every other functor, registration and unrecognised line as it was (moved or not)."""
+    """Re-read the edited file: one new functor (none with ``new_functor=False``), exactly
+    ``pairs`` newly registered for it, and every other functor, registration and
+    unrecognised line as it was (moved or not)."""
     try:
         after = metal.parse(after_text, path)
     except ParseError as exc:
@@ -512,8 +553,9 @@ def _verify(
     added = unplaced(after.functors) - unplaced(before.functors)
     if unplaced(before.functors) - unplaced(after.functors) or [
         f.name for f in added.elements()
-    ] != [kernel]:
-        problems.append(f"functors changed other than adding {kernel}_functor")
+    ] != ([kernel] if new_functor else []):
+        problems.append(f"functors changed other than adding {kernel}_functor"
+                        if new_functor else "functors changed")  # fmt: skip
 
     def others(f: metal.MetalFile) -> Counter:
         return unplaced(r for r in f.registrations if r.kernel != kernel)

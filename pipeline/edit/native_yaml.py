@@ -25,6 +25,12 @@ _ROW = re.compile(
 _MPS_ROW = re.compile(r"^[ \t]*MPS[ \t]*:[ \t]*(?P<kernel>\S+)[ \t]*(?:#.*)?$")
 
 
+# Why a migration leaves an overload without MPS as it is
+NOT_ADDED = (
+    "had no MPS dispatch and keeps none: adding MPS is the add workflow's, not a migration's"
+)
+
+
 @dataclass(frozen=True)
 class YamlFoldResult:
     """What :func:`fold_mps_dispatch` did; ``edit`` is unchanged when there was nothing to do."""
@@ -46,12 +52,19 @@ class _Plan:
 
 
 def fold_mps_dispatch(
-    text: str, path: str, operator: str, *, model: native_yaml.NativeFunctions | None = None
+    text: str,
+    path: str,
+    operator: str,
+    *,
+    model: native_yaml.NativeFunctions | None = None,
+    add: bool = False,
 ) -> YamlFoldResult:
     """Fold MPS into the CPU/CUDA row of every overload of ``operator`` that has its own.
 
-    Entries whose MPS kernel is MPS-only, or that have no MPS row at all but a row shared by
-    CPU and CUDA, are folded; shared, delegating and composite entries are left alone, so a
+    Entries whose MPS kernel is MPS-only are folded, and with ``add`` (the guide's add-MPS
+    workflow) also those with no MPS row at all but a row shared by CPU and CUDA; without it
+    they are left as they were and reported in ``manual``: a migration never gives MPS to an
+    overload that had none. Shared, delegating and composite entries are left alone, so a
     second fold changes nothing. Entries with no CPU/CUDA row to join are reported in
     ``manual``. The result is verified by re-parsing it: EditVerificationError if anything
     but the folded entries' dispatch changed. UnknownOperatorError if no entry has that name.
@@ -67,6 +80,9 @@ def fold_mps_dispatch(
     manual: list[tuple[str, str]] = []
     for entry in ops[operator]:
         if entry.mps_kind not in PENDING_KINDS:
+            continue
+        if entry.mps_kind is MpsKind.NONE and not add:
+            manual.append((entry.full_name, NOT_ADDED))
             continue
         plan = _plan(entry)
         if isinstance(plan, str):

@@ -216,13 +216,35 @@ def pending(index: TreeIndex, op: str) -> bool:
 
 
 def partners(index: TreeIndex, op: str) -> tuple[str, ...]:
-    """The other operators migrating with ``op`` as one unit: its forward and backward
+    """The other operators migrating with ``op`` as one unit: a forward's backward
     (``hardshrink`` / ``hardshrink_backward``, ``log_sigmoid_forward`` / ``_backward``), those
-    of them still to migrate, in that order."""
+    of them still to migrate, in that order. A backward named alone migrates alone, as
+    upstream migrates them (:func:`forward_state` says where its forward stands)."""
+    if op.endswith("_backward"):
+        return ()
     ops = index.entries_by_operator()
     base = re.sub(r"_(?:backward|forward)\Z", "", op)
     names = [base, f"{base}_forward", f"{base}_backward"]
     return tuple(n for n in dict.fromkeys(names) if n != op and n in ops and pending(index, n))
+
+
+def forward_state(index: TreeIndex, op: str) -> str | None:
+    """For a backward, one line on its forward (``hardswish`` of ``hardswish_backward``):
+    still to migrate, or done; None for an operator that is no backward or has no forward."""
+    if not op.endswith("_backward"):
+        return None
+    ops = index.entries_by_operator()
+    base = op.removesuffix("_backward")
+    forward = next((n for n in (base, f"{base}_forward") if n in ops), None)
+    if forward is None:
+        return None
+    flow = of_record(index.record(forward, find_references=False))
+    if flow is Workflow.DONE:
+        return f"{forward}, its forward, is on Metal already"
+    return (
+        f"{forward}, its forward, is left as it is ({flow} workflow still to do): "
+        f"`migrate {forward}` migrates it with its backward"
+    )
 
 
 # ------------------------------------------------------------- after the edits
@@ -308,8 +330,14 @@ def audit_left(
             for lineno, line in enumerate(e.after.splitlines(), 1):
                 refs += [(m.group(1), Span(rel, lineno, lineno)) for m in word.finditer(line)]
     record = replace(record, old_name_refs=tuple(refs))
+    # overloads that had no MPS keep none in a migration (the add workflow's, not the edit's)
+    before = {o.func for o in index.record(op, find_references=False).pending_overloads
+              if o.kind is native_yaml.MpsKind.NONE}  # fmt: skip
+    only_unadded = all(o.func in before for o in record.pending_overloads)
     left = []
     for item in checklist(record):
+        if item.id == "dispatch" and record.overloads and only_unadded:
+            continue
         if item.id in EDIT_ITEMS and item.status is Status.FAIL:
             first = next((d for d in item.details if d.span or d.text), None)
             evidence = (

@@ -28,6 +28,7 @@ from pipeline.guide import families
 from pipeline.guide.checklist import UNSUPPORTED_ON_MPS, required_dtypes
 from pipeline.tree import native_yaml, objc, paths
 from pipeline.tree.index import OperatorRecord, TreeIndex, TreePart
+from pipeline.tree.native_yaml import MpsKind
 from pipeline.tree.text import read_text
 
 # What structured kernels hand their stubs: the kernel type when no declaration says otherwise
@@ -262,6 +263,9 @@ def plan_edits(
         old_names += partner.old_names
         notes.append(f"{other} migrates with {op} in the same change (forward and backward)")
         _plan_one(index, partner, None, None, edits, notes, blockers, models)
+    forward = families.forward_state(index, op)
+    if forward:
+        notes.append(forward)
     changed = {rel: e for rel, e in edits.items() if e.changed}
     # Only a plan that writes is judged on its result: with nothing to write the stage is up
     # to date, and what the tree still lacks is the later stages' to report (failing tests).
@@ -364,6 +368,47 @@ def _functor(
     _chain(edits, added)
 
 
+def _registrations(
+    record: OperatorRecord,
+    kind: str,
+    read: Callable[[str], str],
+    edits: dict[str, FileEdit],
+    notes: list[str],
+    blockers: list[Blocker],
+) -> None:
+    """The registrations a functor written by hand still lacks (the guide's order: the math
+    first), for the dtypes PyTorch computes; complex ones only where the functor has a
+    complex form of its own."""
+    functor = record.functors[0]
+    rel = functor.span.path
+    text = read(rel)
+    outputs = output_dtypes(record)
+    complex_in = [d for d in outputs if d in COMPLEX]
+    if complex_in and not _complex_form(text, functor.span.start, functor.span.end):
+        notes.append(
+            f"{record.op}: {functor.name}_functor has no complex form: {', '.join(complex_in)} "
+            "left unregistered (torch gives complex results)"
+        )
+        outputs = {i: o for i, o in outputs.items() if i not in COMPLEX}
+    arity = 2 if kind == "binary" else 1
+    try:
+        added = metal_edit.add_registrations(text, rel, functor.name, arity, outputs)
+    except (ValueError, EditVerificationError) as exc:
+        blockers.append(Blocker(f"{record.op}: {exc}", rel, ""))
+        return
+    if added is not None:
+        _chain(edits, added)
+
+
+# a complex-aware functor: c10/metal's complex trait or Metal's vector form of complex
+_COMPLEX_FORM = re.compile(r"is_complex_v|(?:float|half)2")
+
+
+def _complex_form(text: str, first: int, last: int) -> bool:
+    """Whether the functor on lines ``first..last`` of ``text`` handles complex inputs."""
+    return bool(_COMPLEX_FORM.search("\n".join(text.splitlines()[first - 1 : last])))
+
+
 # What a new kernels file starts with: the includes and namespaces of the tree's own.
 NEW_METAL_HEAD = (
     "#include <c10/metal/indexing.h>\n"
@@ -411,12 +456,20 @@ def _plan_one(
     needs_stub = not any(s.native for s in record.stubs)
     if needs_stub and not record.functors:
         _functor(record, kind, fam, body, read, edits, notes, blockers)
+    elif record.functors and (needs_stub or record.pending_overloads or record.mpsgraph):
+        # only while the migration is under way: a finished operator's dtypes are the
+        # tests' to report, never registered behind the contributor's back
+        _registrations(record, kind, read, edits, notes, blockers)
 
     yaml_rel = paths.NATIVE_YAML
     # the index parsed this very file, unless a partner of the unit edited it first
     text = read(yaml_rel)
     model = models.get(text) if yaml_rel in edits else index.native
-    fold = yaml_edit.fold_mps_dispatch(text, yaml_rel, op, model=model)
+    # the add workflow: no overload has MPS yet (a migration never adds it to one that had none)
+    add = all(
+        o.kind in (MpsKind.NONE, MpsKind.COMPOSITE, MpsKind.DELEGATE) for o in record.overloads
+    )
+    fold = yaml_edit.fold_mps_dispatch(text, yaml_rel, op, model=model, add=add)
     if fold.parsed is not None:
         models[fold.edit.after] = fold.parsed
     _chain(edits, fold.edit)

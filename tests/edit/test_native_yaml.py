@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.edit import native_yaml as editor
-from pipeline.edit.native_yaml import YamlFoldResult, fold_mps_dispatch
+from pipeline.edit.native_yaml import NOT_ADDED, YamlFoldResult, fold_mps_dispatch
 from pipeline.errors import EditVerificationError, ParseError, UnknownOperatorError
 from pipeline.tree.native_yaml import parse
 
@@ -103,7 +103,7 @@ def test_different_cpu_and_cuda_kernels_need_a_human(text):
 
 
 def test_add_mps_to_an_entry_without_mps(text):
-    result = fold_mps_dispatch(text, PATH, "ripple")
+    result = fold_mps_dispatch(text, PATH, "ripple", add=True)
     assert result.folded == ("ripple", "ripple_")
     assert result.old_kernels == ()
     removed, added = changed_lines(text, result.edit.after)
@@ -113,14 +113,25 @@ def test_add_mps_to_an_entry_without_mps(text):
     assert "    CompositeExplicitAutograd: ripple_like\n" in result.edit.after
 
 
+def test_a_migration_never_adds_mps_to_an_entry_that_had_none(text):
+    result = fold_mps_dispatch(text, PATH, "ripple")
+    assert not result.edit.changed and result.folded == ()
+    assert result.manual == (("ripple", NOT_ADDED), ("ripple_", NOT_ADDED))
+
+
 def test_entries_without_a_cpu_row_or_in_flow_style_are_manual(text):
     foreach = fold_mps_dispatch(text, PATH, "_foreach_blend")
     assert not foreach.edit.changed
     assert foreach.manual == (("_foreach_blend_.List", "no CPU dispatch row for MPS to join"),)
-    glint = fold_mps_dispatch(text, PATH, "glint")
+    glint = fold_mps_dispatch(text, PATH, "glint", add=True)
     assert glint.folded == ("glint_",)
     ((name, reason),) = glint.manual
     assert name == "glint" and "dispatch: {CPU: glint" in reason
+    # migrating glint (its MPS row is glint_mps) leaves glint_, which had no MPS, without
+    migrated = fold_mps_dispatch(text, PATH, "glint")
+    assert not migrated.edit.changed
+    assert [name for name, _ in migrated.manual] == ["glint", "glint_"]
+    assert migrated.manual[1][1] == NOT_ADDED
 
 
 def test_crlf_line_endings_are_kept(text):
@@ -163,11 +174,11 @@ def test_an_edit_that_changes_more_than_planned_is_refused(text, monkeypatch):
 # Operators that still have MPSGraph rows in 2.13.0, each with several overloads:
 # pow (Tensor/Scalar overloads next to delegates and an already shared one),
 # addbmm (in-place, out and functional, XPU in the group), logit (MTIA in the group,
-# and an in-place entry with no MPS row at all).
+# and an in-place entry with no MPS row at all, which the migration leaves without one).
 REAL_OPS = {
     "pow": ("pow.Tensor_Tensor_out", "pow.Scalar_out"),
     "addbmm": ("addbmm_", "addbmm.out", "addbmm"),
-    "logit": ("logit", "logit_", "logit.out"),
+    "logit": ("logit", "logit.out"),
 }
 
 
@@ -188,19 +199,19 @@ def test_real_fold_changes_exactly_the_dispatch_lines(real_fold):
     before, after, results = real_fold
     for (op, names), result in zip(REAL_OPS.items(), results, strict=True):
         assert result.folded == names, op
-        assert result.manual == ()
+        assert result.manual == ((("logit_", NOT_ADDED),) if op == "logit" else ()), op
     assert results[0].old_kernels == ("pow_tensor_tensor_out_mps", "pow_Scalar_out_mps")
 
     model = parse(before, PATH)
     folded = [e for e in model.entries if e.full_name in sum(REAL_OPS.values(), ())]
     shared = {row.line: row for e in folded for row in e.dispatch if "CPU" in row.keys}
     dropped = {row.line for e in folded for row in e.dispatch if "MPS" in row.keys}
-    assert len(shared) == 8 and len(dropped) == 7  # logit_ had no MPS row
+    assert len(shared) == 7 and len(dropped) == 7  # logit_ had no MPS row and keeps none
 
     old_lines, new_lines = before.split("\n"), after.split("\n")
     diff = list(difflib.unified_diff(old_lines, new_lines, n=0, lineterm=""))[2:]
     # One hunk per folded entry: its CPU row (and MPS row, if it had one) become one line.
-    assert sum(1 for ln in diff if ln.startswith("@@")) == 8
+    assert sum(1 for ln in diff if ln.startswith("@@")) == 7
     removed = sorted(ln[1:] for ln in diff if ln.startswith("-"))
     added = sorted(ln[1:] for ln in diff if ln.startswith("+"))
     assert removed == sorted(
