@@ -70,6 +70,11 @@ class UnknownOperatorError(PipelineError):
         )
 
 
+class UnknownImplementationError(PipelineError):
+    """What the tool must read to plan an edit is not in the tree (a shared implementation
+    no native/*.cpp defines): unknown, never guessed. Exit 2, before any write."""
+
+
 class DirtyFileError(PipelineError):
     """Refusing to overwrite a file with uncommitted changes made by someone else."""
 

@@ -31,7 +31,8 @@ CACHE_ENV = "MPS_PIPELINE_WHEEL_CACHE"
 
 # wheel path -> path in the tree, by prefix; headers are taken one level deep only
 _LAYOUT = (
-    ("torchgen/packaged/ATen/native/native_functions.yaml", "aten/src/ATen/native/native_functions.yaml"),
+    ("torchgen/packaged/ATen/native/native_functions.yaml",
+     "aten/src/ATen/native/native_functions.yaml"),
     ("torch/testing/_internal/common_mps.py", "torch/testing/_internal/common_mps.py"),
     ("torch/include/ATen/native/", "aten/src/ATen/native/"),
     ("torch/include/c10/metal/", "c10/metal/"),
@@ -63,7 +64,7 @@ def _target(name: str) -> str | None:
 
 
 def _download(version: str, into: Path) -> Path:
-    found = sorted(into.glob(f"torch-{version}-*.whl")) + sorted(into.glob(f"torch-{version}+*.whl"))
+    found = [*sorted(into.glob(f"torch-{version}-*.whl")), *into.glob(f"torch-{version}+*.whl")]
     if found:
         return found[0]
     # This machine's pip configuration caps torch below the newest release with a

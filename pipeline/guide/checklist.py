@@ -123,72 +123,15 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
         )
     )
 
-    items.append(
-        _item(
-            record,
-            "functor",
-            bool(record.functors),
-            "Metal functor in kernels/*.metal",
-            tuple(
-                Detail(f"{f.name}_functor" + (f" (via {f.macro})" if f.macro else ""), f.span)
-                for f in record.functors
-            )
-            or (
-                Detail(
-                    "no "
-                    + " or ".join(f"{k}_functor" for k in record.kernel_names)
-                    + " in aten/src/ATen/native/mps/kernels/"
-                ),
-            ),
-            fail_needs={TreePart.KERNELS},
-        )
-    )
-
-    required = required_dtypes(record)
-    registered = set(record.registered_dtypes)
-    missing = [d for d in required if d not in registered]
-    extra = registered - set(required)
-    first_reg = record.registrations[0].span if record.registrations else None
-    # without common_mps.py, SUPPORTED_COMPLEX_OPS is unknown: so is whether complex is required
-    complex_unknown = any(d in COMPLEX for d in record.opinfo_dtypes if d not in UNSUPPORTED_ON_MPS)
-    items.append(
-        _item(
-            record,
-            "dtypes",
-            bool(record.registrations) and not missing,
-            "registered dtypes cover what the OpInfo says MPS supports",
-            (
-                Detail(f"registered: {_dtype_list(registered)}", first_reg),
-                Detail(f"required: {_dtype_list(required)}"),
-            )
-            + ((Detail(f"missing: {_dtype_list(missing)}"),) if missing else ())
-            + ((Detail(f"registered beyond the OpInfo: {_dtype_list(extra)}"),) if extra else ()),
-            pass_needs={TreePart.XFAILS} if complex_unknown else (),
-            fail_needs={TreePart.KERNELS},
-        )
-    )
-
-    native = [s for s in record.stubs if s.native]
+    composite = _composite_detail(record)
+    if composite is not None:  # its implementation runs other operators: no kernel of its own
+        items += [
+            _item(record, "functor", True, "Metal functor in kernels/*.metal", (composite,)),
+            _item(record, "dtypes", True, "dtypes: those of the operators it runs", (composite,)),
+            _item(record, "stub", True, "host stub: none, it calls no stub", (composite,)),
+        ]
+    items += _kernel_items(record) if composite is None else []
     graph_stubs = [s for s in record.stubs if not s.native]
-    items.append(
-        _item(
-            record,
-            "stub",
-            bool(native) and not graph_stubs,
-            "host stub registered (REGISTER_DISPATCH to a native Metal kernel)",
-            tuple(
-                Detail(f"{s.stub} -> {s.function or s.macro} ({s.kernel_name or '?'})", s.span)
-                for s in native
-            )
-            + tuple(
-                Detail(f"{s.stub} is registered but its body is MPSGraph ({s.macro})", s.span)
-                for s in graph_stubs
-            )
-            or (Detail(f"no REGISTER_DISPATCH({record.op}_stub, ...) in operations/*.mm"),),
-            fail_needs=() if graph_stubs else {TreePart.HOST},
-        )
-    )
-
     implemented_in = {i.span.path for i in record.mpsgraph}
     items.append(
         _item(
@@ -346,3 +289,87 @@ def to_json(
         ],
         "warnings": list(warnings),
     }
+
+
+def _composite_detail(record: OperatorRecord) -> Detail | None:
+    """What a composite's shared implementation runs (None: not a composite)."""
+    calls = record.composite_calls
+    if calls is None:
+        return None
+    first = record.implementations[0]
+    return Detail(
+        f"composite: {first.name} runs other operators ({', '.join(calls) or 'none named'}), "
+        "no kernel of its own",
+        first.span,
+    )
+
+
+def _kernel_items(record: OperatorRecord) -> list[CheckItem]:
+    """The functor, dtypes and stub items of an operator with a kernel of its own."""
+    items: list[CheckItem] = []
+    items.append(
+        _item(
+            record,
+            "functor",
+            bool(record.functors),
+            "Metal functor in kernels/*.metal",
+            tuple(
+                Detail(f"{f.name}_functor" + (f" (via {f.macro})" if f.macro else ""), f.span)
+                for f in record.functors
+            )
+            or (
+                Detail(
+                    "no "
+                    + " or ".join(f"{k}_functor" for k in record.kernel_names)
+                    + " in aten/src/ATen/native/mps/kernels/"
+                ),
+            ),
+            fail_needs={TreePart.KERNELS},
+        )
+    )
+
+    required = required_dtypes(record)
+    registered = set(record.registered_dtypes)
+    missing = [d for d in required if d not in registered]
+    extra = registered - set(required)
+    first_reg = record.registrations[0].span if record.registrations else None
+    # without common_mps.py, SUPPORTED_COMPLEX_OPS is unknown: so is whether complex is required
+    complex_unknown = any(d in COMPLEX for d in record.opinfo_dtypes if d not in UNSUPPORTED_ON_MPS)
+    items.append(
+        _item(
+            record,
+            "dtypes",
+            bool(record.registrations) and not missing,
+            "registered dtypes cover what the OpInfo says MPS supports",
+            (
+                Detail(f"registered: {_dtype_list(registered)}", first_reg),
+                Detail(f"required: {_dtype_list(required)}"),
+            )
+            + ((Detail(f"missing: {_dtype_list(missing)}"),) if missing else ())
+            + ((Detail(f"registered beyond the OpInfo: {_dtype_list(extra)}"),) if extra else ()),
+            pass_needs={TreePart.XFAILS} if complex_unknown else (),
+            fail_needs={TreePart.KERNELS},
+        )
+    )
+
+    native = [s for s in record.stubs if s.native]
+    graph_stubs = [s for s in record.stubs if not s.native]
+    items.append(
+        _item(
+            record,
+            "stub",
+            bool(native) and not graph_stubs,
+            "host stub registered (REGISTER_DISPATCH to a native Metal kernel)",
+            tuple(
+                Detail(f"{s.stub} -> {s.function or s.macro} ({s.kernel_name or '?'})", s.span)
+                for s in native
+            )
+            + tuple(
+                Detail(f"{s.stub} is registered but its body is MPSGraph ({s.macro})", s.span)
+                for s in graph_stubs
+            )
+            or (Detail(f"no REGISTER_DISPATCH({record.stub}, ...) in operations/*.mm"),),
+            fail_needs=() if graph_stubs else {TreePart.HOST},
+        )
+    )
+    return items

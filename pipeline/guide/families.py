@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from pipeline.edit.atomic import FileEdit
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, UnknownImplementationError
 from pipeline.guide.checklist import Status, checklist
 from pipeline.guide.workflow import Workflow, of_record
 from pipeline.tree import metal, native_yaml, objc, paths
@@ -152,8 +152,16 @@ def refusal(index: TreeIndex, record: OperatorRecord) -> str | None:
     op = record.op
     if any(s.native for s in record.stubs):
         return None
+    if record.missing_implementations:
+        raise UnknownImplementationError(
+            f"{op}: its shared implementation is unknown: no TORCH_IMPL_FUNC or function "
+            f"{', '.join(record.missing_implementations)} in {paths.NATIVE_SOURCES}; the stub "
+            "or operators it runs cannot be read, and nothing was written"
+        )
+    if record.composite_calls is not None:
+        return _composite_refusal(index, record, record.composite_calls)
     entries = index.entries_by_operator().get(op, ())
-    stub = f"{op}_stub"
+    stub = record.stub
     decl = record.stub_decl
     tail = "it needs a hand-written kernel; nothing was written"
     if decl is None:
@@ -195,6 +203,46 @@ def refusal(index: TreeIndex, record: OperatorRecord) -> str | None:
         return (
             f"{op}: {stub} ({decl.span}) runs a {tags[0]} (tags: {', '.join(tags)}), not an "
             f"element-wise kernel: {tail}"
+        )
+    return None
+
+
+def _operator_of(index: TreeIndex, name: str) -> str | None:
+    """The yaml operator a called function is (``mul_out`` -> ``mul``, ``exp_`` -> ``exp``)."""
+    ops = index.entries_by_operator()
+    for candidate in (name, name.removesuffix("_out"), name.removesuffix("_")):
+        if candidate in ops:
+            return candidate
+    return None
+
+
+def _serves_mps(index: TreeIndex, op: str) -> bool:
+    """Whether MPS runs ``op``: a row with MPS, or a decomposition into other operators."""
+    kinds = {e.mps_kind for e in index.entries_by_operator().get(op, ())}
+    return bool(kinds) and native_yaml.MpsKind.NONE not in kinds
+
+
+def _composite_refusal(
+    index: TreeIndex, record: OperatorRecord, calls: tuple[str, ...]
+) -> str | None:
+    """A composite migrates by folding its dispatch alone when MPS runs every operator its
+    implementation calls; else why not, naming the callees without MPS."""
+    impl = record.implementations[0]
+    callees = list(
+        dict.fromkeys(o for c in calls if (o := _operator_of(index, c)) and o != record.op)
+    )
+    if not callees:
+        raise UnknownImplementationError(
+            f"{record.op}: its shared implementation {impl.name} ({impl.span}) calls no stub "
+            "and no ATen operator the tool can name; what MPS would run is unknown, and "
+            "nothing was written"
+        )
+    lacking = [c for c in callees if not _serves_mps(index, c)]
+    if lacking:
+        return (
+            f"{record.op}: a composite ({impl.name}, {impl.span}, runs "
+            f"{', '.join(callees)}), but MPS has no dispatch for {', '.join(lacking)}: add "
+            "MPS to those first; nothing was written"
         )
     return None
 

@@ -101,6 +101,12 @@ def complex_results(record: OperatorRecord) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def kernel_function(record: OperatorRecord) -> str:
+    """The MPS kernel function a migration registers for the operator's stub, named after
+    the stub as upstream names them (``xlog1py_mps_kernel`` for ``xlog1py_stub``)."""
+    return f"{record.stub.removesuffix('_stub')}_mps_kernel"
+
+
 def exec_kind(record: OperatorRecord) -> str:
     """``unary`` or ``binary``, from the Tensor inputs of the operator's schemas."""
     counts = []
@@ -115,7 +121,7 @@ def host_kernel_skeleton(record: OperatorRecord, kind: str, kernel: str) -> str:
     (the guide's "With Scalar Parameter" pattern)."""
     decl = record.stub_decl
     assert decl is not None
-    stub, function = f"{record.op}_stub", f"{record.op}_mps_kernel"
+    stub, function = record.stub, kernel_function(record)
     names = [f"arg{i}" for i in range(1, len(decl.params))]
     params = ", ".join(f"{t} {n}" for t, n in zip(decl.params, ["iter", *names], strict=True))
     body = textwrap.indent(_skeleton_body(kind, kernel, names), "  ")
@@ -141,7 +147,7 @@ def stub_param_type(record: OperatorRecord) -> tuple[str | None, list[str]]:
     function is then the contributor's to write. Without a readable declaration,
     ``TensorIteratorBase&`` (what structured kernels pass), with a note.
     """
-    stub, function = f"{record.op}_stub", f"{record.op}_mps_kernel"
+    stub, function = record.stub, kernel_function(record)
     decl = record.stub_decl
     if decl is None:
         unread = [
@@ -312,7 +318,8 @@ def _functor(
     blockers: list[Blocker],
 ) -> None:
     """The missing functor, in the library of the operator's host (or what to write)."""
-    op, metal_file = record.op, fam.kernels
+    # the kernel is named after the stub (xlog1py_stub runs "xlog1py" for special_xlog1py)
+    op, metal_file = record.stub.removesuffix("_stub"), fam.kernels
     outputs = output_dtypes(record)
     arity = 2 if kind == "binary" else 1
     complex_in = [d for d in outputs if d in COMPLEX]
@@ -453,9 +460,16 @@ def _plan_one(
 
     kind = exec_kind(record)
     fam = families.family(index, record, kind)
-    needs_stub = not any(s.native for s in record.stubs)
+    # a composite runs other operators: its rows are folded, no kernel or stub is written
+    composite = record.composite_calls is not None
+    needs_stub = not composite and not any(s.native for s in record.stubs)
     if needs_stub and not record.functors:
         _functor(record, kind, fam, body, read, edits, notes, blockers)
+    elif composite:
+        notes.append(
+            f"{op}: a composite: its shared implementation runs "
+            f"{', '.join(record.composite_calls or ())} on MPS; only its dispatch is folded"
+        )
     elif record.functors and (needs_stub or record.pending_overloads or record.mpsgraph):
         # only while the migration is under way: a finished operator's dtypes are the
         # tests' to report, never registered behind the contributor's back
@@ -491,7 +505,7 @@ def _plan_one(
             not objc_edit.include_still_needed(after, op, operators)
         ):
             _chain(edits, objc_edit.remove_include(after, rel, op, operators))
-    stub_name = f"{op}_stub"
+    stub_name = record.stub
     for rel in dict.fromkeys(s.span.path for s in record.stubs if not s.native):
         # A second registration of one stub does not compile: replace, never add beside it.
         try:
@@ -505,7 +519,7 @@ def _plan_one(
     stub_file = fam.host
     param_type, stub_notes = stub_param_type(record)
     notes += stub_notes
-    kernel = record.functors[0].name if record.functors else op
+    kernel = record.functors[0].name if record.functors else stub_name.removesuffix("_stub")
     if not fam.host_exists:
         registration = host_kernel_skeleton(record, kind, kernel) if record.stub_decl else ""
         library = PurePosixPath(fam.kernels).stem
@@ -531,7 +545,7 @@ def _plan_one(
             read(stub_file),
             stub_file,
             stub_name,
-            f"{op}_mps_kernel",
+            kernel_function(record),
             kind,
             kernel,
             param_type=first,
@@ -566,7 +580,7 @@ def _plan_one(
                 text,
                 stub_file,
                 stub_name,
-                f"{op}_mps_kernel",
+                kernel_function(record),
                 kind,
                 kernel,
                 param_type=param_type,

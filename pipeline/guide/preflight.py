@@ -98,7 +98,7 @@ def _tree(settings: Settings, record: OperatorRecord, plan: EditPlan) -> list[st
     for _source, gap in record.gaps:
         # a file skipped as unreadable may hold what the edit must remove or must not double
         problems.append(f"{gap}: the edit cannot be checked against a file it cannot read")
-    stub = f"{record.op}_stub"
+    stub = record.stub
     registers = any(e.after.count(stub) > e.before.count(stub) for e in plan.edits)
     if registers and record.stub_decl is None:
         problems.append(

@@ -19,12 +19,14 @@ from pathlib import Path
 
 from pipeline.errors import UnknownOperatorError
 from pipeline.fsio import write_atomic
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo, paths
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo, paths, sources
 from pipeline.tree.reader import READERS
 from pipeline.tree.source import TreeSource
+from pipeline.tree.sources import Implementation, NativeSources
 from pipeline.tree.span import Span, Unrecognised
 
-CACHE_VERSION = 5  # 3: OpInfoRecord.output_dtypes; 4: the readers' gaps; 5: yaml tags
+# 3: OpInfoRecord.output_dtypes; 4: the readers' gaps; 5: yaml tags; 6: the .cpp sources
+CACHE_VERSION = 6
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
@@ -81,6 +83,20 @@ class OperatorRecord:
     # what the tree's readers could not read, by source: a check that depends on a source
     # with a gap is unknown rather than passed (see pipeline.guide.checklist)
     gaps: tuple[tuple[TreePart, str], ...] = ()
+    # the stub the shared implementation calls (read in native/*.cpp; ``op_stub`` only when
+    # the tree has no .cpp to read), and those implementations
+    stub: str = ""
+    implementations: tuple[Implementation, ...] = ()
+    # shared kernels named by the yaml whose definition no native/*.cpp holds: unknown
+    missing_implementations: tuple[str, ...] = ()
+
+    @property
+    def composite_calls(self) -> tuple[str, ...] | None:
+        """The ATen functions the shared implementation calls when it calls no stub (a
+        composite); None when it calls a stub or was not read."""
+        if not self.implementations or any(i.stubs for i in self.implementations):
+            return None
+        return tuple(dict.fromkeys(c for i in self.implementations for c in i.calls))
 
     @property
     def registered_dtypes(self) -> tuple[str, ...]:
@@ -118,6 +134,7 @@ class TreeIndex:
     xfails: common_mps.CommonMps
     opinfos: tuple[opinfo.OpInfoRecord, ...]
     test_kinds: tuple[str, ...] = ("output_match",)
+    sources: NativeSources | None = None
     _ops: dict[str, tuple[native_yaml.NativeFunction, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -206,8 +223,10 @@ class TreeIndex:
             Overload(e.full_name, e.schema, e.mps_kind, e.kernel_for("MPS"), e.span)
             for e in entries
         )
-        stubs = self._stubs_for(op)
-        kernel_names = self._kernel_names(op, stubs)
+        impls, missing = self._implementations(entries)
+        stub = self._stub_called(op, impls)
+        stubs = self._stubs_for(op, stub)
+        kernel_names = self._kernel_names(op, stubs, stub)
         functors = tuple(f for k in kernel_names if (f := self.kernels.functor(k)))
         registrations = tuple(r for k in kernel_names for r in self.kernels.registrations_for(k))
         dispatched = [
@@ -243,7 +262,7 @@ class TreeIndex:
             for u in f.unrecognised
             if names.search(u.text)
         )
-        stub_word = re.compile(rf"\b{re.escape(op)}_stub\b")
+        stub_word = re.compile(rf"\b{re.escape(stub)}\b")
         unrecognised += tuple(
             u for f in self.dispatch.files for u in f.unrecognised if stub_word.search(u.text)
         )
@@ -264,22 +283,62 @@ class TreeIndex:
                 t for info in infos for kind in self.test_kinds for t in info.test_ids(kind)
             ),
             unrecognised=unrecognised,
-            stub_decl=self.dispatch.stub(f"{op}_stub"),
+            stub_decl=self.dispatch.stub(stub),
             kernel_names=kernel_names,
             leftover_includes=leftover_includes,
             gaps=self.gaps,
+            stub=stub,
+            implementations=impls,
+            missing_implementations=missing,
         )
 
-    def _stub_of(self, op: str, stub: str) -> bool:
-        """``op_stub``, or ``op_<x>_stub`` when ``op_<x>`` is not an operator (div_true_stub)."""
+    def _implementations(
+        self, entries: Iterable[native_yaml.NativeFunction]
+    ) -> tuple[tuple[Implementation, ...], tuple[str, ...]]:
+        """The shared implementations MPS runs once its rows are folded (the kernel of each
+        entry's row shared by CPU and CUDA), and the names no .cpp of the tree defines."""
+        if self.sources is None or not self.sources.present:
+            return (), ()
+        names = []
+        for e in entries:
+            cpu = e.kernel_for("CPU")
+            if cpu and cpu == e.kernel_for("CUDA"):
+                names.append(cpu)
+        found, missing = [], []
+        for name in dict.fromkeys(names):
+            impl = self.sources.find(name)
+            (found.append(impl) if impl else missing.append(name))
+        return tuple(found), tuple(missing)
+
+    def _stub_called(self, op: str, impls: tuple[Implementation, ...]) -> str:
+        """The stub the implementations call: ``op_stub`` among them, else the one they all
+        call (special_xlog1py_out calls xlog1py_stub); ``op_stub`` when they call none or
+        several (div's rounding modes: the refusal names them)."""
+        called = list(dict.fromkeys(s for i in impls for s in i.stubs))
+        own = f"{op}_stub"
+        if own in called or len(called) != 1:
+            return own
+        return called[0]
+
+    def _stub_of(self, op: str, stub: str, called: str = "") -> bool:
+        """The stub its implementation calls, ``op_stub``, or ``op_<x>_stub`` when ``op_<x>``
+        is not an operator (div_true_stub)."""
         base = stub.removesuffix("_stub")
-        return base == op or (base.startswith(op + "_") and base not in self.entries_by_operator())
+        return (
+            stub == called
+            or base == op
+            or (base.startswith(op + "_") and base not in self.entries_by_operator())
+        )
 
-    def _stubs_for(self, op: str) -> tuple[objc.StubRegistration, ...]:
+    def _stubs_for(self, op: str, called: str) -> tuple[objc.StubRegistration, ...]:
         """The MPS registrations of the operator's stubs (see :meth:`_stub_of`)."""
-        return tuple(s for f in self.host.files for s in f.stubs if self._stub_of(op, s.stub))
+        return tuple(
+            s for f in self.host.files for s in f.stubs if self._stub_of(op, s.stub, called)
+        )
 
-    def _kernel_names(self, op: str, stubs: Iterable[objc.StubRegistration]) -> tuple[str, ...]:
+    def _kernel_names(
+        self, op: str, stubs: Iterable[objc.StubRegistration], called: str
+    ) -> tuple[str, ...]:
         """The names the operator's functors and registrations go by, in lookup order.
 
         The aten name; the kernel string each registered MPS kernel passes to
@@ -294,7 +353,7 @@ class TreeIndex:
         names = [op, *(s.kernel_name for s in stubs if s.kernel_name)]
         declared = [d.stub for f in self.dispatch.files for d in f.decls]
         for stub in dict.fromkeys([*(s.stub for s in stubs), *declared]):
-            if not stub.endswith("_stub") or not self._stub_of(op, stub):
+            if not stub.endswith("_stub") or not self._stub_of(op, stub, called):
                 continue
             base = stub.removesuffix("_stub")
             names.append(base)
@@ -406,6 +465,7 @@ def build_index(source: TreeSource) -> TreeIndex:
         xfails=common_mps.read(root),
         opinfos=opinfo.load_opinfos(source),
         test_kinds=source.test_kinds,
+        sources=sources.read(root),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc
+from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, sources
 
 
 class Reader(Protocol):
@@ -34,4 +34,5 @@ READERS: dict[str, Reader] = {
     "host files (.mm)": objc,
     "common_mps.py": common_mps,
     "dispatch headers (.h)": dispatch,
+    "shared implementations (.cpp)": sources,
 }
