@@ -29,6 +29,7 @@ CACHE_VERSION = 6  # 3: OpInfoRecord.output_dtypes; 4: the readers' gaps; 5: yam
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
+NO_OPINFO = "no OpInfo found: its tests and xfails are unknown"
 
 
 class TreePart(str, Enum):
@@ -39,6 +40,9 @@ class TreePart(str, Enum):
     HOST = "host"  # operations/*.mm
     HEADERS = "headers"  # native/*.h
     XFAILS = "xfails"  # common_mps.py
+    # the operator's OpInfos: none found means its tests and xfails are unknown (a gap of
+    # the one record, not of the tree)
+    OPINFOS = "opinfos"
 
     def __str__(self) -> str:
         return self.value
@@ -79,8 +83,9 @@ class OperatorRecord:
     kernel_names: tuple[str, ...] = ()
     # `_native.h` includes of the op left in files that hold MPSGraph code
     leftover_includes: tuple[objc.OpInclude, ...] = ()
-    # what the tree's readers could not read, by source: a check that depends on a source
-    # with a gap is unknown rather than passed (see pipeline.guide.checklist)
+    # what the tree's readers could not read, by source, and OPINFOS when no OpInfo goes by
+    # the operator: a check that depends on a source with a gap is unknown rather than
+    # passed (see pipeline.guide.checklist)
     gaps: tuple[tuple[TreePart, str], ...] = ()
 
     @property
@@ -275,7 +280,7 @@ class TreeIndex:
             stub_decl=self.dispatch.stub(f"{op}_stub"),
             kernel_names=kernel_names,
             leftover_includes=leftover_includes,
-            gaps=self.gaps,
+            gaps=self.gaps + (() if infos else ((TreePart.OPINFOS, NO_OPINFO),)),
         )
 
     def _stub_of(self, op: str, stub: str) -> bool:
