@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from pipeline.guide.workflow import Workflow, of_record
-from pipeline.tree.index import TreeIndex
+from pipeline.tree.index import NO_OPINFO, TreeIndex
 from pipeline.tree.native_yaml import PENDING_KINDS
 
 SCHEMA_VERSION = 1  # of the backlog --json document
@@ -28,12 +28,14 @@ class BacklogItem:
     mps_kernels: tuple[str, ...]  # the *_mps functions still dispatched to
     xfail_dtypes: int  # dtypes xfailed/skipped across all lists (None counts as all tested)
     has_functor: bool
-    has_opinfo: bool
+    has_opinfo: bool  # False: none found, so its tests and xfails are unknown
 
     @property
-    def effort(self) -> tuple[int, int, int, str]:
-        """Smaller is easier: a functor to reuse, few overloads, few xfails."""
-        return (0 if self.has_functor else 1, self.overloads, self.xfail_dtypes, self.op)
+    def effort(self) -> tuple[int, int, int, int, str]:
+        """Smaller is easier: a functor to reuse, few overloads, few xfails; xfails that are
+        unknown (no OpInfo found) come after any known count."""
+        known = 0 if self.has_opinfo else 1
+        return (0 if self.has_functor else 1, self.overloads, known, self.xfail_dtypes, self.op)
 
     def to_dict(self) -> dict:
         return {
@@ -41,6 +43,12 @@ class BacklogItem:
             "workflow": self.workflow.value,
             "mps_kernels": list(self.mps_kernels),
         }
+
+
+def xfail_cell(xfail_dtypes: int, has_opinfo: bool) -> str:
+    """An item's xfailed dtypes as the tables show them: the count, or, with no OpInfo
+    found, that they are unknown (the count holds only entries keyed by its own name)."""
+    return str(xfail_dtypes) if has_opinfo else f"? {NO_OPINFO}"
 
 
 def to_json(items: Sequence[BacklogItem], warnings: Sequence[str] = ()) -> dict:

@@ -182,7 +182,8 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 )
                 for e in record.xfails
             ),
-            pass_needs={TreePart.XFAILS},
+            # entries are keyed by the OpInfos' names: with none found, unknown
+            pass_needs={TreePart.XFAILS, TreePart.OPINFOS},
         )
     )
 
@@ -202,6 +203,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
                 for info in record.opinfos
                 for d in info.decorators
             ),
+            pass_needs={TreePart.OPINFOS},
         )
     )
 
@@ -343,11 +345,16 @@ def _kernel_items(record: OperatorRecord) -> list[CheckItem]:
             "registered dtypes cover what the OpInfo says MPS supports",
             (
                 Detail(f"registered: {_dtype_list(registered)}", first_reg),
-                Detail(f"required: {_dtype_list(required)}"),
+                # with no OpInfo, what is required is unknown (never "none")
+                Detail(f"required: {_dtype_list(required) if record.opinfos else 'unknown'}"),
             )
             + ((Detail(f"missing: {_dtype_list(missing)}"),) if missing else ())
-            + ((Detail(f"registered beyond the OpInfo: {_dtype_list(extra)}"),) if extra else ()),
-            pass_needs={TreePart.XFAILS} if complex_unknown else (),
+            + (
+                (Detail(f"registered beyond the OpInfo: {_dtype_list(extra)}"),)
+                if extra and record.opinfos
+                else ()
+            ),
+            pass_needs={TreePart.OPINFOS} | ({TreePart.XFAILS} if complex_unknown else set()),
             fail_needs={TreePart.KERNELS},
         )
     )

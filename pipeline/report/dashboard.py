@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.fsio import write_atomic
+from pipeline.guide.backlog import xfail_cell
 from pipeline.report import heatmap_canvas
 from pipeline.results.junit import DISPLAY_ORDER
 
@@ -540,7 +541,7 @@ def render_html(summary: Mapping[str, Any]) -> str:
                         i["op"],
                         i["workflow"],
                         i["overloads"],
-                        i["xfail_dtypes"],
+                        xfail_cell(i["xfail_dtypes"], i["has_opinfo"]),
                         "✓" if i["has_functor"] else "",
                         ", ".join(i["mps_kernels"]),
                     )

@@ -18,6 +18,7 @@ from pipeline.report.dashboard import MAX_SUSPECTS, action_text, suspects_more
 from pipeline.report.pr_comment import code_block
 from pipeline.results.nightly import NightlyOutcome
 from pipeline.results.table import DtypeTable
+from pipeline.tree.index import NO_OPINFO
 
 TOP_BACKLOG = 15
 MAX_LISTED = 50  # regressions / flaky tests listed in summary.md (the JSON has all)
@@ -102,7 +103,8 @@ def render_summary_markdown(summary: Mapping[str, Any], table: DtypeTable) -> st
         out.append(", ".join(f"{esc(w)} {n}" for w, n in bl["counts"].items()) or "Empty.")
         for item in bl["items"][:TOP_BACKLOG]:
             kernels = f" ({esc(', '.join(item['mps_kernels']))})" if item["mps_kernels"] else ""
-            out.append(f"- {esc(item['op'])}: {item['workflow']}{kernels}")
+            unknown = "" if item["has_opinfo"] else f"; {NO_OPINFO}"
+            out.append(f"- {esc(item['op'])}: {item['workflow']}{kernels}{unknown}")
 
     out += ["", "## Results", "", render.render_markdown(table).rstrip("\n")]
     if summary["warnings"]:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pipeline.guide.backlog import xfail_cell
 from pipeline.guide.claims import Claim, ClaimState, PullRequest
 from pipeline.report.pr_comment import code_span, defuse
 
@@ -60,7 +61,8 @@ def render_section(found: Sequence[Claim], prs: Sequence[PullRequest]) -> str:
         item = c.item
         assert item is not None
         lines.append(
-            f"| {rank} | `{c.op}` | {item.workflow} | {item.overloads} | {item.xfail_dtypes} "
+            f"| {rank} | `{c.op}` | {item.workflow} | {item.overloads} "
+            f"| {xfail_cell(item.xfail_dtypes, item.has_opinfo)} "
             f"| {MARKS[c.state]} | {_prs(c, by_number)} |"
         )
     if merged:

@@ -130,6 +130,32 @@ def list_bound(list_name: str) -> tuple[str, tuple[int, ...]] | None:
     return match.group(1), tuple(int(part) for part in match.groups()[1:] if part is not None)
 
 
+def show_version(version: tuple[int, ...]) -> str:
+    """``(15,)`` -> ``"15.0"``, ``(15, 5, 1)`` -> ``"15.5.1"``."""
+    parts = (*version, 0) if len(version) == 1 else version
+    return ".".join(map(str, parts))
+
+
+def list_versions(list_name: str) -> str | None:
+    """The macOS versions a list applies to, for people: ``macOS before 13.3``; None when
+    its name does not say."""
+    bound = list_bound(list_name)
+    if bound is None:
+        return None
+    side, at = bound
+    shown = show_version(at)
+    return f"macOS before {shown}" if side == "BEFORE" else f"macOS {shown} or later"
+
+
+def list_runners(list_name: str, runners: Iterable[str]) -> tuple[str, ...] | None:
+    """Those of ``runners`` a macOS-version list applies to, by the version their names end
+    in (a runner whose name gives none is not covered); None when the list's name does not
+    say which versions it applies to."""
+    if list_bound(list_name) is None:
+        return None
+    return tuple(r for r in runners if _applies(list_name, runner_version(r)))
+
+
 def _applies(list_name: str, version: tuple[int, ...] | None) -> bool | None:
     """Does a macOS-version list apply on ``version``? None: the list's name does not say."""
     bound = list_bound(list_name)
@@ -220,11 +246,11 @@ def _decide(
 
     scope: Sequence[str] = table.runners
     if "MACOS" in entry.list.upper():
-        applies = {r: _applies(entry.list, runner_version(r)) for r in (*table.runners, *required)}
-        if None in applies.values():
+        covered = list_runners(entry.list, (*table.runners, *required))
+        if covered is None:
             return keep("macOS list whose name does not say which versions it applies to")
-        scope = [r for r in table.runners if applies[r]]
-        required = [r for r in required if applies[r]]
+        scope = [r for r in table.runners if r in covered]
+        required = [r for r in required if r in covered]
         if not scope:
             return keep(f"macOS list: no results from runners it applies to ({entry.list})")
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.dtypes import sort_key
 from pipeline.results import decide, history
-from pipeline.results.decide import Action, OpInfoLike, XfailDecision, XfailLike
+from pipeline.results.decide import Action, OpInfoLike, XfailDecision, XfailLike, show_version
 from pipeline.results.junit import Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
 
@@ -48,12 +48,6 @@ def macos_version(
     """The runner's macOS version: the ``runners:`` table's, else its name's; None if
     neither says."""
     return (table or {}).get(runner) or decide.runner_version(runner)
-
-
-def show_version(version: tuple[int, ...]) -> str:
-    """``(15,)`` -> ``"15.0"``, ``(15, 5, 1)`` -> ``"15.5.1"``."""
-    parts = (*version, 0) if len(version) == 1 else version
-    return ".".join(map(str, parts))
 
 
 def target_list(entry: XfailLike, bound: tuple[int, int]) -> str:

@@ -221,10 +221,8 @@ def propose(
             )
         going = {d for d, n in streaks.items() if n >= min_passes}
         if going:
-            reason = (
-                f"{', '.join(sorted(going))}: xpassed on {', '.join(required)} in each of "
-                f"the last {min_passes} nightlies ({span})"
-            )
+            when = f"in each of the last {min_passes} nightlies ({span})"
+            reason = _removal_reason(entry, stem_of[entry.key], going, required, latest, when)
             proposals.append(decision.dropping_only(going, reason))
         waiting = {d: n for d, n in streaks.items() if n < min_passes}
         if waiting:
@@ -238,6 +236,50 @@ def propose(
             else f"no xpass held on every runner for {min_passes} nightlies in a row"
         )
     return Proposals(tuple(proposals), tuple(candidates), "", starts, note)
+
+
+# What a runner did, as the reasons say it.
+_DID = {
+    Outcome.PASS: "passed",
+    Outcome.FAIL: "failed",
+    Outcome.ERROR: "errored",
+    Outcome.XFAIL: "xfailed",
+    Outcome.XPASS: "xpassed",
+    Outcome.SKIP: "skipped",
+}
+
+
+def _removal_reason(
+    entry: decide.XfailLike,
+    stem: str,
+    going: set[str],
+    required: Sequence[str],
+    latest: DtypeTable,
+    when: str,
+) -> str:
+    """Why ``going`` leave ``entry``: the runners they xpassed on. A macOS-version list is
+    judged on the runners it applies to alone: the reason names them, and apart, the others
+    with what they did tonight (a plain result: the list does not decorate their tests)."""
+    dtypes = ", ".join(sorted(going))
+    covered = decide.list_runners(entry.list, required)
+    if covered is None:
+        return f"{dtypes}: xpassed on {', '.join(required)} {when}"
+    reason = (
+        f"{dtypes}: xpassed on {', '.join(covered)}, the runners {entry.list} applies to "
+        f"({decide.list_versions(entry.list)}), {when}"
+    )
+    others = [r for r in required if r not in covered]
+    if not others:
+        return reason
+    row = latest.row(stem, decide.entry_kind(entry) or "output_match")
+    cells = [cell for d in sorted(going) if row is not None and (cell := row.cell(d))]
+    did: dict[str, list[str]] = {}
+    for runner in others:
+        seen = {res.outcome for cell in cells for res in cell.results if res.runner == runner}
+        words = ", ".join(_DID[o] for o in junit.DISPLAY_ORDER if o in seen) or "did not run"
+        did.setdefault(words, []).append(runner)
+    tonight = "; ".join(f"{words} on {', '.join(runners)}" for words, runners in did.items())
+    return f"{reason}; {tonight} tonight, which the list does not cover"
 
 
 # ------------------------------------------------------------ regressions and flakes

@@ -25,11 +25,13 @@ from pipeline.tree.source import TreeSource
 from pipeline.tree.sources import Implementation, NativeSources
 from pipeline.tree.span import Span, Unrecognised
 
-# 3: OpInfoRecord.output_dtypes; 4: the readers' gaps; 5: yaml tags; 6: the .cpp sources
-CACHE_VERSION = 6
+# 3: OpInfoRecord.output_dtypes; 4: the readers' gaps; 5: yaml tags; 6: OpInfos by every
+# name they go by; 7: the .cpp sources
+CACHE_VERSION = 7
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
+NO_OPINFO = "no OpInfo found: its tests and xfails are unknown"
 
 
 class TreePart(str, Enum):
@@ -40,6 +42,9 @@ class TreePart(str, Enum):
     HOST = "host"  # operations/*.mm
     HEADERS = "headers"  # native/*.h
     XFAILS = "xfails"  # common_mps.py
+    # the operator's OpInfos: none found means its tests and xfails are unknown (a gap of
+    # the one record, not of the tree)
+    OPINFOS = "opinfos"
 
     def __str__(self) -> str:
         return self.value
@@ -80,8 +85,9 @@ class OperatorRecord:
     kernel_names: tuple[str, ...] = ()
     # `_native.h` includes of the op left in files that hold MPSGraph code
     leftover_includes: tuple[objc.OpInclude, ...] = ()
-    # what the tree's readers could not read, by source: a check that depends on a source
-    # with a gap is unknown rather than passed (see pipeline.guide.checklist)
+    # what the tree's readers could not read, by source, and OPINFOS when no OpInfo goes by
+    # the operator: a check that depends on a source with a gap is unknown rather than
+    # passed (see pipeline.guide.checklist)
     gaps: tuple[tuple[TreePart, str], ...] = ()
     # the stub the shared implementation calls (read in native/*.cpp; ``op_stub`` only when
     # the tree has no .cpp to read), and those implementations
@@ -138,6 +144,9 @@ class TreeIndex:
     _ops: dict[str, tuple[native_yaml.NativeFunction, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    _infos: dict[str, list[opinfo.OpInfoRecord]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -165,7 +174,7 @@ class TreeIndex:
 
     def operators(self) -> tuple[str, ...]:
         """Every operator named by the yaml or by an OpInfo, sorted."""
-        names = set(self.entries_by_operator()) | {o.aten_name or o.name for o in self.opinfos}
+        names = set(self.entries_by_operator()) | {o.operator for o in self.opinfos}
         return tuple(sorted(names))
 
     def entries_by_operator(self) -> dict[str, tuple[native_yaml.NativeFunction, ...]]:
@@ -174,11 +183,12 @@ class TreeIndex:
         return self._ops
 
     def opinfos_for(self, op: str) -> tuple[opinfo.OpInfoRecord, ...]:
-        return tuple(
-            info
-            for info in self.opinfos
-            if op in (info.name, info.aten_name) or op in _alias_names(info)
-        )
+        """The OpInfos that go by ``op`` (:attr:`OpInfoRecord.names`), in op_db's order."""
+        if not self._infos:
+            for info in self.opinfos:
+                for name in info.names:
+                    self._infos.setdefault(name, []).append(info)
+        return tuple(self._infos.get(op, ()))
 
     def resolve(self, name: str) -> str:
         """Map an operator name or OpInfo alias to the operator; suggest close names if none.
@@ -197,14 +207,14 @@ class TreeIndex:
         if name in ops and any(e.mps_kind is not native_yaml.MpsKind.COMPOSITE for e in ops[name]):
             return name
         for info in self.opinfos:
-            if name in _alias_names(info):
-                return info.aten_name or info.name
+            if name in info.alias_names:
+                return info.operator
         if name in ops:
             return name
         for info in self.opinfos:
             if name == info.name:
-                return info.aten_name or info.name
-        candidates = set(ops) | {a for i in self.opinfos for a in {i.name, *_alias_names(i)}}
+                return info.operator
+        candidates = set(ops) | {a for i in self.opinfos for a in {i.name, *i.alias_names}}
         # torch's operator names are lowercase: ATAN2 means atan2 when nothing else is
         # spelt that way; several spellings (Foo, foo) stay a question
         same = sorted(c for c in candidates if c.lower() == name.lower())
@@ -246,7 +256,10 @@ class TreeIndex:
             i for f in self.host.files if f.holds_mpsgraph for i in f.includes if i.op == op
         )
         infos = self.opinfos_for(op)
+        # an entry is keyed by its OpInfo's name (special.erfcx): found by that spelling too,
+        # without an OpInfo
         keys = {info.key for info in infos} | {op}
+        keys |= {e.key for e in self.xfails.entries if opinfo.operator_spelling(e.key) == op}
         xfails = tuple(e for e in self.xfails.entries if e.key in keys)
         complex_sets = [s for s in self.xfails.sets if s.list == "SUPPORTED_COMPLEX_OPS"]
         refs = self._references(old_names) if find_references and old_names else ()
@@ -286,7 +299,7 @@ class TreeIndex:
             stub_decl=self.dispatch.stub(stub),
             kernel_names=kernel_names,
             leftover_includes=leftover_includes,
-            gaps=self.gaps,
+            gaps=self.gaps + (() if infos else ((TreePart.OPINFOS, NO_OPINFO),)),
             stub=stub,
             implementations=impls,
             missing_implementations=missing,
@@ -368,12 +381,6 @@ class TreeIndex:
 
 # Prefixes of python_module operators (special_erfcx) that their kernels' names drop (erfcx).
 _PYTHON_MODULE = re.compile(r"\A(?:special|linalg|fft)_")
-
-
-def _alias_names(info: opinfo.OpInfoRecord) -> set[str]:
-    """An OpInfo's aliases as written and as aten names: ``special.erf`` is ``special_erf``
-    in native_functions.yaml, ``torch.special.gammainc`` is ``special_gammainc``."""
-    return set(info.aliases) | {a.removeprefix("torch.").replace(".", "_") for a in info.aliases}
 
 
 def legacy_names(entries: Iterable[native_yaml.NativeFunction]) -> set[str]:

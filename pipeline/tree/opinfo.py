@@ -118,6 +118,26 @@ class OpInfoRecord:
         full = self.name + ("." + self.variant_test_name if self.variant_test_name else "")
         return full.replace(".", "_")
 
+    @property
+    def operator(self) -> str:
+        """The native_functions.yaml operator it tests: its aten name as the yaml spells it
+        (``special.bessel_j0`` -> ``special_bessel_j0``, ``nn.functional.elu`` -> ``elu``)."""
+        return operator_spelling(self.aten_name or self.name)
+
+    @property
+    def alias_names(self) -> frozenset[str]:
+        """Its aliases as op_db writes them and as the yaml spells them (``special.erf``,
+        ``special_erf``; ``torch.special.gammainc``, ``special_gammainc``)."""
+        return frozenset(self.aliases) | {operator_spelling(a) for a in self.aliases}
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every name an operator may find it by: its name, aten name and aliases as op_db
+        writes them, and its operator and aliases as the yaml spells them. The name is not
+        respelt: an aten name op_db sets is the operator (``nn.functional.unfold`` tests
+        ``im2col``, not the ``unfold`` view; its default is the name)."""
+        return frozenset({self.name, self.aten_name, self.operator} - {""}) | self.alias_names
+
     def output_dtype(self, dtype: str) -> str | None:
         """The result dtype PyTorch gives for ``dtype`` inputs (canonical); None if unknown."""
         return dict(self.output_dtypes).get(_dtype(dtype))
@@ -133,6 +153,30 @@ class OpInfoRecord:
     def test_ids(self, kind: str = "output_match") -> tuple[str, ...]:
         """``TestConsistencyMPS::test_<kind>_<stem>_mps_<dtype>`` for each instantiated dtype."""
         return tuple(TestId(kind, self.stem, d).node for d in self.dtypes_for(kind))
+
+
+_OPS_PACKET = "torch.ops.aten."
+_NN_FUNCTIONAL = "nn.functional."
+
+
+def operator_spelling(name: str) -> str:
+    """How native_functions.yaml spells an operator op_db names with its Python path.
+
+    op_db's ``aten_name`` defaults to the OpInfo's name, so the functions of a Python
+    namespace keep their dots: ``special.bessel_j0`` is the yaml's ``special_bessel_j0``
+    (``python_module: special``; so ``linalg.``, ``fft.``, ``sparse.``), while
+    ``torch.nn.functional`` calls the ``python_module: nn`` operators, which have no prefix:
+    ``nn.functional.elu`` is ``elu``. ``torch.`` goes (``torch._scaled_mm``, the alias
+    ``torch.special.gammainc``), and an op overload packet loses its overload
+    (``torch.ops.aten._safe_softmax.default`` is ``_safe_softmax``). A name the yaml does
+    not hold (``masked.sum`` -> ``masked_sum``) stays unmatched: its lookup finds nothing.
+    """
+    if name.startswith(_OPS_PACKET):
+        return name.removeprefix(_OPS_PACKET).split(".", 1)[0]
+    name = name.removeprefix("torch.")
+    if name.startswith(_NN_FUNCTIONAL):
+        return name.removeprefix(_NN_FUNCTIONAL)
+    return name.replace(".", "_")
 
 
 def _dtype(name: str) -> str:

@@ -303,3 +303,25 @@ def test_plain_cells_and_the_shard_balance_of_a_schema_2_summary():
 def test_a_schema_1_summary_has_no_shard_times():
     page = dashboard.render_html(summary())
     assert "No shard times (a summary from before schema 2" in page
+
+
+def test_a_backlog_item_without_an_opinfo_says_its_xfails_are_unknown():
+    # issue 27: never a bare 0 for xfails no OpInfo was found to key
+    from pipeline.guide.backlog import BacklogItem
+    from pipeline.guide.claims import Claim, ClaimState
+    from pipeline.guide.workflow import Workflow
+    from pipeline.report import tracker
+    from pipeline.report.nightly import render_summary_markdown
+    from pipeline.tree.index import NO_OPINFO
+
+    item = BacklogItem("special_airy_ai", Workflow.MIGRATE, 1, ("special_airy_ai_out_mps",), 0,
+                       False, False)  # fmt: skip
+    data = summary()
+    data["backlog"]["items"] = [item.to_dict()]
+    html = dashboard.render_html(data)
+    assert f"<td>? {NO_OPINFO}</td>" in html
+    markdown = render_summary_markdown({**data, "warnings": []}, merge_runs({}))
+    line = next(x for x in markdown.splitlines() if x.startswith("- special\\_airy\\_ai:"))
+    assert line.endswith(f"; {NO_OPINFO}")
+    section = tracker.render_section([Claim(item.op, ClaimState.UNCLAIMED, (), item)], [])
+    assert f"| 1 | `special_airy_ai` | migrate | 1 | ? {NO_OPINFO} | unclaimed |" in section

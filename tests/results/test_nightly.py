@@ -258,6 +258,14 @@ def test_proposals_on_the_real_common_mps(real_common_mps, tmp_path):
         ("XFAILLIST_GRAD", "_segment_reduce"): ("drop_dtypes", ("float16",)),
         ("MACOS_BEFORE_14_4_XFAILLIST", "fft.hfft2"): ("delete", ()),
     }
+    hfft2 = next(d for d in got.decisions if d.key == "fft.hfft2")
+    assert hfft2.reason.startswith(
+        f"complex64: xpassed on {RUNNERS[0]}, the runners MACOS_BEFORE_14_4_XFAILLIST applies "
+        "to (macOS before 14.4), in each of the last 3 nightlies"
+    )
+    assert hfft2.reason.endswith(
+        f"; passed on {', '.join(RUNNERS[1:])} tonight, which the list does not cover"
+    )
     diff = apply_xfail_changes(text, rel, xfail_plan.to_changes(got.decisions)).diff()
     removed = [line for line in diff.splitlines() if line.startswith("-") and "---" not in line]
     added = [line for line in diff.splitlines() if line.startswith("+") and "+++" not in line]
@@ -268,6 +276,60 @@ def test_proposals_on_the_real_common_mps(real_common_mps, tmp_path):
         '-            "_segment_reduce": [torch.float16, torch.float32],',
     ]
     assert added == ['+            "_segment_reduce": [torch.float16],']
+
+
+def _three_nights(tmp_path, index, runs, required):
+    """``propose`` after the same results on three nights."""
+    db = history.connect(tmp_path / "h.sqlite")
+    try:
+        for day in (1, 2, 3):
+            started = history.timestamp(f"2026-03-0{day}T03:17:00")
+            history.record_nightly(db, runs, commit="", started=started)
+        return nightly.propose(db, index, merge_runs(runs), history.nightlies(db, 3), required, 3)
+    finally:
+        db.close()
+
+
+def test_a_macos_list_reason_names_the_runners_it_applies_to_and_apart_the_others(tmp_path):
+    """Issue 27: the sandbox's MACOS_BEFORE_14_4_XFAILLIST["maximum"] on four runners, two
+    it applies to (xpass) and two it does not cover (the test is not decorated there: a
+    plain result). The dtype goes; the reason says where it xpassed and what the others did."""
+    from pipeline.sandbox import TREE
+    from pipeline.tree import paths
+
+    text = (TREE / paths.COMMON_MPS).read_text()
+    rel = common_mps.PATTERNS[0]
+    info = OpInfoRecord("maximum", "", "maximum", (), ("float32", "bfloat16"))
+    index = SimpleNamespace(opinfos=(info,), xfails=common_mps.parse(text, rel))
+    runners = ("macos-m1-13", "macos-m1-14.2", "macos-m2-15", "macos-m4-26")
+    tonight = {"macos-m1-13": Outcome.XPASS, "macos-m1-14.2": Outcome.XPASS,
+               "macos-m2-15": Outcome.PASS, "macos-m4-26": Outcome.FAIL}  # fmt: skip
+    runs = {r: [_case("output_match", "maximum", "bfloat16", tonight[r])] for r in runners}
+    got = _three_nights(tmp_path, index, runs, runners)
+    (decision,) = got.decisions
+    assert (decision.list, decision.key, decision.action) == (
+        "MACOS_BEFORE_14_4_XFAILLIST",
+        "maximum",
+        "delete",
+    )
+    assert decision.reason == (
+        "bfloat16: xpassed on macos-m1-13, macos-m1-14.2, the runners "
+        "MACOS_BEFORE_14_4_XFAILLIST applies to (macOS before 14.4), in each of the last 3 "
+        "nightlies (2026-03-01 … 2026-03-03); passed on macos-m2-15; failed on macos-m4-26 "
+        "tonight, which the list does not cover"
+    )
+    assert "xpassed on macos-m1-13, macos-m1-14.2, macos-m2-15" not in decision.reason
+
+    # a plain list still counts every configured runner
+    info = OpInfoRecord("hypot", "", "hypot", (), ("float32",))
+    index = SimpleNamespace(opinfos=(info,), xfails=index.xfails)
+    runs = {r: [_case("output_match", "hypot", "float32", Outcome.XPASS)] for r in runners}
+    hypot = next(d for d in _three_nights(tmp_path / "plain", index, runs, runners).decisions
+                 if d.list == "UNIMPLEMENTED_XFAILLIST")  # fmt: skip
+    assert hypot.reason == (
+        f"float32: xpassed on {', '.join(runners)} in each of the last 3 nightlies "
+        "(2026-03-01 … 2026-03-03)"
+    )
 
 
 # ------------------------------------------------------------- the sandbox's test_mps.py

@@ -13,7 +13,13 @@ import pytest
 
 from pipeline.config import load_settings
 from pipeline.errors import ConfigError, ParseError
-from pipeline.tree.opinfo import MpsDecorator, OpInfoRecord, load_opinfos, load_table
+from pipeline.tree.opinfo import (
+    MpsDecorator,
+    OpInfoRecord,
+    load_opinfos,
+    load_table,
+    operator_spelling,
+)
 
 TABLE = Path(__file__).parent.parent / "fixtures" / "opinfo" / "opinfo_table.yaml"
 INTERNAL = Path("torch", "testing", "_internal")
@@ -54,6 +60,45 @@ def test_table_records():
     assert norm.dtypes == ("float32", "complex64", "complex32")
     assert hypot.dtypes == () and hypot.test_ids() == ()
     assert hypot.output_dtypes == () and hypot.output_dtype("float32") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "operator"),
+    [
+        ("atan2", "atan2"),
+        ("special_erfcx", "special_erfcx"),
+        # op_db's aten_name defaults to the name: a Python namespace keeps its dots
+        ("special.bessel_j0", "special_bessel_j0"),
+        ("linalg.tensorinv", "linalg_tensorinv"),
+        ("fft.fftshift", "fft_fftshift"),
+        ("sparse.sampled_addmm", "sparse_sampled_addmm"),
+        # torch.nn.functional calls the python_module: nn operators, which have no prefix
+        ("nn.functional.elu", "elu"),
+        ("torch.special.gammainc", "special_gammainc"),
+        ("torch._scaled_mm", "_scaled_mm"),
+        ("torch.ops.aten._safe_softmax.default", "_safe_softmax"),
+    ],
+)
+def test_operator_spelling_is_the_yaml_name(name, operator):
+    assert operator_spelling(name) == operator
+
+
+def _record(name: str, aten_name: str, aliases: tuple[str, ...] = ()) -> OpInfoRecord:
+    return OpInfoRecord(name, "", aten_name, aliases, ("float32",))
+
+
+def test_the_names_an_opinfo_is_found_by():
+    bessel = _record("special.bessel_j0", "special.bessel_j0")
+    assert bessel.operator == "special_bessel_j0"
+    assert bessel.names == {"special.bessel_j0", "special_bessel_j0"}
+    assert bessel.key == "special.bessel_j0"  # what common_mps.py's lists are keyed by
+    erf = _record("erf", "erf", ("special.erf",))
+    assert erf.alias_names == {"special.erf", "special_erf"}
+    assert erf.names == {"erf", "special.erf", "special_erf"}
+    # an aten_name op_db sets is the operator: the name is not respelt (aten's unfold is a
+    # view, not nn.functional.unfold)
+    unfold = _record("nn.functional.unfold", "im2col")
+    assert unfold.operator == "im2col" and "unfold" not in unfold.names
 
 
 def test_output_dtype_lookup():
