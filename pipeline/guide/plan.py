@@ -272,6 +272,11 @@ def plan_edits(
     forward = families.forward_state(index, op)
     if forward:
         notes.append(forward)
+    if index.sources is None or not index.sources.present:
+        notes.append(
+            f"no {paths.NATIVE_SOURCES} in the tree: the stub of {op} is taken by its name, "
+            f"{record.stub}, not read from its shared implementation"
+        )
     changed = {rel: e for rel, e in edits.items() if e.changed}
     # Only a plan that writes is judged on its result: with nothing to write the stage is up
     # to date, and what the tree still lacks is the later stages' to report (failing tests).
