@@ -22,6 +22,8 @@ METAL_TO_DTYPE: dict[str, str] = {
     "bool": "bool",
     "float2": "complex64",
     "half2": "complex32",
+    # c10/metal/float8.h (torch 2.15): BinaryKernel.metal registers eq/ne for it
+    "float8_e4m3fn": "float8_e4m3fn",
 }
 # canonical dtype name -> Metal type name
 DTYPE_TO_METAL: dict[str, str] = {dtype: name for name, dtype in METAL_TO_DTYPE.items()}
@@ -53,6 +55,7 @@ TORCH_ALIASES: dict[str, str] = {
     "complex32": "complex32",
     "cdouble": "complex128",
     "complex128": "complex128",
+    "float8_e4m3fn": "float8_e4m3fn",
 }
 
 # The dtypes test_mps.py's consistency tests are instantiated for, in display order.

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real files of the torch 2.13.0 wheel, and private sandbox copies."""
+"""Shared fixtures: the real files of released torch wheels (tests/releases.py), and private
+sandbox copies."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
+from tests.releases import NEWEST, OLDEST, Release, WheelUnavailable, release
+
+T = TypeVar("T")
 FIXTURES = Path(__file__).parent / "fixtures"
 MATH_CACHE_ENV = "MPS_PIPELINE_MATH_CACHE"
 
@@ -48,48 +53,101 @@ def settings_env() -> dict[str, str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # `realdata` tests read the torch 2.13.0 wheel's files: without torch they skip, saying so
+    # `realdata` tests read released wheels' files, and many import the installed torch
+    # (op_db, torchgen, the CPU reference): without torch they skip, saying so
     if importlib.util.find_spec("torch") is not None:
         return
-    skip = pytest.mark.skip(reason="needs torch==2.13.0, the CPU wheel (nox -s tests installs it)")
+    reason = f"needs torch=={OLDEST}, the CPU wheel (nox -s tests installs it)"
+    skip = pytest.mark.skip(reason=reason)
     for item in items:
         if "realdata" in item.keywords:
             item.add_marker(skip)
 
 
-def _site_file(module: str, *parts: str) -> Path | None:
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None:
-        return None
-    path = Path(spec.origin).parent.joinpath(*parts)
-    return path if path.exists() else None
+def in_ci() -> bool:
+    """Under CI (``nox -s tests`` sets MPS_PIPELINE_CI=1; hosted runners set CI=true)."""
+    return os.environ.get("MPS_PIPELINE_CI") == "1" or os.environ.get("CI", "").lower() == "true"
+
+
+def fetched(version: str) -> Release:
+    """``version``'s files; a skip saying why when they cannot be fetched, a failure in CI
+    (a skip there would hide that the newest release was never read)."""
+    try:
+        return release(version)
+    except WheelUnavailable as exc:
+        message = f"torch {version}'s files are not cached and could not be fetched: {exc}"
+        if in_ci():
+            pytest.fail(message + " (CI must read them: python -m tests.releases)", pytrace=False)
+        pytest.skip(message)
+
+
+# Every file fixture below comes from `real_release`: a test taking one runs once per
+# release, ids torch-2.13.0 and torch-2.15.0. A test that must read the installed wheel's
+# files (beside its op_db or torchgen) narrows it with `oldest_only`.
+@pytest.fixture(scope="session", params=(OLDEST, NEWEST), ids=lambda v: f"torch-{v}")
+def real_release(request: pytest.FixtureRequest) -> Release:
+    """The files of OLDEST (the installed wheel) and of NEWEST (tests/releases.py)."""
+    return fetched(request.param)
+
+
+oldest_only = pytest.mark.parametrize(
+    "real_release", [OLDEST], indirect=True, ids=lambda v: f"torch-{v}"
+)
+
+
+def per_release(table: dict[str, T], release: Release) -> T:
+    """``table``'s expectation for ``release``: figures read from that release's own files.
+    A new NEWEST has none until someone reads its files and adds them."""
+    if release.version not in table:
+        pytest.fail(
+            f"no expectation for torch {release.version}: read its files "
+            f"({release.root}) and add its row",
+            pytrace=False,
+        )
+    return table[release.version]
 
 
 @pytest.fixture(scope="session")
-def real_native_yaml() -> Path:
-    """The wheel's native_functions.yaml (torchgen/packaged/ATen/native/)."""
-    path = _site_file("torchgen", "packaged", "ATen", "native", "native_functions.yaml")
-    if path is None:
-        pytest.skip("torch==2.13.0 is not installed (nox -s tests installs it)")
-    return path
+def real_native_yaml(real_release: Release) -> Path:
+    """The release's native_functions.yaml, its tags.yaml beside it."""
+    return real_release.native_yaml
 
 
 @pytest.fixture(scope="session")
-def real_common_mps() -> Path:
-    """The wheel's torch/testing/_internal/common_mps.py (read as text, never imported)."""
-    path = _site_file("torch", "testing", "_internal", "common_mps.py")
-    if path is None:
-        pytest.skip("torch==2.13.0 is not installed (nox -s tests installs it)")
-    return path
+def real_common_mps(real_release: Release) -> Path:
+    """The release's torch/testing/_internal/common_mps.py (read as text, never imported),
+    common_methods_invocations.py beside it."""
+    return real_release.common_mps
 
 
 @pytest.fixture(scope="session")
-def real_c10_include() -> Path:
-    """The wheel's torch/include, holding the real c10/metal/*.h (compiled, never copied)."""
-    path = _site_file("torch", "include", "c10", "metal", "indexing.h")
-    if path is None:
-        pytest.skip("torch==2.13.0 is not installed (nox -s tests installs it)")
-    return path.parents[2]
+def real_c10_include(real_release: Release) -> Path:
+    """An include root holding the release's c10/metal/*.h (compiled, never copied)."""
+    return real_release.c10_include
+
+
+# Releases whose c10/metal headers check-math's shim does not compile yet, and why. Their
+# compile tests are expected to fail, strictly: the day the shim compiles them, those tests
+# fail as XPASS and the entry goes.
+SHIM_CANNOT_COMPILE = {
+    "2.15.0": "issue 27 item 2: the shim lacks an unqualified as_type (float8.h calls it), "
+    "and defines address spaces away (indexing.h's val_at_offs overloads collide)",
+}
+
+
+@pytest.fixture
+def real_c10_to_compile(real_release: Release, request: pytest.FixtureRequest) -> Path:
+    """``real_c10_include`` for a test that compiles functors against it."""
+    reason = SHIM_CANNOT_COMPILE.get(real_release.version)
+    if reason:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    return real_release.c10_include
+
+
+@pytest.fixture(scope="session")
+def real_stub_headers(real_release: Release) -> Path:
+    """The folder of the release's ATen/native/*.h, the headers declaring the stubs."""
+    return real_release.stub_headers
 
 
 @pytest.fixture(scope="session")

@@ -4,9 +4,9 @@ A contributor works on today's main, so the parsers are checked against the newe
 as well as an older one. Each wheel is fetched once with ``pip download --no-deps`` into a
 cache outside the repository, and only the files the tool reads are unpacked from it:
 
-- ``aten/src/ATen/native/native_functions.yaml`` (torchgen/packaged/...),
+- ``aten/src/ATen/native/native_functions.yaml`` and its ``tags.yaml`` (torchgen/packaged/...),
 - ``aten/src/ATen/native/*.h``, the headers declaring the stubs (torch/include/ATen/native),
-- ``torch/testing/_internal/common_mps.py``,
+- ``torch/testing/_internal/common_mps.py`` and ``common_methods_invocations.py``,
 - ``c10/metal/*.h`` (torch/include/c10/metal), so ``<release>`` is itself an include root.
 
 The next release is a one-line change: NEWEST.
@@ -14,11 +14,15 @@ The next release is a one-line change: NEWEST.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 # The newest release: the real-data tier reads its files beside OLDEST's.
@@ -29,14 +33,78 @@ OLDEST = "2.13.0"
 RELEASES = (OLDEST, "2.14.1", NEWEST)
 CACHE_ENV = "MPS_PIPELINE_WHEEL_CACHE"
 
-# wheel path -> path in the tree, by prefix; headers are taken one level deep only
+# wheel path -> path in the tree: a file, or a folder's files ending so ("*.h" one level deep,
+# "**.py" at any depth)
+_NATIVE = "aten/src/ATen/native/"
+_PACKAGED = "torchgen/packaged/ATen/native/"
+_TESTING = "torch/testing/_internal/"
 _LAYOUT = (
-    ("torchgen/packaged/ATen/native/native_functions.yaml",
-     "aten/src/ATen/native/native_functions.yaml"),
-    ("torch/testing/_internal/common_mps.py", "torch/testing/_internal/common_mps.py"),
-    ("torch/include/ATen/native/", "aten/src/ATen/native/"),
-    ("torch/include/c10/metal/", "c10/metal/"),
-)  # fmt: skip
+    (_PACKAGED + "native_functions.yaml", _NATIVE + "native_functions.yaml"),
+    (_PACKAGED + "tags.yaml", _NATIVE + "tags.yaml"),
+    (_TESTING + "common_mps.py", _TESTING + "common_mps.py"),
+    (_TESTING + "common_methods_invocations.py", _TESTING + "common_methods_invocations.py"),
+    ("torch/include/ATen/native/*.h", _NATIVE),
+    ("torch/include/c10/metal/*.h", "c10/metal/"),
+    # the release's own torchgen, the reference its yaml is checked against (a checkout
+    # has it at its root too); the installed one is OLDEST's and refuses newer yaml
+    ("torchgen/**.py", "torchgen/"),
+)
+# Written into a tree's .complete: a folder unpacked with another layout is unpacked again
+# (from the cached wheel), so adding a file to the layout needs no cache to be cleared by hand.
+_LAYOUT_ID = hashlib.sha256(repr(_LAYOUT).encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Release:
+    """One release's files, where the tests find them (a tree laid out as upstream's)."""
+
+    version: str
+    root: Path
+
+    @property
+    def native_yaml(self) -> Path:
+        return self.root / _NATIVE / "native_functions.yaml"
+
+    @property
+    def common_mps(self) -> Path:
+        return self.root / _TESTING / "common_mps.py"
+
+    @property
+    def stub_headers(self) -> Path:
+        """The folder of the headers declaring the stubs (DECLARE_DISPATCH)."""
+        return self.root / _NATIVE
+
+    @property
+    def c10_include(self) -> Path:
+        """An include root holding ``c10/metal/*.h``."""
+        return self.root
+
+    def torchgen_mps(self, yaml: Path | None = None) -> dict[str, str]:
+        """The MPS kernel of every operator, as this release's own torchgen reads ``yaml``
+        (default: the release's), with the release's tags.yaml. In a child process: the
+        installed torchgen is OLDEST's, and a newer yaml fails its checks."""
+        proc = subprocess.run(
+            [sys.executable, "-c", _TORCHGEN_MPS, str(self.root), str(yaml or self.native_yaml),
+             str(self.native_yaml.with_name("tags.yaml"))],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise RuntimeError(f"torchgen {self.version}: {proc.stderr.strip()[-2000:]}")
+        kernels: dict[str, str] = json.loads(proc.stdout)
+        return kernels
+
+
+_TORCHGEN_MPS = """
+import json, sys
+root, yaml, tags = sys.argv[1:]
+sys.path.insert(0, root)
+import torchgen
+assert torchgen.__file__.startswith(root), torchgen.__file__
+from torchgen.gen import parse_native_yaml
+from torchgen.model import DispatchKey
+index = parse_native_yaml(yaml, tags).backend_indices[DispatchKey.MPS].index
+print(json.dumps({str(name): meta.kernel for name, meta in index.items()}))
+"""
 
 
 class WheelUnavailable(Exception):
@@ -53,18 +121,23 @@ def cache_dir() -> Path:
 
 
 def _target(name: str) -> str | None:
-    for prefix, dest in _LAYOUT:
-        if name == prefix and not name.endswith("/"):
+    for source, dest in _LAYOUT:
+        if name == source:
             return dest
-        if prefix.endswith("/") and name.startswith(prefix) and name.endswith(".h"):
-            rest = name[len(prefix) :]
-            if "/" not in rest:
-                return dest + rest
+        folder, star, suffix = source.partition("*")
+        if not star or not name.startswith(folder) or not name.endswith(suffix.lstrip("*")):
+            continue
+        rest = name[len(folder) :]
+        if suffix.startswith("*") or "/" not in rest:
+            return dest + rest
     return None
 
 
 def _download(version: str, into: Path) -> Path:
-    found = [*sorted(into.glob(f"torch-{version}-*.whl")), *into.glob(f"torch-{version}+*.whl")]
+    found = [
+        *sorted(into.glob(f"torch-{version}-*.whl")),
+        *sorted(into.glob(f"torch-{version}+*.whl")),
+    ]
     if found:
         return found[0]
     # This machine's pip configuration caps torch below the newest release with a
@@ -94,7 +167,7 @@ def release_tree(version: str) -> Path:
     """
     base = cache_dir()
     tree = base / f"torch-{version}"
-    if (tree / ".complete").exists():
+    if _complete(tree):
         return tree
     base.mkdir(parents=True, exist_ok=True)
     wheel = _download(version, base)
@@ -106,12 +179,37 @@ def release_tree(version: str) -> Path:
                 path = scratch / dest
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(archive.read(name))
-    (scratch / ".complete").write_text(wheel.name + "\n")
+    (scratch / ".complete").write_text(f"{wheel.name} {_LAYOUT_ID}\n")
+    _install(scratch, tree)
+    return tree
+
+
+def _complete(tree: Path) -> bool:
+    """``tree`` was unpacked whole, with today's layout."""
+    try:
+        return _LAYOUT_ID in (tree / ".complete").read_text().split()
+    except OSError:
+        return False
+
+
+def _install(scratch: Path, tree: Path) -> None:
+    """Rename ``scratch`` to ``tree``; an older layout's folder there is moved aside first."""
+    aside = None
+    if tree.exists() and not _complete(tree):
+        aside = Path(tempfile.mkdtemp(prefix=f".{tree.name}-old-", dir=tree.parent))
+        with contextlib.suppress(OSError):  # another process moved it first
+            tree.rename(aside / tree.name)
     try:
         scratch.rename(tree)
     except OSError:  # another process got there first: its folder is as good as ours
         subprocess.run(["rm", "-rf", str(scratch)], check=False)
-    return tree
+    if aside is not None:
+        subprocess.run(["rm", "-rf", str(aside)], check=False)
+
+
+def release(version: str) -> Release:
+    """``version``'s files (fetched on first use; WheelUnavailable when they cannot be)."""
+    return Release(version, release_tree(version))
 
 
 def main() -> int:

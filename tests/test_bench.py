@@ -11,6 +11,7 @@ import pytest
 
 import bench.__main__ as bench
 from pipeline.tree import native_yaml
+from tests.conftest import oldest_only
 
 
 @pytest.fixture
@@ -114,6 +115,7 @@ def test_doit_floor_and_round_robin(ctx: bench.Context) -> None:
 
 @pytest.mark.slow
 @pytest.mark.realdata
+@oldest_only  # bench.real_tree copies the installed wheel's files
 def test_real_yaml_cases_fold_one_entry_each(ctx: bench.Context, real_native_yaml: Path) -> None:
     root = bench.real_tree(ctx)
     assert (root / bench.NATIVE_YAML).read_bytes() == real_native_yaml.read_bytes()

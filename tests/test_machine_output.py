@@ -169,7 +169,7 @@ def test_audit_json(capsys, sandbox_settings, op, workflow) -> None:
 
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_check_math_json(capsys, sandbox_settings, host_cxx, real_c10_include) -> None:
+def test_check_math_json(capsys, sandbox_settings, host_cxx) -> None:
     state = str(sandbox_settings.state_dir)
     code, doc = cli_json(
         capsys, "check-math", "--file", "BinaryKernel.metal", "--json", "--state-dir", state

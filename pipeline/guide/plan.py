@@ -28,7 +28,6 @@ from pipeline.guide import families
 from pipeline.guide.checklist import UNSUPPORTED_ON_MPS, required_dtypes
 from pipeline.tree import native_yaml, objc, paths
 from pipeline.tree.index import OperatorRecord, TreeIndex, TreePart
-from pipeline.tree.native_yaml import MpsKind
 from pipeline.tree.text import read_text
 
 # What structured kernels hand their stubs: the kernel type when no declaration says otherwise
@@ -484,10 +483,7 @@ def _plan_one(
     # the index parsed this very file, unless a partner of the unit edited it first
     text = read(yaml_rel)
     model = models.get(text) if yaml_rel in edits else index.native
-    # the add workflow: no overload has MPS yet (a migration never adds it to one that had none)
-    add = all(
-        o.kind in (MpsKind.NONE, MpsKind.COMPOSITE, MpsKind.DELEGATE) for o in record.overloads
-    )
+    add = native_yaml.adds_mps(o.kind for o in record.overloads)
     fold = yaml_edit.fold_mps_dispatch(text, yaml_rel, op, model=model, add=add)
     if fold.parsed is not None:
         models[fold.edit.after] = fold.parsed

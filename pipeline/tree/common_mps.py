@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +41,11 @@ from pipeline.tree.text import read_text
 PATTERNS: tuple[str, ...] = (paths.COMMON_MPS,)
 
 _UPPER = re.compile(r"^[A-Z][A-Z0-9_]*$")
+# Which operators' complex dtypes MPS supports: up to torch 2.14 the file lists them
+# (an allow-list); from 2.15 it lists those it does not (every other OpInfo tested with
+# complex dtypes is expected to pass them).
+COMPLEX_ALLOWED = "SUPPORTED_COMPLEX_OPS"
+COMPLEX_DENIED = "UNSUPPORTED_COMPLEX_OPS"
 # A disabled entry (`# "kthvalue": None,`) is not a comment about the entry below it.
 _COMMENTED_ENTRY = re.compile(r"""^#\s*(["'])[^"']*\1\s*:""")
 
@@ -103,6 +109,19 @@ class CommonMps:
     def set_members(self, list_name: str) -> frozenset[str]:
         """Members of the named set(s), e.g. ``set_members("SUPPORTED_COMPLEX_OPS")``."""
         return frozenset(s.key for s in self.sets if s.list == list_name)
+
+    def complex_supported(self, keys: Iterable[str]) -> bool | None:
+        """Whether MPS is expected to pass complex dtypes for an OpInfo known by ``keys``
+        (``name + variant_test_name``): listed in SUPPORTED_COMPLEX_OPS, or not listed in
+        UNSUPPORTED_COMPLEX_OPS, whichever the file declares (both: both must agree).
+        None when it declares neither (a file of another shape): unknown, never a guess."""
+        declared = {d.list for d in self.dicts}  # `= {}` too: an empty list, as Python has it
+        if not {COMPLEX_ALLOWED, COMPLEX_DENIED} & declared:
+            return None
+        keys = set(keys)
+        if COMPLEX_ALLOWED in declared and not keys & self.set_members(COMPLEX_ALLOWED):
+            return False
+        return not keys & self.set_members(COMPLEX_DENIED)
 
 
 class _Unknown(Exception):

@@ -261,7 +261,6 @@ class TreeIndex:
         keys = {info.key for info in infos} | {op}
         keys |= {e.key for e in self.xfails.entries if opinfo.operator_spelling(e.key) == op}
         xfails = tuple(e for e in self.xfails.entries if e.key in keys)
-        complex_sets = [s for s in self.xfails.sets if s.list == "SUPPORTED_COMPLEX_OPS"]
         refs = self._references(old_names) if find_references and old_names else ()
         # Only lines that name one of the op's kernels, as a whole identifier: a real
         # BinaryKernel.metal holds dozens of ops, and "tan" must not claim atan2's lines.
@@ -290,7 +289,8 @@ class TreeIndex:
             old_names=old_names,
             old_name_refs=refs,
             xfails=xfails,
-            complex_supported=any(s.key in keys for s in complex_sets),
+            # SUPPORTED_COMPLEX_OPS, or 2.15's UNSUPPORTED_COMPLEX_OPS; neither: not required
+            complex_supported=bool(self.xfails.complex_supported(keys)),
             opinfos=infos,
             tests=tuple(
                 t for info in infos for kind in self.test_kinds for t in info.test_ids(kind)

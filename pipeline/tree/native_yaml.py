@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -49,6 +50,14 @@ class MpsKind(str, Enum):
 
 # Kinds whose entry still needs the guide's dispatch step (fold or add MPS).
 PENDING_KINDS = frozenset({MpsKind.MPS_SPECIFIC, MpsKind.NONE})
+# Kinds where MPS runs a kernel the entry names (shared or its own)
+_SERVED_KINDS = frozenset({MpsKind.SHARED, MpsKind.MPS_SPECIFIC})
+
+
+def adds_mps(kinds: Iterable[MpsKind]) -> bool:
+    """The guide's add workflow: no entry of the operator names an MPS kernel yet. Only then
+    does the dispatch step give MPS to entries without it; a migration never does."""
+    return not _SERVED_KINDS & set(kinds)
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,7 @@ def test_no_compiler_exits_2(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_sandbox_kernels_through_the_checker(
-    capsys, tmp_path: Path, host_cxx, real_c10_include
-) -> None:
+def test_sandbox_kernels_through_the_checker(capsys, tmp_path: Path, host_cxx) -> None:
     """Every functor of the sandbox's .metal files: the findings are the real ones."""
     code, out, err = _cli(capsys, tmp_path / "s", "check-math", "--all", "--json")
     assert code == 1, err
@@ -77,9 +75,7 @@ def test_sandbox_kernels_through_the_checker(
 
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_known_deviation_from_the_config_passes(
-    capsys, tmp_path: Path, host_cxx, real_c10_include
-) -> None:
+def test_known_deviation_from_the_config_passes(capsys, tmp_path: Path, host_cxx) -> None:
     config = tmp_path / "math.yaml"
     config.write_text(
         "math:\n  known:\n"
@@ -93,7 +89,7 @@ def test_known_deviation_from_the_config_passes(
 
 @pytest.mark.realdata
 def test_math_cache_keeps_objects_and_answers_where_it_says(
-    capsys, tmp_path: Path, host_cxx, real_c10_include, monkeypatch: pytest.MonkeyPatch
+    capsys, tmp_path: Path, host_cxx, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shared = tmp_path / "shared"
     monkeypatch.setenv("MPS_PIPELINE_MATH_CACHE", str(shared))

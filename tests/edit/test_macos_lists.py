@@ -1,5 +1,5 @@
 """Moving xfails into macOS-version lists: on the sandbox's common_mps.py (which has only
-MACOS_BEFORE_14_4_XFAILLIST) and on the torch 2.13.0 wheel's."""
+MACOS_BEFORE_14_4_XFAILLIST) and on the released wheels' (OLDEST and NEWEST)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pipeline.errors import EditVerificationError
 from pipeline.guide import xfails as xfail_plan
 from pipeline.results.decide import XfailDecision
 from pipeline.tree import common_mps, paths
+from tests.conftest import per_release
 
 REL = paths.COMMON_MPS
 MOD, GRAD = "mps_ops_modifier", "mps_ops_grad_modifier"
@@ -240,9 +241,16 @@ def _ruff() -> str | None:
     return str(candidate) if candidate.exists() else shutil.which("ruff")
 
 
+# The keys the grad function's MACOS_BEFORE_15_0_XFAILLIST_GRAD holds in each release (2.15
+# declares it; 2.13 has no such list, nor one of the forward function's)
+GRAD_LIST_BEFORE = {"2.13.0": None, "2.15.0": ("matrix_exp",)}
+
+
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_moves_in_the_real_file_compile_and_read_back(real_common_mps, tmp_path) -> None:
+def test_moves_in_the_real_file_compile_and_read_back(
+    real_common_mps, real_release, tmp_path
+) -> None:
     root = tmp_path / "pytorch"
     (root / REL).parent.mkdir(parents=True)
     shutil.copy(real_common_mps, root / REL)
@@ -250,7 +258,13 @@ def test_moves_in_the_real_file_compile_and_read_back(real_common_mps, tmp_path)
     model = common_mps.parse(text, REL)
     (glu_entry,) = [e for e in model.entries if e.key == "nn.functional.glu"]
     (msort,) = [e for e in model.entries if e.key == "msort" and e.function == GRAD]
-    assert NEW not in text and NEW_GRAD not in text
+    grad_list = per_release(GRAD_LIST_BEFORE, real_release)
+    declared = {d.list for d in model.dicts}
+    assert NEW not in declared
+    if grad_list is None:
+        assert NEW_GRAD not in declared
+    else:  # the move adds to the list the file has, never declares a second one
+        assert tuple(e.key for e in model.entries if e.list == NEW_GRAD) == grad_list
     decisions = [
         XfailDecision(
             glu_entry.list, MOD, glu_entry.key, "move", glu_entry.dtypes,
@@ -267,12 +281,14 @@ def test_moves_in_the_real_file_compile_and_read_back(real_common_mps, tmp_path)
     found = {(e.list, e.function, e.key): e.dtypes for e in after.entries}
     assert found[(NEW, MOD, "nn.functional.glu")] == ("int16",)
     assert found[(NEW_GRAD, GRAD, "msort")] == ("float16",)
+    assert [e.key for e in after.entries if e.list == NEW_GRAD] == [*(grad_list or ()), "msort"]
+    assert [d.list for d in after.dicts].count(NEW_GRAD) == 1
     assert "int16" not in found[("UNIMPLEMENTED_XFAILLIST", MOD, "nn.functional.glu")]
     assert ("XFAILLIST_GRAD", GRAD, "msort") not in found
     # glu keeps its other dtypes where they were and gains an entry; msort moved whole
     assert len(after.entries) == len(model.entries) + 1
     assert applies_list(edit.after, MOD, NEW) and applies_list(edit.after, GRAD, NEW_GRAD)
-    # modelled on MACOS_BEFORE_14_4_XFAILLIST's block: the same condition form
+    # modelled on MACOS_BEFORE_14_4_XFAILLIST's block (2.15 has none): the same condition form
     assert (
         "                key in MACOS_BEFORE_15_0_XFAILLIST\n"
         "                and key not in xfail_exclusion\n"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from pipeline.edit import native_yaml as editor
 from pipeline.edit.native_yaml import NOT_ADDED, YamlFoldResult, fold_mps_dispatch
 from pipeline.errors import EditVerificationError, ParseError, UnknownOperatorError
 from pipeline.tree.native_yaml import parse
+from tests.conftest import per_release
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "native_yaml"
 PATH = "aten/src/ATen/native/native_functions.yaml"
@@ -169,24 +169,43 @@ def test_an_edit_that_changes_more_than_planned_is_refused(text, monkeypatch):
         fold_mps_dispatch(text, PATH, "blend")
 
 
-# --- the torch 2.13.0 wheel ------------------------------------------------------------------
+# --- released wheels (OLDEST and NEWEST, tests/releases.py) ----------------------------------
 
-# Operators that still have MPSGraph rows in 2.13.0, each with several overloads:
+# Operators that still have MPSGraph rows, each with several overloads:
 # pow (Tensor/Scalar overloads next to delegates and an already shared one),
 # addbmm (in-place, out and functional, XPU in the group), logit (MTIA in the group,
 # and an in-place entry with no MPS row at all, which the migration leaves without one).
+# Upstream folded pow.Tensor_Tensor_out
+# itself in 2.15.
 REAL_OPS = {
-    "pow": ("pow.Tensor_Tensor_out", "pow.Scalar_out"),
-    "addbmm": ("addbmm_", "addbmm.out", "addbmm"),
-    "logit": ("logit", "logit.out"),
+    "2.13.0": {
+        "pow": ("pow.Tensor_Tensor_out", "pow.Scalar_out"),
+        "addbmm": ("addbmm_", "addbmm.out", "addbmm"),
+        "logit": ("logit", "logit.out"),
+    },
+    "2.15.0": {
+        "pow": ("pow.Scalar_out",),
+        "addbmm": ("addbmm_", "addbmm.out", "addbmm"),
+        "logit": ("logit", "logit.out"),
+    },
+}
+# the MPS kernels pow's fold leaves unused (the MPSGraph code to delete)
+POW_OLD = {
+    "2.13.0": ("pow_tensor_tensor_out_mps", "pow_Scalar_out_mps"),
+    "2.15.0": ("pow_Scalar_out_mps",),
 }
 
 
 @pytest.fixture(scope="module")
-def real_fold(real_native_yaml) -> tuple[str, str, list[YamlFoldResult]]:
+def real_ops(real_release) -> dict[str, tuple[str, ...]]:
+    return per_release(REAL_OPS, real_release)
+
+
+@pytest.fixture(scope="module")
+def real_fold(real_native_yaml, real_ops) -> tuple[str, str, list[YamlFoldResult]]:
     before = real_native_yaml.read_text(encoding="utf-8")
     text, results = before, []
-    for op in REAL_OPS:
+    for op in real_ops:
         result = fold_mps_dispatch(text, PATH, op)
         results.append(result)
         text = result.edit.after
@@ -195,23 +214,25 @@ def real_fold(real_native_yaml) -> tuple[str, str, list[YamlFoldResult]]:
 
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_real_fold_changes_exactly_the_dispatch_lines(real_fold):
+def test_real_fold_changes_exactly_the_dispatch_lines(real_fold, real_ops, real_release):
     before, after, results = real_fold
-    for (op, names), result in zip(REAL_OPS.items(), results, strict=True):
+    for (op, names), result in zip(real_ops.items(), results, strict=True):
         assert result.folded == names, op
         assert result.manual == ((("logit_", NOT_ADDED),) if op == "logit" else ()), op
-    assert results[0].old_kernels == ("pow_tensor_tensor_out_mps", "pow_Scalar_out_mps")
+    assert results[0].old_kernels == per_release(POW_OLD, real_release)
 
     model = parse(before, PATH)
-    folded = [e for e in model.entries if e.full_name in sum(REAL_OPS.values(), ())]
+    names = sum(real_ops.values(), ())
+    folded = [e for e in model.entries if e.full_name in names]
     shared = {row.line: row for e in folded for row in e.dispatch if "CPU" in row.keys}
     dropped = {row.line for e in folded for row in e.dispatch if "MPS" in row.keys}
-    assert len(shared) == 7 and len(dropped) == 7  # logit_ had no MPS row and keeps none
+    # one shared row and one MPS row to drop per folded entry (logit_ had none, keeps none)
+    assert len(shared) == len(names) and len(dropped) == len(names)
 
     old_lines, new_lines = before.split("\n"), after.split("\n")
     diff = list(difflib.unified_diff(old_lines, new_lines, n=0, lineterm=""))[2:]
     # One hunk per folded entry: its CPU row (and MPS row, if it had one) become one line.
-    assert sum(1 for ln in diff if ln.startswith("@@")) == 7
+    assert sum(1 for ln in diff if ln.startswith("@@")) == len(names)
     removed = sorted(ln[1:] for ln in diff if ln.startswith("-"))
     added = sorted(ln[1:] for ln in diff if ln.startswith("+"))
     assert removed == sorted(
@@ -229,21 +250,16 @@ def test_real_fold_changes_exactly_the_dispatch_lines(real_fold):
 
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_real_fold_is_accepted_by_torchgen(real_fold, real_native_yaml, tmp_path_factory):
-    gen = pytest.importorskip("torchgen.gen")
-    from torchgen.model import DispatchKey
-
+def test_real_fold_is_accepted_by_torchgen(real_fold, real_ops, real_release, tmp_path_factory):
     before, after, _ = real_fold
     tmp = tmp_path_factory.mktemp("native")
     (tmp / "native_functions.yaml").write_text(after, encoding="utf-8")
-    shutil.copy(real_native_yaml.with_name("tags.yaml"), tmp / "tags.yaml")
-    parsed = gen.parse_native_yaml(str(tmp / "native_functions.yaml"), str(tmp / "tags.yaml"))
-    index = {str(k): v.kernel for k, v in parsed.backend_indices[DispatchKey.MPS].index.items()}
+    index = real_release.torchgen_mps(tmp / "native_functions.yaml")
 
     old = {e.full_name: e for e in parse(before, PATH).entries}
-    for names in REAL_OPS.values():
+    for names in real_ops.values():
         for name in names:
             assert index[name] == old[name].kernel_for("CPU") == old[name].kernel_for("CUDA")
-    folded = set(sum(REAL_OPS.values(), ()))
+    folded = set(sum(real_ops.values(), ()))
     unchanged = {n: e.kernel_for("MPS") for n, e in old.items() if n not in folded}
     assert {n: index.get(n) for n in unchanged} == unchanged

@@ -17,11 +17,11 @@ pytestmark = pytest.mark.realdata
 
 
 @pytest.mark.slow
-def test_right_functors_match_torch(tmp_path: Path, host_cxx, real_c10_include: Path) -> None:
+def test_right_functors_match_torch(tmp_path: Path, host_cxx, real_c10_to_compile: Path) -> None:
     report = run_flow(
         tmp_path,
         host_cxx,
-        real_c10_include,
+        real_c10_to_compile,
         [target(tmp_path, "right.metal", "atan2"), target(tmp_path, "right.metal", "maximum")],
     )
     assert not report.failed
@@ -36,9 +36,9 @@ def test_right_functors_match_torch(tmp_path: Path, host_cxx, real_c10_include: 
 
 
 @pytest.mark.slow
-def test_swapped_arguments_are_caught(tmp_path: Path, host_cxx, real_c10_include: Path) -> None:
+def test_swapped_arguments_are_caught(tmp_path: Path, host_cxx, real_c10_to_compile: Path) -> None:
     report = run_flow(
-        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "wrong/swapped.metal", "atan2")]
+        tmp_path, host_cxx, real_c10_to_compile, [target(tmp_path, "wrong/swapped.metal", "atan2")]
     )
     assert report.failed
     f32 = by_dtype(report.functors[0])["float32"]
@@ -54,10 +54,13 @@ def test_swapped_arguments_are_caught(tmp_path: Path, host_cxx, real_c10_include
 
 @pytest.mark.slow
 def test_max_without_nan_propagation_is_caught(
-    tmp_path: Path, host_cxx, real_c10_include: Path
+    tmp_path: Path, host_cxx, real_c10_to_compile: Path
 ) -> None:
     report = run_flow(
-        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "wrong/nan_max.metal", "maximum")]
+        tmp_path,
+        host_cxx,
+        real_c10_to_compile,
+        [target(tmp_path, "wrong/nan_max.metal", "maximum")],
     )
     checks = by_dtype(report.functors[0])
     for dtype in ("float32", "float16"):
@@ -73,12 +76,12 @@ def test_max_without_nan_propagation_is_caught(
 
 @pytest.mark.slow
 def test_integral_overload_returning_t_is_caught(
-    tmp_path: Path, host_cxx, real_c10_include: Path
+    tmp_path: Path, host_cxx, real_c10_to_compile: Path
 ) -> None:
     report = run_flow(
         tmp_path,
         host_cxx,
-        real_c10_include,
+        real_c10_to_compile,
         [target(tmp_path, "wrong/int_returns_t.metal", "atan2")],
     )
     checks = by_dtype(report.functors[0])
@@ -93,13 +96,13 @@ def test_integral_overload_returning_t_is_caught(
 
 @pytest.mark.slow
 def test_known_deviation_is_reported_not_failed(
-    tmp_path: Path, host_cxx, real_c10_include: Path
+    tmp_path: Path, host_cxx, real_c10_to_compile: Path
 ) -> None:
     known = (Known("maximum", "float32", "reviewed: fixture"), Known("maximum", "float16", "x"))
     report = run_flow(
         tmp_path,
         host_cxx,
-        real_c10_include,
+        real_c10_to_compile,
         [target(tmp_path, "wrong/nan_max.metal", "maximum")],
         known,
     )
@@ -111,12 +114,12 @@ def test_known_deviation_is_reported_not_failed(
 
 @pytest.mark.slow
 def test_no_torch_counterpart_is_listed_not_failed(
-    tmp_path: Path, host_cxx, real_c10_include: Path
+    tmp_path: Path, host_cxx, real_c10_to_compile: Path
 ) -> None:
     report = run_flow(
         tmp_path,
         host_cxx,
-        real_c10_include,
+        real_c10_to_compile,
         [target(tmp_path, "right.metal", "atan2", fn="no_such_torch_function")],
     )
     assert not report.failed
@@ -124,10 +127,10 @@ def test_no_torch_counterpart_is_listed_not_failed(
 
 
 def test_compile_error_points_at_the_metal_line(
-    tmp_path: Path, host_cxx, real_c10_include: Path
+    tmp_path: Path, host_cxx, real_c10_to_compile: Path
 ) -> None:
     report = run_flow(
-        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "broken.metal", "fine")]
+        tmp_path, host_cxx, real_c10_to_compile, [target(tmp_path, "broken.metal", "fine")]
     )
     assert report.failed
     error = report.functors[0].compile_error

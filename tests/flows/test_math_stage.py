@@ -14,9 +14,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 BINARY_METAL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
 
 
-def test_a_wrong_functor_stops_the_chain_before_the_build(
-    tmp_path: Path, host_cxx, real_c10_include
-) -> None:
+def test_a_wrong_functor_stops_the_chain_before_the_build(tmp_path: Path, host_cxx) -> None:
     state = tmp_path / "state"
     assert doit(state, "audit", "op=atan2").returncode == 0  # materializes the sandbox
     metal = state / "sandbox" / BINARY_METAL

@@ -1,13 +1,14 @@
 """Issue 18's sweep: the preview and the edit stage of every operator of the real 2.13 backlog.
 
-The tree is the torch 2.13.0 wheel's native_functions.yaml, native/*.h headers and
+The tree is the OLDEST release's native_functions.yaml, native/*.h headers and
 common_mps.py with the upstream-shaped .metal/.mm fixtures (every family of
-tests/fixtures/upstream) and the real op_db, in a git checkout. Each operator runs the real
-plan in process (what ``migrate OP --dry-run --body ...`` and ``--stage edit`` compute); a run
-that would complete writes its edits, and the tree is read again: every invariant must hold
-and the edit stage's re-check must find nothing left, else the preview and the edit disagree.
-A run that would not complete writes nothing; a sample of each outcome goes through the real
-CLI, preview and edit, and their exit codes and the tree are compared.
+tests/fixtures/upstream) and the real op_db (the installed wheel's: OLDEST's), in a git
+checkout. Each operator runs the real plan in process (what ``migrate OP --dry-run --body
+...`` and ``--stage edit`` compute); a run that would complete writes its edits, and the
+tree is read again: every invariant must hold and the edit stage's re-check must find
+nothing left, else the preview and the edit disagree. A run that would not complete writes
+nothing; a sample of each outcome goes through the real CLI, preview and edit, and their
+exit codes and the tree are compared.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pipeline.guide.backlog import backlog
 from pipeline.guide.checklist import Status, checklist
 from pipeline.guide.plan import exec_kind, plan_edits
 from pipeline.tree.index import load_index
-from tests.conftest import git_init
+from tests.conftest import git_init, oldest_only
 from tests.guide.test_replay_real import OPINFO_CACHE, real_tree  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
@@ -101,6 +102,7 @@ def _unresolved(index) -> set[str]:
     }
 
 
+@oldest_only
 def test_every_backlog_operator_completes_or_writes_nothing_and_says_what_is_left(checkout):
     settings = checkout
     root = settings.root

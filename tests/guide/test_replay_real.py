@@ -1,11 +1,11 @@
 """Replay: the preview of every operator the backlog lists, on a tree of real files.
 
-The tree is the torch 2.13.0 wheel's native_functions.yaml, common_mps.py and native/*.h
-headers (real DECLARE_DISPATCH declarations), with our upstream-shaped .metal/.mm fixtures
-(the wheel has no such files), and the real op_db. Every preview must complete (exit 0 or
-1), or be refused as not element-wise (exit 2, issue 18): never another input error or a
-traceback, and every yaml change it shows must touch only that
-operator's entries, and in them only the MPS rows.
+The tree is the OLDEST release's native_functions.yaml, common_mps.py and native/*.h headers
+(real DECLARE_DISPATCH declarations), with our upstream-shaped .metal/.mm fixtures (the wheel
+has no such files), and the real op_db (the installed wheel's: OLDEST's). Every preview must
+complete (exit 0 or 1), or be refused as not element-wise (exit 2, issue 18): never another
+input error or a traceback, and every yaml change it shows must touch only that operator's
+entries, and in them only the MPS rows.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pipeline.guide.plan import plan_edits
 from pipeline.tree import native_yaml, paths
 from pipeline.tree.index import load_index
 from pipeline.tree.source import TreeSource
+from tests.conftest import oldest_only
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
@@ -33,7 +34,9 @@ OPINFO_CACHE = Path(tempfile.gettempdir()) / "mps-pipeline-tests" / "opinfo-cach
 
 
 @pytest.fixture(scope="module")
-def real_tree(tmp_path_factory, real_native_yaml: Path, real_common_mps: Path) -> TreeSource:
+def real_tree(
+    tmp_path_factory, real_native_yaml: Path, real_common_mps: Path, real_stub_headers: Path
+) -> TreeSource:
     pytest.importorskip("expecttest")  # op_db's own import needs it
     root = tmp_path_factory.mktemp("real") / "pytorch"
     for pattern in (paths.KERNELS_METAL, paths.OPERATIONS_MM):
@@ -41,10 +44,7 @@ def real_tree(tmp_path_factory, real_native_yaml: Path, real_common_mps: Path) -
             dest = root / src.relative_to(UPSTREAM)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest)
-    # torchgen/packaged/ATen/native/native_functions.yaml: torch sits beside torchgen
-    headers = real_native_yaml.parents[4] / "torch" / "include" / "ATen" / "native"
-    assert headers.is_dir(), headers
-    for header in headers.glob("*.h"):
+    for header in real_stub_headers.glob("*.h"):
         shutil.copyfile(header, root / paths.NATIVE_DIR / header.name)
     shutil.copyfile(real_native_yaml, root / paths.NATIVE_YAML)
     (root / paths.COMMON_MPS).parent.mkdir(parents=True, exist_ok=True)
@@ -63,6 +63,7 @@ def _content(entry: native_yaml.NativeFunction) -> tuple:
     return (entry.schema, entry.structured, entry.structured_delegate, entry.autogen, rows)
 
 
+@oldest_only
 def test_every_backlog_preview_completes_and_folds_only_its_own_mps_rows(real_tree) -> None:
     index = load_index(real_tree)
     items = backlog(index)

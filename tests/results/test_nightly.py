@@ -28,6 +28,7 @@ from pipeline.sandbox import backend
 from pipeline.tree import common_mps
 from pipeline.tree.opinfo import OpInfoRecord
 from pipeline.workspace import prepare
+from tests.conftest import per_release
 from tests.results.nightly_runs import RUNNERS, proposed, run, sandbox_sweep
 
 
@@ -209,30 +210,73 @@ def _case(kind: str, stem: str, dtype: str, outcome: Outcome) -> CaseResult:
     return CaseResult("TestConsistencyMPS", name, kind, stem, dtype, outcome, False, 1, "", 0, "x")
 
 
+# Per release, entries the file holds: a None entry of a forward list, a grad-list entry
+# of two dtypes, and an entry of a macOS-version list (counted only on macos-m1-14), as
+# (OpInfo name, aten name, list, test kind, its dtypes)
+REAL_PROPOSALS = {
+    "2.13.0": (
+        ("heaviside", "heaviside", "UNIMPLEMENTED_XFAILLIST", "output_match",
+         ("float32", "int64")),
+        ("_segment_reduce", "_segment_reduce", "XFAILLIST_GRAD", "output_grad_match",
+         ("float32", "float16")),
+        ("fft.hfft2", "fft_hfft2", "MACOS_BEFORE_14_4_XFAILLIST", "output_match", ("complex64",)),
+    ),
+    # heaviside and the forward function's macOS lists are gone in 2.15
+    "2.15.0": (
+        ("special.airy_ai", "special_airy_ai", "UNIMPLEMENTED_XFAILLIST", "output_match",
+         ("float32", "int64")),
+        ("nn.functional.dropout", "dropout", "XFAILLIST_GRAD", "output_grad_match",
+         ("float32", "float16")),
+        ("matrix_exp", "matrix_exp", "MACOS_BEFORE_15_0_XFAILLIST_GRAD", "output_grad_match",
+         ("float32",)),
+    ),
+}  # fmt: skip
+# the lines the decisions' edit removes and adds, in file order
+REAL_PROPOSAL_LINES = {
+    "2.13.0": (
+        [
+            "-            # These ops work fine in 14.4 but fail in 14.2 or 13.x",
+            '-            "fft.hfft2": [torch.complex64],',
+            '-            "heaviside": None,',
+            '-            "_segment_reduce": [torch.float16, torch.float32],',
+        ],
+        ['+            "_segment_reduce": [torch.float16],'],
+    ),
+    "2.15.0": (
+        [
+            '-            "special.airy_ai": None,',
+            '-            "nn.functional.dropout": [torch.float16, torch.float32],',
+            "-            # matrix_exp is disabled on MPS before macOS 15 (TORCH_CHECK), so the",
+            "-            # forward leg of the grad test raises for every dtype.",
+            '-            "matrix_exp": None,',
+        ],
+        ['+            "nn.functional.dropout": [torch.float16],'],
+    ),
+}
+
+
 @pytest.mark.realdata
-def test_proposals_on_the_real_common_mps(real_common_mps, tmp_path):
-    """Three nights of xpasses against torch 2.13's common_mps.py: a None entry, a grad
+def test_proposals_on_the_real_common_mps(real_common_mps, real_release, tmp_path):
+    """Three nights of xpasses against a release's common_mps.py: a None entry, a grad
     list entry and a macOS-version list entry (which counts only macos-m1-14)."""
     rel = common_mps.PATTERNS[0]
     text = real_common_mps.read_text()
-    infos = (
-        OpInfoRecord("heaviside", "", "heaviside", (), ("float32", "int64")),
-        OpInfoRecord("_segment_reduce", "", "_segment_reduce", (), ("float32", "float16", "int64")),
-        OpInfoRecord("fft.hfft2", "", "fft_hfft2", (), ("float32", "complex64")),
-    )
+    cases = per_release(REAL_PROPOSALS, real_release)
+    infos = tuple(OpInfoRecord(name, "", aten, (), dtypes) for name, aten, _, _, dtypes in cases)
     index = SimpleNamespace(opinfos=infos, xfails=common_mps.parse(text, rel))
-    om, gm = "output_match", "output_grad_match"
+    (none, none_kind), (grad, grad_kind), (macos, macos_kind) = (
+        (info, kind) for info, (*_, kind, _) in zip(infos, cases, strict=True)
+    )
     runs = {
         runner: [
-            _case(om, "heaviside", "float32", Outcome.XPASS),
-            _case(om, "heaviside", "int64", Outcome.XPASS),
-            _case(gm, "_segment_reduce", "float32", Outcome.XPASS),
-            _case(gm, "_segment_reduce", "float16", Outcome.XFAIL),
-            # the list applies before macOS 14.4 only: elsewhere the test is a plain pass
+            *(_case(none_kind, none.stem, d, Outcome.XPASS) for d in none.dtypes),
+            _case(grad_kind, grad.stem, grad.dtypes[0], Outcome.XPASS),
+            _case(grad_kind, grad.stem, grad.dtypes[1], Outcome.XFAIL),
+            # the list applies before a macOS version: elsewhere the test is a plain pass
             _case(
-                om,
-                "fft_hfft2",
-                "complex64",
+                macos_kind,
+                macos.stem,
+                macos.dtypes[0],
                 Outcome.XPASS if runner == RUNNERS[0] else Outcome.PASS,
             ),
         ]
@@ -245,37 +289,32 @@ def test_proposals_on_the_real_common_mps(real_common_mps, tmp_path):
             history.record_nightly(db, runs, commit="", started=started)
         window = history.nightlies(db, 3)
         got = nightly.propose(db, index, merge_runs(runs), window, RUNNERS, 3)
-        # heaviside also tested for complex64, which never ran: its None entry narrows
-        wider = (replace(infos[0], dtypes=("float32", "complex64", "int64")), *infos[1:])
+        # the None entry's OpInfo also tested for complex64, which never ran: it narrows
+        wider = (replace(none, dtypes=(*none.dtypes, "complex64")), *infos[1:])
         index = SimpleNamespace(opinfos=wider, xfails=index.xfails)
         narrowed = nightly.propose(db, index, merge_runs(runs), window, RUNNERS, 3)
     finally:
         db.close()
-    heaviside = next(d for d in narrowed.decisions if d.key == "heaviside")
-    assert (heaviside.action, heaviside.new_dtypes) == ("narrow_none", ("complex64",))
+    widened = next(d for d in narrowed.decisions if d.key == none.key)
+    assert (widened.action, widened.new_dtypes) == ("narrow_none", ("complex64",))
     assert {(d.list, d.key): (d.action, d.new_dtypes) for d in got.decisions} == {
-        ("UNIMPLEMENTED_XFAILLIST", "heaviside"): ("delete", ()),
-        ("XFAILLIST_GRAD", "_segment_reduce"): ("drop_dtypes", ("float16",)),
-        ("MACOS_BEFORE_14_4_XFAILLIST", "fft.hfft2"): ("delete", ()),
+        (cases[0][2], none.key): ("delete", ()),
+        (cases[1][2], grad.key): ("drop_dtypes", (grad.dtypes[1],)),
+        (cases[2][2], macos.key): ("delete", ()),
     }
-    hfft2 = next(d for d in got.decisions if d.key == "fft.hfft2")
-    assert hfft2.reason.startswith(
-        f"complex64: xpassed on {RUNNERS[0]}, the runners MACOS_BEFORE_14_4_XFAILLIST applies "
-        "to (macOS before 14.4), in each of the last 3 nightlies"
-    )
-    assert hfft2.reason.endswith(
+    listed = next(d for d in got.decisions if d.key == macos.key)
+    assert listed.reason.startswith(
+        f"{macos.dtypes[0]}: xpassed on {RUNNERS[0]}, the runners {cases[2][2]} applies "
+        "to (macOS before "
+    ), listed.reason
+    assert "in each of the last 3 nightlies" in listed.reason
+    assert listed.reason.endswith(
         f"; passed on {', '.join(RUNNERS[1:])} tonight, which the list does not cover"
     )
     diff = apply_xfail_changes(text, rel, xfail_plan.to_changes(got.decisions)).diff()
     removed = [line for line in diff.splitlines() if line.startswith("-") and "---" not in line]
     added = [line for line in diff.splitlines() if line.startswith("+") and "+++" not in line]
-    assert removed == [
-        "-            # These ops work fine in 14.4 but fail in 14.2 or 13.x",
-        '-            "fft.hfft2": [torch.complex64],',
-        '-            "heaviside": None,',
-        '-            "_segment_reduce": [torch.float16, torch.float32],',
-    ]
-    assert added == ['+            "_segment_reduce": [torch.float16],']
+    assert (removed, added) == per_release(REAL_PROPOSAL_LINES, real_release)
 
 
 def _three_nights(tmp_path, index, runs, required):

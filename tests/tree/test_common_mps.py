@@ -1,4 +1,4 @@
-"""Reader for common_mps.py: our fixtures, odd forms, and the torch 2.13.0 wheel's file."""
+"""Reader for common_mps.py: our fixtures, odd forms, and the released wheels' files."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pipeline.dtypes import canonical
 from pipeline.errors import ParseError
 from pipeline.tree import common_mps
 from pipeline.tree.common_mps import DictDecl, Span
+from tests.conftest import per_release
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "common_mps"
 REL = "torch/testing/_internal/common_mps.py"
@@ -97,6 +98,47 @@ def test_sets(model):
     assert (add.function, add.span) == ("mps_ops_modifier", Span(REL, 20, 20))
 
 
+def test_complex_support_from_the_allow_list(model):
+    assert model.complex_supported(["add"]) is True
+    assert model.complex_supported(["atan2", "arctan2"]) is False
+
+
+DENY = 'def mps_ops_modifier(ops):\n    UNSUPPORTED_COMPLEX_OPS = {\n        "addr",\n    }\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "keys", "supported"),
+    [
+        # torch 2.15's form: every OpInfo but the listed ones is expected to pass complex
+        (DENY, ["add"], True),
+        (DENY, ["addr"], False),
+        # an empty deny-list denies nothing
+        ("def f():\n    UNSUPPORTED_COMPLEX_OPS = set()\n", ["addr"], True),
+        ("def f():\n    UNSUPPORTED_COMPLEX_OPS = {}\n", ["addr"], True),
+        # both lists declared: listed in one and not in the other
+        (DENY + '    SUPPORTED_COMPLEX_OPS = {"add"}\n', ["add"], True),
+        (DENY + '    SUPPORTED_COMPLEX_OPS = {"add", "addr"}\n', ["addr"], False),
+        (DENY + '    SUPPORTED_COMPLEX_OPS = {"add"}\n', ["sub"], False),
+        # neither: the file says nothing about complex support, so it is unknown
+        ('def mps_ops_modifier(ops):\n    XFAILLIST = {"amax"}\n', ["add"], None),
+        ("", ["add"], None),
+    ],
+    ids=[
+        "deny-other",
+        "deny-listed",
+        "deny-empty-set",
+        "deny-empty-braces",
+        "both-listed",
+        "both-denied",
+        "both-unlisted",
+        "neither",
+        "empty-file",
+    ],
+)
+def test_complex_support_allow_list_deny_list_or_unknown(text, keys, supported):
+    assert common_mps.parse(text, REL).complex_supported(keys) is supported
+
+
 def test_odd_forms_are_kept_or_surfaced_never_dropped():
     odd = common_mps.parse((FIXTURES / "odd_forms.py").read_text(), "odd.py")
     values = {
@@ -108,7 +150,7 @@ def test_odd_forms_are_kept_or_surfaced_never_dropped():
         ("lerp", 7): (("float16", "bfloat16"), None),
         ("fmod", 8): ((), "HALF_TYPES"),
         ("sinc", 9): ((), None),
-        ("trunc", 10): ((), "[torch.float8_e4m3fn]"),
+        ("trunc", 10): ((), "[torch.float8_e5m2]"),  # a dtype MPS has no kernel type for
         ("sinc", 12): (("float32",), None),
     }
     assert [e.function for e in odd.entries] == [""] * 7 + ["mps_ops_modifier"]
@@ -157,9 +199,21 @@ def _evaluated_lists(text: str, torch) -> list[tuple[str, int, object]]:
     return found
 
 
+# Read from each release's file: how many lists it declares, how many xfail/skip entries
+# they hold, its complex list and a key both modifier functions list
+REAL_LISTS = {
+    "2.13.0": {"dicts": 12, "entries": 193, "complex": ("SUPPORTED_COMPLEX_OPS", 311),
+               "in_both": "linalg.matrix_rank"},
+    # SUPPORTED_COMPLEX_OPS became UNSUPPORTED_COMPLEX_OPS; the macOS 14.4 and 15.0 lists
+    # of mps_ops_modifier and the error-inputs XFAILLIST are gone
+    "2.15.0": {"dicts": 11, "entries": 122, "complex": ("UNSUPPORTED_COMPLEX_OPS", 20),
+               "in_both": "nn.functional.conv_transpose3d"},
+}  # fmt: skip
+
+
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_real_file_matches_python_evaluation(real_common_mps):
+def test_real_file_matches_python_evaluation(real_common_mps, real_release):
     torch = pytest.importorskip("torch")
     text = real_common_mps.read_text()
     start = time.perf_counter()
@@ -172,7 +226,8 @@ def test_real_file_matches_python_evaluation(real_common_mps):
     assert [(name, line) for name, line, _ in evaluated] == [
         (d.list, d.span.start) for d in model.dicts
     ]
-    assert len(model.dicts) == 12
+    expected = per_release(REAL_LISTS, real_release)
+    assert len(model.dicts) == expected["dicts"]
     total = 0
     for decl, (_, _, value) in zip(model.dicts, evaluated, strict=True):
         if decl.kind == "set":
@@ -187,9 +242,13 @@ def test_real_file_matches_python_evaluation(real_common_mps):
             key: None if dtypes is None else tuple(canonical(str(d)) for d in dtypes)
             for key, dtypes in value.items()
         }
-    assert total == len(model.entries) == 193
-    assert len(model.set_members("SUPPORTED_COMPLEX_OPS")) == 311
-    assert {e.function for e in model.for_key("linalg.matrix_rank")} == {
+    assert total == len(model.entries) == expected["entries"]
+    complex_list, members = expected["complex"]
+    assert len(model.set_members(complex_list)) == members
+    assert {e.function for e in model.for_key(expected["in_both"])} == {
         "mps_ops_modifier",
         "mps_ops_grad_modifier",
     }
+    # the same answers from an allow-list (2.13) and a deny-list (2.15)
+    assert model.complex_supported(["add"]) is True
+    assert model.complex_supported(["linalg.eig"]) is False

@@ -11,6 +11,7 @@ from pipeline.errors import ParseError, UnreadableFileError
 from pipeline.tree import native_yaml
 from pipeline.tree.native_yaml import DispatchRow, operator_name, parse, read
 from pipeline.tree.span import Span
+from tests.conftest import per_release
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "native_yaml" / "ops.yaml"
 PATH = "aten/src/ATen/native/native_functions.yaml"
@@ -245,7 +246,14 @@ def test_read_finds_the_file_under_root(tmp_path):
     assert result.entries[0].span.path == native_yaml.PATTERNS[0]
 
 
-# --- the torch 2.13.0 wheel ------------------------------------------------------------------
+# --- released wheels (OLDEST and NEWEST, tests/releases.py) ----------------------------------
+
+# Read from each release's file: its entries, and how many serve MPS in each way (the
+# migration moves rows from mps_specific to shared release after release).
+REAL_KINDS = {
+    "2.13.0": {"entries": 2584, "mps_specific": 293, "shared": 240, "delegate": 385},
+    "2.15.0": {"entries": 2590, "mps_specific": 279, "shared": 282, "delegate": 390},
+}
 
 
 @pytest.fixture(scope="module")
@@ -254,24 +262,18 @@ def real_model(real_native_yaml):
 
 
 @pytest.fixture(scope="module")
-def torchgen_mps(real_native_yaml) -> dict[str, str]:
-    """torchgen's MPS kernel per operator name; parsing takes a second or two, so once."""
-    gen = pytest.importorskip("torchgen.gen")
-    from torchgen.model import DispatchKey
-
-    parsed = gen.parse_native_yaml(
-        str(real_native_yaml), str(real_native_yaml.with_name("tags.yaml"))
-    )
-    index = parsed.backend_indices[DispatchKey.MPS].index
-    return {str(name): meta.kernel for name, meta in index.items()}
+def torchgen_mps(real_release) -> dict[str, str]:
+    """The release's own torchgen's MPS kernel per operator name (a second or two: once)."""
+    return real_release.torchgen_mps()
 
 
 @pytest.mark.realdata
-def test_real_file_every_entry(real_model, real_native_yaml):
+def test_real_file_every_entry(real_model, real_native_yaml, real_release):
     text = real_native_yaml.read_text(encoding="utf-8")
-    assert len(real_model.entries) == 2584
+    count = per_release(REAL_KINDS, real_release)["entries"]
+    assert len(real_model.entries) == count
     assert len(real_model.entries) == sum(1 for ln in text.splitlines() if ln.startswith("- func:"))
-    assert len({e.full_name for e in real_model.entries}) == 2584
+    assert len({e.full_name for e in real_model.entries}) == count
     lines = text.splitlines()
     for e in real_model.entries:
         assert lines[e.span.start - 1].startswith(f"- func: {e.full_name}(")
@@ -291,14 +293,15 @@ def test_real_mps_kernels_match_torchgen(real_model, torchgen_mps):
 
 
 @pytest.mark.realdata
-def test_real_mps_kinds(real_model):
+def test_real_mps_kinds(real_model, real_release):
     kinds: dict[str, int] = {}
     for e in real_model.entries:
         kinds[e.mps_kind] = kinds.get(e.mps_kind, 0) + 1
-    assert kinds["mps_specific"] == 293
-    assert kinds["shared"] == 240
-    assert kinds["delegate"] == 385
-    assert sum(kinds.values()) == 2584
+    expected = per_release(REAL_KINDS, real_release)
+    assert {k: kinds[k] for k in ("mps_specific", "shared", "delegate")} == {
+        k: expected[k] for k in ("mps_specific", "shared", "delegate")
+    }
+    assert sum(kinds.values()) == expected["entries"]
     atan2 = {e.full_name: e for e in real_model.operators()["atan2"]}
     assert atan2["atan2.out"].mps_kind == "shared"
     assert atan2["atan2_"].mps_kind == "delegate"

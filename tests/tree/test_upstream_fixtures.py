@@ -77,6 +77,21 @@ def test_binary_convenience_macros(kernels):
     }
 
 
+# today's eq/ne: every real and integer type, the complex ones and float8 (torch 2.15's
+# c10/metal/float8.h), each also in its `_strided_castout_` form
+def test_comparison_registrations_with_complex_and_float8(kernels):
+    inputs = {"float32", "float16", "int64", "bool", "complex64", "complex32", "float8_e4m3fn"}
+    assert pairs(kernels, "eq") == {(i, "bool") for i in inputs}
+    by_macro = {(r.input, r.core_macro) for r in kernels.registrations_for("eq")}
+    assert {
+        (i, m) for i in inputs for m in ("REGISTER_BINARY_OP", "REGISTER_BINARY_CASTOUT_OP")
+    } == (by_macro)
+    assert {r.written_macro for r in kernels.registrations_for("eq")} == {
+        "REGISTER_COMPARISON_OP", "REGISTER_COMPLEX_EQ_OP", "REGISTER_FP8_EQ_OP",
+    }  # fmt: skip
+    assert kernels.functor("eq") is not None
+
+
 def test_alpha_ops(kernels):
     assert ("bool", "float32") in pairs(kernels, "polygamma")
     assert {r.core_macro for r in kernels.registrations_for("hardshrink")} == {
