@@ -1,7 +1,7 @@
 """Issue 18's sweep: the preview and the edit stage of every operator of a real backlog.
 
-The tree is each release's (OLDEST and NEWEST, issue 27) native_functions.yaml, native/*.h headers and
-common_mps.py with the upstream-shaped .metal/.mm fixtures (every family of
+The tree is each release's (OLDEST and NEWEST, issue 27) native_functions.yaml, native/*.h
+headers and common_mps.py with the upstream-shaped .metal/.mm fixtures (every family of
 tests/fixtures/upstream) and the real op_db (the installed wheel's: OLDEST's), in a git
 checkout. Each operator runs the real plan in process (what ``migrate OP --dry-run --body
 ...`` and ``--stage edit`` compute); a run that would complete writes its edits, and the
