@@ -74,8 +74,15 @@ def output_dtypes(record: OperatorRecord) -> dict[str, str]:
     """Input dtype -> the dtype PyTorch computes for it, for every dtype the kernel needs.
 
     From the OpInfos' CPU runs (``OperatorRecord.output_dtypes``); same-type where PyTorch
-    was not asked or answered with a dtype MPS has no kernel type for (float64).
+    was not asked or answered with a dtype MPS has no kernel type for (float64). For an
+    operator with no OpInfo (a backward), every dtype torch computes it for on CPU.
     """
+    if record.torch_dtypes:  # a backward: what torch computes on CPU, as no OpInfo says
+        return {
+            i: o
+            for i, o in record.torch_dtypes
+            if i not in UNSUPPORTED_ON_MPS and o not in UNSUPPORTED_ON_MPS
+        }
     known = record.output_dtypes
     wanted = list(required_dtypes(record) or DEFAULT_DTYPES)
     # complex inputs torch computes complex results for: never dropped, even when

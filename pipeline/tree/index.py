@@ -26,8 +26,8 @@ from pipeline.tree.sources import Implementation, NativeSources
 from pipeline.tree.span import Span, Unrecognised
 
 # 3: OpInfoRecord.output_dtypes; 4: the readers' gaps; 5: yaml tags; 6: OpInfos by every
-# name they go by; 7: the .cpp sources
-CACHE_VERSION = 7
+# name they go by; 7: the .cpp sources; 8: backward dtypes
+CACHE_VERSION = 8
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
@@ -95,6 +95,8 @@ class OperatorRecord:
     implementations: tuple[Implementation, ...] = ()
     # shared kernels named by the yaml whose definition no native/*.cpp holds: unknown
     missing_implementations: tuple[str, ...] = ()
+    # what torch gives on CPU for an operator with no OpInfo (a backward): (input, result)
+    torch_dtypes: tuple[tuple[str, str], ...] = ()
 
     @property
     def composite_calls(self) -> tuple[str, ...] | None:
@@ -141,6 +143,8 @@ class TreeIndex:
     opinfos: tuple[opinfo.OpInfoRecord, ...]
     test_kinds: tuple[str, ...] = ("output_match",)
     sources: NativeSources | None = None
+    # backward operator -> the (input, result) dtypes torch gives on CPU (no OpInfo of its own)
+    backward_dtypes: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     _ops: dict[str, tuple[native_yaml.NativeFunction, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -301,6 +305,7 @@ class TreeIndex:
             leftover_includes=leftover_includes,
             gaps=self.gaps + (() if infos else ((TreePart.OPINFOS, NO_OPINFO),)),
             stub=stub,
+            torch_dtypes=() if infos else self.backward_dtypes.get(op, ()),
             implementations=impls,
             missing_implementations=missing,
         )
@@ -473,6 +478,7 @@ def build_index(source: TreeSource) -> TreeIndex:
         opinfos=opinfo.load_opinfos(source),
         test_kinds=source.test_kinds,
         sources=sources.read(root),
+        backward_dtypes=opinfo.load_backward_dtypes(source),
     )
 
 

@@ -304,14 +304,28 @@ def load_opinfos(source: TreeSource) -> tuple[OpInfoRecord, ...]:
     """All OpInfos: from ``source.opinfo_table`` when set, else op_db (cached, see docs)."""
     if source.opinfo_table is not None:
         return load_table(source.opinfo_table)
+    return _records_from_dump(_dump_data(source))
+
+
+def load_backward_dtypes(source: TreeSource) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Backward operator -> (input dtype, result dtype) pairs torch gives on CPU: what a
+    backward, which has no OpInfo, is registered for. Empty with a static table (unknown)."""
+    if source.opinfo_table is not None:
+        return {}
+    found = _dump_data(source).get("backward_dtypes") or {}
+    return {op: _sorted_pairs(pairs) for op, pairs in found.items()}
+
+
+def _dump_data(source: TreeSource) -> dict:
+    """op_db's dump, from the cache named by its sources' digest, else made and cached."""
     cache = source.cache_dir / f"opinfo-{_source_hash(_source_dir(source))}.json"
     if cache.is_file():
-        data = json.loads(cache.read_text(encoding="utf-8"))
-    else:
-        data = _dump(source.python)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(cache, json.dumps(data))
-    return _records_from_dump(data)
+        data: dict = json.loads(cache.read_text(encoding="utf-8"))
+        return data
+    data = _dump(source.python)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(cache, json.dumps(data))
+    return data
 
 
 def _records_from_dump(data: dict) -> tuple[OpInfoRecord, ...]:

@@ -10,7 +10,8 @@ For each OpInfo it writes name, variant_test_name, aten_name, alias names, the d
 ``TestConsistency`` is instantiated for on MPS, and the decorators that can reach MPS tests
 (see ``mps_decorators``), each with the file:line of the ``DecorateInfo(...)`` call, found by
 recording the caller of ``DecorateInfo.__init__`` while op_db is built. It also writes, per
-input dtype, the dtype the op's result has on CPU (see ``output_dtypes``).
+input dtype, the dtype the op's result has on CPU (see ``output_dtypes``), and the same for
+the backward operators, which have no OpInfo (see ``backward_dtypes``).
 """
 
 import itertools
@@ -128,6 +129,46 @@ def output_dtypes(op, dtypes, deadline, torch):
     return found
 
 
+# Values for a backward's non-Tensor arguments without a default, by schema type: a
+# backward whose schema asks for anything else (int[], Tensor[]...) is left out (unknown).
+# (TorchScript spells Scalar "number")
+PLAIN_ARGUMENTS = {"number": 0.5, "Scalar": 0.5, "float": 0.5, "int": 1, "bool": False}
+
+
+def backward_dtypes(allowed, torch):
+    """aten ``*_backward`` operator -> input dtype name -> result dtype name on CPU, for the
+    functional overloads whose arguments can be made up (Tensors of the dtype, plain values):
+    a backward has no OpInfo of its own, and its kernel is registered for what torch gives."""
+    found = {}
+    with torch.no_grad():
+        for schema in torch._C._jit_get_all_schemas():
+            name = schema.name.removeprefix("aten::")
+            if schema.name == name or not name.endswith("_backward") or schema.overload_name:
+                continue
+            args = [a for a in schema.arguments if a.default_value is None and not a.kwarg_only]
+            kinds = [str(a.type) for a in args]
+            plain = all(k == "Tensor" or k in PLAIN_ARGUMENTS for k in kinds)
+            if "Tensor" not in kinds or not plain:
+                continue
+            op = getattr(torch.ops.aten, name).default
+            outputs = {}
+            for dtype in sorted(allowed, key=dtype_name):
+                torch.random.default_generator.manual_seed(0)
+                values = [
+                    torch.randn(2, 3).to(dtype) if k == "Tensor" else PLAIN_ARGUMENTS[k]
+                    for k in kinds
+                ]
+                try:
+                    out = first_tensor(op(*values), torch)
+                except Exception:  # torch rejects this dtype on CPU
+                    continue
+                if out is not None:
+                    outputs[dtype_name(dtype)] = dtype_name(out.dtype)
+            if outputs:
+                found[name] = outputs
+    return found
+
+
 class RecordDecorateInfo:
     """Meta-path finder: once opinfo/core.py has run, wrap ``DecorateInfo.__init__`` so that
     every DecorateInfo built afterwards (opinfo/definitions/ is imported by the opinfo
@@ -225,6 +266,7 @@ def main(argv):
         "torch_file": torch.__file__,
         "allowed_dtypes": sorted(dtype_name(d) for d in allowed),
         "ops": records,
+        "backward_dtypes": backward_dtypes(allowed, torch),
     }
     with open(out_path, "w", encoding="utf-8") as fh:
         json.dump(data, fh)

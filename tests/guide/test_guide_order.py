@@ -161,3 +161,46 @@ def test_the_guides_order_through_the_cli(root):
     failing = [c["id"] for c in audit["checklist"]
                if c["id"] in families.EDIT_ITEMS and c["status"] == "fail"]  # fmt: skip
     assert failing == [], audit["checklist"]
+
+
+def test_a_backward_with_no_opinfo_is_registered_for_what_torch_gives_on_cpu(root):
+    import dataclasses
+
+    # hardswish_backward's functor is there, its registrations are not; torch on CPU (the
+    # OpInfo dump's backward_dtypes) says which dtypes it computes, and gives them
+    rel = f"{KERNELS}/ActivationKernel.metal"
+    text = (root / rel).read_text()
+    lines = [ln for ln in text.splitlines(keepends=True)
+             if not ln.startswith("REGISTER_BINARY_OP(hardswish_backward")]  # fmt: skip
+    (root / rel).write_text("".join(lines))
+    torch_says = (("bfloat16", "bfloat16"), ("float16", "float16"), ("float32", "float32"),
+                  ("float64", "float64"))  # fmt: skip
+    index = dataclasses.replace(_index(root), backward_dtypes={"hardswish_backward": torch_says})
+    record = index.record("hardswish_backward")
+    assert not record.opinfos and record.torch_dtypes == torch_says
+    assert migrate.output_dtypes(record) == {d: d for d in ("bfloat16", "float16", "float32")}
+    plan = migrate.plan_edits(index, "hardswish_backward")
+    assert not plan.blockers, [b.what for b in plan.blockers]
+    after = next(e for e in plan.edits if e.rel == rel).after
+    regs = {
+        r.input for r in metal.parse(after, rel).registrations if r.kernel == "hardswish_backward"
+    }
+    assert regs == {"float32", "float16", "bfloat16"}  # float64: no Metal type, never registered
+
+
+@pytest.mark.realdata
+def test_torch_on_cpu_gives_the_backwards_dtypes():
+    import sys
+
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(Path(migrate.__file__).parents[1] / "tree"))
+    try:
+        import opinfo_dump
+    finally:
+        sys.path.pop(0)
+    allowed = {torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.bool}
+    found = opinfo_dump.backward_dtypes(allowed, torch)
+    assert found["hardswish_backward"] == {d: d for d in ("bfloat16", "float16", "float32")}
+    # Scalar arguments (TorchScript's "number") are made up too; integers where torch has them
+    assert found["hardtanh_backward"] == found["hardswish_backward"]
+    assert found["threshold_backward"]["int32"] == "int32"
