@@ -79,11 +79,12 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         description=__doc__,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # `speed --op` must never mean `--opinfo-table`
     )
     parser.add_argument("--version", action="version", version=f"mps-pipeline {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
         if name != command:
             continue
         mod = importlib.import_module(f"pipeline.commands.{module}")
@@ -153,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         # the rest is doit's own command line, its variables included; global options that
         # came before `doit` are its variables (root=...)
-        pre = argparse.ArgumentParser(add_help=False)
+        pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
         for flag in global_flags():
             pre.add_argument(flag)
         given = vars(pre.parse_args(moved))

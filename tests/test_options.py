@@ -30,3 +30,16 @@ def test_switches_are_one_in_doit_and_plain_flags_on_the_cli() -> None:
     parser = build_parser("migrate")
     args = parser.parse_args(["migrate", "atan2", "--dry-run", "--state-dir", "/tmp/x"])
     assert (args.op, args.dry_run, args.force, args.state_dir) == ("atan2", True, False, "/tmp/x")
+
+
+def test_an_abbreviated_flag_is_refused_not_guessed():
+    # argparse's prefix matching once read `speed --op atan2` as `--opinfo-table atan2`
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline", "speed", "--op", "atan2"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "unrecognized arguments: --op" in proc.stderr

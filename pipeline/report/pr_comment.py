@@ -59,7 +59,9 @@ OUTCOME_LABELS = (
 _LABELS = dict(OUTCOME_LABELS)
 _BAD_OUTCOMES = tuple(o.value for o in DISPLAY_ORDER if o in FAILING)
 
-_TAG_START = re.compile(r"(?<!\\)<(?=[A-Za-z/!?])")
+# Raw HTML starts here, but for the bare folding tags our own tables use (a Legend folded in
+# <details><summary>): GitHub allows them, and without attributes they only fold text.
+_TAG_START = re.compile(r"(?<!\\)<(?!/?(?:details|summary)>)(?=[A-Za-z/!?])")
 _ENTITY_START = re.compile(r"&(?!(?:lt|gt|amp|quot);)(?=[A-Za-z#])")
 _DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")

@@ -79,8 +79,12 @@ def test_global_options_before_doit_become_its_variables(
     assert (tmp_path / "state" / "doit.sqlite").is_file()
 
 
-def test_an_abbreviated_global_option_still_finds_the_command(
+def test_an_abbreviated_global_option_is_refused_not_guessed(
     capsys: pytest.CaptureFixture[str], tmp_path
 ) -> None:
-    assert main(["--state", str(tmp_path), "config", "--json"]) == 0
-    assert f'"value": "{tmp_path}"' in capsys.readouterr().out
+    # issue 28: prefix matching turned `speed --op atan2` into `--opinfo-table atan2`
+    with pytest.raises(SystemExit) as refused:
+        main(["--state", str(tmp_path), "config", "--json"])
+    assert refused.value.code == 2
+    assert "--state" in capsys.readouterr().err
+    assert main(["--state-dir", str(tmp_path), "config", "--json"]) == 0

@@ -384,3 +384,18 @@ def test_a_fence_in_the_table_text_cannot_swallow_the_comment():
     body = _comment(table="legend\n```\n" + _table(2), xfail_diff=DIFF)
     assert "\n\\```\n" in body
     assert re.search(r"^```diff$", body, re.M)  # the diff's fence still opens a block
+
+
+def test_the_comment_renders_our_legend_as_markup_and_their_html_as_text():
+    """Rendered as GitHub does (CommonMark with tables and the raw HTML it allows): the
+    Legend folds, while HTML from test output, even a folding tag with attributes, is text."""
+    results = [
+        case("float32", Outcome.FAIL, "<script>alert(1)</script><details open>x"),
+        case("float16", Outcome.PASS),
+    ]
+    table = render.render_markdown(build_table(results))
+    html = MarkdownIt("commonmark").enable("table").render(_comment(table=table))
+    assert "<details><summary>Legend</summary>" in html and "</details>" in html
+    assert "&lt;details>" not in html and "&amp;lt;details" not in html
+    assert "<script" not in html and "<details open>" not in html
+    assert "&lt;script&gt;" in html or "&amp;lt;script" in html
