@@ -123,13 +123,25 @@ def test_no_torch_counterpart_is_listed_not_failed(
     assert {d.status for d in report.functors[0].dtypes} == {Status.NO_REFERENCE}
 
 
-def test_compile_error_points_at_the_metal_line(
+def test_a_broken_functor_leaves_the_others_of_its_file_checked(
     tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:
+    """oops_functor does not compile: it fails, at its own line, and fine_functor of the
+    same file is still built (oops set aside) and checked against torch."""
     report = run_flow(
-        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "broken.metal", "fine")]
+        tmp_path,
+        host_cxx,
+        real_c10_include,
+        [
+            target(tmp_path, "broken.metal", "fine", fn="clone"),
+            target(tmp_path, "broken.metal", "oops"),
+        ],
     )
     assert report.failed
-    error = report.functors[0].compile_error
+    fine, oops = report.functors
+    error = oops.compile_error
     assert error is not None and error.startswith("broken.metal:15: ")
     assert "undeclared_thing" in error
+    assert fine.compile_error is None and fine.set_aside == ("oops_functor",)
+    assert {d.status for d in fine.dtypes} == {Status.OK}
+    assert not fine.failed

@@ -3,6 +3,15 @@
 // c10's is_scalar_floating_point_v); half and bfloat are floating point.
 #pragma once
 
+// as_type<T>(x): the same bits read as another type of the same size. A Metal builtin,
+// callable unqualified from any namespace (c10's float8.h calls it inside c10::metal::
+// detail), hence global, and in metal:: for the qualified spelling.
+template <typename T, typename U>
+constexpr T as_type(U from) {
+  static_assert(sizeof(T) == sizeof(U), "as_type needs types of the same size");
+  return __builtin_bit_cast(T, from);
+}
+
 namespace metal {
 
 using std::add_const_t;
@@ -189,13 +198,6 @@ struct numeric_limits<bfloat> {
   }
 };
 
-// as_type<T>(x): the same bits read as another type of the same size.
-template <typename T, typename U>
-inline T as_type(const U& from) {
-  static_assert(sizeof(T) == sizeof(U), "as_type needs types of the same size");
-  T to;
-  __builtin_memcpy(&to, &from, sizeof(T));
-  return to;
-}
+using ::as_type;
 
 } // namespace metal
