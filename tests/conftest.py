@@ -104,6 +104,23 @@ def host_cxx():
         pytest.skip("no clang++ or g++ on PATH")
 
 
+@pytest.fixture(scope="session")
+def host_clang():
+    """A clang++ that can build the shim (>= 15: Debian 12's default clang 14 has no
+    _Float16). Absent, the test skips, except under CI, which installs clang-19."""
+    from pipeline.errors import ConfigError
+    from pipeline.run import cxx
+
+    for name in ("clang++", *(f"clang++-{v}" for v in range(25, 14, -1))):
+        try:
+            return cxx.find_compiler(name)
+        except ConfigError:
+            continue
+    if os.environ.get("CI"):
+        pytest.fail("no clang++ >= 15 on PATH: CI installs clang-19 (see .ci/run)")
+    pytest.skip("no clang++ >= 15 on PATH (apt-get install clang-19)")
+
+
 def git_init(path: Path) -> None:
     """Make ``path`` a git work tree with everything committed (edits then show as dirty)."""
     run = lambda *a: subprocess.run(["git", "-C", str(path), *a], check=True, capture_output=True)  # noqa: E731

@@ -47,8 +47,9 @@ def not_modelled_text(f: FunctorCheck) -> str:
 
 def set_aside_text(f: FunctorCheck) -> str:
     return (
-        f"built with {', '.join(f.set_aside)} of its file left out: they do not compile "
-        "with these headers"
+        f"built with {', '.join(f.set_aside)} of its file left out: they do not compile on "
+        "the host with these headers (clang also refuses `template [[host_name]]` "
+        "instantiations)"
     )
 
 

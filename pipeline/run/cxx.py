@@ -258,7 +258,7 @@ class Builder:
         drop = set(self._known_bad(metal, layout) - layout.own(kernel))
         for _ in range(MAX_ATTEMPTS):
             attempt = self._compile(metal, kernel, base, layout, drop)
-            names = tuple(layout.parts[i].name for i in sorted(drop))
+            names = _part_names(layout, drop)
             seconds = time.monotonic() - start
             if attempt.ok or attempt.not_modelled or attempt.timed_out:
                 error = (
@@ -308,7 +308,7 @@ class Builder:
         if proc.returncode == 0 and tmp.is_file():
             deps = [*read_depfile(depfile), metal.resolve()]
             os.replace(tmp, library)
-            names = [layout.parts[i].name for i in sorted(drop)]
+            names = list(_part_names(layout, drop))
             digests = {str(p): _file_digest(p) for p in deps}
             write_atomic(manifest, json.dumps({"deps": digests, "set_aside": names}))
             return _Attempt(True, log)
@@ -330,7 +330,7 @@ class Builder:
             why = f"undefined: {undefined[0]}" if undefined else "the compiler failed silently"
             error = CompilerError(self._rel(metal), 1, None, f"{kernel}: {why}")
         if set_aside:
-            note = f" (with {', '.join(set_aside)} of the file set aside: they do not compile here)"
+            note = f" (with {', '.join(set_aside)} of the file set aside: not compiled on the host)"
             error = CompilerError(error.path, error.line, error.column, error.message + note)
         return error
 
@@ -365,6 +365,11 @@ class Builder:
 
     def _rel(self, path: Path) -> str:
         return _relative(path, self.root)
+
+
+def _part_names(layout: cxx_parts.Layout, parts: Collection[int]) -> tuple[str, ...]:
+    """The names of ``parts``, each once (one macro may instantiate several)."""
+    return tuple(dict.fromkeys(layout.parts[i].name for i in sorted(parts)))
 
 
 def translation_unit(metal: Path, kernel: str) -> str:

@@ -145,3 +145,33 @@ def test_a_broken_functor_leaves_the_others_of_its_file_checked(
     assert fine.compile_error is None and fine.set_aside == ("oops_functor",)
     assert {d.status for d in fine.dtypes} == {Status.OK}
     assert not fine.failed
+
+
+@pytest.mark.slow
+def test_current_shapes_check_against_the_newest_headers(tmp_path: Path, host_cxx) -> None:
+    """tests/fixtures/metal_math/current against the newest release's c10/metal: functors
+    are checked against torch; one reaching a SIMD-group function is "not modelled", with
+    no result, and fails nothing."""
+    from tests.releases import NEWEST, release_tree
+
+    file = "current/BinaryKernel.metal"
+    report = run_flow(
+        tmp_path,
+        host_cxx,
+        release_tree(NEWEST),
+        [
+            target(tmp_path, file, "maximum"),
+            target(tmp_path, file, "eq"),
+            target(tmp_path, file, "lane_sum", fn="sum"),
+        ],
+    )
+    maximum, eq, lane_sum = report.functors
+    assert {d.dtype: d.status for d in maximum.dtypes} == {
+        "float32": Status.OK, "float16": Status.OK, "bfloat16": Status.OK, "int32": Status.OK
+    }  # fmt: skip
+    assert {d.dtype: d.status for d in eq.dtypes} == {
+        "float32": Status.OK, "int32": Status.OK, "complex64": Status.OK
+    }  # fmt: skip
+    assert lane_sum.not_modelled == ("simd_sum",) and lane_sum.dtypes == ()
+    assert lane_sum.compile_error is None and not lane_sum.failed
+    assert not report.failed and report.counts()["not modelled"] == 1
