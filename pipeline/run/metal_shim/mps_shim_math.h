@@ -147,7 +147,6 @@ namespace metal {
   F2(fmax, __builtin_fmaxf(x, y))                                                    \
   F2(fmin, __builtin_fminf(x, y))                                                    \
   F2(fmod, __builtin_fmodf(x, y))                                                    \
-  F2(nextafter, __builtin_nextafterf(x, y))                                          \
   F2(pow, __builtin_powf(x, y))                                                      \
   F2(powr, __builtin_powf(x, y))                                                     \
   F3(fma, __builtin_fmaf(x, y, z))                                                   \
@@ -156,6 +155,25 @@ namespace metal {
   F3(fmedian3, __builtin_fmaxf(__builtin_fminf(x, y), __builtin_fminf(__builtin_fmaxf(x, y), z)))
 
 MPS_SHIM_MATH(MPS_SHIM_F1, MPS_SHIM_F2, MPS_SHIM_F3)
+
+// nextafter steps in the argument's own type: half's next value, not float's rounded back
+MPS_SHIM_F2_FLOAT(nextafter, __builtin_nextafterf(x, y))
+inline half nextafter(half x, half y) {
+  if (x != x || y != y) {
+    return half(__builtin_nanf(""));
+  }
+  if (x == y) {
+    return y;
+  }
+  if (x == half(0.0f)) {
+    const ushort tiny = 1;
+    return half(__builtin_copysignf(float(__builtin_bit_cast(half, tiny)), float(y)));
+  }
+  const ushort bits = __builtin_bit_cast(ushort, x);
+  const bool away = (x < y) == (x > half(0.0f));
+  return __builtin_bit_cast(half, ushort(away ? bits + 1 : bits - 1));
+}
+MPS_SHIM_DOUBLE2(nextafter)
 
 // abs is fabs for floating point and the integer absolute value for integers
 MPS_SHIM_F1(abs, __builtin_fabsf(x))

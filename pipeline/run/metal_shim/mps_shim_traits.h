@@ -198,6 +198,33 @@ struct numeric_limits<bfloat> {
   }
 };
 
+// a vector's limits are its element's, in every component (c10's complex logaddexp reads
+// numeric_limits<float2>::infinity().x)
+template <typename T, int N>
+struct numeric_limits<vec<T, N>> : numeric_limits<T> {
+  static vec<T, N> min() {
+    return vec<T, N>(numeric_limits<T>::min());
+  }
+  static vec<T, N> max() {
+    return vec<T, N>(numeric_limits<T>::max());
+  }
+  static vec<T, N> lowest() {
+    return vec<T, N>(numeric_limits<T>::lowest());
+  }
+  static vec<T, N> epsilon() {
+    return vec<T, N>(numeric_limits<T>::epsilon());
+  }
+  static vec<T, N> infinity() {
+    return vec<T, N>(numeric_limits<T>::infinity());
+  }
+  static vec<T, N> quiet_NaN() {
+    return vec<T, N>(numeric_limits<T>::quiet_NaN());
+  }
+  static vec<T, N> denorm_min() {
+    return vec<T, N>(numeric_limits<T>::denorm_min());
+  }
+};
+
 using ::as_type;
 
 } // namespace metal
