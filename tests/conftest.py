@@ -126,24 +126,6 @@ def real_c10_include(real_release: Release) -> Path:
     return real_release.c10_include
 
 
-# Releases whose c10/metal headers check-math's shim does not compile yet, and why. Their
-# compile tests are expected to fail, strictly: the day the shim compiles them, those tests
-# fail as XPASS and the entry goes.
-SHIM_CANNOT_COMPILE = {
-    "2.15.0": "issue 27 item 2: the shim lacks an unqualified as_type (float8.h calls it), "
-    "and defines address spaces away (indexing.h's val_at_offs overloads collide)",
-}
-
-
-@pytest.fixture
-def real_c10_to_compile(real_release: Release, request: pytest.FixtureRequest) -> Path:
-    """``real_c10_include`` for a test that compiles functors against it."""
-    reason = SHIM_CANNOT_COMPILE.get(real_release.version)
-    if reason:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-    return real_release.c10_include
-
-
 @pytest.fixture(scope="session")
 def real_stub_headers(real_release: Release) -> Path:
     """The folder of the release's ATen/native/*.h, the headers declaring the stubs."""
@@ -160,6 +142,23 @@ def host_cxx():
         return cxx.find_compiler(None)
     except ConfigError:
         pytest.skip("no clang++ or g++ on PATH")
+
+
+@pytest.fixture(scope="session")
+def host_clang():
+    """A clang++ that can build the shim (>= 15: Debian 12's default clang 14 has no
+    _Float16). Absent, the test skips, except under CI, which installs clang-19."""
+    from pipeline.errors import ConfigError
+    from pipeline.run import cxx
+
+    for name in ("clang++", *(f"clang++-{v}" for v in range(25, 14, -1))):
+        try:
+            return cxx.find_compiler(name)
+        except ConfigError:
+            continue
+    if os.environ.get("CI"):
+        pytest.fail("no clang++ >= 15 on PATH: CI installs clang-19 (see .ci/run)")
+    pytest.skip("no clang++ >= 15 on PATH (apt-get install clang-19)")
 
 
 def git_init(path: Path) -> None:

@@ -66,14 +66,14 @@ def check(
 ) -> MathReport:
     builder = runners.builder
     builds = builder.build_all([(t.metal, t.kernel) for t in targets], on_built)
-    ok = [b for b in builds if b.error is None]
+    ok = [b for b in builds if b.built]
     driver = builder.driver() if ok else None
     registered: dict[str, list[cxx.Registered]] = {}
     cases: list[Case] = []
     plans: dict[str, list[cxx.Registered]] = {}
     skipped: dict[str, tuple[str, ...]] = {}
     for t, b in zip(targets, builds, strict=False):
-        if b.error is not None or driver is None:
+        if not b.built or driver is None:
             continue
         regs = [r for r in cxx.list_registrations(driver, b.library) if r.kernel == t.kernel]
         registered[t.kernel] = regs
@@ -99,9 +99,15 @@ def check(
 
     def one(pair: tuple[Target, cxx.FunctorBuild]) -> FunctorCheck:
         t, b = pair
-        if b.error is not None:
+        if not b.built:
             return FunctorCheck(
-                t.kernel, t.file, t.reference, compile_error=str(b.error), seconds=b.seconds
+                t.kernel,
+                t.file,
+                t.reference,
+                compile_error=str(b.error) if b.error is not None else None,
+                not_modelled=b.not_modelled,
+                set_aside=b.set_aside,
+                seconds=b.seconds,
             )
         assert driver is not None
         return _run_one(
@@ -160,6 +166,7 @@ def _run_one(
             tuple(checks),
             failure=outcome.failure,
             skipped=skipped,
+            set_aside=b.set_aside,
             cached=b.cached,
             seconds=b.seconds,
         )
@@ -193,6 +200,7 @@ def _run_one(
         t.reference,
         tuple(checks),
         skipped=skipped,
+        set_aside=b.set_aside,
         cached=b.cached,
         seconds=b.seconds,
     )

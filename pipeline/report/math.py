@@ -38,6 +38,21 @@ def mismatch_text(d: DtypeCheck) -> str:
     return f"{text} ({', '.join(parts)})" if parts else text
 
 
+def not_modelled_text(f: FunctorCheck) -> str:
+    return (
+        f"not modelled: it reaches {', '.join(f.not_modelled)}, which the host shim declares "
+        "but cannot compute (it depends on other GPU threads); not run"
+    )
+
+
+def set_aside_text(f: FunctorCheck) -> str:
+    return (
+        f"built with {', '.join(f.set_aside)} of its file left out: they do not compile on "
+        "the host with these headers (clang also refuses `template [[host_name]]` "
+        "instantiations)"
+    )
+
+
 def _verdict(d: DtypeCheck) -> str:
     if d.status is Status.KNOWN:
         return f"known: {d.known}"
@@ -66,6 +81,8 @@ def _headline(report: MathReport) -> str:
     bits = [f"{counts[str(s)]} {s}" for s in Status if counts[str(s)]]
     if counts["compile errors"]:
         bits.append(f"{counts['compile errors']} not compiling")
+    if counts["not modelled"]:
+        bits.append(f"{counts['not modelled']} not modelled")
     return (
         f"check-math: {functors} functor(s) ({cached} from the cache), "
         f"{sum(len(f.dtypes) for f in report.functors)} dtype(s): " + ", ".join(bits or ["none"])
@@ -83,6 +100,9 @@ def render_terminal(report: MathReport, console: Console) -> None:
             continue
         if f.failure:
             console.print(Text(f"{title}: {f.failure}", style="bold red"))
+            continue
+        if f.not_modelled:
+            console.print(Text(f"{title}: {not_modelled_text(f)}", style="yellow"))
             continue
         table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
         for column in ("dtype", "out", "torch", "checked", "matched", "mismatched", "verdict"):
@@ -107,6 +127,8 @@ def render_terminal(report: MathReport, console: Console) -> None:
             console.print(
                 Text(f"  not checked (not an OpInfo MPS dtype): {', '.join(f.skipped)}", "dim")
             )
+        if f.set_aside:
+            console.print(Text(f"  {set_aside_text(f)}", "dim"))
     console.print(Text(NOT_COVERED, style="dim"))
 
 
@@ -119,6 +141,9 @@ def _code(text: str) -> str:
 def render_markdown(report: MathReport) -> str:
     """The table for the migrate summary and the PR comment."""
     lines = [f"**{escape_markdown(_headline(report))}**", ""]
+    if report.compiler:
+        lines += [f"_compiler: {escape_markdown(report.compiler)}; headers: "
+                  f"{escape_markdown(report.headers)}_", ""]  # fmt: skip
     rows = []
     for f in report.functors:
         name = _code(f.kernel)
@@ -127,6 +152,9 @@ def render_markdown(report: MathReport) -> str:
             continue
         if f.failure:
             lines.append(f"- {name}: {escape_markdown(f.failure)}")
+            continue
+        if f.not_modelled:
+            lines.append(f"- {name}: {escape_markdown(not_modelled_text(f))}")
             continue
         for d in f.dtypes:
             # "; ", not <br>: the PR comment escapes raw HTML, a <br> would show as text
@@ -187,6 +215,8 @@ def _functor_json(f: FunctorCheck) -> dict[str, Any]:
         "reference": f.reference,
         "compile_error": f.compile_error,
         "failure": f.failure,
+        "not_modelled": list(f.not_modelled),
+        "set_aside": list(f.set_aside),
         "cached": f.cached,
         "skipped_dtypes": list(f.skipped),
         "dtypes": [_dtype_json(d) for d in f.dtypes],

@@ -7,10 +7,19 @@ through our Metal shim (``metal_shim/``, package data) after the checkout's own
 and instantiated. ``metal_shim/mps_math_driver.cpp``, built once per compiler, loads such an
 object and runs its registrations element by element (see there for the file formats).
 
+One functor that does not compile never hides the others of its file: the parts of the
+file that an error belongs to, when they are not the functor's own, are set aside and the
+build retried (:mod:`pipeline.run.cxx_parts`). A functor that reaches a Metal function the
+shim does not model (SIMD-group, threadgroup) is reported as such, never run.
+
+**Compiler.** g++ >= 12 or clang >= 15: Metal's ``half`` is ``_Float16``, which older
+clang lacks on x86-64 (Debian 12's default ``clang`` is 14; its ``clang-19`` works).
+
 **Cache.** An object is named by a digest of what selects it (compiler identity, flags,
 .metal path, kernel name); next to it, a manifest lists every file the compiler read (its
-``-MD`` depfile) with a digest of each file's bytes. A later build whose manifest still
-matches, byte for byte, reuses the object without starting the compiler.
+``-MD`` depfile, and the .metal file itself when parts of it were set aside) with a digest
+of each file's bytes. A later build whose manifest still matches, byte for byte, reuses the
+object without starting the compiler.
 """
 
 from __future__ import annotations
@@ -21,20 +30,22 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import ConfigError
 from pipeline.fsio import write_atomic
+from pipeline.run import cxx_parts
 from pipeline.run.build import CompilerError
 
 SHIM_DIR = Path(__file__).with_name("metal_shim")
 DRIVER_SOURCE = SHIM_DIR / "mps_math_driver.cpp"
 # bump when the translation unit's shape or the manifest changes
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 COMPILE_TIMEOUT = 300.0
 CANDIDATES = ("clang++", "g++")
 FLAGS: tuple[str, ...] = (
@@ -49,7 +60,18 @@ FLAGS: tuple[str, ...] = (
     "-Wno-unknown-pragmas",
     "-Wno-unknown-attributes",
     "-Wno-ignored-attributes",
+    # only what the registrations reach is linked: the rest of the file cannot fail the link
+    "-fvisibility=hidden",
+    "-ffunction-sections",
+    "-fdata-sections",
 )
+# an undefined symbol (an unmodelled Metal function) fails the link, naming it
+LINK_FLAGS: tuple[str, ...] = ("-shared", "-Wl,--gc-sections", "-Wl,--no-undefined")
+LIBS: tuple[str, ...] = ("-lm",)
+# set-aside rounds before a functor's build gives up
+MAX_ATTEMPTS = 6
+# Metal's half; a compiler without it cannot build the shim
+HALF_PROBE = "_Float16 half_probe = 1;\n"
 _DIAGNOSTIC = re.compile(
     r"^(?P<path>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<message>.*)$"
 )
@@ -71,30 +93,58 @@ class Compiler:
 
 
 def find_compiler(setting: str | None) -> Compiler:
-    """The ``math.cxx`` setting, else the first of clang++ / g++ on PATH."""
+    """The ``math.cxx`` setting, else the first of clang++ / g++ on PATH that has
+    ``_Float16`` (see the module doc)."""
     names = (setting,) if setting else CANDIDATES
+    skipped = []
     for name in names:
         path = shutil.which(name)
         if path is None:
             continue
-        try:
-            proc = subprocess.run(
-                [path, "--version"], capture_output=True, text=True, timeout=30, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired):
+        identity = _identity(path)
+        if identity is None:
             continue
-        if proc.returncode == 0:
-            first = (proc.stdout.splitlines() or [""])[0]
-            return Compiler(path, first)
+        if not _has_half(path):
+            skipped.append(f"{name} ({identity}) has no _Float16, Metal's half")
+            continue
+        return Compiler(path, identity)
+    why = f" ({'; '.join(skipped)})" if skipped else ""
     if setting:
         raise NoCompilerError(
-            f"math.cxx={setting!r} is not a working C++ compiler on PATH; install clang or "
-            "g++, or point math.cxx at one"
+            f"math.cxx={setting!r} is not a working C++ compiler on PATH{why}; install clang or "
+            "g++ (clang >= 15, g++ >= 12), or point math.cxx at one"
         )
     raise NoCompilerError(
-        "check-math needs a host C++ compiler: install clang or g++ (apt-get install g++), "
-        "or set math.cxx"
+        f"check-math needs a host C++ compiler{why}: install clang or g++ (clang >= 15, "
+        "g++ >= 12; apt-get install g++), or set math.cxx"
     )
+
+
+def _identity(path: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return (proc.stdout.splitlines() or [""])[0]
+
+
+def _has_half(path: str) -> bool:
+    try:
+        proc = subprocess.run(
+            [path, "-std=c++17", "-fsyntax-only", "-x", "c++", "-"],
+            input=HALF_PROBE,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
 
 
 @dataclass(frozen=True)
@@ -120,7 +170,9 @@ def find_c10_headers(root: Path, torch_package: Path | None) -> Headers:
 
 @dataclass(frozen=True)
 class FunctorBuild:
-    """One functor's object: ``error`` is set (and ``library`` missing) when it failed."""
+    """One functor's object. ``library`` is missing when ``error`` is set (it does not
+    compile) or ``not_modelled`` is (it reaches Metal functions the shim does not model);
+    ``set_aside`` names the other parts of its file that were left out to build it."""
 
     metal: Path
     kernel: str
@@ -129,6 +181,22 @@ class FunctorBuild:
     seconds: float
     error: CompilerError | None = None
     log: str = ""
+    not_modelled: tuple[str, ...] = ()
+    set_aside: tuple[str, ...] = ()
+
+    @property
+    def built(self) -> bool:
+        return self.error is None and not self.not_modelled
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One compile and link: whether an object came out, and what the compiler said."""
+
+    ok: bool
+    log: str
+    not_modelled: tuple[str, ...] = ()
+    timed_out: bool = False
 
 
 @dataclass
@@ -140,6 +208,9 @@ class Builder:
     root: Path
     cache_dir: Path
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    # (metal path, text) -> parts found not to compile, shared by the parallel builds
+    _bad: dict[tuple[str, str], set[int]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def flags(self) -> list[str]:
         return [
@@ -171,47 +242,107 @@ class Builder:
 
     def build(self, metal: Path, kernel: str) -> FunctorBuild:
         start = time.monotonic()
-        tu = translation_unit(metal, kernel)
         key = _digest(
-            [CACHE_VERSION, self.compiler.path, self.compiler.identity, *self.flags(), tu]
+            [CACHE_VERSION, self.compiler.path, self.compiler.identity, *self.flags()]
+            + [translation_unit(metal, kernel)]
         )
         base = self.cache_dir / f"{kernel}-{key[:20]}"
         library, manifest = base.with_suffix(".so"), base.with_suffix(".json")
         if library.is_file() and _manifest_matches(manifest):
-            return FunctorBuild(metal, kernel, library, True, time.monotonic() - start)
-        source, depfile = base.with_suffix(".cpp"), base.with_suffix(".d")
+            set_aside = tuple(json.loads(manifest.read_text(encoding="utf-8")).get("set_aside", []))
+            return FunctorBuild(
+                metal, kernel, library, True, time.monotonic() - start, set_aside=set_aside
+            )
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(source, tu)
-        tmp = base.with_suffix(f".{os.getpid()}.so")
-        command = [
-            self.compiler.path,
-            *self.flags(),
-            "-shared",
-            "-MD",
-            "-MF",
-            str(depfile),
-            "-o",
-            str(tmp),
-            str(source),
-        ]
+        layout = cxx_parts.layout(metal)
+        drop = set(self._known_bad(metal, layout) - layout.own(kernel))
+        for _ in range(MAX_ATTEMPTS):
+            attempt = self._compile(metal, kernel, base, layout, drop)
+            names = _part_names(layout, drop)
+            seconds = time.monotonic() - start
+            if attempt.ok or attempt.not_modelled or attempt.timed_out:
+                error = (
+                    CompilerError(self._rel(metal), 1, None, f"{kernel}: compile timed out")
+                    if attempt.timed_out
+                    else None
+                )
+                return FunctorBuild(
+                    metal, kernel, library, False, seconds, error, attempt.log,
+                    attempt.not_modelled, names,
+                )  # fmt: skip
+            own, others = cxx_parts.attribute(
+                cxx_parts.diagnostics(attempt.log), layout, kernel, metal
+            )
+            if own is not None or not others - drop:
+                break
+            drop |= others
+            self._remember_bad(metal, layout, others)
+        error = self._own_error(metal, kernel, attempt.log, own, names)
+        return FunctorBuild(
+            metal, kernel, library, False, time.monotonic() - start, error, attempt.log,
+            set_aside=names,
+        )  # fmt: skip
+
+    def _compile(
+        self, metal: Path, kernel: str, base: Path, layout: cxx_parts.Layout, drop: set[int]
+    ) -> _Attempt:
+        """One compile and link of ``kernel``, with the ``drop`` parts of its file blanked."""
+        library, manifest = base.with_suffix(".so"), base.with_suffix(".json")
+        source_metal = metal
+        if drop:
+            source_metal = base.with_suffix(".set_aside.metal")
+            write_atomic(source_metal, layout.pruned(drop))
+        source, depfile = base.with_suffix(".cpp"), base.with_suffix(".d")
+        write_atomic(source, translation_unit(source_metal, kernel))
+        tmp = base.with_suffix(f".{os.getpid()}.{threading.get_ident()}.so")
+        command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", *LINK_FLAGS]
+        command += ["-MD", "-MF", str(depfile), "-o", str(tmp), str(source), *LIBS]
         try:
             proc = subprocess.run(
                 command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT, check=False
             )
         except subprocess.TimeoutExpired:
-            error = CompilerError(self._rel(metal), 1, None, f"{kernel}: compile timed out")
-            return FunctorBuild(metal, kernel, library, False, time.monotonic() - start, error)
-        if proc.returncode != 0 or not tmp.is_file():
-            tmp.unlink(missing_ok=True)
-            log = proc.stderr
-            error = map_error(log.splitlines(), metal, self.root) or CompilerError(
-                self._rel(metal), 1, None, f"{kernel}: the compiler failed without a message"
-            )
-            return FunctorBuild(metal, kernel, library, False, time.monotonic() - start, error, log)
-        deps = read_depfile(depfile)
-        os.replace(tmp, library)
-        write_atomic(manifest, json.dumps({"deps": {str(p): _file_digest(p) for p in deps}}))
-        return FunctorBuild(metal, kernel, library, False, time.monotonic() - start)
+            return _Attempt(False, "", timed_out=True)
+        # the set-aside copy has the file's own line numbers: its diagnostics are the file's
+        log = proc.stderr.replace(str(source_metal), str(metal.resolve()))
+        if proc.returncode == 0 and tmp.is_file():
+            deps = [*read_depfile(depfile), metal.resolve()]
+            os.replace(tmp, library)
+            names = list(_part_names(layout, drop))
+            digests = {str(p): _file_digest(p) for p in deps}
+            write_atomic(manifest, json.dumps({"deps": digests, "set_aside": names}))
+            return _Attempt(True, log)
+        tmp.unlink(missing_ok=True)
+        return _Attempt(False, log, cxx_parts.not_modelled(log))
+
+    def _own_error(
+        self,
+        metal: Path,
+        kernel: str,
+        log: str,
+        own: cxx_parts.Diagnostic | None,
+        set_aside: tuple[str, ...],
+    ) -> CompilerError:
+        """The functor's own error, saying which other parts of the file were set aside."""
+        error = map_error(own.lines if own is not None else log.splitlines(), metal, self.root)
+        if error is None:
+            undefined = cxx_parts.undefined(log)
+            why = f"undefined: {undefined[0]}" if undefined else "the compiler failed silently"
+            error = CompilerError(self._rel(metal), 1, None, f"{kernel}: {why}")
+        if set_aside:
+            note = f" (with {', '.join(set_aside)} of the file set aside: not compiled on the host)"
+            error = CompilerError(error.path, error.line, error.column, error.message + note)
+        return error
+
+    def _known_bad(self, metal: Path, layout: cxx_parts.Layout) -> set[int]:
+        with self._lock:
+            return set(self._bad.get((str(metal.resolve()), layout.text), ()))
+
+    def _remember_bad(self, metal: Path, layout: cxx_parts.Layout, parts: Collection[int]) -> None:
+        """Parts another functor's build found broken: later builds of the file start
+        without them (never without their own parts, see build)."""
+        with self._lock:
+            self._bad.setdefault((str(metal.resolve()), layout.text), set()).update(parts)
 
     def driver(self) -> Path:
         """The driver executable, built once per compiler and driver source."""
@@ -234,6 +365,11 @@ class Builder:
 
     def _rel(self, path: Path) -> str:
         return _relative(path, self.root)
+
+
+def _part_names(layout: cxx_parts.Layout, parts: Collection[int]) -> tuple[str, ...]:
+    """The names of ``parts``, each once (one macro may instantiate several)."""
+    return tuple(dict.fromkeys(layout.parts[i].name for i in sorted(parts)))
 
 
 def translation_unit(metal: Path, kernel: str) -> str:

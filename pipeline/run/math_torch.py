@@ -38,6 +38,7 @@ UPCAST = {
     torch.complex32: torch.complex64,
 }
 GRID = 21
+COMPLEX_OF = {torch.float16: torch.complex32}
 
 
 def dtype_of(name):
@@ -192,7 +193,12 @@ def reference(fn, tensors, kwargs, dtype):
         try:
             wide = [t.to(UPCAST[dtype]) for t in tensors]
             result = call(fn, wide, kwargs)
-            narrow = {torch.float32: dtype, torch.complex64: dtype}.get(result.dtype)
+            # back to the input's width; a complex result of a real half input is complex32
+            # (polar, complex): narrowing it to float16 would keep its real part only
+            narrow = {
+                torch.float32: dtype,
+                torch.complex64: dtype if dtype.is_complex else COMPLEX_OF.get(dtype),
+            }.get(result.dtype)
             return (result.to(narrow) if narrow else result), True, {}
         except Exception:
             pass

@@ -17,11 +17,11 @@ pytestmark = pytest.mark.realdata
 
 
 @pytest.mark.slow
-def test_right_functors_match_torch(tmp_path: Path, host_cxx, real_c10_to_compile: Path) -> None:
+def test_right_functors_match_torch(tmp_path: Path, host_cxx, real_c10_include: Path) -> None:
     report = run_flow(
         tmp_path,
         host_cxx,
-        real_c10_to_compile,
+        real_c10_include,
         [target(tmp_path, "right.metal", "atan2"), target(tmp_path, "right.metal", "maximum")],
     )
     assert not report.failed
@@ -36,9 +36,9 @@ def test_right_functors_match_torch(tmp_path: Path, host_cxx, real_c10_to_compil
 
 
 @pytest.mark.slow
-def test_swapped_arguments_are_caught(tmp_path: Path, host_cxx, real_c10_to_compile: Path) -> None:
+def test_swapped_arguments_are_caught(tmp_path: Path, host_cxx, real_c10_include: Path) -> None:
     report = run_flow(
-        tmp_path, host_cxx, real_c10_to_compile, [target(tmp_path, "wrong/swapped.metal", "atan2")]
+        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "wrong/swapped.metal", "atan2")]
     )
     assert report.failed
     f32 = by_dtype(report.functors[0])["float32"]
@@ -54,12 +54,12 @@ def test_swapped_arguments_are_caught(tmp_path: Path, host_cxx, real_c10_to_comp
 
 @pytest.mark.slow
 def test_max_without_nan_propagation_is_caught(
-    tmp_path: Path, host_cxx, real_c10_to_compile: Path
+    tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:
     report = run_flow(
         tmp_path,
         host_cxx,
-        real_c10_to_compile,
+        real_c10_include,
         [target(tmp_path, "wrong/nan_max.metal", "maximum")],
     )
     checks = by_dtype(report.functors[0])
@@ -76,12 +76,12 @@ def test_max_without_nan_propagation_is_caught(
 
 @pytest.mark.slow
 def test_integral_overload_returning_t_is_caught(
-    tmp_path: Path, host_cxx, real_c10_to_compile: Path
+    tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:
     report = run_flow(
         tmp_path,
         host_cxx,
-        real_c10_to_compile,
+        real_c10_include,
         [target(tmp_path, "wrong/int_returns_t.metal", "atan2")],
     )
     checks = by_dtype(report.functors[0])
@@ -96,13 +96,13 @@ def test_integral_overload_returning_t_is_caught(
 
 @pytest.mark.slow
 def test_known_deviation_is_reported_not_failed(
-    tmp_path: Path, host_cxx, real_c10_to_compile: Path
+    tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:
     known = (Known("maximum", "float32", "reviewed: fixture"), Known("maximum", "float16", "x"))
     report = run_flow(
         tmp_path,
         host_cxx,
-        real_c10_to_compile,
+        real_c10_include,
         [target(tmp_path, "wrong/nan_max.metal", "maximum")],
         known,
     )
@@ -114,25 +114,67 @@ def test_known_deviation_is_reported_not_failed(
 
 @pytest.mark.slow
 def test_no_torch_counterpart_is_listed_not_failed(
-    tmp_path: Path, host_cxx, real_c10_to_compile: Path
+    tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:
     report = run_flow(
         tmp_path,
         host_cxx,
-        real_c10_to_compile,
+        real_c10_include,
         [target(tmp_path, "right.metal", "atan2", fn="no_such_torch_function")],
     )
     assert not report.failed
     assert {d.status for d in report.functors[0].dtypes} == {Status.NO_REFERENCE}
 
 
-def test_compile_error_points_at_the_metal_line(
-    tmp_path: Path, host_cxx, real_c10_to_compile: Path
+def test_a_broken_functor_leaves_the_others_of_its_file_checked(
+    tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:
+    """oops_functor does not compile: it fails, at its own line, and fine_functor of the
+    same file is still built (oops set aside) and checked against torch."""
     report = run_flow(
-        tmp_path, host_cxx, real_c10_to_compile, [target(tmp_path, "broken.metal", "fine")]
+        tmp_path,
+        host_cxx,
+        real_c10_include,
+        [
+            target(tmp_path, "broken.metal", "fine", fn="clone"),
+            target(tmp_path, "broken.metal", "oops"),
+        ],
     )
     assert report.failed
-    error = report.functors[0].compile_error
+    fine, oops = report.functors
+    error = oops.compile_error
     assert error is not None and error.startswith("broken.metal:15: ")
     assert "undeclared_thing" in error
+    assert fine.compile_error is None and fine.set_aside == ("oops_functor",)
+    assert {d.status for d in fine.dtypes} == {Status.OK}
+    assert not fine.failed
+
+
+@pytest.mark.slow
+def test_current_shapes_check_against_the_newest_headers(tmp_path: Path, host_cxx) -> None:
+    """tests/fixtures/metal_math/current against the newest release's c10/metal: functors
+    are checked against torch; one reaching a SIMD-group function is "not modelled", with
+    no result, and fails nothing."""
+    from tests.releases import NEWEST, release_tree
+
+    file = "current/BinaryKernel.metal"
+    report = run_flow(
+        tmp_path,
+        host_cxx,
+        release_tree(NEWEST),
+        [
+            target(tmp_path, file, "maximum"),
+            target(tmp_path, file, "eq"),
+            target(tmp_path, file, "lane_sum", fn="sum"),
+        ],
+    )
+    maximum, eq, lane_sum = report.functors
+    assert {d.dtype: d.status for d in maximum.dtypes} == {
+        "float32": Status.OK, "float16": Status.OK, "bfloat16": Status.OK, "int32": Status.OK
+    }  # fmt: skip
+    assert {d.dtype: d.status for d in eq.dtypes} == {
+        "float32": Status.OK, "int32": Status.OK, "complex64": Status.OK
+    }  # fmt: skip
+    assert lane_sum.not_modelled == ("simd_sum",) and lane_sum.dtypes == ()
+    assert lane_sum.compile_error is None and not lane_sum.failed
+    assert not report.failed and report.counts()["not modelled"] == 1

@@ -35,11 +35,11 @@ def test_depfile() -> None:
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_build_is_cached_by_every_file_it_reads(
-    tmp_path: Path, host_cxx: cxx.Compiler, real_c10_to_compile: Path
+    tmp_path: Path, host_cxx: cxx.Compiler, real_c10_include: Path
 ) -> None:
     root = tmp_path / "tree"
     shutil.copytree(FIXTURES, root)
-    builder = cxx.Builder(host_cxx, cxx.Headers(real_c10_to_compile, "wheel"), root, tmp_path / "c")
+    builder = cxx.Builder(host_cxx, cxx.Headers(real_c10_include, "wheel"), root, tmp_path / "c")
     metal = root / "right.metal"
     first = builder.build(metal, "atan2")
     assert first.error is None and not first.cached and first.library.is_file()

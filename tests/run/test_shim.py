@@ -56,6 +56,12 @@ int main() {
   check("address spaces", where(static_cast<constant void*>(nullptr)) == 1 &&
         where(static_cast<device void*>(nullptr)) == 2);
   check("constant float literal", is_same_v<decltype(0.5 * 2.0f), float>);
+  // nextafter steps in half's own values; a vector's limits are its element's
+  check("nextafter half", float(nextafter(half(INFINITY), half(0.0f))) == 65504.0f &&
+        float(nextafter(half(1.0f), half(2.0f))) == 1.0f + 0x1p-10f);
+  check("vector limits", numeric_limits<float2>::infinity().y == INFINITY);
+  // as_type is global: c10's float8.h calls it unqualified outside metal::
+  check("as_type global", ::as_type<uint>(1.0f) == 0x3f800000u);
   return 0;
 }
 """

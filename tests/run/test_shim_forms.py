@@ -18,7 +18,7 @@ FORMS = sorted((FIXTURES / "forms").glob("*.metal"))
 
 
 def test_every_form_compiles_and_records_its_registrations(
-    tmp_path: Path, host_cxx: cxx.Compiler, real_c10_to_compile: Path
+    tmp_path: Path, host_cxx: cxx.Compiler, real_c10_include: Path
 ) -> None:
     assert len(FORMS) >= 15
     targets, expected = [], {}
@@ -29,7 +29,7 @@ def test_every_form_compiles_and_records_its_registrations(
                 continue  # adds a kernel variant, no math of its own
             expected.setdefault(r.kernel, []).append((r.input, r.output))
         targets += [(path, k) for k in dict.fromkeys(r.kernel for r in parsed.registrations)]
-    builder = cxx.Builder(host_cxx, cxx.Headers(real_c10_to_compile, "wheel"), FIXTURES, tmp_path)
+    builder = cxx.Builder(host_cxx, cxx.Headers(real_c10_include, "wheel"), FIXTURES, tmp_path)
     builds = builder.build_all(targets)
     failed = [f"{b.metal.name}:{b.kernel}: {b.error}" for b in builds if b.error]
     assert not failed, "\n".join(failed)

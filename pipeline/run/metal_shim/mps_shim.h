@@ -24,10 +24,18 @@
 #define __METAL_VERSION__ 310
 #define __HAVE_BFLOAT__ 1
 
-// Address spaces carry no meaning on the host, except that `constant` is read-only and
-// overloads on it exist (c10's val_at_offs(constant void*) / (device void*)): const.
-#define device
-#define constant const
+// Address spaces. The headers overload on them (c10's val_at_offs takes `constant void*`
+// and `device void*`; since 2.14 `constant void*` and `device const void*`), so the spaces
+// that overloads tell apart must stay distinct types on the host. `device` is volatile
+// (distinct from nothing and from const, in every release's pair; a host read or write
+// through a volatile pointer gives the same value). `constant` is the default space: it is
+// spelled next to const (`constant const char*`, a duplicate const would not compile) and
+// in constant expressions (`constexpr constant bool`, where volatile could not be). The
+// shim's own class types (bfloat, vectors, atomics) accept volatile operands. clang's
+// address_space attribute would keep every space apart, but g++ has no such thing and
+// clang rejects copying a class object out of a non-default space or calling its methods.
+#define device volatile
+#define constant
 #define thread
 #define threadgroup
 #define threadgroup_imageblock
@@ -81,46 +89,58 @@ typedef unsigned long ulong;
 typedef _Float16 half;
 
 namespace mps_shim {
-inline uint32_t float_bits(float f) {
-  uint32_t u;
-  __builtin_memcpy(&u, &f, 4);
-  return u;
+constexpr uint32_t float_bits(float f) {
+  return __builtin_bit_cast(uint32_t, f);
 }
-inline float bits_float(uint32_t u) {
-  float f;
-  __builtin_memcpy(&f, &u, 4);
-  return f;
+constexpr float bits_float(uint32_t u) {
+  return __builtin_bit_cast(float, u);
 }
+template <typename V, typename T>
+using if_volatile_of = std::enable_if_t<std::is_same_v<std::remove_cv_t<V>, T>, bool>;
 } // namespace mps_shim
 
 // bfloat: the top 16 bits of a float32; float -> bfloat rounds to nearest even, NaN stays
 // a (quiet) NaN. It converts to float implicitly and does its arithmetic in float, rounding
-// the result back, as a bfloat ALU would.
+// the result back, as a bfloat ALU would. Constexpr, as Metal's bfloat is a literal type.
 struct bfloat {
   uint16_t bits;
   bfloat() = default;
-  bfloat(float f) {
-    const uint32_t u = mps_shim::float_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
-      bits = uint16_t((u >> 16) | 0x40u);
-    } else {
-      bits = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    }
-  }
+  // From float and other arithmetic types explicitly: Metal's `c ? bfloat : float` is a
+  // float, which a class type can only give when the conversion back is not implicit.
+  explicit constexpr bfloat(float f) : bits(from_float(f)) {}
   template <
       typename T,
       std::enable_if_t<std::is_arithmetic_v<T> || std::is_same_v<T, _Float16>, bool> = true>
-  bfloat(T v) : bfloat(float(v)) {}
-  operator float() const {
+  explicit constexpr bfloat(T v) : bfloat(float(v)) {}
+  // a bfloat in device memory (volatile, see the address spaces above)
+  template <typename V, mps_shim::if_volatile_of<V, bfloat> = true>
+  bfloat(const volatile V& v) : bits(v.bits) {}
+  template <typename V>
+  void operator=(const V& v) volatile {
+    bits = bfloat(v).bits;
+  }
+  constexpr operator float() const {
     return mps_shim::bits_float(uint32_t(bits) << 16);
   }
-  explicit operator _Float16() const {
+  operator float() const volatile {
+    return mps_shim::bits_float(uint32_t(bits) << 16);
+  }
+  explicit constexpr operator _Float16() const {
     return _Float16(float(*this));
   }
-  static bfloat from_bits(uint16_t b) {
-    bfloat r;
+  static constexpr bfloat from_bits(uint16_t b) {
+    bfloat r{};
     r.bits = b;
     return r;
+  }
+
+ private:
+  static constexpr uint16_t from_float(float f) {
+    const uint32_t u = mps_shim::float_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      return uint16_t((u >> 16) | 0x40u);
+    }
+    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
   }
 };
 
@@ -212,29 +232,37 @@ struct vec : vec_storage<T, N> {
   using element_type = T;
   static constexpr int size = N;
   vec() = default;
-  // one value for every component (float2(0))
-  template <typename S, std::enable_if_t<mps_shim::is_scalar_arith_v<S>, bool> = true>
-  vec(S s) {
-    for (int i = 0; i < N; ++i) {
-      (*this)[i] = T(s);
-    }
-  }
+  // one value for every component (float2(0), uint4 v = 0). Implicit from a built-in
+  // scalar only: a bfloat would convert as well to float2 as to float, and Metal's
+  // overloads on both (c10's log1p(float) / log1p(float2)) must pick the scalar.
+  template <typename S, mps_shim::if_other<S> = true>
+  constexpr vec(S s) : vec(std::make_index_sequence<N>{}, T(s)) {}
+  explicit constexpr vec(bfloat s) : vec(std::make_index_sequence<N>{}, T(s)) {}
   // one value per component (float2(re, im)); not explicit so {re, im} works too
   template <
       typename A,
       typename B,
       typename... Rest,
       std::enable_if_t<sizeof...(Rest) + 2 == N, bool> = true>
-  vec(A a, B b, Rest... rest) {
-    const T values[N] = {T(a), T(b), T(rest)...};
-    for (int i = 0; i < N; ++i) {
-      (*this)[i] = values[i];
-    }
-  }
+  constexpr vec(A a, B b, Rest... rest) : vec_storage<T, N>{T(a), T(b), T(rest)...} {}
   template <typename U>
   explicit vec(const vec<U, N>& other) {
     for (int i = 0; i < N; ++i) {
       (*this)[i] = T(other[i]);
+    }
+  }
+  // a vector in device memory (volatile, see the address spaces in mps_shim.h)
+  template <typename V, mps_shim::if_volatile_of<V, vec> = true>
+  vec(const volatile V& other) {
+    for (int i = 0; i < N; ++i) {
+      (*this)[i] = T(other[i]);
+    }
+  }
+  template <typename V>
+  void operator=(const V& value) volatile {
+    const vec v(value);
+    for (int i = 0; i < N; ++i) {
+      (*this)[i] = v[i];
     }
   }
   T& operator[](int i) {
@@ -243,6 +271,16 @@ struct vec : vec_storage<T, N> {
   const T& operator[](int i) const {
     return (&this->x)[i];
   }
+  volatile T& operator[](int i) volatile {
+    return (&this->x)[i];
+  }
+  const volatile T& operator[](int i) const volatile {
+    return (&this->x)[i];
+  }
+
+ private:
+  template <size_t... I>
+  constexpr vec(std::index_sequence<I...>, T s) : vec_storage<T, N>{((void)I, s)...} {}
 };
 
 template <typename T>
@@ -379,3 +417,4 @@ MPS_SHIM_VEC_TYPES(ulong)
 
 #include "mps_shim_traits.h"
 #include "mps_shim_math.h"
+#include "mps_shim_sync.h"

@@ -7,7 +7,34 @@
 // that.
 #pragma once
 
+namespace mps_shim {
+// clang has no -fsingle-precision-constant: an unsuffixed constant is a double there, and a
+// call with one would be ambiguous between the float and half overloads. Metal has no
+// double: such a call takes the float overload (the constant's own arithmetic, before the
+// call, runs in double with clang; g++ makes it float, as Metal does).
+template <typename... A>
+using if_double = std::enable_if_t<
+    (std::is_same_v<A, double> || ...) && (std::is_arithmetic_v<A> && ...),
+    bool>;
+} // namespace mps_shim
+
 namespace metal {
+
+#define MPS_SHIM_DOUBLE1(NAME)                            \
+  template <typename A, mps_shim::if_double<A> = true>    \
+  inline auto NAME(A x) {                                 \
+    return NAME(float(x));                                \
+  }
+#define MPS_SHIM_DOUBLE2(NAME)                                      \
+  template <typename A, typename B, mps_shim::if_double<A, B> = true> \
+  inline auto NAME(A x, B y) {                                      \
+    return NAME(float(x), float(y));                                \
+  }
+#define MPS_SHIM_DOUBLE3(NAME)                                                  \
+  template <typename A, typename B, typename C, mps_shim::if_double<A, B, C> = true> \
+  inline auto NAME(A x, B y, C z) {                                             \
+    return NAME(float(x), float(y), float(z));                                  \
+  }
 
 #define MPS_SHIM_VEC1(NAME)                                  \
   template <typename T, int N>                               \
@@ -43,7 +70,8 @@ namespace metal {
     const float x = float(hx);                    \
     return half(EXPR);                            \
   }                                               \
-  MPS_SHIM_VEC1(NAME)
+  MPS_SHIM_VEC1(NAME)                             \
+  MPS_SHIM_DOUBLE1(NAME)
 #define MPS_SHIM_F1_FLOAT(NAME, EXPR) \
   inline float NAME(float x) {        \
     return EXPR;                      \
@@ -57,7 +85,8 @@ namespace metal {
     const float x = float(hx), y = float(hy);         \
     return half(EXPR);                                \
   }                                                   \
-  MPS_SHIM_VEC2(NAME)
+  MPS_SHIM_VEC2(NAME)                                 \
+  MPS_SHIM_DOUBLE2(NAME)
 #define MPS_SHIM_F2_FLOAT(NAME, EXPR)   \
   inline float NAME(float x, float y) { \
     return EXPR;                        \
@@ -71,7 +100,8 @@ namespace metal {
     const float x = float(hx), y = float(hy), z = float(hz);    \
     return half(EXPR);                                          \
   }                                                             \
-  MPS_SHIM_VEC3(NAME)
+  MPS_SHIM_VEC3(NAME)                                           \
+  MPS_SHIM_DOUBLE3(NAME)
 #define MPS_SHIM_F3_FLOAT(NAME, EXPR)            \
   inline float NAME(float x, float y, float z) { \
     return EXPR;                                 \
@@ -117,7 +147,6 @@ namespace metal {
   F2(fmax, __builtin_fmaxf(x, y))                                                    \
   F2(fmin, __builtin_fminf(x, y))                                                    \
   F2(fmod, __builtin_fmodf(x, y))                                                    \
-  F2(nextafter, __builtin_nextafterf(x, y))                                          \
   F2(pow, __builtin_powf(x, y))                                                      \
   F2(powr, __builtin_powf(x, y))                                                     \
   F3(fma, __builtin_fmaf(x, y, z))                                                   \
@@ -126,6 +155,25 @@ namespace metal {
   F3(fmedian3, __builtin_fmaxf(__builtin_fminf(x, y), __builtin_fminf(__builtin_fmaxf(x, y), z)))
 
 MPS_SHIM_MATH(MPS_SHIM_F1, MPS_SHIM_F2, MPS_SHIM_F3)
+
+// nextafter steps in the argument's own type: half's next value, not float's rounded back
+MPS_SHIM_F2_FLOAT(nextafter, __builtin_nextafterf(x, y))
+inline half nextafter(half x, half y) {
+  if (x != x || y != y) {
+    return half(__builtin_nanf(""));
+  }
+  if (x == y) {
+    return y;
+  }
+  if (x == half(0.0f)) {
+    const ushort tiny = 1;
+    return half(__builtin_copysignf(float(__builtin_bit_cast(half, tiny)), float(y)));
+  }
+  const ushort bits = __builtin_bit_cast(ushort, x);
+  const bool away = (x < y) == (x > half(0.0f));
+  return __builtin_bit_cast(half, ushort(away ? bits + 1 : bits - 1));
+}
+MPS_SHIM_DOUBLE2(nextafter)
 
 // abs is fabs for floating point and the integer absolute value for integers
 MPS_SHIM_F1(abs, __builtin_fabsf(x))
@@ -207,7 +255,8 @@ inline int ilogb(float x) {
     const float x = float(hx);      \
     return EXPR;                    \
   }                                 \
-  MPS_SHIM_VEC1(NAME)
+  MPS_SHIM_VEC1(NAME)               \
+  MPS_SHIM_DOUBLE1(NAME)
 #define MPS_SHIM_REL2(NAME, EXPR)            \
   inline bool NAME(float x, float y) {       \
     return EXPR;                             \
@@ -216,7 +265,8 @@ inline int ilogb(float x) {
     const float x = float(hx), y = float(hy); \
     return EXPR;                             \
   }                                          \
-  MPS_SHIM_VEC2(NAME)
+  MPS_SHIM_VEC2(NAME)                        \
+  MPS_SHIM_DOUBLE2(NAME)
 MPS_SHIM_REL1(isnan, __builtin_isnan(x))
 MPS_SHIM_REL1(isinf, __builtin_isinf(x))
 MPS_SHIM_REL1(isfinite, __builtin_isfinite(x))
@@ -339,3 +389,6 @@ inline float sincos(float x, thread float& c) {
 #undef MPS_SHIM_VEC1
 #undef MPS_SHIM_VEC2
 #undef MPS_SHIM_VEC3
+#undef MPS_SHIM_DOUBLE1
+#undef MPS_SHIM_DOUBLE2
+#undef MPS_SHIM_DOUBLE3

@@ -3,6 +3,15 @@
 // c10's is_scalar_floating_point_v); half and bfloat are floating point.
 #pragma once
 
+// as_type<T>(x): the same bits read as another type of the same size. A Metal builtin,
+// callable unqualified from any namespace (c10's float8.h calls it inside c10::metal::
+// detail), hence global, and in metal:: for the qualified spelling.
+template <typename T, typename U>
+constexpr T as_type(U from) {
+  static_assert(sizeof(T) == sizeof(U), "as_type needs types of the same size");
+  return __builtin_bit_cast(T, from);
+}
+
 namespace metal {
 
 using std::add_const_t;
@@ -131,25 +140,25 @@ struct numeric_limits<_Float16> {
   static constexpr int radix = 2;
   static constexpr int min_exponent = -13;
   static constexpr int max_exponent = 16;
-  static _Float16 min() {
+  static constexpr _Float16 min() {
     return _Float16(0x1p-14f);
   }
-  static _Float16 max() {
+  static constexpr _Float16 max() {
     return _Float16(65504.0f);
   }
-  static _Float16 lowest() {
+  static constexpr _Float16 lowest() {
     return _Float16(-65504.0f);
   }
-  static _Float16 epsilon() {
+  static constexpr _Float16 epsilon() {
     return _Float16(0x1p-10f);
   }
-  static _Float16 infinity() {
+  static constexpr _Float16 infinity() {
     return _Float16(__builtin_inff());
   }
-  static _Float16 quiet_NaN() {
+  static constexpr _Float16 quiet_NaN() {
     return _Float16(__builtin_nanf(""));
   }
-  static _Float16 denorm_min() {
+  static constexpr _Float16 denorm_min() {
     return _Float16(0x1p-24f);
   }
 };
@@ -166,36 +175,56 @@ struct numeric_limits<bfloat> {
   static constexpr int radix = 2;
   static constexpr int min_exponent = -125;
   static constexpr int max_exponent = 128;
-  static bfloat min() {
+  static constexpr bfloat min() {
     return bfloat::from_bits(0x0080);
   }
-  static bfloat max() {
+  static constexpr bfloat max() {
     return bfloat::from_bits(0x7f7f);
   }
-  static bfloat lowest() {
+  static constexpr bfloat lowest() {
     return bfloat::from_bits(0xff7f);
   }
-  static bfloat epsilon() {
+  static constexpr bfloat epsilon() {
     return bfloat::from_bits(0x3c00);
   }
-  static bfloat infinity() {
+  static constexpr bfloat infinity() {
     return bfloat::from_bits(0x7f80);
   }
-  static bfloat quiet_NaN() {
+  static constexpr bfloat quiet_NaN() {
     return bfloat::from_bits(0x7fc0);
   }
-  static bfloat denorm_min() {
+  static constexpr bfloat denorm_min() {
     return bfloat::from_bits(0x0001);
   }
 };
 
-// as_type<T>(x): the same bits read as another type of the same size.
-template <typename T, typename U>
-inline T as_type(const U& from) {
-  static_assert(sizeof(T) == sizeof(U), "as_type needs types of the same size");
-  T to;
-  __builtin_memcpy(&to, &from, sizeof(T));
-  return to;
-}
+// a vector's limits are its element's, in every component (c10's complex logaddexp reads
+// numeric_limits<float2>::infinity().x)
+template <typename T, int N>
+struct numeric_limits<vec<T, N>> : numeric_limits<T> {
+  static constexpr vec<T, N> min() {
+    return vec<T, N>(numeric_limits<T>::min());
+  }
+  static constexpr vec<T, N> max() {
+    return vec<T, N>(numeric_limits<T>::max());
+  }
+  static constexpr vec<T, N> lowest() {
+    return vec<T, N>(numeric_limits<T>::lowest());
+  }
+  static constexpr vec<T, N> epsilon() {
+    return vec<T, N>(numeric_limits<T>::epsilon());
+  }
+  static constexpr vec<T, N> infinity() {
+    return vec<T, N>(numeric_limits<T>::infinity());
+  }
+  static constexpr vec<T, N> quiet_NaN() {
+    return vec<T, N>(numeric_limits<T>::quiet_NaN());
+  }
+  static constexpr vec<T, N> denorm_min() {
+    return vec<T, N>(numeric_limits<T>::denorm_min());
+  }
+};
+
+using ::as_type;
 
 } // namespace metal
