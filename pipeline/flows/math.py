@@ -22,6 +22,7 @@ from rich.console import Console
 
 from pipeline import state
 from pipeline.config import Settings
+from pipeline.dtypes import METAL_TO_DTYPE
 from pipeline.errors import PipelineError, UnknownOperatorError, WorkLeftError
 from pipeline.flows.request import Request
 from pipeline.guide import math as guide_math
@@ -42,7 +43,7 @@ from pipeline.tree.index import TreeIndex, load_index
 ReferenceFn = Callable[[list[Case]], dict[str, Any]]
 RunFn = Callable[[Path, Path, Sequence[cxx.Registered], Sequence[cxx.Job], Path], cxx.RunOutcome]
 
-ALPHA_NOTE = "an ALPHA kernel: its scalar operand is not modelled by the reference yet"
+ALPHA_NOTE = "an ALPHA kernel whose alpha is a parameter struct ({}): torch takes no such operand"
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,12 @@ class Runners:
 
 def _case_id(kernel: str, dtype: str) -> str:
     return f"{kernel}/{dtype}"
+
+
+def _struct_alpha(r: cxx.Registered) -> bool:
+    """Whether the registration's alpha is a parameter struct (``ELUParams_float``), not a
+    scalar of a dtype torch has: its fields are no one argument of a torch operator."""
+    return r.alpha_size > 0 and metal_dtype(r.alpha) not in METAL_TO_DTYPE.values()
 
 
 def check(
@@ -85,7 +92,8 @@ def check(
         plans[t.kernel] = chosen
         skipped[t.kernel] = tuple(dict.fromkeys(metal_dtype(r.input) for r in left))
         for r in chosen:
-            if r.alpha_size == 0 and t.reference is not None:
+            if t.reference is not None and not _struct_alpha(r):
+                alpha = metal_dtype(r.alpha) if r.alpha_size else None
                 cases.append(
                     Case(
                         _case_id(t.kernel, metal_dtype(r.input)),
@@ -93,6 +101,8 @@ def check(
                         r.arity,
                         t.opinfo,
                         t.fn,
+                        alpha,
+                        guide_math.aten_names(t, alpha is not None),
                     )
                 )
     answers: dict[str, Any] = runners.references(cases)["cases"] if cases else {}
@@ -143,26 +153,28 @@ def _run_one(
     for r in regs:
         dtype = metal_dtype(r.input)
         answer = answers.get(_case_id(t.kernel, dtype))
-        if r.alpha_size:
-            checks.append(_no_reference(t, r, ALPHA_NOTE, names, known))
+        if _struct_alpha(r):
+            checks.append(_no_reference(t, r, ALPHA_NOTE.format(r.alpha), names, known))
             continue
         if answer is None or not answer.get("inputs"):
             why = (answer or {}).get("no_reference") or "no torch reference"
             checks.append(_no_reference(t, r, why, names, known))
             continue
-        inputs = tuple(base64.b64decode(x) for x in answer["inputs"])
-        jobs.append(cxx.Job(r.index, int(answer["n"]), inputs))
-        planned.append((r, answer, inputs))
+        mine = _jobs(r, answer)
+        jobs += mine
+        planned.append((r, answer, len(mine)))
     outcome = (
         runners.run_jobs(driver, b.library, regs_by_index(regs), jobs, scratch)
         if jobs
         else cxx.RunOutcome([])
     )
+    # the reference a fallback found (aten.silu.default) names it better than torch.silu
+    shown = next((a["via"] for _, a, _ in planned if a.get("via")), t.reference)
     if outcome.failure is not None:
         return FunctorCheck(
             t.kernel,
             t.file,
-            t.reference,
+            shown,
             tuple(checks),
             failure=outcome.failure,
             skipped=skipped,
@@ -170,7 +182,10 @@ def _run_one(
             cached=b.cached,
             seconds=b.seconds,
         )
-    for (r, answer, inputs), result in zip(planned, outcome.results, strict=False):
+    results = iter(outcome.results)
+    for r, answer, count in planned:
+        # an ALPHA case ran once per alpha value: its blocks, one after the other
+        blocks = [next(results) for _ in range(count)]
         ref = answer.get("reference")
         checks.append(
             check_dtype(
@@ -179,17 +194,18 @@ def _run_one(
                 input_type=r.input,
                 output_type=r.output,
                 result_type=r.result,
-                inputs=inputs,
+                inputs=tuple(base64.b64decode(x) * count for x in answer["inputs"]),
                 reference=base64.b64decode(ref) if ref else None,
                 torch_dtype=answer.get("result_dtype"),
                 torch_errors={int(k): v for k, v in (answer.get("errors") or {}).items()},
-                output=result.output,
-                status=result.status,
+                output=b"".join(m.output for m in blocks),
+                status=b"".join(m.status for m in blocks),
                 known=known,
                 no_reference=answer.get("no_reference"),
                 edge=int(answer.get("edge", 0)),
                 samples=int(answer.get("samples", 0)),
                 upcast=bool(answer.get("upcast")),
+                alphas=tuple(answer.get("alpha_shown") or ()),
             )
         )
     order = {metal_dtype(r.input): i for i, r in enumerate(regs)}
@@ -197,13 +213,23 @@ def _run_one(
     return FunctorCheck(
         t.kernel,
         t.file,
-        t.reference,
+        shown,
         tuple(checks),
         skipped=skipped,
         set_aside=b.set_aside,
         cached=b.cached,
         seconds=b.seconds,
     )
+
+
+def _jobs(r: cxx.Registered, answer: Mapping[str, Any]) -> list[cxx.Job]:
+    """The driver jobs of one registration: its inputs, once per alpha value if it has one."""
+    inputs = tuple(base64.b64decode(x) for x in answer["inputs"])
+    alphas = [base64.b64decode(a) for a in answer.get("alphas") or ()]
+    if not alphas:
+        return [cxx.Job(r.index, int(answer["n"]), inputs)]
+    block = int(answer["block"])
+    return [cxx.Job(r.index, block, inputs, a) for a in alphas]
 
 
 def regs_by_index(regs: Sequence[cxx.Registered]) -> list[cxx.Registered]:

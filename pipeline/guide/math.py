@@ -9,7 +9,10 @@ reference is, first match wins:
 3. an OpInfo of the kernel's operator (found through the stub whose kernel string is the
    kernel's name) whose variant names the kernel's suffix (``div_floor`` -> ``floor``), or
    the operator's first OpInfo when the kernel is the operator;
-4. ``torch.<kernel>``, if the interpreter's torch has it (no samples, edge values only).
+4. ``torch.<kernel>``, if the interpreter's torch has it (no samples, edge values only);
+5. the aten operator of one of :func:`aten_names`, when its schema takes the kernel's
+   operands without a guess (see ``pipeline/run/math_torch.py``). An ALPHA kernel always
+   goes through aten: its schema says which argument the alpha is.
 
 The dtypes checked are the registered ones that are also the OpInfo's MPS dtypes (all
 registered ones when the reference has no OpInfo).
@@ -44,6 +47,19 @@ class Target:
             name, variant = self.opinfo
             return f"{name}.{variant}" if variant else name
         return f"torch.{self.fn}" if self.fn else None
+
+
+def aten_names(t: Target, alpha: bool) -> tuple[str, ...]:
+    """The aten operators ``t``'s reference may fall back on, first existing one wins: its
+    own name; for an ALPHA kernel, named for its variant of an operator (``add_alpha``,
+    ``round_decimals``), then its operator and its name's prefixes. Only for those: with
+    defaults for the rest, ``gelu`` is not what ``gelu_tanh`` computes."""
+    names = [t.kernel]
+    if alpha:
+        parts = t.kernel.split("_")
+        names += [t.op] if t.op else []
+        names += ["_".join(parts[:k]) for k in range(len(parts) - 1, 0, -1)]
+    return tuple(dict.fromkeys(names))
 
 
 def _kernel_files(index: TreeIndex) -> dict[str, str]:

@@ -238,11 +238,13 @@ def check_dtype(
     edge: int = 0,
     samples: int = 0,
     upcast: bool = False,
+    alphas: Sequence[str] = (),
 ) -> DtypeCheck:
     """Compare one registration's kernel outputs with torch's (see the module doc).
 
     ``names`` are the kernel's and its operator's names (what ``math.known`` entries name);
-    Metal types are as the compiled object recorded them.
+    Metal types are as the compiled object recorded them. With ``alphas`` (an ALPHA kernel's
+    values, shown), the elements are one equal block per alpha value, in that order.
     """
     dtype = metal_dtype(input_type)
     registered = metal_dtype(output_type)
@@ -298,9 +300,12 @@ def check_dtype(
         if kind is Kind.SUBNORMAL:
             continue
         if len(examples) < COUNTEREXAMPLES:
+            shown = tuple(show(a[i]) for a in args if i < len(a))
+            if alphas:
+                shown += (f"alpha={alphas[i * len(alphas) // n]}",)
             examples.append(
                 Counterexample(
-                    tuple(show(a[i]) for a in args if i < len(a)),
+                    shown,
                     kernel_text,
                     show(theirs[i]),
                     kind,

@@ -5,7 +5,8 @@ torch), as a copy in a scratch directory: it imports only the standard library a
 (and op_db, when a case names an OpInfo). REQUEST is JSON::
 
     {"max_samples": 256, "cases": [{"id": "atan2/float32", "dtype": "float32", "arity": 2,
-      "opinfo": ["atan2", ""] or null, "fn": "atan2" or null}]}
+      "opinfo": ["atan2", ""] or null, "fn": "atan2" or null, "alpha": "float32" or null,
+      "aten": ["atan2"]}]}
 
 For each case it makes the inputs, in the case's dtype: edge values (±0, ±inf, NaN,
 subnormals, the dtype's min/max and tiny, small integers, a dense grid on [-5, 5]; all pairs
@@ -15,9 +16,18 @@ element (broadcast against each other for binary ops); and the reference: the Op
 upcast to float32 / complex64 where the CPU lacks that dtype's kernel. An element torch
 refuses (an integer division by zero) is listed in ``errors`` and has no reference.
 
-OUT is JSON: ``{"torch": VERSION, "cases": {ID: {"n", "inputs": [base64 of each operand's
-bytes], "edge", "samples", "result_dtype", "reference": base64 or null, "upcast", "kwargs",
-"errors": {index: message}, "no_reference": reason or null}}}``.
+Without an OpInfo or ``torch.<fn>``, and always for an ALPHA kernel (``alpha`` names the
+dtype of its scalar operand), the reference is the aten operator of the first ``aten`` name
+that exists, when exactly one functional overload takes the kernel's operands on its Tensor
+arguments in order and the alpha on its one number argument (:func:`fits`): otherwise there
+is no reference, never a guessed mapping. An ALPHA case runs its inputs once per alpha value
+(:data:`ALPHA_VALUES`, as the kernel's alpha type holds them).
+
+OUT is JSON: ``{"torch": VERSION, "cases": {ID: {"n", "block", "inputs": [base64 of each
+operand's bytes, one block], "alphas": [base64 of each alpha value], "alpha_shown",
+"edge", "samples", "result_dtype", "reference": base64 of n values or null, "upcast",
+"kwargs", "via": the aten overload used, "errors": {index: message}, "no_reference": reason
+or null}}}``: n is block times the number of alpha values (one without).
 """
 
 import base64
@@ -307,6 +317,147 @@ def torch_function(name):
     return obj if callable(obj) else None
 
 
+# the schema types an ALPHA kernel's scalar operand can fill (bool is a flag, never one)
+NUMBER_TYPES = {"number", "float", "int", "SymInt", "complex"}
+ALPHA_VALUES: dict[str, tuple[Any, ...]] = {
+    "float": (0.5, 2.0, -1.5),
+    "int": (2, 0, -3),
+    "bool": (True, False),
+    "complex": (complex(0.5, -1.5), 2.0),
+}
+
+
+def alpha_values(dtype):
+    """The alpha values a case runs with, as the kernel receives them (rounded to its alpha
+    type): not 1, which hides a dropped or misplaced alpha; 0 and negatives where they fit."""
+    kind = "int"
+    if dtype == torch.bool:
+        kind = "bool"
+    elif dtype.is_complex:
+        kind = "complex"
+    elif dtype.is_floating_point:
+        kind = "float"
+    return [torch.tensor(v).to(dtype) for v in ALPHA_VALUES[kind]]
+
+
+def fits(schema, arity, alpha):
+    """Whether the kernel's operands map onto ``schema`` without a guess: a functional
+    overload returning one Tensor whose Tensor arguments are as many as the kernel's
+    operands, whose other arguments all have defaults, except (with an alpha) the one number
+    argument the alpha fills. Returns that argument's name ("" without alpha), or None."""
+    args = schema.arguments
+    if any(a.alias_info is not None and a.alias_info.is_write for a in args):
+        return None
+    if [str(r.type) for r in schema.returns] != ["Tensor"]:
+        return None
+    tensors = [a for a in args if str(a.type) == "Tensor"]
+    others = [a for a in args if str(a.type) != "Tensor"]
+    if len(tensors) != arity:
+        return None
+    if not alpha:
+        return "" if all(a.has_default_value() for a in others) else None
+    numbers = [a for a in others if str(a.type) in NUMBER_TYPES]
+    if len(numbers) != 1:
+        return None
+    rest = [a for a in others if a is not numbers[0]]
+    return numbers[0].name if all(a.has_default_value() for a in rest) else None
+
+
+def aten_operator(names, arity, alpha):
+    """(overload, alpha argument name, None) of the first aten operator of ``names`` that
+    exists, when exactly one of its overloads fits (see :func:`fits`); else (None, None,
+    why). Later names are tried only when no operator of an earlier one exists."""
+    for name in names:
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        found = []
+        for overload in packet.overloads():
+            op = getattr(packet, overload)
+            slot = fits(op._schema, arity, alpha)
+            if slot is not None:
+                found.append((op, slot))
+        if len(found) == 1:
+            return found[0][0], found[0][1], None
+        if not found:
+            return None, None, f"aten.{name} has no overload the kernel's operands map onto"
+        shown = ", ".join(str(op) for op, _ in found)
+        return None, None, f"ambiguous: the kernel's operands map onto {shown}"
+    return None, None, "no OpInfo, torch function or aten operator of that name"
+
+
+def bind(op, tensors, slot, alpha):
+    """``op`` called with ``tensors`` on its Tensor arguments in order and ``alpha`` on its
+    argument ``slot``; every other argument keeps its default."""
+    given = iter(tensors)
+    positional, keywords, by_name = [], {}, False
+    for a in op._schema.arguments:
+        if str(a.type) == "Tensor":
+            value = next(given)
+        elif a.name == slot:
+            value = alpha
+        else:
+            by_name = True  # a default left out: what follows goes by name
+            continue
+        if a.kwarg_only or by_name:
+            keywords[a.name] = value
+        else:
+            positional.append(value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return op(*positional, **keywords)
+
+
+def choose_reference(case, arity, out):
+    """(callable, the OpInfo for samples or None, alpha argument name, why there is none)."""
+    op = None
+    if case.get("opinfo"):
+        try:
+            op = find_opinfo(*case["opinfo"])
+        except Exception as exc:
+            out["note"] = f"op_db could not be imported: {type(exc).__name__}: {exc}"[:300]
+    alpha = bool(case.get("alpha"))
+    # an ALPHA kernel's reference is an aten overload, whose schema says where the alpha
+    # goes; the OpInfo's op (a Python wrapper) still gives the samples
+    if op is not None and not alpha:
+        return op.op, op, "", None
+    fn = torch_function(case["fn"]) if case.get("fn") and not alpha else None
+    if fn is not None:
+        return fn, op, "", None
+    aten, slot, why = aten_operator(case.get("aten") or [], arity, alpha)
+    if aten is not None:
+        out["via"] = str(aten)
+    return aten, op, slot, why
+
+
+def one_reference(fn, tensors, kwargs, dtype, alphas, slot):
+    """(result, upcast, errors) over the inputs once per alpha value (once without)."""
+    if not alphas:
+        return safe_reference(fn, tensors, kwargs, dtype)
+    n = tensors[0].numel()
+    results: list[Any] = []
+    upcast, errors, first = False, {}, None
+    for k, a in enumerate(alphas):
+        value = a.item()
+        try:
+            found = safe_reference(lambda *ts, v=value: bind(fn, ts, slot, v), tensors, {}, dtype)
+        except Exception as exc:  # torch refuses this alpha (softshrink's negative lambd)
+            first = first or exc
+            why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            errors.update({k * n + i: why for i in range(n)})
+            results.append(None)
+            continue
+        results.append(found[0].reshape(-1))
+        upcast = upcast or found[1]
+        errors.update({k * n + i: msg for i, msg in found[2].items()})
+    kept = [r for r in results if r is not None]
+    if not kept:
+        assert first is not None
+        raise first
+    filler = torch.zeros(n, dtype=kept[0].dtype)
+    return torch.cat([r if r is not None else filler for r in results]), upcast, errors
+
+
 def one_case(case, limit):
     # the OpInfo's samples are random: seeded per case, a case's inputs are the same in any
     # request (the answers are cached case by case) and from one run to the next
@@ -314,44 +465,36 @@ def one_case(case, limit):
     dtype = dtype_of(case["dtype"])
     arity = case["arity"]
     out: dict[str, Any] = {"no_reference": None, "errors": {}, "upcast": False, "kwargs": {}}
-    fn, op = None, None
-    if case.get("opinfo"):
-        try:
-            op = find_opinfo(*case["opinfo"])
-        except Exception as exc:
-            out["note"] = f"op_db could not be imported: {type(exc).__name__}: {exc}"[:300]
-        if op is not None:
-            fn = op.op
-    if fn is None and case.get("fn"):
-        fn = torch_function(case["fn"])
+    fn, op, slot, why = choose_reference(case, arity, out)
     edge = edge_inputs(dtype, arity)
     samples, kwargs = ([], {})
     if op is not None:
         samples, kwargs = sample_inputs(op, dtype, arity, limit)
-    kwargs = plain_kwargs(kwargs)
+    kwargs = plain_kwargs(kwargs) if not case.get("alpha") else {}
     tensors = [torch.cat([e, s]) for e, s in zip(edge, samples, strict=False)] if samples else edge
-    out["n"] = int(tensors[0].numel())
+    # with an alpha the inputs run once per alpha value: "inputs" hold one block, "n" all
+    alphas = alpha_values(dtype_of(case["alpha"])) if case.get("alpha") else []
+    out["block"] = int(tensors[0].numel())
+    out["n"] = out["block"] * max(len(alphas), 1)
     out["edge"] = int(edge[0].numel())
-    out["samples"] = int(out["n"] - out["edge"])
+    out["samples"] = int(out["block"] - out["edge"])
     out["inputs"] = [b64(t) for t in tensors]
+    out["alphas"] = [b64(a.reshape(1)) for a in alphas]
+    out["alpha_shown"] = [repr(a.item()) for a in alphas]
     out["kwargs"] = {k: repr(v) for k, v in kwargs.items()}
+    out["reference"] = None
+    out["result_dtype"] = None
     if fn is None:
-        out["no_reference"] = "no OpInfo and no torch function of that name"
-        out["reference"] = None
-        out["result_dtype"] = None
+        out["no_reference"] = why or "no OpInfo and no torch function of that name"
         return out
     try:
-        result, upcast, errors = safe_reference(fn, tensors, kwargs, dtype)
+        result, upcast, errors = one_reference(fn, tensors, kwargs, dtype, alphas, slot)
     except Exception as exc:
         out["no_reference"] = f"torch refuses {case['dtype']}: {type(exc).__name__}: {exc}"
         out["no_reference"] = out["no_reference"].splitlines()[0][:300]
-        out["reference"] = None
-        out["result_dtype"] = None
         return out
     if not isinstance(result, torch.Tensor) or result.numel() != out["n"]:
         out["no_reference"] = "the reference is not one value per element"
-        out["reference"] = None
-        out["result_dtype"] = None
         return out
     out["upcast"] = upcast
     out["errors"] = {str(k): v for k, v in errors.items()}

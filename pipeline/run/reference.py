@@ -36,6 +36,8 @@ class Case:
     arity: int
     opinfo: tuple[str, str] | None  # (name, variant_test_name)
     fn: str | None  # torch.<fn> when there is no OpInfo
+    alpha: str | None = None  # an ALPHA kernel's scalar operand dtype (canonical)
+    aten: tuple[str, ...] = ()  # aten operators to fall back on, first existing one wins
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +46,8 @@ class Case:
             "arity": self.arity,
             "opinfo": list(self.opinfo) if self.opinfo else None,
             "fn": self.fn,
+            "alpha": self.alpha,
+            "aten": list(self.aten),
         }
 
 

@@ -120,10 +120,78 @@ def test_no_torch_counterpart_is_listed_not_failed(
         tmp_path,
         host_cxx,
         real_c10_include,
-        [target(tmp_path, "right.metal", "atan2", fn="no_such_torch_function")],
+        [target(tmp_path, "alpha.metal", "lane_twist")],
     )
     assert not report.failed
-    assert {d.status for d in report.functors[0].dtypes} == {Status.NO_REFERENCE}
+    (check,) = report.functors[0].dtypes
+    assert check.status is Status.NO_REFERENCE
+    assert check.no_reference == "no OpInfo, torch function or aten operator of that name"
+
+
+@pytest.mark.slow
+def test_alpha_kernel_is_checked_with_its_alpha(
+    tmp_path: Path, host_cxx, real_c10_include: Path
+) -> None:
+    """hardshrink's cut-off goes to aten.hardshrink's lambd, once per alpha value."""
+    report = run_flow(
+        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "alpha.metal", "hardshrink")]
+    )
+    assert not report.failed
+    (functor,) = report.functors
+    assert functor.reference == "aten.hardshrink.default"
+    for check in functor.dtypes:
+        assert check.status is Status.OK, check
+        # every input once per alpha value (0.5, 2.0, -1.5)
+        assert check.checked == 3 * (check.edge + check.samples) > 100
+
+
+@pytest.mark.slow
+def test_dropped_alpha_is_caught(tmp_path: Path, host_cxx, real_c10_include: Path) -> None:
+    report = run_flow(
+        tmp_path,
+        host_cxx,
+        real_c10_include,
+        [target(tmp_path, "wrong/alpha_dropped.metal", "add_alpha")],
+    )
+    assert report.failed
+    assert report.functors[0].reference == "aten.add.Tensor"
+    f32 = by_dtype(report.functors[0])["float32"]
+    assert f32.status is Status.MISMATCH and f32.precision > 1000
+    example = f32.counterexamples[0]
+    a, b, alpha = example.inputs
+    scale = float(alpha.removeprefix("alpha="))
+    assert scale != 1.0
+    assert float(example.kernel) == pytest.approx(float(a) + float(b))
+    assert float(example.torch) == pytest.approx(float(a) + scale * float(b))
+
+
+@pytest.mark.slow
+def test_backward_is_checked_through_aten(tmp_path: Path, host_cxx, real_c10_include: Path) -> None:
+    """No OpInfo and no torch.silu_backward: aten.silu_backward(grad_output, self) is it."""
+    report = run_flow(
+        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "alpha.metal", "silu_backward")]
+    )
+    assert not report.failed
+    assert report.functors[0].reference == "aten.silu_backward.default"
+    for check in report.functors[0].dtypes:
+        assert check.status is Status.OK, check
+        assert check.checked > 1000
+
+
+@pytest.mark.slow
+def test_ambiguous_schema_stays_without_reference(
+    tmp_path: Path, host_cxx, real_c10_include: Path
+) -> None:
+    """pow.Scalar and pow.Tensor_Scalar both take one tensor and one number: which one
+    pow_scalar is cannot be told from the schemas, so none is used."""
+    report = run_flow(
+        tmp_path, host_cxx, real_c10_include, [target(tmp_path, "alpha.metal", "pow_scalar")]
+    )
+    assert not report.failed
+    (check,) = report.functors[0].dtypes
+    assert check.status is Status.NO_REFERENCE
+    assert check.no_reference is not None and check.no_reference.startswith("ambiguous")
+    assert "aten.pow.Scalar" in check.no_reference
 
 
 def test_a_broken_functor_leaves_the_others_of_its_file_checked(
