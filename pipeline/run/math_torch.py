@@ -504,6 +504,10 @@ def one_case(case, limit):
 
 
 def main():
+    # one thread: the children forked to survive torch's traps must not inherit a lock of a
+    # worker pool (a refusal run here once, on a large block, starts one; the next child
+    # then waits on it forever)
+    torch.set_num_threads(1)
     request_path, out_path = sys.argv[1], sys.argv[2]
     with open(request_path, encoding="utf-8") as fh:
         request = json.load(fh)
