@@ -105,9 +105,11 @@ using if_volatile_of = std::enable_if_t<std::is_same_v<std::remove_cv_t<V>, T>, 
 struct bfloat {
   uint16_t bits;
   bfloat() = default;
-  // From float and other arithmetic types explicitly: Metal's `c ? bfloat : float` is a
-  // float, which a class type can only give when the conversion back is not implicit.
-  explicit constexpr bfloat(float f) : bits(from_float(f)) {}
+  // From float implicitly, as Metal's built-in bfloat converts (`return precise::log(
+  // float(x));` in a T overload, the guide's way of writing functors). The price: a class
+  // cannot give Metal's `c ? bfloat : float` (a float), which is ambiguous here and reported
+  // as not compiling (upstream's angle_functor), never answered wrongly.
+  constexpr bfloat(float f) : bits(from_float(f)) {}
   template <
       typename T,
       std::enable_if_t<std::is_arithmetic_v<T> || std::is_same_v<T, _Float16>, bool> = true>
