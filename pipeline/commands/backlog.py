@@ -43,14 +43,19 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _claims(args: argparse.Namespace, settings: Settings) -> int:
-    from pipeline.flows.tracker import Cache, client_for, find_claims
+    from pipeline.flows.tracker import CLAIMS_READ, Cache, client_for, find_claims
     from pipeline.github import token_from_env
     from pipeline.guide.claims import to_json as claims_json
     from pipeline.report.tracker import render_claims
     from pipeline.state import tracker_cache
 
     cache = Cache.load(tracker_cache(settings))
-    client = client_for(settings, token_from_env(settings.github.token_env), cache)
+    token = token_from_env(
+        settings.github.token_env,
+        f"backlog --claims reads the open pull requests from GitHub: it needs a token with "
+        f"{CLAIMS_READ}",
+    )
+    client = client_for(settings, token, cache, permissions=CLAIMS_READ)
     found = find_claims(settings, client, cache)
     if args.json:
         print(json.dumps(claims_json(found.claims, found.prs), indent=2))

@@ -1,10 +1,12 @@
 """`speed [OP ...] [--device mps|cpu] [--compare --runner NAME]`: the kernel micro-benchmark.
 
 Without ``--compare`` (the nightly, on each Mac): time each operator (default: every
-backlog operator and every one with a Metal functor) and write ``speed.json`` for the
-aggregation to record. With ``--compare`` (the PR job, on the PR's build): judge the
-figures against main's from the nightly history on the same runner class; exit 1 when one
-is slower than ``speed.threshold`` and outside main's night-to-night spread.
+backlog operator and every one with a Metal functor), write ``speed.json`` for the
+aggregation to record and print the figures. Without an MPS device (no Mac), say so once
+and exit 2: ``--device cpu`` times the kernels on the CPU. With ``--compare`` (the PR job,
+on the PR's build): judge the figures against main's from the nightly history on the same
+runner class; exit 1 when one is slower than ``speed.threshold`` and outside main's
+night-to-night spread.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import sys
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, PipelineError
+from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, PipelineError, WorkLeftError
 from pipeline.flows.speed import judge, measure
-from pipeline.report.speed import render_markdown
+from pipeline.report.console import terminal
+from pipeline.report.speed import not_timed_lines, render_figures, render_markdown
 from pipeline.results.baseline import RUNNER_ENV, history_file
+from pipeline.run.speed import NoDeviceError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,11 +50,21 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     runner: str = args.runner or os.environ.get(RUNNER_ENV) or ""
     if args.compare and not runner:
         raise PipelineError(f"speed --compare: name the runner (--runner or ${RUNNER_ENV})")
-    result = measure(
-        settings, args.ops, device=args.device, folder=args.out, min_run_time=args.min_run_time
-    )
-    for error in result.errors:
-        print(f"warning: not timed: {error}", file=sys.stderr)
+    try:
+        result = measure(
+            settings, args.ops, device=args.device, folder=args.out, min_run_time=args.min_run_time
+        )
+    except NoDeviceError as exc:
+        raise exc.suggesting("to time the kernels on the CPU, pass --device cpu") from None
+    for line in not_timed_lines(result.errors):
+        print(f"warning: not timed: {line}", file=sys.stderr)
+    if not result.measurements:
+        raise WorkLeftError(
+            f"speed: nothing was timed on {result.device}: every benchmark failed (the "
+            "warnings above say why)"
+        )
+    if not args.compare:
+        render_figures(result.measurements, result.device, terminal())
     print(f"speed: {len(result.measurements)} benchmarks on {result.device}: {result.path}",
           file=sys.stderr)  # fmt: skip
     if not args.compare:

@@ -3,7 +3,8 @@
 The section is the backlog, easiest first, with each operator's open pull requests,
 duplicates flagged, and the operators merged since it last listed them
 (:mod:`pipeline.flows.tracker`). The token comes from ``github.token_env`` and needs
-issues: write on the repository (read access to its pull requests comes with it).
+issues: write and pull-requests: read on the repository; ``--dry-run`` writes nothing, but
+reads the issue and the pull requests with it all the same.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import replace
 
 from pipeline.config import Settings
 from pipeline.errors import EXIT_OK
-from pipeline.flows.tracker import Cache, client_for, update_tracker
+from pipeline.flows.tracker import TRACKER_READ, TRACKER_WRITE, Cache, client_for, update_tracker
 from pipeline.github import token_from_env
 from pipeline.guide.claims import ClaimState
 from pipeline.state import tracker_cache
@@ -33,9 +34,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.repo:
         settings = replace(settings, github=replace(settings.github, repo=args.repo))
-    token = token_from_env(settings.github.token_env)
+    needs = TRACKER_READ if args.dry_run else TRACKER_WRITE
+    reads = f"issue #{args.issue} and the open pull requests from GitHub"
+    does = (
+        f"tracker --dry-run writes nothing, but reads {reads}" if args.dry_run
+        else f"tracker reads {reads} and writes the section"
+    )  # fmt: skip
+    token = token_from_env(settings.github.token_env, f"{does}: it needs a token with {needs}")
     cache = Cache.load(tracker_cache(settings))
-    client = client_for(settings, token, cache)
+    client = client_for(settings, token, cache, permissions=needs)
     done = update_tracker(settings, client, cache, args.issue, dry_run=args.dry_run)
     if args.dry_run:
         print(done.section)

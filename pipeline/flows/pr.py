@@ -32,7 +32,7 @@ from pipeline import testid
 from pipeline.config import Settings
 from pipeline.errors import BuildError, PipelineError
 from pipeline.flows import stages
-from pipeline.github import GitHubClient, token_from_env
+from pipeline.github import PR_PERMISSIONS, GitHubClient, token_from_env
 from pipeline.guide.xfails import plan_xfail_changes
 from pipeline.impact import affected, selected_opinfos
 from pipeline.report.clip import LogCap, clip_line
@@ -286,7 +286,11 @@ def report(
     posting = not (dry_run or results_only)
     # Missing credentials and a missing or broken history fail now, not after hours of
     # building and testing.
-    token = token_from_env(settings.github.token_env) if posting else None
+    needs = (
+        f"pr-report posts the comment and the commit status with a token that has "
+        f"{PR_PERMISSIONS}; --dry-run prints the comment without one"
+    )
+    token = token_from_env(settings.github.token_env, needs) if posting else None
     db = baselines.history_file(settings.state_dir, history_path)
     if db is not None:
         baselines.refuse_unusable_history(db)

@@ -28,6 +28,11 @@ from pipeline.state import tracker_cache, write_json
 from pipeline.tree.index import TreeIndex, load_index
 
 CACHE_VERSION = 1
+# What the token needs, as a fine-grained token and a workflow's `permissions:` name it: the
+# missing-token and permission-denied messages of each command say it.
+CLAIMS_READ = "pull-requests: read"
+TRACKER_READ = "issues: read and pull-requests: read"
+TRACKER_WRITE = "issues: write and pull-requests: read"
 
 
 @dataclass(frozen=True)

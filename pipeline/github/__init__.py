@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 API_VERSION = "2022-11-28"
 STATUS_STATES = ("error", "failure", "pending", "success")
 MARKER_RE = re.compile(r"<!-- mps-pipeline:[^\s>][^>]*? -->")
-PERMISSIONS_HINT = "needs pull-requests: write and statuses: write"
+# what pr-report posts with; a client for other work says what it needs instead
+PR_PERMISSIONS = "pull-requests: write and statuses: write"
 # A primary rate limit that resets further away than this is reported, not waited out.
 MAX_WAIT_SECONDS = 900.0
 # Redirects are followed only within github.api_url's origin (a renamed repository's 301)
@@ -83,17 +84,19 @@ class _Ambiguous(Exception):
         self.reason = reason
 
 
-def token_from_env(var: str, env: Mapping[str, str] = os.environ) -> str:
+def token_from_env(var: str, needs: str, env: Mapping[str, str] = os.environ) -> str:
     """Return the GitHub token held in environment variable ``var``.
 
-    Raises GitHubError (naming the variable, never a value) when it is unset or blank.
+    Raises GitHubError (naming the variable, never a value) when it is unset or blank;
+    ``needs`` is the command's own word on what it does with the token and which
+    permissions that takes, so the message suggests nothing the command does not have.
     """
     value = (env.get(var) or "").strip()
     if not value:
         raise GitHubError(
-            f"${var} is not set: export a GitHub token with pull-requests: write and "
-            f"statuses: write (in a workflow: `env: {var}: ${{{{ secrets.GITHUB_TOKEN }}}}` "
-            "on the step that posts), or use --dry-run to print the comment instead"
+            f"${var} is not set (github.token_env names the variable): {needs}. Export the "
+            f"token in ${var} (in a workflow: `env: {var}: ${{{{ secrets.GITHUB_TOKEN }}}}` on "
+            "the step)"
         )
     return value
 
@@ -117,6 +120,7 @@ class GitHubClient:
         deadline: float = 90.0,
         settle: float = 2.0,
         token_env: str = "GITHUB_TOKEN",
+        permissions: str = PR_PERMISSIONS,
         budget: int | None = None,
         etags: dict[str, Any] | None = None,
     ) -> None:
@@ -145,6 +149,7 @@ class GitHubClient:
         self._settle = settle  # before the list that finds a concurrent job's comment
         self._token = token
         self._token_env = token_env
+        self._permissions = permissions  # what a 403 says the token needs
         # requests sent (retries included) and how many were 304s; ``budget`` caps the first
         self.budget = budget
         self.sent = 0
@@ -608,7 +613,7 @@ class GitHubClient:
             head = f"token missing or invalid: set ${self._token_env}"
         elif status == 403:
             head = (
-                f"permission denied: the token {PERMISSIONS_HINT} on {self.repo} "
+                f"permission denied: the token needs {self._permissions} on {self.repo} "
                 "(a workflow job sets them under `permissions:`; a PR from a fork only "
                 "gets a read-only token)"
             )

@@ -1,12 +1,17 @@
 """Kernel speed for the PR comment and the terminal: ratios per shape and dtype against main's
 figure on the same runner class; only what lies outside main's night-to-night spread is
-flagged."""
+flagged. And a run's own figures, with what it could not time, for the terminal."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from pipeline.results.speed import Judgement, Verdict
+from pipeline.results.speed import Judgement, Measurement, Verdict
+from pipeline.run.speed import NotTimed
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 MARK = {Judgement.SLOWER: "🐢 slower", Judgement.NOISE: "within noise", Judgement.OK: "ok",
         Judgement.NO_BASELINE: "no baseline", Judgement.TOO_FEW: "too few runs"}  # fmt: skip
@@ -58,3 +63,46 @@ def render_markdown(
     if len(table) > MAX_ROWS:
         lines.append(f"\n_…{len(table) - MAX_ROWS} more rows in speed.json_")
     return "\n".join(lines) + "\n"
+
+
+FIGURES_HEADER = ("operator", "dtype", "shape", "layout", "median", "spread")
+SPREAD_MEANING = (
+    "median: per call, over the repeated blocks; spread: their interquartile range over the median"
+)
+
+
+def render_figures(measurements: Sequence[Measurement], device: str, console: Console) -> None:
+    """``speed``'s figures, one row per benchmark in the order they were timed."""
+    # imported here: the PR comment imports this module and never prints a table
+    from rich.markup import escape
+    from rich.table import Table
+
+    ops = len({m.op for m in measurements})
+    table = Table(
+        title=f"Kernel speed on {device}: {len(measurements)} benchmarks of {ops} "
+        f"operator{'s' if ops != 1 else ''}",
+        title_justify="left",
+    )
+    for column in FIGURES_HEADER:
+        table.add_column(column, justify="right" if column in ("median", "spread") else "left")
+    for m in measurements:
+        q25, q75 = m.quartiles()
+        spread = f"{(q75 - q25) / m.median:.1%}"
+        table.add_row(escape(m.op), m.dtype, m.shape, m.layout, _ms(m.median), spread)
+    console.print(table)
+    # a line of its own: as the table's caption it would wrap to the table's width
+    console.print(SPREAD_MEANING, soft_wrap=True)
+
+
+def not_timed_lines(errors: Sequence[NotTimed]) -> list[str]:
+    """What could not be timed, one line per operator, dtype and error: a dtype the device
+    lacks fails alike in every shape and layout, and is said once."""
+    groups: dict[tuple[str, str, str], list[NotTimed]] = {}
+    for e in errors:
+        groups.setdefault((e.op, e.dtype, e.error), []).append(e)
+    lines = []
+    for (op, dtype, error), found in groups.items():
+        one = found[0]
+        where = f"{one.shape} {one.layout}" if len(found) == 1 else f"{len(found)} benchmarks"
+        lines.append(f"{op} {dtype} ({where}): {error}")
+    return lines

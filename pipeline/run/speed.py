@@ -6,7 +6,9 @@ contiguous and strided (every other element of a tensor twice as wide, so the ke
 its strided path), on device ``mps`` on the Macs (``cpu`` in tests and without a GPU).
 The script writes ``speed.json`` (:mod:`pipeline.results.speed` reads it): per benchmark
 the seconds per call of at least ``repeats`` repeated blocks. An operator or dtype the
-device cannot run is recorded with its error, not timed, and the others go on.
+device cannot run is recorded with its error, not timed, and the others go on. A device the
+interpreter's torch cannot use at all (``mps`` off a Mac with Apple silicon) stops the script
+before anything is timed: :class:`NoDeviceError`, said once.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ SCRIPT_NAME = "speed_bench.py"
 # elements of each shape: a launch-bound size, a cache-sized one, a bandwidth-bound one
 SHAPES: dict[str, tuple[int, ...]] = {"small": (256,), "medium": (256, 256), "large": (1024, 1024)}
 LAYOUTS = ("contiguous", "strided")
+# the script's exit status when torch cannot use the device (told to it in the spec)
+NO_DEVICE_EXIT = 3
 
 SCRIPT = '''\
 """Written by mps-pipeline (pipeline/run/speed.py): kernel micro-benchmarks with
@@ -37,6 +41,15 @@ from torch.utils import benchmark
 
 spec = json.load(open(sys.argv[1]))
 device = spec["device"]
+if device == "mps" and not torch.backends.mps.is_available():
+    where = f"torch {torch.__version__} ({sys.executable})"
+    if torch.backends.mps.is_built():
+        print(f"{where} finds no MPS device (it needs Apple silicon and macOS 12.3 or later)",
+              file=sys.stderr)
+    else:
+        print(f"{where} was built without MPS, which needs a Mac with Apple silicon",
+              file=sys.stderr)
+    sys.exit(spec["no_device_exit"])
 sync = torch.mps.synchronize if device == "mps" else (lambda: None)
 torch.manual_seed(0)
 
@@ -95,6 +108,21 @@ json.dump({"schema": 1, "device": device, "torch": torch.__version__, "results":
 '''
 
 
+class NoDeviceError(PipelineError):
+    """The interpreter's torch cannot use the device asked for; nothing was timed (exit 2,
+    as for any input that cannot work here). ``instead`` is what the command suggests."""
+
+    def __init__(self, device: str, reason: str, instead: str = "") -> None:
+        self.device = device
+        self.reason = reason
+        text = f"speed: no {device.upper()} device here: {reason}"
+        super().__init__(f"{text}; {instead}" if instead else text)
+
+    def suggesting(self, instead: str) -> NoDeviceError:
+        """The same error, with what the command that met it suggests doing."""
+        return NoDeviceError(self.device, self.reason, instead)
+
+
 @dataclass(frozen=True)
 class BenchOp:
     """One operator to time: its name, the torch callable (``special.erfcx``), how many
@@ -119,11 +147,22 @@ class SpeedRequest:
 
 
 @dataclass(frozen=True)
+class NotTimed:
+    """A benchmark the device could not run (an operator or dtype it lacks), and why."""
+
+    op: str
+    dtype: str
+    shape: str
+    layout: str
+    error: str  # "TypeError: ..."
+
+
+@dataclass(frozen=True)
 class SpeedResult:
     path: Path  # speed.json
     device: str
     measurements: tuple[Measurement, ...]
-    errors: tuple[str, ...]  # "atan2 bool small contiguous: TypeError: ..."
+    errors: tuple[NotTimed, ...]
 
 
 def write_script(folder: Path) -> Path:
@@ -151,6 +190,7 @@ def run(request: SpeedRequest) -> SpeedResult:
                 "layouts": list(LAYOUTS),
                 "min_run_time": request.min_run_time,
                 "repeats": request.repeats,
+                "no_device_exit": NO_DEVICE_EXIT,
             },
             indent=1,
         ),
@@ -164,13 +204,15 @@ def run(request: SpeedRequest) -> SpeedResult:
         raise PipelineError(f"speed: python={request.python} not found") from None
     except subprocess.TimeoutExpired:
         raise PipelineError(f"speed: the benchmark ran over {request.timeout:.0f} s") from None
+    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    if proc.returncode == NO_DEVICE_EXIT:
+        raise NoDeviceError(request.device, last)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise PipelineError(f"speed: the benchmark script failed (exit {proc.returncode}): {last}")
     device, measurements = read(out)
     data = json.loads(out.read_text(encoding="utf-8"))
     errors = tuple(
-        f"{r['op']} {r['dtype']} {r['shape']} {r['layout']}: {r['error']}"
+        NotTimed(*(str(r.get(k, "")) for k in ("op", "dtype", "shape", "layout", "error")))
         for r in data["results"] if r.get("error")
     )  # fmt: skip
     return SpeedResult(out, device, measurements, errors)

@@ -491,8 +491,11 @@ def test_posting_without_a_token_fails_first_and_names_the_variable(
     settings, github, tmp_path, monkeypatch, capsys
 ):
     monkeypatch.delenv(TOKEN_ENV)
-    with pytest.raises(GitHubError, match=f"\\${TOKEN_ENV} is not set"):
+    with pytest.raises(GitHubError, match=f"\\${TOKEN_ENV} is not set") as info:
         cli(settings, "--pr", "7", "--base", "HEAD")
+    assert "pull-requests: write and statuses: write; --dry-run prints the comment without one" in (
+        str(info.value)
+    )
     assert github.calls == [] and not settings.results_dir.exists()  # nothing was run
 
 

@@ -61,3 +61,23 @@ def test_the_mac_job_times_and_the_report_job_judges(settings, tree, tmp_path, c
     assert "🐢 slower" in body
     assert sqlite3.connect(settings.state_dir / layout.HISTORY).execute(
         "SELECT COUNT(*) FROM speed").fetchone()[0] == 3 * len(measured)
+
+
+@pytest.mark.slow
+def test_without_an_mps_device_the_comment_goes_out_without_speed(settings, tree, capsys):
+    # issue 28: no MPS device is said once; the tests' comment is not lost for it
+    torch = pytest.importorskip("torch", reason="torch is not installed (nox installs it)")
+    if torch.backends.mps.is_available():
+        pytest.skip("this machine has an MPS device")
+    build_now(tree)
+    base = git(tree, "rev-parse", "HEAD")
+    touch_atan2(tree)
+    commit(tree, "atan2: another message")
+    capsys.readouterr()
+    assert cli(settings, "--pr", "7", "--base", base, "--results-only", "--speed", "mps") == 0
+    data = results_json(settings)
+    assert data["speed"] is None and data["table"] is not None
+    (line,) = [e for e in capsys.readouterr().err.splitlines() if e.startswith("warning:")]
+    assert line.startswith("warning: speed: no MPS device here: torch 2.")
+    assert line.endswith("the comment has no kernel speed (--speed cpu times the kernels on "
+                         "the CPU)")  # fmt: skip

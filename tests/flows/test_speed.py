@@ -1,6 +1,7 @@
 """Speed against the path replaced: the benchmark script run for real (torch, device cpu) on
 the sandbox's operators, its figures kept in a real SQLite history, a PR's judged against
-main's night-to-night spread, and the history migrated in place to version 4."""
+main's night-to-night spread, and the history migrated in place to version 4. On a machine
+without MPS, the default device is refused in one line (issue 28)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from pipeline.flows.speed import judge, measure
-from pipeline.report.speed import render_markdown
+from pipeline.report.speed import SPREAD_MEANING, not_timed_lines, render_markdown
 from pipeline.results import history
 from pipeline.results import speed as speeds
 from pipeline.results.speed import Judgement, Measurement
+from pipeline.run.speed import BenchOp, NoDeviceError, SpeedRequest, run
 
 needs_torch = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="torch is not installed (nox installs it)"
@@ -224,3 +226,85 @@ def test_the_nightly_command_records_speed_json_beside_the_junit(sandbox_setting
         assert speeds.nightly_medians(db, RUNNERS[1], 7) == {}
     finally:
         db.close()
+
+
+def _speed_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m pipeline speed ARGS` on the bundled sandbox, as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPS_PIPELINE_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    argv = [sys.executable, "-m", "pipeline", "speed", *args,
+            "--state-dir", str(tmp_path / "state")]  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=600)  # fmt: skip
+
+
+def _no_mps() -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed (nox installs it)")
+    if torch.backends.mps.is_available():
+        pytest.skip("this machine has an MPS device")
+
+
+@pytest.mark.slow
+def test_without_an_mps_device_speed_says_so_once_and_suggests_the_cpu(tmp_path):
+    # issue 28: 54 warnings, "speed: 0 benchmarks on mps" and exit 0 on a machine without a Mac
+    _no_mps()
+    proc = _speed_cli(tmp_path)  # every default operator, on the default device
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("root: ")]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: speed: no MPS device here: torch 2.")
+    assert "built without MPS" in lines[0] and sys.executable in lines[0]
+    assert lines[0].endswith("to time the kernels on the CPU, pass --device cpu")
+    assert proc.stdout == ""
+    assert not (tmp_path / "state" / "speed" / speeds.SPEED_JSON).exists()
+
+
+def test_the_run_raises_the_typed_error_without_the_device(tmp_path):
+    _no_mps()
+    request = SpeedRequest(sys.executable, (BenchOp("atan2", "atan2", 2, ("float32",)),),
+                           tmp_path, "mps", {"small": (8,)}, 0.001, 3)  # fmt: skip
+    with pytest.raises(NoDeviceError) as info:
+        run(request)
+    assert info.value.device == "mps" and info.value.exit_code == 2
+    assert "(--device cpu)" in str(info.value.suggesting("(--device cpu)"))
+
+
+@needs_torch
+def test_what_the_device_cannot_run_is_said_once_per_dtype(tmp_path):
+    """atan2 has no complex kernel on CPU: its four benchmarks fail alike, said in one line;
+    float32 is timed."""
+    op = BenchOp("atan2", "atan2", 2, ("float32", "complex64"))
+    request = SpeedRequest(sys.executable, (op,), tmp_path, "cpu",
+                           {"small": (8,), "medium": (4, 4)}, 0.001, 3)  # fmt: skip
+    result = run(request)
+    assert {m.dtype for m in result.measurements} == {"float32"} and len(result.measurements) == 4
+    assert len(result.errors) == 4 and {e.dtype for e in result.errors} == {"complex64"}
+    (line,) = not_timed_lines(result.errors)
+    assert line.startswith("atan2 complex64 (4 benchmarks): NotImplementedError: ")
+    assert not_timed_lines(result.errors[:1]) == [
+        f"atan2 complex64 (small contiguous): {result.errors[0].error}"
+    ]
+
+
+@needs_torch
+@pytest.mark.slow
+def test_the_speed_command_prints_its_figures(tmp_path):
+    # issue 28: only the path of speed.json was printed
+    proc = _speed_cli(tmp_path, "atan2", "--device", "cpu", "--min-run-time", "0.002")
+    assert proc.returncode == 0, proc.stderr
+    device, found = speeds.read(tmp_path / "state" / "speed" / speeds.SPEED_JSON)
+    assert device == "cpu" and found
+    title = f"Kernel speed on cpu: {len(found)} benchmarks of 1 operator"
+    assert proc.stdout.splitlines()[0].rstrip() == title
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for line in proc.stdout.splitlines() if line.startswith("│")
+    ]  # fmt: skip
+    assert rows == [
+        [m.op, m.dtype, m.shape, m.layout, f"{m.median * 1e6:,.1f} µs",
+         f"{(m.quartiles()[1] - m.quartiles()[0]) / m.median:.1%}"]
+        for m in found
+    ]  # fmt: skip
+    assert proc.stdout.splitlines()[-1] == SPREAD_MEANING
+    assert "warning" not in proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith(f"speed: {len(found)} benchmarks on cpu: ")

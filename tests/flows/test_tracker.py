@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from tests.flows.github_fake import REPO, FakeTrackerGitHub
 
 TOKEN = "ghp_TrackerTokenNeverPrinted0123456789"
 ISSUE = 187455
+ISSUE_URI = f"/repos/{REPO}/issues/{ISSUE}"
 ATAN2_MM = """@@ -40,12 +40,0 @@
 -TORCH_IMPL_FUNC(atan2_out_mps)(const Tensor& self, const Tensor& other, const Tensor& out) {
 -  mps::binaryOpTensor(self, other, out, "atan2", ^BinaryOpFn(cachedGraph, primary, secondary) {
@@ -222,16 +224,59 @@ def test_the_commands_tracker_and_backlog_claims(settings, github, httpserver):
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: GET")
 
 
+def _flags(text: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text))
+
+
 @pytest.mark.slow
-def test_backlog_claims_without_a_token_says_so(settings):
-    env_less = subprocess.run(
-        [sys.executable, "-m", "pipeline", "backlog", "--claims"],
-        capture_output=True, text=True, cwd=settings.state_dir.parent, timeout=120,
-        env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
-        | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )  # fmt: skip
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["backlog", "--claims"], "backlog --claims reads the open pull requests from GitHub: "
+         "it needs a token with pull-requests: read"),
+        (["tracker", "--issue", "1", "--dry-run"], "tracker --dry-run writes nothing, but reads "
+         "issue #1 and the open pull requests from GitHub: it needs a token with issues: read "
+         "and pull-requests: read"),
+        (["tracker", "--issue", "1"], "tracker reads issue #1 and the open pull requests from "
+         "GitHub and writes the section: it needs a token with issues: write and "
+         "pull-requests: read"),
+    ],
+)  # fmt: skip
+def test_without_a_token_each_command_says_what_it_needs(settings, argv, says):
+    # issue 28: both said "use --dry-run to print the comment instead"; backlog has no
+    # --dry-run, and tracker --dry-run reads GitHub with the token all the same
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pipeline", *args],
+            capture_output=True, text=True, cwd=settings.state_dir.parent, timeout=120,
+            env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+            | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )  # fmt: skip
+
+    env_less = run(*argv)
     assert env_less.returncode == 2
-    assert "$GITHUB_TOKEN is not set" in env_less.stderr
+    (error,) = [line for line in env_less.stderr.splitlines() if line.startswith("error:")]
+    assert error.startswith("error: $GITHUB_TOKEN is not set (github.token_env names the ")
+    assert says in error
+    assert "print the comment" not in error
+    # every flag the message names is one the command has
+    assert _flags(error) <= _flags(run(argv[0], "--help").stdout), error
+
+
+@pytest.mark.slow
+def test_a_token_without_the_permission_is_told_what_the_tracker_needs(settings, github,
+                                                                       httpserver):  # fmt: skip
+    _many(github, extra=0)
+    httpserver.expect_oneshot_request(ISSUE_URI, method="PATCH").respond_with_json(
+        {"message": "Resource not accessible by integration"}, status=403
+    )
+    proc = _cli(settings, httpserver.url_for(""), "tracker", "--issue", str(ISSUE), "--repo", REPO)
+    assert proc.returncode == 2
+    assert (
+        f"permission denied: the token needs issues: write and pull-requests: read on {REPO}"
+        in proc.stderr
+    )
+    assert "statuses" not in proc.stderr and TOKEN not in proc.stderr
 
 
 def test_find_claims_reads_the_same_as_the_tracker(settings, github):
