@@ -324,7 +324,7 @@ def shard_balance(shards: Mapping[str, Mapping[str, Any]]) -> str:
     longest = max((r["seconds"] for s in shards.values() for r in s["reports"]), default=0)
     rows = []
     for runner, s in shards.items():
-        ratio = f"{s['ratio']:.2f}×" if s.get("ratio") is not None else "–"
+        ratio = f"{s['ratio']:.2f}×" if s.get("ratio") is not None else "unknown (no times)"
         for i, r in enumerate(s["reports"]):
             share = r["seconds"] / longest if longest > 0 else 0
             bar = (

@@ -325,3 +325,15 @@ def test_a_backlog_item_without_an_opinfo_says_its_xfails_are_unknown():
     assert line.endswith(f"; {NO_OPINFO}")
     section = tracker.render_section([Claim(item.op, ClaimState.UNCLAIMED, (), item)], [])
     assert f"| 1 | `special_airy_ai` | migrate | 1 | ? {NO_OPINFO} | unclaimed |" in section
+
+
+def test_shards_without_times_have_an_unknown_balance_never_a_number():
+    untimed = {
+        "macos-m1-14": {
+            "reports": [{"report": f"macos-m1-14/shard-{i}.xml", "shard": i, "seconds": 0.0,
+                         "measured": "suite", "tests": 4} for i in (1, 2)],
+            "total_seconds": 0.0, "max_seconds": 0.0, "mean_seconds": 0.0, "ratio": None,
+        }
+    }  # fmt: skip
+    html = dashboard.shard_balance(untimed)
+    assert "<td>unknown (no times)</td>" in html and "×" not in html
