@@ -427,3 +427,40 @@ def test_9_the_nightly_quickstart_runs_as_written(user: User) -> None:
     assert sorted(summary["pass_rate"]) == ["macos-m1-14", "macos-m2-15", "macos-m2-26"]
     assert (dashboard / "index.html").is_file()
     assert "open the dashboard" in section.lower()
+
+
+def test_10_smaller_things_say_what_happened_whole_and_once(user: User) -> None:
+    """Issue 28, item 8: a file given as --results, a runner folder the config does not
+    name, reports without times; each said in one whole line (output to a pipe)."""
+    root = user.demo("smaller-things")
+    tests = [f"test_output_match_atan2_mps_{d}" for d in ("float32", "float16", "int64", "bool")]
+    cases = "".join(
+        f'<testcase classname="test.test_mps.TestConsistencyMPS" name="{t}" time="0"/>'
+        for t in tests
+    )
+    results = user.home / "smaller-results"
+    for runner in ("macos-m1-14", "macos-m2-15", "macos-m2-l5"):  # the last one a typo
+        (results / runner).mkdir(parents=True)
+        (results / runner / "shard-1.xml").write_text(
+            f'<testsuites><testsuite name="pytest" time="0">{cases}</testsuite></testsuites>'
+        )
+    report = results / "macos-m1-14" / "shard-1.xml"
+    given_a_file = user.run("nightly", "--results", str(report), cwd=root)
+    assert given_a_file.returncode == 2
+    assert error_lines(given_a_file.stderr) == [
+        f"error: --results {report}: a file, not a folder; --results takes a folder of JUnit "
+        "reports, one folder per runner configuration in it (results/<runner>/shard-<n>.xml)"
+    ]
+    night = user.run("nightly", "--results", str(results), cwd=root)
+    assert night.returncode == 0, night.stdout + night.stderr
+    (typo,) = [line for line in night.stdout.splitlines() if "'macos-m2-l5'" in line]
+    assert typo == (  # whole, on one line, though longer than any terminal
+        f"warning: {results / 'macos-m2-l5'}: runner folder 'macos-m2-l5' is not among the "
+        "config's runners (macos-m1-14, macos-m2-15, macos-m2-26); its reports are recorded as "
+        "a runner of its own (add it to `runners:` if it is one, or rename the folder)"
+    )
+    plan = user.run("shards", "--num-shards", "2", cwd=root)
+    assert plan.returncode == 0, plan.stderr
+    assert "are all 0 s (reports without times): a plan by count" in plan.stdout
+    assert "slowest / mean shard: unknown (no times)" in plan.stdout
+    assert "1.000" not in plan.stdout

@@ -10,9 +10,10 @@ are estimated and how the plan stays stable is :mod:`pipeline.results.shards`.
 The plan is written to ``--out`` (default ``<state_dir>/shards.json``), the document
 ``--json`` prints (schema: docs/machine-output.md); the next run starts from it (or from
 ``--previous FILE``), so a test changes shard only when balance needs it. Without any
-recorded duration (no history, or none with seconds yet) the plan balances by count,
-exit 0 with a note; ``ci/scripts/run-sweep.sh`` runs one shard of it. Exit 2 on a
-damaged history, an unreadable ``--previous`` file or an empty suite.
+recorded duration above 0 s (no history, none with seconds yet, or reports without times)
+the plan balances by count, its balance in time unknown, exit 0 with a note;
+``ci/scripts/run-sweep.sh`` runs one shard of it. Exit 2 on a damaged history, an
+unreadable ``--previous`` file or an empty suite.
 """
 
 from __future__ import annotations
@@ -183,6 +184,11 @@ def _render(
             f"{estimates.measured:,} tests measured, {estimates.by_operator:,} by their "
             f"operator's median, {estimates.by_all:,} by all tests' median"
         )
+    elif estimates.recorded:
+        lines.append(
+            f"note: the {estimates.recorded:,} tests' durations in the last {args.nights} "
+            f"nightlies of {history_path} are all 0 s (reports without times): a plan by count"
+        )
     else:
         lines.append(
             f"note: no durations in the last {args.nights} nightlies of {history_path}: "
@@ -197,6 +203,8 @@ def _render(
             f"slowest / mean shard: {result.ratio:.3f} (target {args.target}); "
             f"by count (--shard-id/--num-shards) it would be {count.ratio:.3f}"
         )
+    else:
+        lines.append("slowest / mean shard: unknown (no times)")
     if stability.previous:
         how = " (a fresh plan: keeping tests in place could not reach the target)"
         lines.append(

@@ -9,13 +9,21 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+# The width tables get on a pipe or CI log, where rich would assume 80 columns.
+PIPE_WIDTH = 160
+
+
 def terminal(*, stderr: bool = False) -> Console:
-    """On a pipe or CI log, wide enough that tables and file:line locations don't wrap
-    (rich would assume 80 columns there)."""
+    """The console every command prints to. On a pipe or CI log, lines are never wrapped
+    (soft wrap: an error line stays one line, whole, for grep and the log's own wrapping)
+    and tables are laid out :data:`PIPE_WIDTH` columns wide, so file:line locations fit."""
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else 160)
+    tty = stream.isatty()
+    return Console(
+        stderr=stderr, highlight=False, width=None if tty else PIPE_WIDTH, soft_wrap=not tty
+    )
 
 
 class LazyTerminal:

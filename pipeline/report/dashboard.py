@@ -4,14 +4,15 @@ Everything is drawn from the nightly's summary (``summary.json``, built by
 ``pipeline.results.nightly``), so a dashboard can be redrawn from that file alone:
 
 - pass rate over time, one line per runner configuration;
-- a heatmap of operator × dtype outcomes for the latest nightly (a cell is split into one
-  stripe per runner where the runners disagree; a dot marks a flaky result; hovering shows
-  each runner's outcome and message);
+- a heatmap of operator × dtype outcomes for the latest nightly (:mod:`heatmap`: a skip
+  hatched, an untested cell outlined, a cell split into one stripe per runner where the
+  runners disagree, a dot on a flaky result; hovering shows each runner's outcome and
+  message);
 - the migration backlog by workflow, and its easiest items;
 - regressions with their suspects (the commits since the runner's previous run that can
   affect the operator), flaky tests, the proposed xfail removals as a diff.
 
-Every piece of text is escaped with :func:`html.escape`, and a Content-Security-Policy
+Every piece of text is escaped (:func:`pipeline.report.svg.escape`), and a Content-Security-Policy
 that allows no script keeps a test message that slips through from running anyway. The one
 exception is a heatmap too large for SVG (over ``heatmap_canvas.SVG_MAX_CELLS`` cells):
 it is a JSON data block drawn on canvases by a fixed script, the only one the policy then
@@ -20,7 +21,6 @@ allows, by its hash (:mod:`pipeline.report.heatmap_canvas`).
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -30,27 +30,19 @@ from typing import Any
 from pipeline.fsio import write_atomic
 from pipeline.guide.backlog import xfail_cell
 from pipeline.report import heatmap_canvas
-from pipeline.results.junit import DISPLAY_ORDER
+from pipeline.report.heatmap import OUTCOME_ORDER, heatmap, large_heatmap
+from pipeline.report.svg import clip as _clip
+from pipeline.report.svg import empty as _empty
+from pipeline.report.svg import escape as _e
+from pipeline.report.svg import svg as _svg
 
 INDEX = "index.html"
 SUMMARY_MD = "summary.md"
 SUMMARY_JSON = "summary.json"
 DIFF = "xfail-removals.diff"
 
-OUTCOME_COLORS: dict[str, str] = {
-    "pass": "#2da44e",
-    "xpass": "#0969da",
-    "xfail": "#afb8c1",
-    "skip": "#eaeef2",
-    "fail": "#cf222e",
-    "error": "#82071e",
-}
-OUTCOME_ORDER = tuple(o.value for o in DISPLAY_ORDER)
-NOT_RUN = "#ffffff"
 RUNNER_COLORS = ("#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e", "#57606a")
 WORKFLOW_LABELS = {"migrate": "migrate (MPSGraph → Metal)", "add": "add (no MPS kernel yet)"}
-FONT = "font-family:ui-sans-serif,system-ui,sans-serif;font-size:11px"
-_MAX_TITLE = 200
 MAX_SUSPECTS = 5  # per regression, on the page and in summary.md (the JSON has all)
 
 _CSS = """
@@ -69,27 +61,6 @@ pre{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:8px;ov
 .caption{color:#57606a;font-size:12px}.warn{color:#9a6700}code{font-size:12px}
 .suspects{margin:0;padding-left:18px}.suspects li{margin:0 0 4px}
 """
-
-
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _clip(text: str, limit: int = _MAX_TITLE) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _svg(width: float, height: float, label: str, body: Sequence[str]) -> str:
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{_e(label)}" '
-        f'style="{FONT}">' + "".join(body) + "</svg>"
-    )
-
-
-def _empty(message: str) -> str:
-    return _svg(420, 40, message, [f'<text x="8" y="24" fill="#57606a">{_e(message)}</text>'])
 
 
 # ----------------------------------------------------------------------------- charts
@@ -168,127 +139,6 @@ def pass_rate_chart(history: Sequence[Mapping[str, Any]]) -> str:
     return _svg(width, height, "pass rate per runner over the nightlies", body)
 
 
-def _cell_title(name: str, dtype: str, cell: Mapping[str, Any]) -> str:
-    lines = [f"{name} {dtype}: {cell['outcome']}" + (" (flaky)" if cell.get("flaky") else "")]
-    for runner, r in cell.get("runners", {}).items():
-        line = f"{runner}: {r['outcome']}" + (" (flaky)" if r.get("flaky") else "")
-        if r.get("message"):
-            line += f" — {_clip(r['message'])}"
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def heatmap(table: Mapping[str, Any]) -> str:
-    """Operator × dtype outcomes of one nightly (``DtypeTable.to_dict()``, compact or not):
-    an SVG grid."""
-    rows, dtypes, runners = table.get("rows", []), table.get("dtypes", []), table["runners"]
-    if not rows or not dtypes:
-        return _empty("no consistency test results")
-    cell, gap = 16, 2
-    labels = _labels(table)
-    label_w = min(300, 12 + 6.5 * max(len(label) for label in labels))
-    head = 64
-    width = label_w + len(dtypes) * (cell + gap) + 20
-    height = head + len(rows) * (cell + gap) + 64
-    body = []
-    for j, dtype in enumerate(dtypes):
-        cx = label_w + j * (cell + gap) + cell / 2
-        body.append(
-            f'<text transform="translate({cx + 4:.1f},{head - 6}) rotate(-50)">{_e(dtype)}</text>'
-        )
-    for i, (row, label) in enumerate(zip(rows, labels, strict=True)):
-        ty = head + i * (cell + gap)
-        body.append(
-            f'<text x="{label_w - 6:.1f}" y="{ty + cell - 4}" text-anchor="end">'
-            f"{_e(_clip(label, 44))}</text>"
-        )
-        for j, dtype in enumerate(dtypes):
-            tx = label_w + j * (cell + gap)
-            data = row["cells"].get(dtype)
-            if data is None:
-                body.append(
-                    f'<rect x="{tx:.1f}" y="{ty}" width="{cell}" height="{cell}" fill="{NOT_RUN}" '
-                    f'stroke="#eaeef2"><title>{_e(f"{label} {dtype}: not tested")}</title></rect>'
-                )
-                continue
-            if isinstance(data, str):
-                # a plain cell (summary.json schema 2): every runner, this outcome, nothing else
-                tip = f"{label} {dtype}: {data} on every runner"
-                body.append(
-                    f'<rect x="{tx:.1f}" y="{ty}" width="{cell}" height="{cell}" '
-                    f'fill="{OUTCOME_COLORS[data]}"><title>{_e(tip)}</title></rect>'
-                )
-                continue
-            title = f"<title>{_e(_cell_title(label, dtype, data))}</title>"
-            parts = []
-            if data.get("mixed") and len(runners) > 1:
-                stripe = cell / len(runners)
-                for k, runner in enumerate(runners):
-                    r = data["runners"].get(runner)
-                    color = OUTCOME_COLORS[r["outcome"]] if r else NOT_RUN
-                    parts.append(
-                        f'<rect x="{tx + k * stripe:.1f}" y="{ty}" width="{stripe:.1f}" '
-                        f'height="{cell}" fill="{color}"/>'
-                    )
-            else:
-                parts.append(
-                    f'<rect x="{tx:.1f}" y="{ty}" width="{cell}" height="{cell}" '
-                    f'fill="{OUTCOME_COLORS[data["outcome"]]}"/>'
-                )
-            if data.get("flaky"):
-                parts.append(
-                    f'<circle cx="{tx + cell / 2:.1f}" cy="{ty + cell / 2}" r="3" fill="#1f2328"/>'
-                )
-            body.append(f"<g>{title}{''.join(parts)}</g>")
-    ly = head + len(rows) * (cell + gap) + 18
-    lx = 8.0
-    for outcome in OUTCOME_ORDER:
-        body.append(
-            f'<rect x="{lx:.1f}" y="{ly - 10}" width="12" height="12" '
-            f'fill="{OUTCOME_COLORS[outcome]}" stroke="#d0d7de"/>'
-            f'<text x="{lx + 16:.1f}" y="{ly}">{outcome}</text>'
-        )
-        lx += 24 + 7 * len(outcome)
-    body.append(
-        f'<circle cx="{lx + 6:.1f}" cy="{ly - 4}" r="3" fill="#1f2328"/>'
-        f'<text x="{lx + 14:.1f}" y="{ly}">flaky</text>'
-    )
-    note = ""
-    if len(runners) > 1:
-        note = f"split cell: runners disagree, one stripe each, left to right: {', '.join(runners)}"
-        body.append(f'<text x="8" y="{ly + 20}" fill="#57606a">{_e(note)}</text>')
-    width = max(width, lx + 60, 16 + 6.2 * len(note))
-    return _svg(width, height, "operator by dtype outcomes of the latest nightly", body)
-
-
-def _labels(table: Mapping[str, Any]) -> list[str]:
-    grad = " · grad"
-    return [r["name"] + (grad if r["kind"] == "output_grad_match" else "") for r in table["rows"]]
-
-
-def large_heatmap(table: Mapping[str, Any]) -> str:
-    """The heatmap of a table too large for SVG: a data block drawn on canvases by the one
-    script the page's policy allows (:mod:`pipeline.report.heatmap_canvas`)."""
-    labels = _labels(table)
-    data = heatmap_canvas.heatmap_data(
-        table, labels, OUTCOME_COLORS, OUTCOME_ORDER, NOT_RUN, _cell_title
-    )
-    data["rows"] = [_clip(label, 44) for label in labels]
-    legend = "".join(
-        f'<span style="display:inline-block;width:12px;height:12px;background:{color};'
-        f'border:1px solid #d0d7de;margin:0 4px 0 10px"></span>{_e(outcome)}'
-        for outcome, color in OUTCOME_COLORS.items()
-    )
-    runners = table["runners"]
-    note = (
-        f" · split cell: runners disagree, one stripe each, left to right: {', '.join(runners)}"
-        if len(runners) > 1
-        else ""
-    )
-    legend = f'<p class="caption">{legend} · dot: flaky{_e(note)}</p>'
-    return heatmap_canvas.canvas_heatmap(data, legend)
-
-
 def bar_chart(counts: Mapping[str, int], labels: Mapping[str, str] | None = None) -> str:
     """Horizontal bars, one per key of ``counts`` (the backlog by workflow)."""
     if not counts:
@@ -324,7 +174,7 @@ def shard_balance(shards: Mapping[str, Mapping[str, Any]]) -> str:
     longest = max((r["seconds"] for s in shards.values() for r in s["reports"]), default=0)
     rows = []
     for runner, s in shards.items():
-        ratio = f"{s['ratio']:.2f}×" if s.get("ratio") is not None else "–"
+        ratio = f"{s['ratio']:.2f}×" if s.get("ratio") is not None else "unknown (no times)"
         for i, r in enumerate(s["reports"]):
             share = r["seconds"] / longest if longest > 0 else 0
             bar = (

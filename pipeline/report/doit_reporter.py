@@ -22,6 +22,8 @@ from typing import Any, TextIO
 from doit.exceptions import BaseFail, TaskFailed, UnmetDependency
 from doit.reporter import ConsoleReporter
 
+from pipeline.report.summary import closing
+
 MARKERS = "`.  STAGE`: the stage ran; `-- STAGE`: it was up to date, nothing to do"
 
 # what a stage is, as a person says it
@@ -83,8 +85,7 @@ def verdict(summary_md: Path) -> str | None:
         text = summary_md.read_text(encoding="utf-8")
     except OSError:
         return None
-    paragraphs = [p for p in text.strip().split("\n\n") if p.strip()]
-    return " ".join(paragraphs[-1].split()) if paragraphs else None
+    return closing(text)[1]
 
 
 def reporter_class(

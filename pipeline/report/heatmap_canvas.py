@@ -10,7 +10,8 @@ allows that one script by its hash and nothing else, so a message in the data ca
 The data block, for a browser test to read back (``JSON.parse(pre.textContent)``)::
 
     {"dtypes": [...], "runners": [...], "outcomes": ["pass", "xpass", ...],
-     "colors": {"pass": "#2da44e", ...}, "not_run": "#ffffff",
+     "colors": {"pass": "#2da44e", ...}, "not_run": "#ffffff", "edge": "#8c959f",
+     "hatched": [3], "hatch": "#57606a", "ink": "#1f2328",  -- see Palette
      "rows": ["atan2", "atan2 · grad", ...],            -- one label per table row
      "grid": ["00.3", ...],                             -- per row, one character per dtype:
                                                         -- the index of its outcome in
@@ -21,9 +22,11 @@ The data block, for a browser test to read back (``JSON.parse(pre.textContent)``
 Every tested (row, dtype) of summary.json's table is a character other than "."; its cell
 is drawn at x = left + col × (cell + gap), y = top + row × (cell + gap) on the canvas whose
 ``data-first-row`` holds the first row it draws (``top`` only on the first canvas, 0 on
-the others; each canvas has ``data-top``). A plain cell is filled with its outcome's color;
-a cell whose runners disagree has one stripe per runner (``stripes``: outcome indexes in
-runner order, -1 where a runner did not run it); a flaky one has a dark dot in its middle.
+the others; each canvas has ``data-top``). A plain cell is filled with its outcome's color,
+and hatched (lines of ``hatch``) when its outcome's index is in ``hatched``; an untested
+cell is outlined in ``edge``; a cell whose runners disagree has one stripe per runner
+(``stripes``: outcome indexes in runner order, -1 where a runner did not run it), lines of
+``ink`` between them and around the cell; a flaky one has an ``ink`` dot in its middle.
 """
 
 from __future__ import annotations
@@ -33,18 +36,49 @@ import hashlib
 import html
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 # Above this many cells the dashboard draws the heatmap here, not as SVG.
 SVG_MAX_CELLS = 4_000
 ROWS_PER_CANVAS = 1_000
-CELL, GAP, TOP = 16, 2, 64
+CELL, GAP, TOP = 16, 2, 64  # a cell's side, the gap between cells, the dtypes' header
+
+
+@dataclass(frozen=True)
+class Palette:
+    """How the heatmap tells its cells apart (both drawings: SVG and these canvases)."""
+
+    colors: Mapping[str, str]  # outcome -> its fill
+    outcomes: Sequence[str]  # every outcome, in display order
+    not_run: str  # the fill of a cell, or a stripe, that no test ran
+    edge: str  # the border of an untested cell and of the legend's swatches
+    hatched: Sequence[str]  # outcomes whose fill is crossed by diagonal lines (skip)
+    hatch: str  # those lines' color
+    ink: str  # a split cell's dividers and outline, the flaky dot
+
 
 SCRIPT = """(function () {
   var pre = document.getElementById("heatmap-data"), box = document.getElementById("heatmap");
   if (!pre || !box) return;
   var d = JSON.parse(pre.textContent), L = d.layout, C = L.cell, S = L.cell + L.gap;
-  var colors = d.outcomes.map(function (o) { return d.colors[o]; });
+  var colors = d.outcomes.map(function (o) { return d.colors[o]; }), hatched = {};
+  d.hatched.forEach(function (o) { hatched[o] = true; });
+  function paint(g, o, x, y, w) {
+    g.fillStyle = o < 0 ? d.not_run : colors[o]; g.fillRect(x, y, w, C);
+    if (!hatched[o]) return;
+    g.save(); g.beginPath(); g.rect(x, y, w, C); g.clip();
+    g.strokeStyle = d.hatch; g.lineWidth = 1.5; g.beginPath();
+    for (var k = -C; k < w; k += 4) { g.moveTo(x + k, y + C); g.lineTo(x + k + C, y); }
+    g.stroke(); g.restore();
+  }
+  function split(g, stripes, x, y) {
+    var n = stripes.length, w = C / n;
+    stripes.forEach(function (o, k) { paint(g, o, x + k * w, y, w); });
+    g.strokeStyle = d.ink; g.lineWidth = 1; g.beginPath();
+    for (var k = 1; k < n; k++) { g.moveTo(x + k * w, y); g.lineTo(x + k * w, y + C); }
+    g.stroke(); g.strokeRect(x + 0.5, y + 0.5, C - 1, C - 1);
+  }
   function draw(first) {
     var rows = d.rows.slice(first, first + L.rows_per_canvas), top = first ? 0 : L.top;
     var cv = document.createElement("canvas");
@@ -65,16 +99,12 @@ SCRIPT = """(function () {
       for (var j = 0; j < line.length; j++) {
         var ch = line.charAt(j), x = L.left + j * S, det = d.details[(first + i) + ":" + j];
         if (ch === ".") {
-          g.strokeStyle = "#eaeef2"; g.strokeRect(x + 0.5, y + 0.5, C - 1, C - 1); continue;
+          g.strokeStyle = d.edge; g.lineWidth = 1;
+          g.strokeRect(x + 0.5, y + 0.5, C - 1, C - 1); continue;
         }
-        if (det && det.stripes) {
-          var w = C / det.stripes.length;
-          det.stripes.forEach(function (o, k) {
-            g.fillStyle = o < 0 ? d.not_run : colors[o]; g.fillRect(x + k * w, y, w, C);
-          });
-        } else { g.fillStyle = colors[+ch]; g.fillRect(x, y, C, C); }
+        if (det && det.stripes) split(g, det.stripes, x, y); else paint(g, +ch, x, y, C);
         if (det && det.flaky) {
-          g.fillStyle = "#1f2328"; g.beginPath();
+          g.fillStyle = d.ink; g.beginPath();
           g.arc(x + C / 2, y + C / 2, 3, 0, 2 * Math.PI); g.fill();
         }
       }
@@ -107,15 +137,14 @@ def cell_count(table: Mapping[str, Any]) -> int:
 def heatmap_data(
     table: Mapping[str, Any],
     labels: Sequence[str],
-    colors: Mapping[str, str],
-    outcomes: Sequence[str],
-    not_run: str,
+    palette: Palette,
     title: Callable[[str, str, Mapping[str, Any]], str],
 ) -> dict[str, Any]:
     """The data block's document (see the module docstring) for ``table`` (``DtypeTable``'s
-    dict, compact or not) with the dashboard's row ``labels`` and cell ``title``s."""
+    dict, compact or not) with the dashboard's row ``labels``, ``palette`` and cell
+    ``title``s."""
     dtypes, runners = list(table.get("dtypes", [])), list(table["runners"])
-    index = {outcome: str(i) for i, outcome in enumerate(outcomes)}
+    index = {outcome: str(i) for i, outcome in enumerate(palette.outcomes)}
     grid: list[str] = []
     details: dict[str, dict[str, Any]] = {}
     for r, (row, label) in enumerate(zip(table["rows"], labels, strict=True)):
@@ -143,9 +172,13 @@ def heatmap_data(
     return {
         "dtypes": dtypes,
         "runners": runners,
-        "outcomes": list(outcomes),
-        "colors": dict(colors),
-        "not_run": not_run,
+        "outcomes": list(palette.outcomes),
+        "colors": dict(palette.colors),
+        "not_run": palette.not_run,
+        "edge": palette.edge,
+        "hatched": [int(index[o]) for o in palette.hatched],
+        "hatch": palette.hatch,
+        "ink": palette.ink,
         "rows": list(labels),
         "grid": grid,
         "details": details,

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from pipeline.report.console import terminal
 from pipeline.results.junit import DISPLAY_ORDER, Outcome
 from pipeline.results.table import Cell, DtypeTable
 
@@ -173,7 +174,7 @@ def _legend(table: DtypeTable) -> str | None:
 
 def render_terminal(table: DtypeTable, console: Console | None = None) -> None:
     """Print ``table`` with rich: one row per operator (and test kind), one column per dtype."""
-    console = console or Console()
+    console = console or terminal()
     if not table.rows:
         console.print("[dim]no consistency test results[/dim]")
         return

@@ -16,7 +16,8 @@ MAX_LISTED = 50
 
 
 def render_terminal(findings: Sequence[Finding], notes: Sequence[str], console: Console) -> None:
-    """One line per finding: ``path:line: severity [check] reason``."""
+    """One line per finding: ``path:line: severity [check] reason``; one per note (what
+    could not be judged); then their counts, each in the word its lines use."""
     for f in findings:
         console.print(
             f"{escape(f.path)}:{f.line}: [{STYLE[f.severity]}]{f.severity}[/] "
@@ -27,7 +28,7 @@ def render_terminal(findings: Sequence[Finding], notes: Sequence[str], console: 
         console.print(f"[dim]note: {escape(note)}[/]", highlight=False, soft_wrap=True)
     counts = {s: sum(f.severity is s for f in findings) for s in Severity}
     words = [_count(counts[Severity.ERROR], "error"), _count(counts[Severity.WARNING], "warning"),
-             _count(counts[Severity.INFO], "note")]  # fmt: skip
+             f"{counts[Severity.INFO]} info", _count(len(notes), "note")]  # fmt: skip
     console.print(f"review: {', '.join(words)}", highlight=False)
 
 

@@ -122,11 +122,16 @@ class Proposals:
 def collect_reports(
     results: Path, runners: Sequence[str]
 ) -> tuple[dict[str, tuple[Path, ...]], tuple[str, ...]]:
-    """Runner -> its JUnit files under ``results`` (configured runners first), and warnings."""
+    """Runner -> its JUnit files under ``results`` (configured runners first), and warnings:
+    a report outside any runner folder, a runner folder not among ``runners`` (a typo there
+    would start a runner of its own in the history)."""
     if not results.is_dir():
+        what = "no such folder"
+        if results.exists():
+            what = "a file, not a folder" if results.is_file() else "not a folder"
         raise PipelineError(
-            f"--results {results}: no such directory; it should hold one folder per runner "
-            "configuration (results/<runner>/shard-<n>.xml)"
+            f"--results {results}: {what}; --results takes a folder of JUnit reports, one "
+            "folder per runner configuration in it (results/<runner>/shard-<n>.xml)"
         )
     found: dict[str, list[Path]] = {}
     warnings = []
@@ -142,7 +147,15 @@ def collect_reports(
             f"--results {results}: no JUnit reports (*.xml) in runner folders; expected "
             "results/<runner>/shard-<n>.xml"
         )
-    order = [r for r in runners if r in found] + sorted(r for r in found if r not in runners)
+    extra = sorted(r for r in found if r not in runners)
+    configured = ", ".join(runners) if runners else "none"
+    warnings += [
+        f"{results / r}: runner folder {r!r} is not among the config's runners ({configured}); "
+        "its reports are recorded as a runner of its own (add it to `runners:` if it is one, "
+        "or rename the folder)"
+        for r in extra
+    ]
+    order = [r for r in runners if r in found] + extra
     return {r: tuple(found[r]) for r in order}, tuple(warnings)
 
 

@@ -8,7 +8,9 @@ their durations and the previous night's plan; the ``shards`` command
 last :data:`DEFAULT_NIGHTS` nightlies, every runner's runs together (a median shrugs off
 one slow night or one slow Mac). A test without any gets the median of its operator's
 tests (same stem, both kinds), else the median of all tests. Without a single recorded
-duration every test weighs 1: the plan balances by count, and says so.
+duration above 0 s (no history, or reports that carry no times: every ``time="0"``) every
+test weighs 1: the plan spreads the tests by count, equal counts, and says that its
+balance in time is unknown.
 
 **Plan** (:func:`plan`). Without a previous plan: greedy LPT, longest processing time
 first (the heaviest test to the lightest shard; ties broken by test id, then by the lower
@@ -62,7 +64,8 @@ class Estimates:
     measured: int  # tests with durations of their own
     by_operator: int  # tests given their operator's median
     by_all: int  # tests given the median of all tests
-    timed: bool  # False: no durations at all; every test weighs 1 (a plan by count)
+    timed: bool  # False: no duration above 0 s; every test weighs 1 (a plan by count)
+    recorded: int = 0  # tests with recorded durations (in the suite or no longer)
 
 
 def medians(samples: Mapping[str, Sequence[float]]) -> dict[str, float]:
@@ -72,9 +75,11 @@ def medians(samples: Mapping[str, Sequence[float]]) -> dict[str, float]:
 
 def estimate(suite: Sequence[str], measured: Mapping[str, float]) -> Estimates:
     """Each test of ``suite``: its own median (``measured``, which may hold tests no longer
-    in the suite: they still count for their operator), else its operator's, else all's."""
+    in the suite: they still count for their operator), else its operator's, else all's.
+    When that gives every test 0 s, nothing is known of their times: a plan by count."""
+    by_count = Estimates(dict.fromkeys(suite, 1.0), 0, 0, len(suite), False, len(measured))
     if not measured:
-        return Estimates(dict.fromkeys(suite, 1.0), 0, 0, len(suite), False)
+        return by_count
     by_stem: dict[str | None, list[float]] = {}
     for test, taken in measured.items():
         by_stem.setdefault(operator(test), []).append(taken)
@@ -91,7 +96,9 @@ def estimate(suite: Sequence[str], measured: Mapping[str, float]) -> Estimates:
             by_op += 1
         else:
             seconds[test] = everything
-    return Estimates(seconds, own, by_op, len(seconds) - own - by_op, True)
+    if not any(seconds.values()):  # LPT would put every test in shard 1, "balanced"
+        return by_count
+    return Estimates(seconds, own, by_op, len(seconds) - own - by_op, True, len(measured))
 
 
 # ----------------------------------------------------------------------------------- plans

@@ -46,6 +46,20 @@ def test_no_reports_is_an_error_with_the_expected_layout(tmp_path, settings, cap
     assert "results/<runner>/shard-<n>.xml" in capsys.readouterr().err
 
 
+def test_results_that_are_a_file_or_missing_say_so(tmp_path, settings, capsys):
+    report = tmp_path / "shard-1.xml"
+    report.write_text("<testsuites/>")
+    for given, what in ((report, "a file, not a folder"), (tmp_path / "nope", "no such folder")):
+        code = main(["nightly", "--results", str(given), "--state-dir", str(settings.state_dir)])
+        err = capsys.readouterr().err.splitlines()[-1]
+        assert code == 2
+        assert err.startswith(
+            f"error: --results {given}: {what}; --results takes a folder of JUnit reports, one "
+            "folder per runner configuration in it"
+        )
+        assert "directory" not in err
+
+
 @pytest.mark.slow
 def test_regression_is_flagged_and_fails_the_command(settings, nights, capsys):
     state = ["--state-dir", str(settings.state_dir)]

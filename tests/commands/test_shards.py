@@ -84,12 +84,39 @@ def test_without_history_a_plan_by_count_with_a_note(capsys, settings, tmp_path)
     code, out, _ = _shards(capsys, settings, "--num-shards", "2", "--out", str(out_file))
     assert code == 0
     assert "note: no durations in the last 7 nightlies" in out and "a plan by count" in out
+    assert "slowest / mean shard: unknown (no times)" in out
     assert "stability: no previous plan" in out
     doc = json.loads(out_file.read_text())
     assert [s["seconds"] for s in doc["shards"]] == [None, None]
     sizes = [len(s["tests"]) for s in doc["shards"]]
     assert abs(sizes[0] - sizes[1]) <= 1 and sum(sizes) == len(_suite(settings))
     assert not (settings.state_dir / layout.SHARD_PLAN).exists()  # --out, not the default
+
+
+def test_reports_without_times_plan_by_count_and_the_balance_is_unknown(capsys, settings, tmp_path):
+    # a night whose reports carry no times (every time="0"), on each configured runner
+    cases = "".join(
+        f'<testcase classname="test.test_mps.TestConsistencyMPS" name="{t.split("::")[1]}" '
+        'time="0"/>'
+        for t in _suite(settings)[:20]
+    )
+    for runner in settings.runners:
+        report = tmp_path / "results" / runner / "shard-1.xml"
+        report.parent.mkdir(parents=True)
+        report.write_text(f'<testsuites><testsuite name="pytest" time="0">{cases}</testsuite>'
+                          "</testsuites>")  # fmt: skip
+    assert main(["nightly", "--results", str(tmp_path / "results"), "--state-dir",
+                 str(settings.state_dir)]) == 0  # fmt: skip
+    capsys.readouterr()
+    code, out, _ = _shards(capsys, settings, "--num-shards", "3")
+    assert code == 0
+    assert "note: the 20 tests' durations in the last 7 nightlies" in out
+    assert "are all 0 s (reports without times): a plan by count" in out
+    assert "slowest / mean shard: unknown (no times)" in out and "1.000" not in out
+    doc = json.loads((settings.state_dir / layout.SHARD_PLAN).read_text())
+    sizes = [len(s["tests"]) for s in doc["shards"]]
+    assert max(sizes) - min(sizes) <= 1 and sum(sizes) == len(_suite(settings))
+    assert [s["seconds"] for s in doc["shards"]] == [None, None, None]
 
 
 def test_a_damaged_history_is_exit_2_and_untouched(capsys, settings):

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pipeline.report import dashboard
+from pipeline.report import dashboard, heatmap
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import merge_runs
 
@@ -152,29 +152,72 @@ def test_every_chart_is_well_formed_svg():
     data = summary()
     for svg in (
         dashboard.pass_rate_chart(data["history"]),
-        dashboard.heatmap(data["table"]),
+        heatmap.heatmap(data["table"]),
         dashboard.bar_chart(data["backlog"]["counts"], dashboard.WORKFLOW_LABELS),
     ):
         parse_svg(svg)
 
 
 def test_heatmap_cells_stripes_and_tooltips():
-    root = parse_svg(dashboard.heatmap(table_dict()))
+    root = parse_svg(heatmap.heatmap(table_dict()))
     cells = root.findall(f"{SVG}g")
     assert len(cells) == 2
     by_title = {g.find(f"{SVG}title").text.split("\n")[0]: g for g in cells}
     mixed = by_title["atan2 <b> float32: fail"]
-    # runners disagree: one stripe per runner, in runner order (fail, pass)
-    fills = [r.get("fill") for r in mixed.findall(f"{SVG}rect")]
-    assert fills == [dashboard.OUTCOME_COLORS["fail"], dashboard.OUTCOME_COLORS["pass"]]
+    # runners disagree: one stripe per runner, in runner order (fail, pass), a dark line
+    # between them and a dark outline around the cell
+    rects = mixed.findall(f"{SVG}rect")
+    assert [r.get("fill") for r in rects] == [
+        heatmap.OUTCOME_COLORS["fail"], heatmap.OUTCOME_COLORS["pass"], "none"
+    ]  # fmt: skip
+    assert rects[-1].get("stroke") == heatmap.PALETTE.ink
+    (divider,) = mixed.findall(f"{SVG}line")
+    assert divider.get("stroke") == heatmap.PALETTE.ink
+    assert float(divider.get("x1")) == float(rects[1].get("x")) == float(divider.get("x2"))
     assert EVIL in mixed.find(f"{SVG}title").text  # unescaped back by the XML parser
     flaky = by_title["atan2 <b> int64: xpass (flaky)"]
     assert [r.get("fill") for r in flaky.findall(f"{SVG}rect")] == [
-        dashboard.OUTCOME_COLORS["xpass"]
+        heatmap.OUTCOME_COLORS["xpass"]
     ]
     assert flaky.find(f"{SVG}circle") is not None  # the flaky dot
     labels = [t.text for t in root.iter(f"{SVG}text")]
     assert "float32" in labels and "int64" in labels and "atan2 <b>" in labels
+
+
+def _cell_rect(root: ET.Element, title: str) -> ET.Element:
+    """The (first) rectangle of the heatmap cell whose tooltip starts with ``title``."""
+    parent = {child: node for node in root.iter() for child in node}
+    found = next(parent[t] for t in root.iter(f"{SVG}title") if t.text.split("\n")[0] == title)
+    return found if found.tag == f"{SVG}rect" else found.find(f"{SVG}rect")
+
+
+def test_a_skip_is_hatched_an_untested_cell_outlined_and_the_legend_shows_both():
+    runs = {
+        r: [case("atan2", "float32", Outcome.SKIP), case("atan2", "float16", Outcome.PASS),
+            case("fmod", "float32", Outcome.SKIP)]
+        for r in ("macos-m1-14", "macos-m2-15")
+    }  # fmt: skip
+    for compact in (False, True):
+        root = parse_svg(heatmap.heatmap(merge_runs(runs).to_dict(compact=compact)))
+        suffix = " on every runner" if compact else ""
+        skip = _cell_rect(root, f"atan2 float32: skip{suffix}")
+        untested = _cell_rect(root, "fmod float16: not tested")
+        # a skip: its light gray crossed by dark lines, a pattern the SVG defines
+        pattern = root.find(f".//{SVG}pattern[@id='hatch-skip']")
+        assert skip.get("fill") == "url(#hatch-skip)" and pattern is not None
+        tile = [r.get("fill") for r in pattern.findall(f"{SVG}rect")]
+        assert tile == [heatmap.OUTCOME_COLORS["skip"], heatmap.PALETTE.hatch]
+        # not tested: white, outlined, nothing like a skip
+        assert untested.get("fill") == heatmap.NOT_RUN
+        assert untested.get("stroke") == heatmap.PALETTE.edge
+        legend = [t.text for t in root.iter(f"{SVG}text")]
+        assert {"skip", "not tested", "flaky"} <= set(legend)
+        assert "runners disagree: one stripe per runner, left to right: macos-m1-14, " \
+            "macos-m2-15" in legend  # fmt: skip
+        # the legend's skip swatch is the hatch too, and its split cell is drawn as one
+        swatch = [r for r in root.findall(f"{SVG}rect") if r.get("width") == "12"]
+        assert "url(#hatch-skip)" in {r.get("fill") for r in swatch}
+        assert len(root.findall(f"{SVG}line")) == 1  # the legend's split: one divider
 
 
 def test_pass_rate_chart_has_a_line_and_points_per_runner_and_breaks_on_gaps():
@@ -198,7 +241,7 @@ def test_pass_rate_chart_has_a_line_and_points_per_runner_and_breaks_on_gaps():
 
 def test_empty_inputs_draw_a_message():
     assert "no nightly history yet" in dashboard.pass_rate_chart([])
-    assert "no consistency test results" in dashboard.heatmap(
+    assert "no consistency test results" in heatmap.heatmap(
         {"rows": [], "dtypes": [], "runners": []}
     )
     html = dashboard.render_html(
@@ -325,3 +368,15 @@ def test_a_backlog_item_without_an_opinfo_says_its_xfails_are_unknown():
     assert line.endswith(f"; {NO_OPINFO}")
     section = tracker.render_section([Claim(item.op, ClaimState.UNCLAIMED, (), item)], [])
     assert f"| 1 | `special_airy_ai` | migrate | 1 | ? {NO_OPINFO} | unclaimed |" in section
+
+
+def test_shards_without_times_have_an_unknown_balance_never_a_number():
+    untimed = {
+        "macos-m1-14": {
+            "reports": [{"report": f"macos-m1-14/shard-{i}.xml", "shard": i, "seconds": 0.0,
+                         "measured": "suite", "tests": 4} for i in (1, 2)],
+            "total_seconds": 0.0, "max_seconds": 0.0, "mean_seconds": 0.0, "ratio": None,
+        }
+    }  # fmt: skip
+    html = dashboard.shard_balance(untimed)
+    assert "<td>unknown (no times)</td>" in html and "×" not in html

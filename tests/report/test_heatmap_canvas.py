@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from pipeline.dtypes import MPS_TEST_DTYPES
-from pipeline.report import dashboard, heatmap_canvas
+from pipeline.report import dashboard, heatmap, heatmap_canvas
 from pipeline.results.junit import Outcome
 from pipeline.results.table import merge_runs
 from tests.report.test_dashboard import EVIL, case, summary
@@ -75,6 +75,14 @@ def test_a_large_heatmap_is_a_data_block_and_the_one_script_the_policy_allows():
     assert mixed and all(len(d["stripes"]) == 3 for d in mixed)
     assert any(EVIL in d["title"] for d in mixed)  # readable back, never markup on the page
     assert any(d.get("flaky") for d in data["details"].values())
+    # the legend: a hatched skip, not tested, and a split cell with its runners in order
+    (legend,) = re.findall(r'<div id="heatmap"></div><p class="caption">(.*?)</p>', page, re.S)
+    skip, hatch = heatmap.OUTCOME_COLORS["skip"], heatmap.PALETTE.hatch
+    assert f"repeating-linear-gradient(45deg,{skip} 0 2px,{hatch} 2px 3.5px)" in legend
+    assert "not tested" in legend and "dot: flaky" in legend
+    assert f"runners disagree: one stripe per runner, left to right: {', '.join(RUNNERS)}" in (
+        legend
+    )
 
 
 def test_a_small_heatmap_stays_svg_without_a_script():
@@ -84,7 +92,8 @@ def test_a_small_heatmap_stays_svg_without_a_script():
 
 
 # A page of our own for the script, in node: the document and canvas it uses, recording
-# every rectangle filled with its color.
+# every rectangle filled with its color, and every stroke: an outline ("rect") or the lines
+# of one path ("lines", where: the clip's corner, else the first line's start; how many).
 _HARNESS = """
 const pre = {textContent: require("fs").readFileSync(process.argv[2], "utf8")};
 const canvases = [];
@@ -92,17 +101,23 @@ const box = {appendChild: (c) => canvases.push(c)};
 global.document = {
   getElementById: (id) => id === "heatmap-data" ? pre : id === "heatmap" ? box : null,
   createElement: () => {
-    const fills = [];
-    const g = {fillStyle: "", strokeStyle: "", font: "", textAlign: "",
+    const fills = [], strokes = [];
+    let path = [], clip = null;
+    const g = {fillStyle: "", strokeStyle: "", font: "", textAlign: "", lineWidth: 1,
       fillRect(x, y, w, h) { fills.push([this.fillStyle, x, y, w, h]); },
-      strokeRect() {}, fillText() {}, save() {}, restore() {}, translate() {}, rotate() {},
-      beginPath() {}, arc() {}, fill() { fills.push([this.fillStyle, "dot"]); }};
-    return {dataset: {}, getContext: () => g, addEventListener() {}, fills};
+      strokeRect(x, y) { strokes.push([this.strokeStyle, "rect", x, y, 1]); },
+      beginPath() { path = []; }, moveTo(x, y) { path.push([x, y]); }, lineTo() {},
+      rect(x, y) { clip = [x, y]; }, clip() {},
+      stroke() { const at = clip || path[0]; strokes.push([this.strokeStyle, "lines", at[0],
+        at[1], path.length]); },
+      fillText() {}, save() {}, restore() { clip = null; }, translate() {}, rotate() {},
+      arc() {}, fill() { fills.push([this.fillStyle, "dot"]); }};
+    return {dataset: {}, getContext: () => g, addEventListener() {}, fills, strokes};
   },
 };
 eval(require("fs").readFileSync(process.argv[3], "utf8"));
 console.log(JSON.stringify(canvases.map(c => ({first: +c.dataset.firstRow, top: +c.dataset.top,
-  width: c.width, height: c.height, fills: c.fills}))));
+  width: c.width, height: c.height, fills: c.fills, strokes: c.strokes}))));
 """
 
 
@@ -126,20 +141,37 @@ def test_the_script_draws_every_tested_cell_in_its_outcomes_color(tmp_path):
     step = layout["cell"] + layout["gap"]
     assert [c["first"] for c in canvases] == list(range(0, len(data["rows"]), 1000))
     drawn: dict[tuple[int, int], list[str]] = {}
+    stroked: dict[tuple[int, int], list[tuple]] = {}
     for canvas in canvases:
+
+        def at(x: float, y: float, top: int = canvas["top"], first: int = canvas["first"]):
+            return first + int((y - top) // step), int((x - layout["left"]) // step)
+
         for fill in canvas["fills"]:
-            if fill[1] == "dot":
-                continue
-            color, x, y = fill[0], fill[1], fill[2]
-            col, row = int((x - layout["left"]) // step), int((y - canvas["top"]) // step)
-            drawn.setdefault((canvas["first"] + row, col), []).append(color)
+            if fill[1] != "dot":
+                drawn.setdefault(at(fill[1], fill[2]), []).append(fill[0])
+        for color, kind, x, y, lines in canvas["strokes"]:
+            stroked.setdefault(at(x, y), []).append((color, kind, lines))
     colors = [data["colors"][o] for o in data["outcomes"]]
+    hatch = (data["hatch"], "lines", 8)  # a cell's diagonals; a stripe's are fewer
+    split = [(data["ink"], "lines", len(RUNNERS) - 1), (data["ink"], "rect", 1)]
+    skip = data["outcomes"].index("skip")
+    assert data["hatched"] == [skip]
+    seen = set()
     for r, line in enumerate(data["grid"]):
         for c, char in enumerate(line):
             detail = data["details"].get(f"{r}:{c}", {})
-            if char == ".":
-                assert (r, c) not in drawn
+            strokes = stroked.get((r, c), [])
+            if char == ".":  # not tested: outlined, never filled
+                assert (r, c) not in drawn and strokes == [(data["edge"], "rect", 1)]
             elif "stripes" in detail:
                 assert drawn[(r, c)] == [colors[o] for o in detail["stripes"]]
+                # each skip stripe hatched, then a line between stripes and the outline
+                hatched = [s for s in strokes if s[0] == data["hatch"]]
+                assert len(hatched) == detail["stripes"].count(skip)
+                assert strokes[len(hatched):] == split
             else:
                 assert drawn[(r, c)] == [colors[int(char)]]
+                assert strokes == ([hatch] if int(char) == skip else [])
+            seen.add("split" if "stripes" in detail else char)
+    assert {".", str(skip), "split"} <= seen  # each kind was drawn and checked

@@ -3,13 +3,16 @@ and read back the same by --post-from."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
+from rich.console import Console
 
 from pipeline.errors import PipelineError
 from pipeline.guide.review import to_json
 from pipeline.guide.review.base import Finding, Severity
+from pipeline.report.review import render_terminal
 from pipeline.results.speed import Judgement, Verdict, verdict_to_dict
 from tests.report.pr_samples import sample
 
@@ -55,3 +58,21 @@ def test_results_json_round_trips_the_sections():
 def test_without_either_section_the_comment_is_as_before():
     assert "### Review checks" not in sample().comment()
     assert "### Kernel speed" not in sample().comment()
+
+
+def test_the_terminal_counts_what_it_printed_in_the_words_its_lines_use():
+    info = Finding("aten/src/ATen/native/mps/kernels/BinaryKernel.metal", 9, "dtype-coverage",
+                   Severity.INFO, "the OpInfo says int8; no registration covers it")  # fmt: skip
+    note = "check-math: not run: no C++ compiler"
+    for findings, notes, count in (
+        ((), (note,), "review: 0 errors, 0 warnings, 0 info, 1 note"),
+        ((*FINDINGS, info), (), "review: 2 errors, 0 warnings, 1 info, 0 notes"),
+        ((info,), (note, note), "review: 0 errors, 0 warnings, 1 info, 2 notes"),
+    ):
+        console = Console(record=True, width=200, file=io.StringIO())
+        render_terminal(findings, notes, console)
+        lines = console.export_text().splitlines()
+        assert lines[-1] == count
+        assert sum(line.startswith("note: ") for line in lines) == len(notes)
+        assert sum(": info [" in line for line in lines) == (info in findings)
+        assert sum(": error [" in line for line in lines) == len(findings) - (info in findings)

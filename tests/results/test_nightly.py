@@ -58,7 +58,19 @@ def test_collect_reports_matches_the_workflow_layout(tmp_path):
     assert list(found) == ["macos-m1-14", "macos-m2-15", "macos-m2-26", "macos-m4-26"]
     assert [p.name for p in found["macos-m2-15"]] == ["shard-1.xml", "shard-2.xml"]
     assert len(found["macos-m2-26"]) == 1
-    assert len(warnings) == 1 and "stray.xml" in warnings[0]
+    assert len(warnings) == 2 and "stray.xml" in warnings[0]
+    # a folder no configured runner is named like: recorded, and said, with the runners
+    assert warnings[1] == (
+        f"{results / 'macos-m4-26'}: runner folder 'macos-m4-26' is not among the config's "
+        f"runners ({', '.join(RUNNERS)}); its reports are recorded as a runner of its own (add "
+        "it to `runners:` if it is one, or rename the folder)"
+    )
+    assert nightly.collect_reports(results, ())[1][1:] == tuple(
+        f"{results / r}: runner folder {r!r} is not among the config's runners (none); its "
+        "reports are recorded as a runner of its own (add it to `runners:` if it is one, or "
+        "rename the folder)"
+        for r in ("junit-macos-m2-26-shard-1", "macos-m1-14", "macos-m2-15", "macos-m4-26")
+    )
 
 
 # --------------------------------------------------------------------------- proposals

@@ -77,6 +77,21 @@ def test_without_any_duration_every_test_weighs_one():
     assert shards.to_json(plan, timed=False)["shards"][0]["seconds"] is None
 
 
+def test_durations_all_0_s_are_no_times_a_plan_by_count():
+    # reports that carry no times (every time="0"): LPT would put every test in shard 1
+    suite = [tid(f"op{i}") for i in range(10)]
+    for measured in ({t: 0.0 for t in suite}, {tid("gone"): 0.0, suite[0]: 0.0}):
+        got = shards.estimate(suite, measured)
+        assert not got.timed and got.recorded == len(measured)
+        assert got.seconds == dict.fromkeys(suite, 1.0)
+        plan, _ = shards.plan(got.seconds, 3)
+        assert sorted(len(s) for s in plan.shards) == [3, 3, 4]  # equal counts
+        assert_partition(plan, suite)
+    # an operator's own 0 s is a time when others have some: a fast test, not an unknown one
+    timed = shards.estimate(suite, {suite[0]: 0.0, suite[1]: 2.0})
+    assert timed.timed and timed.seconds[suite[0]] == 0.0 and timed.recorded == 2
+
+
 # ---------------------------------------------------------------------------------- plans
 
 
