@@ -4,6 +4,7 @@ sandbox copies."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import shutil
 import subprocess
@@ -18,9 +19,19 @@ from tests.releases import NEWEST, OLDEST, Release, WheelUnavailable, release
 T = TypeVar("T")
 FIXTURES = Path(__file__).parent / "fixtures"
 MATH_CACHE_ENV = "MPS_PIPELINE_MATH_CACHE"
+STATE_HOME_ENV = "XDG_STATE_HOME"
+# the session's own state home, once made (xdist workers inherit the controller's)
+SESSION_STATE_ENV = "MPSP_TEST_STATE_HOME"  # no MPS_PIPELINE_: that would be a setting
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The bundled sandbox's default state folder is the user's ($XDG_STATE_HOME/mps-pipeline):
+    # never this machine's real one, whatever a test or a session fixture runs (each test
+    # then gets its own, `_own_sandbox_state`).
+    if not os.environ.get(SESSION_STATE_ENV):
+        folder = tempfile.mkdtemp(prefix="mps-pipeline-test-state-")
+        os.environ[SESSION_STATE_ENV] = os.environ[STATE_HOME_ENV] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     # One check-math cache (math.cache) for the session's command runs, which inherit the
     # variable, xdist workers included: torch's answers for the sandbox's functors cost
     # seconds of torch import each and are the same in every test's private tree. Entries
@@ -39,6 +50,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
         for name, value in TEST_ENV.items():
             os.environ.setdefault(name, value)
+
+
+_state_homes = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _own_sandbox_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's own state home: a run outside any checkout keeps the bundled sandbox's
+    working copy there, and one test's migration must not be another's starting tree."""
+    home = Path(os.environ[SESSION_STATE_ENV]) / f"{os.getpid()}-{next(_state_homes)}"
+    monkeypatch.setenv(STATE_HOME_ENV, str(home))
 
 
 def math_cache() -> Path:

@@ -49,11 +49,17 @@ class User:
     def python(self) -> Path:
         return self.venv / "bin" / "python"
 
+    @property
+    def sandbox(self) -> Path:
+        """The bundled sandbox's working copy, in this user's state folder (no XDG_STATE_HOME:
+        ~/.local/state/mps-pipeline)."""
+        return self.home / ".local" / "state" / "mps-pipeline" / "sandbox"
+
     def env(self) -> dict[str, str]:
         keep = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "XDG_STATE_HOME")
             and not k.startswith(("MPS_PIPELINE_", "PYTEST_", "MPS_SIM_", "COV_"))
         }
         # the venv's bin first, as an activated venv has it; git and a shell from the system
@@ -248,7 +254,7 @@ def test_5_next_names_the_tree_whose_git_diff_to_review(migrated, user: User) ->
     elsewhere.mkdir()
     run = user.run("migrate", "atan2", cwd=elsewhere)
     assert run.returncode == 0, run.stdout + run.stderr
-    sandbox = elsewhere / ".mps-pipeline" / "sandbox"
+    sandbox = user.sandbox  # in the user's state folder (issue 28), not in `elsewhere`
     assert f"review `git -C {sandbox} diff`" in run.stdout
     assert BINARY_KERNEL_MM in git(sandbox, "diff", "--name-only").split()
 
@@ -357,6 +363,37 @@ def test_8_version_global_flags_help_config_backlog_and_nightly_agree(
     counts = Counter(i["workflow"] for i in items)
     expected = ", ".join(f"{w} {n}" for w, n in counts.items())
     assert f"migration backlog: {len(items)} operators ({expected})\n" in night.stdout
+
+
+# ------------------------------------------ issue 28: no green verdict that isn't one
+
+
+def verdict_line(stdout: str) -> str:
+    (line,) = [line for line in stdout.splitlines() if line.startswith("verdict")]
+    return line
+
+
+def test_28_3_outside_any_checkout_the_verdict_names_the_sandbox_and_the_folder_stays_empty(
+    user: User, migrated
+) -> None:
+    # someone who meant to stand in ~/pytorch: the verdict's own line says which tree it was
+    folder = user.home / "meant-to-be-pytorch"
+    folder.mkdir()
+    for _ in range(2):  # the run (or a no-op, when test 5 migrated the sandbox), then a no-op
+        run = user.run("migrate", "atan2", cwd=folder)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert verdict_line(run.stdout).startswith(
+            "verdict (on the bundled sandbox, not a checkout of yours): atan2: "
+        )
+        assert run.stderr.startswith("root: the bundled sandbox, working copy ")
+        # the sandbox's state is in the user's state folder: nothing of ours in this one
+        assert list(folder.iterdir()) == []
+        assert f"review `git -C {user.sandbox} diff`" in run.stdout
+    assert BINARY_KERNEL_MM in git(user.sandbox, "diff", "--name-only").split()
+    # in a checkout the verdict is about that checkout, and says nothing of a sandbox
+    _, first, second = migrated
+    for done in (first, second):
+        assert verdict_line(done.stdout).startswith("verdict: atan2: ")
 
 
 # -------------------------------------------------------------------- 9. the README
