@@ -8,6 +8,8 @@ import itertools
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 from typing import TypeVar
@@ -205,6 +207,44 @@ def commit(root: Path, message: str) -> str:
     git(root, "add", "-A")
     git(root, "commit", "-qm", message)
     return git(root, "rev-parse", "HEAD")
+
+
+# what `import torch` finds in this interpreter's site-packages: torch, torchgen, functorch
+# and their dist-info folders
+_TORCH_ENTRIES = ("torch", "functorch")
+
+
+def site_without_torch(dest: Path) -> Path:
+    """``dest``: a folder of links to everything in this interpreter's site-packages but
+    torch (pytest and every dependency of mps-pipeline included): what a venv holds after a
+    plain ``pip install mps-pipeline``. A venv names it in a ``.pth`` path line (which runs
+    none of the ``.pth`` files inside it: this checkout's editable install stays out)."""
+    dest.mkdir(parents=True)
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(_TORCH_ENTRIES):
+            (dest / entry.name).symlink_to(entry)
+    return dest
+
+
+def venv_with(venv: Path, *folders: Path) -> Path:
+    """A fresh venv (no pip, no system site-packages) whose site-packages adds ``folders``
+    through a ``.pth`` file; its interpreter."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "_dependencies.pth").write_text("".join(f"{folder}\n" for folder in folders))
+    return venv / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def python_without_torch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An interpreter that has pytest and mps-pipeline (this checkout) but no torch: the
+    sandbox's tests run in it, check-math cannot."""
+    base = tmp_path_factory.mktemp("no-torch")
+    repo = Path(__file__).resolve().parents[1]
+    python = venv_with(base / "venv", site_without_torch(base / "site-packages"), repo)
+    found = subprocess.run([str(python), "-c", "import torch"], capture_output=True)
+    assert found.returncode != 0, "torch is still importable"
+    return python
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ import pytest
 
 from docsgen.__main__ import BEGIN, END, sample_text
 from pipeline.report.render import FLAKY_MEANING, MEANINGS
+from tests.conftest import site_without_torch, venv_with
 from tests.doit_runs import stages_run
 
 pytestmark = pytest.mark.slow
@@ -86,10 +87,13 @@ class User:
         return self.home / name
 
 
+PIP = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+
+
 @pytest.fixture(scope="session")
-def user(tmp_path_factory: pytest.TempPathFactory) -> User:
-    """The fresh venv with the tool's wheel installed, shared by every test here."""
-    base = tmp_path_factory.mktemp("new-user")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tool's wheel, built from a copy of what a wheel is made of."""
+    base = tmp_path_factory.mktemp("wheel")
     src = base / "src"
     src.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
@@ -98,20 +102,37 @@ def user(tmp_path_factory: pytest.TempPathFactory) -> User:
             shutil.copytree(REPO / name, src / name, ignore=ignore)
         else:
             shutil.copy2(REPO / name, src / name)
-    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
     isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
     dist = base / "dist"
-    subprocess.run([*pip, "wheel", "--no-deps", *isolation, "-w", str(dist), str(src)], check=True)
-    (wheel,) = dist.glob("mps_pipeline-*.whl")
+    subprocess.run([*PIP, "wheel", "--no-deps", *isolation, "-w", str(dist), str(src)], check=True)
+    (built,) = dist.glob("mps_pipeline-*.whl")
+    return built
+
+
+def _new_user(base: Path, wheel: Path, dependencies: Path) -> User:
+    """A fresh venv in ``base`` with ``wheel`` installed, its dependencies from the folder
+    ``dependencies``, and a home folder."""
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = next((venv / "lib").glob("python3*/site-packages"))
-    (site / "_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([*pip, "--python", str(venv / "bin" / "python"), "install", "--no-deps",
-                    str(wheel)], check=True)  # fmt: skip
+    python = venv_with(venv, dependencies)
+    subprocess.run([*PIP, "--python", str(python), "install", "--no-deps", str(wheel)],
+                   check=True)  # fmt: skip
     home = base / "home"
     home.mkdir()
     return User(venv, home)
+
+
+@pytest.fixture(scope="session")
+def user(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> User:
+    """The fresh venv with the tool's wheel installed, shared by every test here."""
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    return _new_user(tmp_path_factory.mktemp("new-user"), wheel, purelib)
+
+
+@pytest.fixture(scope="session")
+def user_without_torch(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> User:
+    """A new user whose venv has what a plain ``pip install mps-pipeline`` brings: no torch."""
+    base = tmp_path_factory.mktemp("new-user-without-torch")
+    return _new_user(base, wheel, site_without_torch(base / "site-packages"))
 
 
 @pytest.fixture(scope="session")
@@ -394,6 +415,40 @@ def test_28_3_outside_any_checkout_the_verdict_names_the_sandbox_and_the_folder_
     _, first, second = migrated
     for done in (first, second):
         assert verdict_line(done.stdout).startswith("verdict: atan2: ")
+
+
+def test_28_4_a_skipped_check_is_listed_as_not_checked_never_as_passed(
+    user_without_torch: User,
+) -> None:
+    new = user_without_torch
+    assert subprocess.run([str(new.python), "-c", "import torch"], cwd=new.home,
+                          env=new.env(), capture_output=True).returncode != 0  # fmt: skip
+    root = new.demo()
+    for _ in range(2):  # the run, then the no-op run: the same verdict
+        run = new.run("migrate", "atan2", cwd=root)
+        # exit 0: the checklist and the tests pass (README, Exit status); what was not
+        # checked is in the verdict's line, never counted as passed
+        assert run.returncode == 0, run.stdout + run.stderr
+        verdict = verdict_line(run.stdout)
+        assert verdict.startswith(
+            "verdict: atan2: 8/8 checklist items and the tests pass; not checked: check-math, "
+            f"because python={new.python} cannot import torch, which check-math needs for "
+            "the reference: point python= (--python, MPS_PIPELINE_PYTHON) at an interpreter "
+            "that has it"
+        ), verdict
+        assert "Every checklist item passes" not in run.stdout
+    summary = (root / ".mps-pipeline" / "ops" / "atan2" / "summary.md").read_text()
+    assert "Every checklist item passes" not in summary
+    # the README says what such a user sees, and how to let check-math run
+    sample_intro = " ".join(README.split(BEGIN, 1)[0].rsplit("## Try it", 1)[1].split())
+    assert "`check-math skipped: python=… cannot import torch, …`" in sample_intro
+    assert (
+        "`verdict: atan2: 8/8 checklist items and the tests pass; not checked: check-math, "
+        "because python=… cannot import torch, …`" in sample_intro
+    )
+    assert "`pip install torch` into the venv" in sample_intro
+    (zero,) = [line for line in README.splitlines() if line.startswith("| 0 |")]
+    assert "not counted as passed" in zero and "not checked: check-math" in zero
 
 
 # -------------------------------------------------------------------- 9. the README
