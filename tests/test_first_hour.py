@@ -451,6 +451,14 @@ def test_28_4_a_skipped_check_is_listed_as_not_checked_never_as_passed(
     assert "not counted as passed" in zero and "not checked: check-math" in zero
 
 
+def test_28_8_the_first_count_is_labelled_as_the_state_before_the_migration(migrated) -> None:
+    _, first, second = migrated
+    assert "\nbefore: 3/8 checks pass\n" in first.stdout
+    assert "\n3/8 checks pass" not in first.stdout  # never unlabelled
+    assert "checks pass" not in second.stdout  # a no-op run prints no checklist
+    assert "before: 3/8 checks pass" in _sample_block()
+
+
 # -------------------------------------------------------------------- 9. the README
 
 

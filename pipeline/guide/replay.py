@@ -46,8 +46,12 @@ _TERMINAL_ENV = (
     "COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES",
 )  # fmt: skip
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# the code the printed checklist comes from: the readers, the judging, the rendering
-_CODE = ("tree/*.py", "guide/checklist.py", "guide/workflow.py", "report/guide.py", "dtypes.py")
+# the code the printed checklist comes from: the readers, the judging, the rendering (and
+# the chain's audit, which labels its count as the tree before the edits)
+_CODE = (
+    "tree/*.py", "guide/checklist.py", "guide/workflow.py", "report/guide.py", "dtypes.py",
+    "flows/audit.py",
+)  # fmt: skip
 # the CLI's global options that take a value: only to find the saved output (the command
 # line is compared whole, so one missing here only means no replay)
 _VALUE_FLAGS = ("--root", "--python", "--state-dir", "--build-dir", "--opinfo-table", "--config")
