@@ -31,9 +31,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # never this machine's real one, whatever a test or a session fixture runs (each test
     # then gets its own, `_own_sandbox_state`).
     if not os.environ.get(SESSION_STATE_ENV):
-        folder = tempfile.mkdtemp(prefix="mps-pipeline-test-state-")
-        os.environ[SESSION_STATE_ENV] = os.environ[STATE_HOME_ENV] = folder
-        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        homes = tempfile.mkdtemp(prefix="mps-pipeline-test-state-")
+        os.environ[SESSION_STATE_ENV] = os.environ[STATE_HOME_ENV] = homes
+        config.add_cleanup(lambda: shutil.rmtree(homes, ignore_errors=True))
     # One check-math cache (math.cache) for the session's command runs, which inherit the
     # variable, xdist workers included: torch's answers for the sandbox's functors cost
     # seconds of torch import each and are the same in every test's private tree. Entries
