@@ -53,7 +53,7 @@ def _short(lines: list[str]) -> list[str]:
             stage, in_diff = line[3:].split(":")[0], False
             out.append(line)
             continue
-        if line.startswith(("verdict:", "summary:")):
+        if line.startswith(("verdict:", "verdict (", "summary:")):
             stage = ""
         cut = (
             (stage == "audit" and line.startswith((" ✓", " ✗", " ?", "     ")))

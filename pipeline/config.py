@@ -21,6 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from pipeline import fsio
 from pipeline.dtypes import TEST_KINDS
 from pipeline.errors import ConfigError
 from pipeline.sections import (
@@ -47,6 +48,11 @@ ENV_NOT_SETTINGS = frozenset(
 CHECKOUT_CONFIG = ".mps-pipeline.yaml"
 PYPROJECT_TABLE = "mps-pipeline"  # [tool.mps-pipeline]
 STATE_DIR_NAME = ".mps-pipeline"
+# where the bundled sandbox's state goes when no setting names a state_dir
+SANDBOX_STATE_ORIGIN = (
+    f"default: the bundled sandbox's, $XDG_STATE_HOME/{fsio.SANDBOX_STATE} (else "
+    f"~/.local/state/{fsio.SANDBOX_STATE})"
+)
 # keys a doit variable or CLI flag may set
 OVERRIDABLE = ("root", "python", "state_dir", "build_dir", "opinfo_table")
 # keys whose relative paths are relative to where they were set (file's folder, or cwd)
@@ -507,9 +513,9 @@ def load_settings(
     state_source = sources["state_dir"]
     if state_source.value is not None:
         state_dir = trail.resolve(bases["state_dir"] / os.path.expanduser(state_source.value))
-    elif is_sandbox:
-        state_dir = cwd / STATE_DIR_NAME
-        sources["state_dir"] = Resolved(None, "default: in the current directory")
+    elif is_sandbox:  # never the current directory: it is no checkout
+        state_dir = trail.resolve(Path(fsio.sandbox_state_dir(env)))
+        sources["state_dir"] = Resolved(None, SANDBOX_STATE_ORIGIN)
     if is_sandbox:
         root = state_dir / SANDBOX
     else:

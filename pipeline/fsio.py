@@ -12,7 +12,7 @@ import stat
 
 TYPE_CHECKING = False  # typing's own costs a warm audit's replay 3 ms (mypy reads it alike)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
     from typing import Any
 
@@ -103,6 +103,23 @@ def holds(entries: Any, now: Callable[[str], object]) -> bool:
         isinstance(entry, list) and len(entry) == 2 and now(entry[0]) == entry[1]
         for entry in entries
     )
+
+
+SANDBOX_STATE = "mps-pipeline"  # the bundled sandbox's state folder, in the user's state home
+
+
+def sandbox_state_dir(env: Mapping[str, str]) -> str:
+    """The default state folder of a run on the bundled sandbox: ``$XDG_STATE_HOME/
+    mps-pipeline``, else ``~/.local/state/mps-pipeline`` (``env``'s HOME, else the user's).
+
+    Never the current directory: a folder that is no checkout gets nothing of ours. Here,
+    not in the settings' modules, because the settings' memo and the warm audit's replay
+    look for it before any settings are resolved. A relative ``XDG_STATE_HOME`` is ignored,
+    as the XDG spec says."""
+    home = env.get("XDG_STATE_HOME") or ""
+    if not os.path.isabs(home):
+        home = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    return os.path.join(home, SANDBOX_STATE)
 
 
 def package_files() -> list[str]:

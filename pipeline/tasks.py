@@ -145,7 +145,9 @@ def doit_config(argv: list[str] | None = None, *, announce: bool = True) -> dict
         "verbosity": 2,
         "default_tasks": ["migrate_op"],
         # doit's markers, but failures in our words and the verdict on every run
-        "reporter": reporter_class(lambda op: state_layout.op_files(resolved, op).summary),
+        "reporter": reporter_class(
+            lambda op: state_layout.op_files(resolved, op).summary, on_sandbox=resolved.is_sandbox
+        ),
     }
 
 

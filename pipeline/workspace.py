@@ -30,6 +30,8 @@ from pipeline.errors import ConfigError
 from pipeline.tree import paths
 
 MEMO = "settings.{via}.json"  # in the state folder's cache
+# variables that decide a default path: a ~ in a path setting, the sandbox's state folder
+_HOMES = ("HOME", "XDG_STATE_HOME")
 # the classes a memo holds, by name
 _CLASSES: dict[str, Any] = {
     cls.__name__: cls
@@ -163,7 +165,7 @@ def _decode(doc: Any) -> Any:
 def _process(overrides: Mapping[str, str | None], via: str, config_path: Path | None,
              cwd: str) -> dict[str, Any]:  # fmt: skip
     """The memo's witness that is no file: what was asked, where, with which variables."""
-    env = [[k, v] for k, v in os.environ.items() if k.startswith("MPS_PIPELINE_") or k == "HOME"]
+    env = [[k, v] for k, v in os.environ.items() if k.startswith("MPS_PIPELINE_") or k in _HOMES]
     return {
         "overrides": sorted([k, v] for k, v in overrides.items() if v not in (None, "")),
         "via": via,
@@ -179,7 +181,7 @@ def _candidates(overrides: Mapping[str, str | None], cwd: str) -> list[str]:
     named = overrides.get("state_dir") or os.environ.get(config.env_var("state_dir"))
     if named:
         return [os.path.join(cwd, os.path.expanduser(named))]
-    folders = [cwd]
+    folders = []
     root = overrides.get("root")
     if root and root != config.SANDBOX:
         folders.append(os.path.join(cwd, os.path.expanduser(root)))
@@ -190,7 +192,8 @@ def _candidates(overrides: Mapping[str, str | None], cwd: str) -> list[str]:
             break
     else:
         folders.append(here)
-    return [os.path.join(folder, config.STATE_DIR_NAME) for folder in dict.fromkeys(folders)]
+    found = [os.path.join(folder, config.STATE_DIR_NAME) for folder in dict.fromkeys(folders)]
+    return [*found, fsio.sandbox_state_dir(os.environ)]
 
 
 def load(

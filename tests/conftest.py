@@ -4,9 +4,12 @@ sandbox copies."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 from typing import TypeVar
@@ -18,9 +21,19 @@ from tests.releases import NEWEST, OLDEST, Release, WheelUnavailable, release
 T = TypeVar("T")
 FIXTURES = Path(__file__).parent / "fixtures"
 MATH_CACHE_ENV = "MPS_PIPELINE_MATH_CACHE"
+STATE_HOME_ENV = "XDG_STATE_HOME"
+# the session's own state home, once made (xdist workers inherit the controller's)
+SESSION_STATE_ENV = "MPSP_TEST_STATE_HOME"  # no MPS_PIPELINE_: that would be a setting
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The bundled sandbox's default state folder is the user's ($XDG_STATE_HOME/mps-pipeline):
+    # never this machine's real one, whatever a test or a session fixture runs (each test
+    # then gets its own, `_own_sandbox_state`).
+    if not os.environ.get(SESSION_STATE_ENV):
+        homes = tempfile.mkdtemp(prefix="mps-pipeline-test-state-")
+        os.environ[SESSION_STATE_ENV] = os.environ[STATE_HOME_ENV] = homes
+        config.add_cleanup(lambda: shutil.rmtree(homes, ignore_errors=True))
     # One check-math cache (math.cache) for the session's command runs, which inherit the
     # variable, xdist workers included: torch's answers for the sandbox's functors cost
     # seconds of torch import each and are the same in every test's private tree. Entries
@@ -39,6 +52,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
         for name, value in TEST_ENV.items():
             os.environ.setdefault(name, value)
+
+
+_state_homes = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _own_sandbox_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's own state home: a run outside any checkout keeps the bundled sandbox's
+    working copy there, and one test's migration must not be another's starting tree."""
+    home = Path(os.environ[SESSION_STATE_ENV]) / f"{os.getpid()}-{next(_state_homes)}"
+    monkeypatch.setenv(STATE_HOME_ENV, str(home))
 
 
 def math_cache() -> Path:
@@ -183,6 +207,44 @@ def commit(root: Path, message: str) -> str:
     git(root, "add", "-A")
     git(root, "commit", "-qm", message)
     return git(root, "rev-parse", "HEAD")
+
+
+# what `import torch` finds in this interpreter's site-packages: torch, torchgen, functorch
+# and their dist-info folders
+_TORCH_ENTRIES = ("torch", "functorch")
+
+
+def site_without_torch(dest: Path) -> Path:
+    """``dest``: a folder of links to everything in this interpreter's site-packages but
+    torch (pytest and every dependency of mps-pipeline included): what a venv holds after a
+    plain ``pip install mps-pipeline``. A venv names it in a ``.pth`` path line (which runs
+    none of the ``.pth`` files inside it: this checkout's editable install stays out)."""
+    dest.mkdir(parents=True)
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(_TORCH_ENTRIES):
+            (dest / entry.name).symlink_to(entry)
+    return dest
+
+
+def venv_with(venv: Path, *folders: Path) -> Path:
+    """A fresh venv (no pip, no system site-packages) whose site-packages adds ``folders``
+    through a ``.pth`` file; its interpreter."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "_dependencies.pth").write_text("".join(f"{folder}\n" for folder in folders))
+    return venv / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def python_without_torch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An interpreter that has pytest and mps-pipeline (this checkout) but no torch: the
+    sandbox's tests run in it, check-math cannot."""
+    base = tmp_path_factory.mktemp("no-torch")
+    repo = Path(__file__).resolve().parents[1]
+    python = venv_with(base / "venv", site_without_torch(base / "site-packages"), repo)
+    found = subprocess.run([str(python), "-c", "import torch"], capture_output=True)
+    assert found.returncode != 0, "torch is still importable"
+    return python
 
 
 @pytest.fixture

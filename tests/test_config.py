@@ -43,8 +43,21 @@ def test_packaged_defaults_cover_every_key_and_default_to_the_sandbox(tmp_path: 
     assert settings.opinfo_table == settings.root / sandbox.OPINFO_TABLE
     assert settings.build_command[-1] == "torch_cpu"
     assert str(settings.build_dir) in settings.build_command
-    # without state_dir, the sandbox's state lives in the current directory
-    assert load_settings(env={}, cwd=tmp_path).state_dir == tmp_path / ".mps-pipeline"
+    # without state_dir, the sandbox's state lives in the user's state folder, never in the
+    # current directory (issue 28: it is no checkout)
+    home = tmp_path / "home"
+    default = load_settings(env={"HOME": str(home)}, cwd=tmp_path)
+    assert default.state_dir == home / ".local" / "state" / "mps-pipeline"
+    assert default.sources["state_dir"].origin.startswith("default: the bundled sandbox's, ")
+    xdg = tmp_path / "xdg"
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(xdg)}
+    assert load_settings(env=env, cwd=tmp_path).state_dir == xdg / "mps-pipeline"
+    # a relative XDG_STATE_HOME is ignored, as the XDG spec says
+    relative = {"HOME": str(home), "XDG_STATE_HOME": "xdg"}
+    assert load_settings(env=relative, cwd=tmp_path).state_dir == default.state_dir
+    # the state_dir setting still wins over both
+    named = {**env, "MPS_PIPELINE_STATE_DIR": "mine"}
+    assert load_settings(env=named, cwd=tmp_path).state_dir == tmp_path / "mine"
 
 
 def test_unknown_key_is_named_with_the_key_meant(tmp_path: Path) -> None:

@@ -50,3 +50,14 @@ def test_the_long_parts_are_cut_and_the_answers_kept() -> None:
         "verdict: atan2: Every checklist item passes.",
         "summary: /x/summary.md",
     ]
+
+
+def test_a_verdict_on_the_sandbox_ends_the_summarys_cut_too() -> None:
+    lines = [
+        ".  summary:atan2",
+        "# atan2: migrate_op summary",
+        "verdict (on the bundled sandbox, not a checkout of yours): atan2: Every checklist "
+        "item passes.",
+        "summary: /x/summary.md",
+    ]
+    assert _short(lines) == [lines[0], CUT, *lines[2:]]

@@ -27,6 +27,7 @@ import pytest
 
 from docsgen.__main__ import BEGIN, END, sample_text
 from pipeline.report.render import FLAKY_MEANING, MEANINGS
+from tests.conftest import site_without_torch, venv_with
 from tests.doit_runs import stages_run
 
 pytestmark = pytest.mark.slow
@@ -49,11 +50,17 @@ class User:
     def python(self) -> Path:
         return self.venv / "bin" / "python"
 
+    @property
+    def sandbox(self) -> Path:
+        """The bundled sandbox's working copy, in this user's state folder (no XDG_STATE_HOME:
+        ~/.local/state/mps-pipeline)."""
+        return self.home / ".local" / "state" / "mps-pipeline" / "sandbox"
+
     def env(self) -> dict[str, str]:
         keep = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "XDG_STATE_HOME")
             and not k.startswith(("MPS_PIPELINE_", "PYTEST_", "MPS_SIM_", "COV_"))
         }
         # the venv's bin first, as an activated venv has it; git and a shell from the system
@@ -80,10 +87,13 @@ class User:
         return self.home / name
 
 
+PIP = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+
+
 @pytest.fixture(scope="session")
-def user(tmp_path_factory: pytest.TempPathFactory) -> User:
-    """The fresh venv with the tool's wheel installed, shared by every test here."""
-    base = tmp_path_factory.mktemp("new-user")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tool's wheel, built from a copy of what a wheel is made of."""
+    base = tmp_path_factory.mktemp("wheel")
     src = base / "src"
     src.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
@@ -92,20 +102,37 @@ def user(tmp_path_factory: pytest.TempPathFactory) -> User:
             shutil.copytree(REPO / name, src / name, ignore=ignore)
         else:
             shutil.copy2(REPO / name, src / name)
-    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
     isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
     dist = base / "dist"
-    subprocess.run([*pip, "wheel", "--no-deps", *isolation, "-w", str(dist), str(src)], check=True)
-    (wheel,) = dist.glob("mps_pipeline-*.whl")
+    subprocess.run([*PIP, "wheel", "--no-deps", *isolation, "-w", str(dist), str(src)], check=True)
+    (built,) = dist.glob("mps_pipeline-*.whl")
+    return built
+
+
+def _new_user(base: Path, wheel: Path, dependencies: Path) -> User:
+    """A fresh venv in ``base`` with ``wheel`` installed, its dependencies from the folder
+    ``dependencies``, and a home folder."""
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = next((venv / "lib").glob("python3*/site-packages"))
-    (site / "_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([*pip, "--python", str(venv / "bin" / "python"), "install", "--no-deps",
-                    str(wheel)], check=True)  # fmt: skip
+    python = venv_with(venv, dependencies)
+    subprocess.run([*PIP, "--python", str(python), "install", "--no-deps", str(wheel)],
+                   check=True)  # fmt: skip
     home = base / "home"
     home.mkdir()
     return User(venv, home)
+
+
+@pytest.fixture(scope="session")
+def user(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> User:
+    """The fresh venv with the tool's wheel installed, shared by every test here."""
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    return _new_user(tmp_path_factory.mktemp("new-user"), wheel, purelib)
+
+
+@pytest.fixture(scope="session")
+def user_without_torch(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> User:
+    """A new user whose venv has what a plain ``pip install mps-pipeline`` brings: no torch."""
+    base = tmp_path_factory.mktemp("new-user-without-torch")
+    return _new_user(base, wheel, site_without_torch(base / "site-packages"))
 
 
 @pytest.fixture(scope="session")
@@ -248,7 +275,7 @@ def test_5_next_names_the_tree_whose_git_diff_to_review(migrated, user: User) ->
     elsewhere.mkdir()
     run = user.run("migrate", "atan2", cwd=elsewhere)
     assert run.returncode == 0, run.stdout + run.stderr
-    sandbox = elsewhere / ".mps-pipeline" / "sandbox"
+    sandbox = user.sandbox  # in the user's state folder (issue 28), not in `elsewhere`
     assert f"review `git -C {sandbox} diff`" in run.stdout
     assert BINARY_KERNEL_MM in git(sandbox, "diff", "--name-only").split()
 
@@ -357,6 +384,79 @@ def test_8_version_global_flags_help_config_backlog_and_nightly_agree(
     counts = Counter(i["workflow"] for i in items)
     expected = ", ".join(f"{w} {n}" for w, n in counts.items())
     assert f"migration backlog: {len(items)} operators ({expected})\n" in night.stdout
+
+
+# ------------------------------------------ issue 28: no green verdict that isn't one
+
+
+def verdict_line(stdout: str) -> str:
+    (line,) = [line for line in stdout.splitlines() if line.startswith("verdict")]
+    return line
+
+
+def test_28_3_outside_any_checkout_the_verdict_names_the_sandbox_and_the_folder_stays_empty(
+    user: User, migrated
+) -> None:
+    # someone who meant to stand in ~/pytorch: the verdict's own line says which tree it was
+    folder = user.home / "meant-to-be-pytorch"
+    folder.mkdir()
+    for _ in range(2):  # the run (or a no-op, when test 5 migrated the sandbox), then a no-op
+        run = user.run("migrate", "atan2", cwd=folder)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert verdict_line(run.stdout).startswith(
+            "verdict (on the bundled sandbox, not a checkout of yours): atan2: "
+        )
+        assert run.stderr.startswith("root: the bundled sandbox, working copy ")
+        # the sandbox's state is in the user's state folder: nothing of ours in this one
+        assert list(folder.iterdir()) == []
+        assert f"review `git -C {user.sandbox} diff`" in run.stdout
+    assert BINARY_KERNEL_MM in git(user.sandbox, "diff", "--name-only").split()
+    # in a checkout the verdict is about that checkout, and says nothing of a sandbox
+    _, first, second = migrated
+    for done in (first, second):
+        assert verdict_line(done.stdout).startswith("verdict: atan2: ")
+
+
+def test_28_4_a_skipped_check_is_listed_as_not_checked_never_as_passed(
+    user_without_torch: User,
+) -> None:
+    new = user_without_torch
+    assert subprocess.run([str(new.python), "-c", "import torch"], cwd=new.home,
+                          env=new.env(), capture_output=True).returncode != 0  # fmt: skip
+    root = new.demo()
+    for _ in range(2):  # the run, then the no-op run: the same verdict
+        run = new.run("migrate", "atan2", cwd=root)
+        # exit 0: the checklist and the tests pass (README, Exit status); what was not
+        # checked is in the verdict's line, never counted as passed
+        assert run.returncode == 0, run.stdout + run.stderr
+        verdict = verdict_line(run.stdout)
+        assert verdict.startswith(
+            "verdict: atan2: 8/8 checklist items and the tests pass; not checked: check-math, "
+            f"because python={new.python} cannot import torch, which check-math needs for "
+            "the reference: point python= (--python, MPS_PIPELINE_PYTHON) at an interpreter "
+            "that has it"
+        ), verdict
+        assert "Every checklist item passes" not in run.stdout
+    summary = (root / ".mps-pipeline" / "ops" / "atan2" / "summary.md").read_text()
+    assert "Every checklist item passes" not in summary
+    # the README says what such a user sees, and how to let check-math run
+    sample_intro = " ".join(README.split(BEGIN, 1)[0].rsplit("## Try it", 1)[1].split())
+    assert "`check-math skipped: python=… cannot import torch, …`" in sample_intro
+    assert (
+        "`verdict: atan2: 8/8 checklist items and the tests pass; not checked: check-math, "
+        "because python=… cannot import torch, …`" in sample_intro
+    )
+    assert "`pip install torch` into the venv" in sample_intro
+    (zero,) = [line for line in README.splitlines() if line.startswith("| 0 |")]
+    assert "not counted as passed" in zero and "not checked: check-math" in zero
+
+
+def test_28_8_the_first_count_is_labelled_as_the_state_before_the_migration(migrated) -> None:
+    _, first, second = migrated
+    assert "\nbefore: 3/8 checks pass\n" in first.stdout
+    assert "\n3/8 checks pass" not in first.stdout  # never unlabelled
+    assert "checks pass" not in second.stdout  # a no-op run prints no checklist
+    assert "before: 3/8 checks pass" in _sample_block()
 
 
 # -------------------------------------------------------------------- 9. the README

@@ -153,3 +153,31 @@ def test_a_status_is_trusted_after_its_file_systems_step() -> None:
     assert not fsio.racy(coarse, second + 2_100_000_000)
     # a symlink is as recent as the newer of itself and its target
     assert fsio.racy([*fine, *fine[:4], now, now], now)
+
+
+def test_the_sandboxs_default_state_folder_keeps_the_memo(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # outside any checkout, with no state_dir: the memo is in the user's state folder (the
+    # bundled sandbox's), found there again, and nothing is written to the current directory
+    for name in [k for k in os.environ if k.startswith("MPS_PIPELINE_")]:
+        monkeypatch.delenv(name)
+    resolutions = count_resolutions(monkeypatch)
+    here, home = tmp_path / "here", tmp_path / "state-home"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    settings = workspace.load({}, via="doit", cwd=here)
+    assert settings.is_sandbox and settings.state_dir == home / "mps-pipeline"
+    settings.state_dir.mkdir(parents=True)  # as the first doit run makes it
+    time.sleep(WAIT_NS / 1e9 + 0.05)
+    workspace.load({}, via="doit", cwd=here)  # remembers
+    assert (settings.cache_dir / workspace.MEMO.format(via="doit")).is_file()
+    before = resolutions()
+    assert workspace.load({}, via="doit", cwd=here) == settings
+    assert resolutions() == before
+    # another state home is another resolution
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "other"))
+    assert workspace.load({}, via="doit", cwd=here).state_dir == tmp_path / "other/mps-pipeline"
+    assert resolutions() == before + 1
+    assert list(here.iterdir()) == []

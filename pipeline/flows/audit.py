@@ -26,6 +26,9 @@ def record_audit(
 ) -> OperatorRecord:
     """Print the checklist (unless ``console`` is None) and record it with its inputs' digest.
 
+    Printed, it is the tree before the chain's edits (the audit stage, the preview), and its
+    count says so: ``before: 3/8 checks pass``.
+
     The edit and drop stages re-record it after they write, so it stays current. ``index``
     is the tree's index when the caller already loaded it for the tree as it is now.
     """
@@ -39,7 +42,7 @@ def record_audit(
     items = checklist.checklist(record)
     if console is not None:
         render_warnings(index.warnings, console)
-        render_checklist(record, items, console)
+        render_checklist(record, items, console, before=True)
     files = state.op_files(settings, op)
     state.write_json(files.audit, checklist.to_json(record, items, index.warnings))
     state.write_text(files.audit_digest, state.inputs_digest(settings))

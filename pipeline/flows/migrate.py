@@ -202,7 +202,7 @@ STAGES: tuple[Stage, ...] = (
         # the recorded audit too: the checklist the summary reports (a file of the tree that
         # went missing or unreadable changes it without any other input changing)
         inputs=lambda r: (
-            [_op(r).edit, _op(r).table_json, _op(r).xfails, _op(r).audit]
+            [_op(r).edit, _op(r).table_json, _op(r).xfails, _op(r).audit, _op(r).math_json]
             + [state.build_stamp(r.settings)]
         ),
         outputs=lambda r: [_op(r).summary],

@@ -340,10 +340,49 @@ def _failures(files: state.OpFiles, drops: dict) -> list[junit.CaseResult]:
     return [c for c in junit.parse_report(report).cases if c.outcome in junit.FAILING]
 
 
+def _not_checked(files: state.OpFiles) -> list[str]:
+    """The checks of the chain that could not run, each with why: never counted as passed
+    (check_math's record says why it skipped: no functor, no torch)."""
+    skipped = json.loads(files.math_json.read_text(encoding="utf-8")).get("skipped")
+    return [f"check-math, because {skipped}"] if skipped else []
+
+
+def _verdict(
+    settings: Settings,
+    op: str,
+    items: Sequence[checklist.CheckItem],
+    *,
+    done: bool,
+    not_checked: Sequence[str],
+) -> list[str]:
+    """The summary's last paragraph, which the run's ``verdict:`` line repeats. "Every
+    checklist item passes" only when nothing was left unchecked: a skipped check (check-math
+    without torch) is named, with why, never counted as passed."""
+    unchecked = "; ".join(not_checked)
+    if not done:
+        return [
+            *([f"Not checked: {unchecked}."] if not_checked else []),
+            f"Next: fix the items above, then `doit migrate_op op={op}` again.",
+        ]
+    if not_checked:
+        passed = f"{len(items)}/{len(items)} checklist items and the tests pass"
+        head = f"{passed}; not checked: {unchecked}."
+    else:
+        head = "Every checklist item passes."
+    return [
+        head,
+        # the tree's path: in the bundled sandbox the edits are in its working copy
+        f"Next: review `git -C {settings.root} diff`, run `python test/test_mps.py -k "
+        f"test_output_match_{op}` on a Mac, and open the PR with the `ciflow/mps` label.",
+    ]
+
+
 def summary(request: Request, console: Console) -> None:
     """What changed, what the checklist still lacks, the next command; summary.md.
 
-    Fails (exit 1) when tests fail or checklist items are left: the chain is not done.
+    Fails (exit 1) when tests fail or checklist items are left: the chain is not done. A
+    check that could not run (check-math without torch) fails nothing, but the verdict
+    names it as not checked instead of saying that every item passes.
     """
     settings = request.settings
     index = load_index(settings.tree)
@@ -353,7 +392,8 @@ def summary(request: Request, console: Console) -> None:
     drops = json.loads(files.xfails.read_text())
     counts = json.loads(files.table_json.read_text()).get("counts", {})
     # not passed: failed, or unknown (what it rests on could not be read)
-    missing = [i for i in checklist.checklist(record) if not i.ok]
+    items = checklist.checklist(record)
+    missing = [i for i in items if not i.ok]
     unknown = sum(i.status is checklist.Status.UNKNOWN for i in missing)
     failing = _failures(files, drops)
     lines = [f"# {record.op}: migrate_op summary", ""]
@@ -390,15 +430,8 @@ def summary(request: Request, console: Console) -> None:
             lines.append(f"- {mark} {item.title}")
             lines += [f"    - {x.text}" + (f" ({x.span})" if x.span else "") for x in item.details]
         lines.append("")
-    if missing or failing:
-        lines.append(f"Next: fix the items above, then `doit migrate_op op={record.op}` again.")
-    else:
-        lines.append("Every checklist item passes.")
-        lines.append(
-            # the tree's path: in the bundled sandbox the edits are in its working copy
-            f"Next: review `git -C {settings.root} diff`, run `python test/test_mps.py -k "
-            f"test_output_match_{record.op}` on a Mac, and open the PR with the `ciflow/mps` label."
-        )
+    lines += _verdict(settings, record.op, items, done=not (missing or failing),
+                      not_checked=_not_checked(files))  # fmt: skip
     text = "\n".join(lines) + "\n"
     state.write_text(files.summary, text)
     console.print(text, markup=False, highlight=False)

@@ -46,8 +46,12 @@ _TERMINAL_ENV = (
     "COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES",
 )  # fmt: skip
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# the code the printed checklist comes from: the readers, the judging, the rendering
-_CODE = ("tree/*.py", "guide/checklist.py", "guide/workflow.py", "report/guide.py", "dtypes.py")
+# the code the printed checklist comes from: the readers, the judging, the rendering (and
+# the chain's audit, which labels its count as the tree before the edits)
+_CODE = (
+    "tree/*.py", "guide/checklist.py", "guide/workflow.py", "report/guide.py", "dtypes.py",
+    "flows/audit.py",
+)  # fmt: skip
 # the CLI's global options that take a value: only to find the saved output (the command
 # line is compared whole, so one missing here only means no replay)
 _VALUE_FLAGS = ("--root", "--python", "--state-dir", "--build-dir", "--opinfo-table", "--config")
@@ -162,9 +166,10 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
 
 
 def _environment() -> list[list[str]]:
-    # the settings' variables, and HOME (a ~ in a path setting)
+    # the settings' variables, HOME (a ~ in a path setting) and the sandbox's state home
     env = os.environ
-    return sorted([k, v] for k, v in env.items() if k.startswith("MPS_PIPELINE_") or k == "HOME")
+    homes = ("HOME", "XDG_STATE_HOME")
+    return sorted([k, v] for k, v in env.items() if k.startswith("MPS_PIPELINE_") or k in homes)
 
 
 def _process(argv: list[str]) -> dict[str, Any]:
@@ -243,8 +248,8 @@ def _cli_candidates(argv: list[str]) -> tuple[str, list[str]] | None:
     named = given.get("--state-dir") or os.environ.get("MPS_PIPELINE_STATE_DIR")
     if named:
         return words[1], [os.path.join(cwd, os.path.expanduser(named))]
-    # the defaults: the current directory's (the sandbox), or the checkout's around it
-    folders = [cwd]
+    # the defaults: the checkout's around the current directory, or the sandbox's
+    folders = []
     if "--root" in given:
         folders.append(os.path.join(cwd, os.path.expanduser(given["--root"])))
     else:
@@ -257,7 +262,8 @@ def _cli_candidates(argv: list[str]) -> tuple[str, list[str]] | None:
             if parent == here:
                 break
             here = parent
-    return words[1], [os.path.join(folder, ".mps-pipeline") for folder in folders]
+    found = [os.path.join(folder, ".mps-pipeline") for folder in folders]
+    return words[1], [*found, fsio.sandbox_state_dir(os.environ)]
 
 
 def cli_saved(argv: list[str]) -> dict[str, Any] | None:

@@ -9,7 +9,8 @@ for ``--help`` and the README. What changes is the rest of doit's words:
   ``TaskFailed - taskid:build``; a bug in a stage (a traceback) says it is one and keeps the
   traceback;
 - every run that reaches an operator's summary ends with its verdict and the path of
-  ``summary.md``, so a no-op run (every stage ``--``) still answers.
+  ``summary.md``, so a no-op run (every stage ``--``) still answers; on the bundled sandbox
+  the verdict's line says so.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ NEXT_STEP = {
     "summary": "fix what summary.md lists, then run the same command again",
 }
 SUMMARY_STAGE = "summary"
+# said in the verdict's own line when the run worked on the bundled sandbox: someone who
+# meant to stand in their checkout must not read a green verdict as being about it
+ON_SANDBOX = "on the bundled sandbox, not a checkout of yours"
 
 
 def task_words(name: str) -> str:
@@ -88,12 +92,19 @@ def verdict(summary_md: Path) -> str | None:
     return closing(text)[1]
 
 
+def verdict_line(op: str, said: str, *, on_sandbox: bool = False) -> str:
+    """``verdict: atan2: ...``, or ``verdict (on the bundled sandbox, ...): atan2: ...``."""
+    where = f" ({ON_SANDBOX})" if on_sandbox else ""
+    return f"verdict{where}: {op}: {said}"
+
+
 def reporter_class(
-    summary_of: Callable[[str], Path], err: TextIO | None = None
+    summary_of: Callable[[str], Path], err: TextIO | None = None, *, on_sandbox: bool = False
 ) -> type[ConsoleReporter]:
     """A doit reporter class whose verdicts read ``summary_of(op)`` (summary.md's path).
 
-    ``err`` is where failures go (default: sys.stderr when they happen).
+    ``err`` is where failures go (default: sys.stderr when they happen); ``on_sandbox``:
+    the run works on the bundled sandbox, which each verdict line says.
     """
 
     class Reporter(ConsoleReporter):
@@ -141,6 +152,7 @@ def reporter_class(
                 path = summary_of(op)
                 said = verdict(path)
                 if said is not None:
-                    self.write(f"verdict: {op}: {said}\nsummary: {path}\n")
+                    line = verdict_line(op, said, on_sandbox=on_sandbox)
+                    self.write(f"{line}\nsummary: {path}\n")
 
     return Reporter

@@ -26,8 +26,13 @@ MARKS = {
 }
 
 
-def render_checklist(record: OperatorRecord, items: Sequence[CheckItem], console: Console) -> None:
-    """The checklist for humans: ✓/✗/? per item, evidence and file:line underneath."""
+def render_checklist(
+    record: OperatorRecord, items: Sequence[CheckItem], console: Console, *, before: bool = False
+) -> None:
+    """The checklist for humans: ✓/✗/? per item, evidence and file:line underneath.
+
+    ``before``: this is the tree before the chain's edits (the migrate chain's audit stage),
+    and the count says so: its figure is not the result of the run."""
     console.print(
         f"[bold]{record.op}[/bold]  workflow: [cyan]{of_record(record)}[/cyan]  "
         f"overloads: {len(record.overloads)} ({len(record.pending_overloads)} to change)  "
@@ -43,7 +48,9 @@ def render_checklist(record: OperatorRecord, items: Sequence[CheckItem], console
     done = sum(i.ok for i in items)
     unknown = sum(i.status is Status.UNKNOWN for i in items)
     console.print(
-        f"{done}/{len(items)} checks pass" + (f", {unknown} unknown" if unknown else ""),
+        ("before: " if before else "")
+        + f"{done}/{len(items)} checks pass"
+        + (f", {unknown} unknown" if unknown else ""),
         highlight=False,
     )
 

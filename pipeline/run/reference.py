@@ -62,7 +62,8 @@ def torch_package(source: TreeSource) -> Path:
     except ConfigError as exc:
         raise NoTorchError(
             f"python={source.python} cannot import torch, which check-math needs for the "
-            "reference (point python= at the interpreter your checkout is built into)"
+            "reference: point python= (--python, MPS_PIPELINE_PYTHON) at an interpreter that "
+            "has it, such as the one your checkout is built into"
         ) from exc
     if internal == source.root / opinfo.INTERNAL:
         # a checkout's own torch/testing/_internal: its torch is the checkout's torch/

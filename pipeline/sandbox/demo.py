@@ -1,10 +1,11 @@
 """A demo checkout: the bundled sandbox as a PyTorch checkout of your own, in a folder you name.
 
-The working copy that commands make outside any checkout (``.mps-pipeline/sandbox``) is the
-tool's private scratch tree; a demo is the user's. It is complete the way a real checkout
-is: a git work tree with everything committed, a build directory whose ``build.ninja``
-builds ``torch_cpu``, and a ``.mps-pipeline.yaml`` naming its static OpInfo table, so every
-command works from inside it with no flag or environment variable (and without torch).
+The working copy that commands make outside any checkout (``sandbox/`` in the user's state
+folder, :func:`pipeline.fsio.sandbox_state_dir`) is the tool's private scratch tree; a demo
+is the user's. It is complete the way a real checkout is: a git work tree with everything
+committed, a build directory whose ``build.ninja`` builds ``torch_cpu``, and a
+``.mps-pipeline.yaml`` naming its static OpInfo table, so every command works from inside it
+with no flag or environment variable (and without torch).
 """
 
 from __future__ import annotations

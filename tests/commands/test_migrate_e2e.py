@@ -187,3 +187,35 @@ def test_migrate_by_an_alias_in_capitals_reaches_the_summary(tmp_path: Path) -> 
     assert "# atan2: migrate_op summary" in result.stdout
     assert (tmp_path / "state/ops/ARCTAN2/summary.md").is_file()
     assert read_common_mps(tree(tmp_path)).for_key("atan2") == ()
+
+
+def test_a_check_that_could_not_run_is_named_in_the_verdict_never_passed(
+    tmp_path: Path, python_without_torch: Path
+) -> None:
+    # issue 28: an interpreter without torch runs the sandbox's tests, but check-math needs
+    # torch for its reference. The chain is done (exit 0: the checklist and the tests pass),
+    # and the verdict says what it did not check, and why, instead of "Every ... passes".
+    state = tmp_path / "state"
+    for _ in range(2):  # the run, then the no-op run: the same verdict
+        result = doit(state, "migrate_op", "op=atan2", f"python={python_without_torch}")
+        assert result.returncode == 0, result.stdout + result.stderr
+        (verdict,) = [line for line in result.stdout.splitlines() if line.startswith("verdict")]
+        assert verdict.startswith(
+            "verdict (on the bundled sandbox, not a checkout of yours): atan2: 8/8 checklist "
+            f"items and the tests pass; not checked: check-math, because "
+            f"python={python_without_torch} cannot import torch, which check-math needs for the "
+            "reference: point python= (--python, MPS_PIPELINE_PYTHON) at an interpreter that "
+            "has it"
+        ), verdict
+        assert "Every checklist item passes" not in result.stdout
+    summary = (state / "ops" / "atan2" / "summary.md").read_text()
+    assert "not checked: check-math, because" in summary
+    assert "Every checklist item passes" not in summary
+
+    # with torch, check-math runs (the interpreter is a setting of its stage): the summary
+    # follows, and only then does the verdict say that every item passes
+    again = doit(state, "migrate_op", "op=atan2", f"python={sys.executable}")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {"check_math", "summary"} <= stages_run(again.stdout)
+    assert "atan2: Every checklist item passes." in again.stdout
+    assert "not checked" not in again.stdout

@@ -251,3 +251,27 @@ def test_the_warm_cli_imports_neither_settings_yaml_nor_argparse(tmp_path: Path)
     common.write_text(common.read_text().replace('"atan2"', '"atan3"'))
     changed, imported = cli()
     assert "pipeline.config" in imported and changed.stdout != first.stdout
+
+
+def test_outside_a_checkout_the_witness_is_in_the_sandboxs_state_folder(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # no --state-dir and no checkout around: the bundled sandbox's state is the user's state
+    # folder, where the warm audit finds its saved output; the current directory gets nothing
+    for name in [k for k in os.environ if k.startswith("MPS_PIPELINE_")]:
+        monkeypatch.delenv(name)
+    resolutions = count_resolutions(monkeypatch)
+    here, home = tmp_path / "here", tmp_path / "state-home"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    first = main(["audit", "atan2"]), capsys.readouterr()
+    time.sleep(WAIT_NS / 1e9 + 0.05)
+    main(["audit", "atan2"])  # saves the witness
+    capsys.readouterr()
+    before = resolutions()
+    again = main(["audit", "atan2"]), capsys.readouterr()
+    assert resolutions() == before, "not replayed from the sandbox's state folder"
+    assert again == first and first[0] == 1
+    assert (home / "mps-pipeline" / "ops/atan2" / replay.SCREEN.format(kind="cli")).is_file()
+    assert list(here.iterdir()) == []

@@ -109,10 +109,11 @@ def test_an_operator_name_no_folder_can_hold_is_exit_2(tmp_path: Path, command: 
 
 
 def test_a_state_dir_that_is_a_file_is_exit_2(tmp_path: Path) -> None:
-    (tmp_path / ".mps-pipeline").write_text("not a folder")
-    run = cli(tmp_path, "migrate", "atan2")
+    # the bundled sandbox's default state folder (outside any checkout), a file
+    (tmp_path / "mps-pipeline").write_text("not a folder")
+    run = cli(tmp_path, "migrate", "atan2", extra_env={"XDG_STATE_HOME": str(tmp_path)})
     assert run.returncode == 2, run.stdout + run.stderr
-    assert f"error: {tmp_path / '.mps-pipeline'} is not a directory" in run.stderr
+    assert f"error: {tmp_path / 'mps-pipeline'} is not a directory" in run.stderr
     assert "Traceback" not in run.stderr
 
 

@@ -13,13 +13,15 @@ from doit.exceptions import TaskError, TaskFailed
 from pipeline.report.doit_reporter import MARKERS, failure_line, one_line, reporter_class, verdict
 
 
-def _run(tasks: dict, tmp_path: Path, summaries: dict[str, Path], *argv: str):
+def _run(
+    tasks: dict, tmp_path: Path, summaries: dict[str, Path], *argv: str, on_sandbox: bool = False
+):
     out, err = io.StringIO(), io.StringIO()
     config = {
         "backend": "sqlite3",
         "dep_file": str(tmp_path / "doit.sqlite"),
         "verbosity": 2,
-        "reporter": reporter_class(summaries.__getitem__, err=err),
+        "reporter": reporter_class(summaries.__getitem__, err=err, on_sandbox=on_sandbox),
     }
     main = DoitMain(
         ModuleTaskLoader({**tasks, "DOIT_CONFIG": config}), extra_config={"run": {"outfile": out}}
@@ -50,6 +52,21 @@ def test_a_run_and_a_no_op_run_end_with_the_verdict_and_the_path(tmp_path: Path)
         assert out == (
             f"{marker}\nverdict: atan2: Every checklist item passes. Next: review it.\n"
             f"summary: {summary}\n"
+        )
+
+
+def test_on_the_bundled_sandbox_the_verdict_line_itself_says_so(tmp_path: Path) -> None:
+    # issue 28: someone who meant to stand in their checkout must not read a green verdict
+    # about the sandbox as being about it; the one stderr line of the run is not enough
+    summary = tmp_path / "summary.md"
+    text = "# atan2\n\nEvery checklist item passes.\nNext: review it.\n"
+    tasks = {"task_summary": _summary_task(summary, text)}
+    for _ in range(2):  # ran, then up to date
+        code, out, _ = _run(tasks, tmp_path, {"atan2": summary}, "summary", on_sandbox=True)
+        assert code == 0
+        assert out.splitlines()[1] == (
+            "verdict (on the bundled sandbox, not a checkout of yours): atan2: Every "
+            "checklist item passes. Next: review it."
         )
 
 

@@ -76,9 +76,12 @@ def test_ninja_escaping_of_paths_and_interpreters(tmp_path):
 
 
 def test_settings_use_the_materialized_sandbox(tmp_path):
-    settings = prepare(load_settings(cwd=tmp_path, env={}))
+    cwd, state_home = tmp_path / "cwd", tmp_path / "state"
+    cwd.mkdir()
+    settings = prepare(load_settings(cwd=cwd, env={"XDG_STATE_HOME": str(state_home)}))
     assert settings.is_sandbox
-    assert settings.root == (tmp_path / ".mps-pipeline" / "sandbox").resolve()
+    assert settings.root == (state_home / "mps-pipeline" / "sandbox").resolve()
+    assert list(cwd.iterdir()) == []  # a folder that is no checkout gets nothing of ours
     assert settings.opinfo_table == settings.root / sandbox.OPINFO_TABLE
     assert (settings.build_dir / "build.ninja").is_file()
 
