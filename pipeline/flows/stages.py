@@ -29,6 +29,7 @@ from pipeline.guide import checklist, preflight
 from pipeline.guide.plan import EditPlan, plan_edits
 from pipeline.guide.xfails import plan_xfail_changes
 from pipeline.report import render
+from pipeline.report.summary import show
 from pipeline.results import junit
 from pipeline.results import table as tables
 from pipeline.run import build as build_runner
@@ -434,7 +435,7 @@ def summary(request: Request, console: Console) -> None:
                       not_checked=_not_checked(files))  # fmt: skip
     text = "\n".join(lines) + "\n"
     state.write_text(files.summary, text)
-    console.print(text, markup=False, highlight=False)
+    show(text, console)
     if missing or failing:
         raise WorkLeftError(
             f"{record.op} is not done: {len(failing)} failing test(s), "
