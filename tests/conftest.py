@@ -298,3 +298,15 @@ def deny_read(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             return original(self)
 
         monkeypatch.setattr(Path, "read_bytes", denied)
+
+
+def outside_a_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[Path, Path]:
+    """A current folder inside no checkout, no MPS_PIPELINE_* variable, and a state home of
+    the test's own (XDG_STATE_HOME): where a sandbox run keeps its state. (here, home)."""
+    for name in [k for k in os.environ if k.startswith("MPS_PIPELINE_")]:
+        monkeypatch.delenv(name)
+    here, home = tmp_path / "here", tmp_path / "state-home"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return here, home

@@ -18,6 +18,7 @@ import pytest
 import pipeline.config
 from pipeline import fsio, workspace
 from pipeline.config import load_settings
+from tests.conftest import outside_a_checkout
 
 WAIT_NS = 300_000_000  # the in-process tests' fsio.RACY_NS: far above a file system's tick
 
@@ -160,13 +161,8 @@ def test_the_sandboxs_default_state_folder_keeps_the_memo(
 ) -> None:
     # outside any checkout, with no state_dir: the memo is in the user's state folder (the
     # bundled sandbox's), found there again, and nothing is written to the current directory
-    for name in [k for k in os.environ if k.startswith("MPS_PIPELINE_")]:
-        monkeypatch.delenv(name)
+    here, home = outside_a_checkout(monkeypatch, tmp_path)
     resolutions = count_resolutions(monkeypatch)
-    here, home = tmp_path / "here", tmp_path / "state-home"
-    here.mkdir()
-    monkeypatch.chdir(here)
-    monkeypatch.setenv("XDG_STATE_HOME", str(home))
     settings = workspace.load({}, via="doit", cwd=here)
     assert settings.is_sandbox and settings.state_dir == home / "mps-pipeline"
     settings.state_dir.mkdir(parents=True)  # as the first doit run makes it

@@ -22,6 +22,7 @@ import pytest
 import pipeline.config
 from pipeline.__main__ import main
 from pipeline.guide import replay
+from tests.conftest import outside_a_checkout
 from tests.test_settings_memo import WAIT_NS, count_resolutions
 
 REPO = Path(__file__).parents[2]
@@ -258,13 +259,8 @@ def test_outside_a_checkout_the_witness_is_in_the_sandboxs_state_folder(
 ) -> None:
     # no --state-dir and no checkout around: the bundled sandbox's state is the user's state
     # folder, where the warm audit finds its saved output; the current directory gets nothing
-    for name in [k for k in os.environ if k.startswith("MPS_PIPELINE_")]:
-        monkeypatch.delenv(name)
+    here, home = outside_a_checkout(monkeypatch, tmp_path)
     resolutions = count_resolutions(monkeypatch)
-    here, home = tmp_path / "here", tmp_path / "state-home"
-    here.mkdir()
-    monkeypatch.chdir(here)
-    monkeypatch.setenv("XDG_STATE_HOME", str(home))
     first = main(["audit", "atan2"]), capsys.readouterr()
     time.sleep(WAIT_NS / 1e9 + 0.05)
     main(["audit", "atan2"])  # saves the witness
