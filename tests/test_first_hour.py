@@ -60,7 +60,8 @@ class User:
         keep = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "XDG_STATE_HOME")
+            if k
+            not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "XDG_STATE_HOME", "GITHUB_TOKEN")
             and not k.startswith(("MPS_PIPELINE_", "PYTEST_", "MPS_SIM_", "COV_"))
         }
         # the venv's bin first, as an activated venv has it; git and a shell from the system
@@ -451,6 +452,37 @@ def test_28_4_a_skipped_check_is_listed_as_not_checked_never_as_passed(
     assert "not counted as passed" in zero and "not checked: check-math" in zero
 
 
+def test_28_7_what_the_demo_cannot_run_says_in_one_line_what_it_needs(
+    user_without_torch: User,
+) -> None:
+    """The README's "Try it" names the commands the demo lacks something for; each exits 2
+    with one line that says what, and the bare `doit` is shown as `mps-pipeline doit`."""
+    new = user_without_torch
+    root = new.demo("needs")
+    needs = {
+        ("check-math", "atan2"): "cannot import torch, which check-math needs",
+        ("speed",): "cannot import torch, which speed needs",
+        ("pr-report", "--pr", "1"): "$GITHUB_TOKEN is not set",
+        ("tracker", "--issue", "1"): "$GITHUB_TOKEN is not set",
+    }
+    for args, need in needs.items():
+        result = new.run(*args, cwd=root)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        (line,) = error_lines(result.stderr)
+        assert need in line, (args, line)
+        assert "Traceback" not in result.stderr
+    intro = " ".join(README.split(BEGIN, 1)[0].rsplit("## Try it", 1)[1].split())
+    for command in (
+        "`check-math`",
+        "`speed`",
+        "`pr-report`",
+        "`tracker`",
+        "`mps-pipeline doit TASK …`",
+    ):
+        assert command in intro
+    assert new.run("doit", "list", cwd=root).returncode == 0
+
+
 def test_28_8_the_first_count_is_labelled_as_the_state_before_the_migration(migrated) -> None:
     _, first, second = migrated
     assert "\nbefore: 3/8 checks pass\n" in first.stdout
@@ -526,6 +558,12 @@ def test_9_the_nightly_quickstart_runs_as_written(user: User) -> None:
     summary = json.loads((dashboard / "summary.json").read_text())
     assert sorted(summary["pass_rate"]) == ["macos-m1-14", "macos-m2-15", "macos-m2-26"]
     assert (dashboard / "index.html").is_file()
+    # what the quickstart promises: two nights that wait, then the removal, with its diff
+    assert proc.stdout.count("xfail removals: 0\n") == 2
+    assert "needed (history has 2 so far)" in proc.stdout
+    assert "xfail removals: 1\n  UNIMPLEMENTED_XFAILLIST['atan2']: delete" in proc.stdout
+    assert '-            "atan2": [' in proc.stdout
+    assert "proposes deleting `UNIMPLEMENTED_XFAILLIST['atan2']`" in " ".join(section.split())
     assert "open the dashboard" in section.lower()
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.errors import ConfigError, PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.results.speed import SPEED_JSON, Measurement, read
 
@@ -29,6 +29,8 @@ SHAPES: dict[str, tuple[int, ...]] = {"small": (256,), "medium": (256, 256), "la
 LAYOUTS = ("contiguous", "strided")
 # the script's exit status when torch cannot use the device (told to it in the spec)
 NO_DEVICE_EXIT = 3
+# and when the interpreter has no torch at all
+NO_TORCH_EXIT = 4
 
 SCRIPT = '''\
 """Written by mps-pipeline (pipeline/run/speed.py): kernel micro-benchmarks with
@@ -36,10 +38,12 @@ torch.utils.benchmark. Usage: python speed_bench.py SPEC.json OUT.json"""
 import json
 import sys
 
-import torch
-from torch.utils import benchmark
-
 spec = json.load(open(sys.argv[1]))
+try:
+    import torch
+    from torch.utils import benchmark
+except ImportError:
+    sys.exit(spec["no_torch_exit"])
 device = spec["device"]
 if device == "mps" and not torch.backends.mps.is_available():
     where = f"torch {torch.__version__} ({sys.executable})"
@@ -191,6 +195,7 @@ def run(request: SpeedRequest) -> SpeedResult:
                 "min_run_time": request.min_run_time,
                 "repeats": request.repeats,
                 "no_device_exit": NO_DEVICE_EXIT,
+                "no_torch_exit": NO_TORCH_EXIT,
             },
             indent=1,
         ),
@@ -205,6 +210,12 @@ def run(request: SpeedRequest) -> SpeedResult:
     except subprocess.TimeoutExpired:
         raise PipelineError(f"speed: the benchmark ran over {request.timeout:.0f} s") from None
     last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    if proc.returncode == NO_TORCH_EXIT:
+        raise ConfigError(
+            f"python={request.python} cannot import torch, which speed needs to time the "
+            "kernels: point python= (--python, MPS_PIPELINE_PYTHON) at the interpreter your "
+            "checkout is built into"
+        )
     if proc.returncode == NO_DEVICE_EXIT:
         raise NoDeviceError(request.device, last)
     if proc.returncode != 0:
@@ -216,4 +227,3 @@ def run(request: SpeedRequest) -> SpeedResult:
         for r in data["results"] if r.get("error")
     )  # fmt: skip
     return SpeedResult(out, device, measurements, errors)
-
