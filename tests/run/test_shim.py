@@ -62,6 +62,16 @@ int main() {
   check("vector limits", numeric_limits<float2>::infinity().y == INFINITY);
   // as_type is global: c10's float8.h calls it unqualified outside metal::
   check("as_type global", ::as_type<uint>(1.0f) == 0x3f800000u);
+  // sinpi is exactly zero at integers, however large, with x's sign (lgamma's reflection
+  // divides by it: inf at a negative integer); cospi at a half-integer; tanpi from both
+  check("sinpi at integers", sinpi(1.0f) == 0.0f && sinpi(-128.0f) == 0.0f &&
+        signbit(sinpi(-3.0f)) && sinpi(16777216.0f) == 0.0f && sinpi(0.5f) == 1.0f &&
+        sinpi(-1.5f) == 1.0f && float(sinpi(half(2.0f))) == 0.0f);
+  check("sinpi between", __builtin_fabsf(precise::sinpi(0.25f) - 0.70710678f) < 1e-7f &&
+        __builtin_fabsf(sinpi(1000.25f) - 0.70710678f) < 1e-7f);
+  check("cospi and tanpi", cospi(0.5f) == 0.0f && cospi(-2.5f) == 0.0f && cospi(3.0f) == -1.0f &&
+        tanpi(1.0f) == 0.0f && tanpi(0.5f) == INFINITY && tanpi(0.25f) == 1.0f);
+  check("log of sinpi at an integer", log(abs(sinpi(7.0f))) == -INFINITY);
   return 0;
 }
 """

@@ -16,6 +16,20 @@ template <typename... A>
 using if_double = std::enable_if_t<
     (std::is_same_v<A, double> || ...) && (std::is_arithmetic_v<A> && ...),
     bool>;
+
+// sinpi/cospi/tanpi reduce the argument before pi multiplies it, so that sinpi(n) and
+// tanpi(n) are exactly +-0 and cospi(n + 0.5) is +0 (MSL, as IEEE 754's sinPi): sin(pi * x)
+// in float is not, and lgamma's reflection then gave a finite value at a negative integer
+// where the GPU gives inf. The reduction is exact; the rest runs in double.
+constexpr double pi = 3.141592653589793238462643383279502884;
+inline double sinpi(float x) {
+  const float r = __builtin_fmodf(x, 2.0f);
+  return r == __builtin_truncf(r) ? __builtin_copysign(0.0, x) : __builtin_sin(pi * r);
+}
+inline double cospi(float x) {
+  const float r = __builtin_fmodf(__builtin_fabsf(x), 2.0f);
+  return r == 0.5f || r == 1.5f ? 0.0 : __builtin_cos(pi * r);
+}
 } // namespace mps_shim
 
 namespace metal {
@@ -119,7 +133,7 @@ namespace metal {
   F1(ceil, __builtin_ceilf(x))                                                       \
   F1(cos, __builtin_cosf(x))                                                         \
   F1(cosh, __builtin_coshf(x))                                                       \
-  F1(cospi, __builtin_cosf(M_PI_F * x))                                              \
+  F1(cospi, float(mps_shim::cospi(x)))                                               \
   F1(exp, __builtin_expf(x))                                                         \
   F1(exp2, __builtin_exp2f(x))                                                       \
   F1(exp10, __builtin_powf(10.0f, x))                                                \
@@ -134,11 +148,11 @@ namespace metal {
   F1(rsqrt, 1.0f / __builtin_sqrtf(x))                                               \
   F1(sin, __builtin_sinf(x))                                                         \
   F1(sinh, __builtin_sinhf(x))                                                       \
-  F1(sinpi, __builtin_sinf(M_PI_F * x))                                              \
+  F1(sinpi, float(mps_shim::sinpi(x)))                                               \
   F1(sqrt, __builtin_sqrtf(x))                                                       \
   F1(tan, __builtin_tanf(x))                                                         \
   F1(tanh, __builtin_tanhf(x))                                                       \
-  F1(tanpi, __builtin_tanf(M_PI_F * x))                                              \
+  F1(tanpi, float(mps_shim::sinpi(x) / mps_shim::cospi(x)))                          \
   F1(trunc, __builtin_truncf(x))                                                     \
   F2(atan2, __builtin_atan2f(x, y))                                                  \
   F2(copysign, __builtin_copysignf(x, y))                                            \
