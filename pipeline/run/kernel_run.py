@@ -13,7 +13,6 @@ from enum import Enum
 from pathlib import Path
 
 from pipeline.errors import ConfigError
-from pipeline.fsio import write_atomic
 
 
 class Schedule(Enum):
@@ -174,7 +173,7 @@ def run(
     scratch.mkdir(parents=True, exist_ok=True)
     stem = f"{library.stem}.{os.getpid()}"
     request, response = scratch / f"{stem}.req", scratch / f"{stem}.out"
-    write_atomic(request, _request(runs))
+    request.write_bytes(_request(runs))  # scratch, read once: no need to survive a crash
     try:
         proc = subprocess.run(
             [str(driver), str(library), str(request), str(response)],

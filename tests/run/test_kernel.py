@@ -12,6 +12,7 @@ import pytest
 
 from pipeline.errors import ConfigError
 from pipeline.flows import kernel as flow
+from pipeline.report.kernel import to_json
 from pipeline.results.kernel import KernelFileReport, KernelStatus
 from pipeline.run import cxx, reference
 from pipeline.run.kernel_build import KernelBuilder
@@ -19,6 +20,7 @@ from pipeline.tree import launch
 from pipeline.tree.source import TreeSource
 from tests.conftest import fetched
 from tests.releases import NEWEST
+from tests.test_machine_output import assert_valid
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "metal_kernel"
 KERNELS = "aten/src/ATen/native/mps/kernels"
@@ -127,6 +129,7 @@ def test_an_index_out_of_range_reports_upstreams_message(tmp_path, compiler, hea
     report = check(
         tmp_path, compiler, headers, "Indexing", kernels=("index_select_rows_float_long",)
     )
+    assert_valid("check-kernel --json", to_json(report))
     (k,) = report.kernels
     assert k.status is KernelStatus.OK, k.findings
     (message,) = k.reported
