@@ -22,6 +22,8 @@ Benchmarks (``--only`` names):
 - ``dashboard``: index.html's size at 100,000 results a night;
 - ``selection``: tests selected for single-operator changes, sandbox and real yaml, and
   whether the changed operator was missed;
+- ``kernel``: check-kernel's fixture files built cold and cached, a 2048x2048 softmax per
+  schedule, and upstream's kernel files that compile (see :mod:`bench.kernel`);
 - ``review``: the review checks on a 1,000-line diff (:mod:`bench.review`);
 - ``tracker``: one migration-tracker update for 300 operators and 200 open PRs against a
   local GitHub: requests the first time and when nothing changed, and its time.
@@ -87,7 +89,7 @@ NATIVE_YAML = paths.NATIVE_YAML
 COMMON_MPS = paths.COMMON_MPS
 BENCHMARKS = (
     "index", "audit", "migrate", "transaction", "junit", "junit-peer", "yaml-peer", "shards",
-    "fleet", "dashboard", "suspects", "selection", "math", "review", "tracker",
+    "fleet", "dashboard", "suspects", "selection", "math", "kernel", "review", "tracker",
 )  # fmt: skip
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
@@ -954,6 +956,17 @@ def bench_math(ctx: Context) -> Result:
     return result
 
 
+def bench_kernel(ctx: Context) -> Result:
+    """check-kernel: fixture files cold and cached, a 2048x2048 softmax per schedule."""
+    from bench import kernel as kernel_bench
+
+    try:
+        result: Result = kernel_bench.run(ctx, Figure, Result)
+    except RuntimeError as exc:  # no torch, no compiler
+        raise BenchError(str(exc)) from exc
+    return result
+
+
 RUNNERS: dict[str, Callable[[Context], Result]] = {
     "index": bench_index,
     "audit": bench_audit,
@@ -968,6 +981,7 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "suspects": bench_suspects,
     "selection": bench_selection,
     "math": bench_math,
+    "kernel": bench_kernel,
     "review": bench_review,
     "tracker": bench_tracker,
 }

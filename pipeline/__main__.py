@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "backlog": ("backlog", "operators still on MPSGraph or without MPS, easiest first"),
     "migrate": ("migrate", "edit, build, test, table and drop xfails for one operator"),
     "check-math": ("check_math", "compile a functor on the host and compare it with torch"),
+    "check-kernel": ("check_kernel", "run a .metal file's whole kernels on the host, vs torch"),
     "affected": ("affected", "operators and tests a diff affects"),
     "pr-report": ("pr_report", "run a PR's affected tests and post one status comment"),
     "nightly": ("nightly", "merge every runner's JUnit, keep history, propose xfail removals"),
@@ -211,8 +212,9 @@ def _failed(exc: BaseException) -> int:
         return EXIT_INTERRUPTED
     if isinstance(exc, OSError):  # a read-only, full or failing disk: the path and why, exit 2
         where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
-        print(f"error: {where}: {exc.strerror or exc}" if where else f"error: {exc}",
-              file=sys.stderr)
+        print(
+            f"error: {where}: {exc.strerror or exc}" if where else f"error: {exc}", file=sys.stderr
+        )
         return EXIT_INPUT
     raise exc
 

@@ -174,6 +174,12 @@ class Settings:
         return self.math.cache or self.cache_dir / "math"
 
     @property
+    def kernel_specs(self) -> Path:
+        """check-kernel's launch specs: ``<state_dir>/kernels`` (``.mps-pipeline/kernels`` in
+        a checkout), one ``<File>.yaml`` per kernel file (pipeline.tree.launch)."""
+        return self.state_dir / "kernels"
+
+    @property
     def tree(self) -> TreeSource:
         """What the tree readers need (and nothing else of the settings)."""
         return TreeSource(

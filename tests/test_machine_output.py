@@ -29,6 +29,7 @@ from pipeline.guide import review as review_checks
 from pipeline.impact.analyze import SCHEMA as AFFECTED_SCHEMA
 from pipeline.report import dashboard
 from pipeline.report import math as math_report
+from pipeline.results import kernel as kernel_results
 from pipeline.results import nightly, pr, shards
 from pipeline.results import speed as speeds
 from tests.commands.test_pr_report import (
@@ -57,6 +58,7 @@ OUTPUTS = {
     "pr-report results.json": pr.SCHEMA,
     "shards --json": shards.SCHEMA,
     "check-math --json": math_report.SCHEMA,
+    "check-kernel --json": kernel_results.SCHEMA,
     "review --json": review_checks.SCHEMA_VERSION,
     "backlog --claims --json": 1,
     "speed.json": speeds.SCHEMA_VERSION,
@@ -121,7 +123,7 @@ def test_every_output_has_one_valid_draft_2020_12_schema() -> None:
 
 def test_every_json_help_points_at_the_document(capsys) -> None:
     commands = ("audit", "backlog", "affected", "config", "nightly", "pr-report", "shards")
-    for command in (*commands, "check-math"):
+    for command in (*commands, "check-math", "check-kernel"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         help_text = "".join(capsys.readouterr().out.split())  # argparse wraps at the "-"

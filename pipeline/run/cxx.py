@@ -242,13 +242,13 @@ class Builder:
 
     def build(self, metal: Path, kernel: str) -> FunctorBuild:
         start = time.monotonic()
-        key = _digest(
+        key = digest(
             [CACHE_VERSION, self.compiler.path, self.compiler.identity, *self.flags()]
             + [translation_unit(metal, kernel)]
         )
         base = self.cache_dir / f"{kernel}-{key[:20]}"
         library, manifest = base.with_suffix(".so"), base.with_suffix(".json")
-        if library.is_file() and _manifest_matches(manifest):
+        if library.is_file() and manifest_matches(manifest):
             set_aside = tuple(json.loads(manifest.read_text(encoding="utf-8")).get("set_aside", []))
             return FunctorBuild(
                 metal, kernel, library, True, time.monotonic() - start, set_aside=set_aside
@@ -309,7 +309,7 @@ class Builder:
             deps = [*read_depfile(depfile), metal.resolve()]
             os.replace(tmp, library)
             names = list(_part_names(layout, drop))
-            digests = {str(p): _file_digest(p) for p in deps}
+            digests = {str(p): file_digest(p) for p in deps}
             write_atomic(manifest, json.dumps({"deps": digests, "set_aside": names}))
             return _Attempt(True, log)
         tmp.unlink(missing_ok=True)
@@ -346,7 +346,7 @@ class Builder:
 
     def driver(self) -> Path:
         """The driver executable, built once per compiler and driver source."""
-        key = _digest([CACHE_VERSION, self.compiler.identity, DRIVER_SOURCE.read_text()])
+        key = digest([CACHE_VERSION, self.compiler.identity, DRIVER_SOURCE.read_text()])
         exe = self.cache_dir / f"mps_math_driver-{key[:16]}"
         if exe.is_file():
             return exe
@@ -364,7 +364,7 @@ class Builder:
         return exe
 
     def _rel(self, path: Path) -> str:
-        return _relative(path, self.root)
+        return relative(path, self.root)
 
 
 def _part_names(layout: cxx_parts.Layout, parts: Collection[int]) -> tuple[str, ...]:
@@ -392,29 +392,29 @@ def read_depfile(path: Path) -> list[Path]:
     return [Path(p) for p in rest.split()]
 
 
-def _manifest_matches(manifest: Path) -> bool:
+def manifest_matches(manifest: Path) -> bool:
     try:
         deps = json.loads(manifest.read_text(encoding="utf-8"))["deps"]
     except (OSError, ValueError, KeyError):
         return False
-    return all(_file_digest(Path(p)) == digest for p, digest in deps.items())
+    return all(file_digest(Path(p)) == digest for p, digest in deps.items())
 
 
-def _file_digest(path: Path) -> str:
+def file_digest(path: Path) -> str:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return "-"
 
 
-def _digest(parts: Iterable[str]) -> str:
+def digest(parts: Iterable[str]) -> str:
     h = hashlib.sha256()
     for part in parts:
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
 
-def _relative(path: Path, root: Path) -> str:
+def relative(path: Path, root: Path) -> str:
     try:
         return Path(path).resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
@@ -429,7 +429,7 @@ def map_error(lines: Sequence[str], metal: Path, root: Path) -> CompilerError | 
     included from``), with the header's own place in the message.
     """
     target = str(metal.resolve())
-    rel = _relative(metal, root)
+    rel = relative(metal, root)
     for i, line in enumerate(lines):
         m = _DIAGNOSTIC.match(line)
         if not m:
@@ -446,9 +446,9 @@ def map_error(lines: Sequence[str], metal: Path, root: Path) -> CompilerError | 
                 break
             loc = _LOCATION.match(lines[j].strip().removeprefix("In file included from "))
             if loc and Path(loc.group("path")).resolve().as_posix() == target:
-                where = f"{_relative(Path(path), root)}:{m.group('line')}"
+                where = f"{relative(Path(path), root)}:{m.group('line')}"
                 return CompilerError(rel, int(loc.group("line")), None, f"{message} (at {where})")
-        return CompilerError(_relative(Path(path), root), int(m.group("line")), None, message)
+        return CompilerError(relative(Path(path), root), int(m.group("line")), None, message)
     return None
 
 

@@ -110,11 +110,18 @@ def references(
 def _run_script(source: TreeSource, cases: list[Case], max_samples: int) -> dict[str, Any]:
     """math_torch.py's answers for ``cases``, by case id."""
     request = {"max_samples": max_samples, "cases": [c.to_json() for c in cases]}
-    with tempfile.TemporaryDirectory(prefix="mps-pipeline-math-") as tmp:
-        script = Path(tmp) / SCRIPT.name
-        shutil.copyfile(SCRIPT, script)
+    found: dict[str, Any] = run_script(source, SCRIPT, request)["cases"]
+    return found
+
+
+def run_script(source: TreeSource, script: Path, request: dict[str, Any]) -> dict[str, Any]:
+    """``script REQUEST OUT`` under the configured interpreter, as a copy in a scratch
+    directory (it imports only the standard library and torch): its JSON answer."""
+    with tempfile.TemporaryDirectory(prefix="mps-pipeline-torch-") as tmp:
+        copy = Path(tmp) / script.name
+        shutil.copyfile(script, copy)
         req, out = Path(tmp) / "request.json", Path(tmp) / "out.json"
         req.write_text(json.dumps(request), encoding="utf-8")
-        opinfo._run(source.python, [str(script), str(req), str(out)], "compute torch references")  # noqa: SLF001
-        found: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))["cases"]
-    return found
+        opinfo._run(source.python, [str(copy), str(req), str(out)], "compute torch references")  # noqa: SLF001
+        answer: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return answer

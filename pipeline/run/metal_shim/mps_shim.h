@@ -34,6 +34,10 @@
 // shim's own class types (bfloat, vectors, atomics) accept volatile operands. clang's
 // address_space attribute would keep every space apart, but g++ has no such thing and
 // clang rejects copying a class object out of a non-default space or calling its methods.
+//
+// check-kernel reads a file's kernel signatures from its preprocessed text, where the
+// spaces and `kernel` must still be seen: MPS_KERNEL_PARSE leaves them as they are.
+#ifndef MPS_KERNEL_PARSE
 #define device volatile
 #define constant
 #define thread
@@ -42,6 +46,7 @@
 #define kernel
 #define vertex
 #define fragment
+#endif
 
 // Metal spells floating constants without a suffix as float; the compiler flag
 // -fsingle-precision-constant gives the same, these are the named ones.

@@ -8,7 +8,8 @@
 // fails to link (the object is linked with --no-undefined and --gc-sections, so code that no
 // registration reaches does not count), and the link error names
 // metal::mps_not_modelled::NAME, which check-math reports as "not modelled" for that functor
-// instead of a result.
+// instead of a result. check-kernel (MPS_KERNEL_THREADS) runs whole threadgroups, where they
+// are modelled: mps_kernel_simd.h.
 #pragma once
 
 namespace metal {
@@ -107,6 +108,12 @@ inline constexpr mem_flags operator|(mem_flags a, mem_flags b) {
   return mem_flags(int(a) | int(b));
 }
 
+} // namespace metal
+
+#ifdef MPS_KERNEL_THREADS
+#include "mps_kernel_simd.h"
+#else
+namespace metal {
 namespace mps_not_modelled {
 
 struct simd_vote {
@@ -164,3 +171,4 @@ MPS_SHIM_SIMD_FILL(simd_shuffle_and_fill_up)
 using namespace mps_not_modelled;
 
 } // namespace metal
+#endif

@@ -1,0 +1,143 @@
+"""The check-kernel benchmark (issue 29): each kernel fixture file's build, cold and cached;
+a 2048 x 2048 softmax (one simdgroup per row, 256 threads a threadgroup) run under each
+schedule; and, when ``MPS_PIPELINE_UPSTREAM_KERNELS`` names a folder of upstream's
+``kernels/*.metal`` (with their headers; never kept in this repository), the share of its
+files, matrix-multiply and attention ones aside, whose kernels compile through the shim.
+
+Called from ``bench/__main__.py`` (``bench_kernel``), which passes its Figure and Result types.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import struct
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.math import _c10_include
+from pipeline.run import cxx, kernel_run
+from pipeline.run.kernel_build import KernelBuilder, Probe
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures" / "metal_kernel"
+KERNELS = "aten/src/ATen/native/mps/kernels"
+UPSTREAM_ENV = "MPS_PIPELINE_UPSTREAM_KERNELS"
+# the files left out of the upstream share: matrix multiplies and attention
+_LEFT_OUT = ("Gemm", "GroupedMM", "ScaledMM", "Linear", "Attention", "LinearAlgebra", "Quantized")
+SIDE = 2048
+ROWS_PER_GROUP = 8  # 256 threads: one simdgroup per row
+
+
+def _softmax_run(builder: KernelBuilder, schedule: kernel_run.Schedule, seed: int) -> Any:
+    """The SoftMax fixture's softmax_rows_float_int on a SIDE x SIDE float matrix."""
+    metal = builder.root / KERNELS / "SoftMax.metal"
+    build = builder.build(
+        metal, (Probe("SoftmaxArgs<int>", ("col_stride", "cols", "row_stride", "rows")),)
+    )
+    assert build.library is not None
+    listing = kernel_run.list_object(builder.driver(), build.library)
+    rng = random.Random(0)
+    data = struct.pack(f"<{SIDE * SIDE}f", *(rng.gauss(0, 1) for _ in range(SIDE * SIDE)))
+    args = listing.structs["SoftmaxArgs<int>"].pack(
+        {"rows": SIDE, "cols": SIDE, "row_stride": SIDE, "col_stride": 1}
+    )
+    index = listing.kernels["softmax_rows_float_int"][0]
+    dispatch = kernel_run.Dispatch(
+        index, False, (SIDE // ROWS_PER_GROUP, 1, 1), (256, 1, 1), schedule, seed, (0, 1, 2)
+    )
+    return build, kernel_run.Run((data, bytes(SIDE * SIDE * 4), args), (dispatch,))
+
+
+def _upstream_share(compiler: cxx.Compiler, headers: cxx.Headers, folder: Path, work: Path):
+    files = [
+        p for p in sorted((folder / KERNELS).glob("*.metal"))
+        if not any(p.stem.startswith(x) for x in _LEFT_OUT)
+    ]  # fmt: skip
+    builder = KernelBuilder(compiler, headers, folder, work / "upstream")
+    ok, failed = 0, []
+    for path in files:
+        build = builder.build(path)
+        built = [k for k in build.kernels if k.built]
+        if build.kernels and len(built) == len(build.kernels):
+            ok += 1
+        else:
+            why = next(
+                (str(k.error or k.not_modelled) for k in build.kernels if not k.built),
+                str(build.error or "no kernel found"),
+            )
+            failed.append(f"{path.name}: {len(built)}/{len(build.kernels)} kernels; {why[:160]}")
+    return ok, len(files), failed
+
+
+def run(ctx: Any, figure: Callable[..., Any], result: Callable[..., Any]) -> Any:
+    include = _c10_include()
+    if include is None:
+        raise RuntimeError("torch is not installed: no c10/metal headers to compile against")
+    compiler = cxx.find_compiler(None)
+    headers = cxx.Headers(include, "the torch wheel")
+    work = ctx.work / "kernel"
+    root = work / "tree"
+    shutil.copytree(FIXTURES, root)
+    builds: dict[str, tuple[float, float]] = {}
+    for path in sorted((root / KERNELS).glob("*.metal")):
+        cache = work / f"objects-{path.stem}"
+        builder = KernelBuilder(compiler, headers, root, cache)
+        builder.driver()
+        start = time.perf_counter()
+        cold = builder.build(path)
+        cold_s = time.perf_counter() - start
+        start = time.perf_counter()
+        again = builder.build(path)
+        builds[path.stem] = (cold_s, time.perf_counter() - start)
+        assert not cold.cached and again.cached
+    builder = KernelBuilder(compiler, headers, root, work / "objects-softmax")
+    runs: dict[str, float] = {}
+    for schedule, seed in kernel_run.SCHEDULES:
+        build, one = _softmax_run(builder, schedule, seed)
+        times = []
+        for _ in range(ctx.repeats(3)):
+            start = time.perf_counter()
+            outcome = kernel_run.run(builder.driver(), build.library, [one], work / "scratch")
+            times.append(time.perf_counter() - start)
+            assert outcome.failure is None and outcome.results[0].status == 0
+        runs[kernel_run.schedule_name(schedule, seed)] = sorted(times)[len(times) // 2]
+    figures = [
+        figure(f"{name}.metal, cold", cold, "s", goal="<= 3 s", headline=name == "SoftMax")
+        for name, (cold, _) in builds.items()
+    ] + [
+        figure(f"{name}.metal, cached", cached, "s", goal="0 (no compiler)")
+        for name, (_, cached) in builds.items()
+    ] + [
+        figure(f"2048x2048 softmax, {name}", t, "s", goal="<= 0.2 s", headline=True)
+        for name, t in runs.items()
+    ]  # fmt: skip
+    notes = [
+        "run time is the driver process (load, buffers in, the dispatch, buffers out) "
+        f"for {SIDE // ROWS_PER_GROUP * 256} fibers, 4 SIMD-group meetings each",
+    ]
+    data: dict[str, Any] = {"builds": builds, "softmax_runs": runs}
+    upstream = os.environ.get(UPSTREAM_ENV)
+    if upstream:
+        ok, total, failed = _upstream_share(compiler, headers, Path(upstream), work)
+        share = 100.0 * ok / total if total else 0.0
+        figures.append(figure("upstream files compiling", share, "%", goal=">= 70%", headline=True))
+        notes += [f"{ok} of {total} upstream files compile whole", *failed]
+        data["upstream"] = {"ok": ok, "total": total, "failed": failed}
+    else:
+        notes.append(f"upstream share not measured: set {UPSTREAM_ENV} to a checkout's root")
+    return result(
+        name="kernel",
+        title=f"check-kernel ({compiler.identity})",
+        measures=(
+            "each kernel fixture file (tests/fixtures/metal_kernel) built cold and cached; "
+            "the SoftMax fixture's simdgroup-per-row kernel on a 2048x2048 float matrix under "
+            "each schedule, median of repeated runs"
+        ),
+        figures=tuple(figures),
+        notes=tuple(notes),
+        data=data,
+    )

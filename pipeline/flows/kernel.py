@@ -1,0 +1,282 @@
+"""The kernel flow: build a ``.metal`` file's kernels on the host, run each on inputs built to
+expose reduction bugs under several thread schedules, and compare with torch on CPU (see
+``mps-pipeline check-kernel``).
+
+Steps: read the file's launch spec (:mod:`pipeline.tree.launch`); build the file's object
+with the layout of the spec's parameter structs (:mod:`pipeline.run.kernel_build`); ask the
+interpreter for every launched kernel's inputs, launch sizes, struct values and references
+at once (``kernel_torch.py``); run each kernel's inputs under every schedule in a driver
+process of its own (:mod:`pipeline.run.kernel_run`); judge
+(:func:`pipeline.results.kernel.judge`). The runners come in as parameters.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import Settings
+from pipeline.errors import PipelineError
+from pipeline.results.kernel import (
+    Finding,
+    KernelCheck,
+    KernelFileReport,
+    KernelStatus,
+    ScheduledRun,
+    judge,
+)
+from pipeline.run import cxx, kernel_run, reference
+from pipeline.run.kernel_build import FileBuild, KernelBuild, KernelBuilder, Probe
+from pipeline.run.kernel_run import SCHEDULES, Dispatch, Listing, Run, schedule_name
+from pipeline.tree import launch
+from pipeline.tree.launch import ERROR_BUFFER, OUTPUT, GridKind, LaunchCase, LaunchSpec
+
+SCRIPT = Path(reference.__file__).with_name("kernel_torch.py")
+MAX_SAMPLES = 4  # OpInfo samples per kernel, on top of the bug-exposing inputs
+POISON = 0xFF  # an output's bytes before the kernel writes it: NaN, or -1
+
+ReferenceFn = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class NoKernelFileError(PipelineError):
+    """No such .metal file (exit 2)."""
+
+
+@dataclass(frozen=True)
+class KernelRunners:
+    builder: KernelBuilder
+    references: ReferenceFn
+    run: Callable[[Path, Path, Sequence[Run], Path], kernel_run.Outcome] = kernel_run.run
+
+
+def _probes(spec: LaunchSpec | None) -> tuple[Probe, ...]:
+    if spec is None:
+        return ()
+    found: dict[str, set[str]] = {}
+    for case in spec.cases:
+        for s in case.structs:
+            found.setdefault(s.type, set()).update(f for f, _ in s.fields if f)
+    return tuple(Probe(t, tuple(sorted(f))) for t, f in sorted(found.items()))
+
+
+def check_file(
+    metal: Path,
+    spec: LaunchSpec | None,
+    spec_path: Path,
+    runners: KernelRunners,
+    *,
+    root: Path,
+    scratch: Path,
+    kernels: Sequence[str] = (),
+) -> KernelFileReport:
+    builder = runners.builder
+    build = builder.build(metal, _probes(spec))
+    chosen = [k for k in build.kernels if not kernels or k.decl.host_name in kernels]
+    runnable = []
+    checks: dict[str, KernelCheck] = {}
+    for k in chosen:
+        early = _not_run(k, spec, spec_path)
+        if early is not None:
+            checks[k.decl.host_name] = early
+        else:
+            runnable.append(k)
+    if runnable and build.library is not None:
+        listing = kernel_run.list_object(builder.driver(), build.library)
+        checks.update(_run_all(build, runnable, spec, listing, runners, scratch))
+    ordered = tuple(checks[k.decl.host_name] for k in chosen if k.decl.host_name in checks)
+    return KernelFileReport(
+        cxx.relative(metal, root), ordered, builder.compiler.identity, builder.headers.origin,
+        build.seconds, build.cached, str(spec.path) if spec else None, build.set_aside,
+    )  # fmt: skip
+
+
+def _not_run(k: KernelBuild, spec: LaunchSpec | None, spec_path: Path) -> KernelCheck | None:
+    name, line = k.decl.host_name, k.decl.line
+    if k.not_modelled:
+        return KernelCheck(name, line, KernelStatus.NOT_MODELLED, detail=", ".join(k.not_modelled))
+    if not k.built:
+        return KernelCheck(name, line, KernelStatus.COMPILE_ERROR, detail=str(k.error))
+    if spec is None or spec.find(name) is None:
+        return KernelCheck(
+            name, line, KernelStatus.NO_LAUNCH_SPEC,
+            detail=f"add it to {spec_path} (docs/check-kernel.md): grid, buffers, reference",
+        )  # fmt: skip
+    return None
+
+
+def _run_all(
+    build: FileBuild,
+    kernels: Sequence[KernelBuild],
+    spec: LaunchSpec | None,
+    listing: Listing,
+    runners: KernelRunners,
+    scratch: Path,
+) -> dict[str, KernelCheck]:
+    assert spec is not None and build.library is not None
+    cases = []
+    for k in kernels:
+        found = spec.find(k.decl.host_name)
+        assert found is not None
+        case, dtype = found
+        cases.append(_case_json(k.decl.host_name, case, dtype, listing))
+    answers = runners.references({"cases": cases})["cases"]
+    out = {}
+    driver = runners.builder.driver()
+    for k in kernels:
+        found = spec.find(k.decl.host_name)
+        assert found is not None
+        case, dtype = found
+        out[k.decl.host_name] = _check_kernel(
+            k, case, listing, answers[k.decl.host_name], build, driver, runners, scratch
+        )
+    return out
+
+
+def _case_json(name: str, case: LaunchCase, dtype: str, listing: Listing) -> dict[str, Any]:
+    return {
+        "id": name,
+        "dtype": dtype,
+        "reference": case.reference,
+        "opinfo": case.opinfo,
+        "inputs": [
+            {
+                "name": i.name,
+                "rank": i.rank,
+                "dtype": i.dtype,
+                "range": list(i.range) if i.range else None,
+                "strided": i.strided,
+            }
+            for i in case.inputs
+        ],  # fmt: skip
+        "output_like": case.output_like,
+        "output_dtype": case.output_dtype,
+        "output_shape": list(case.output_shape) if case.output_shape else None,
+        "structs": [{"name": s.name, "fields": [list(f) for f in s.fields]} for s in case.structs],
+        "grid": list(case.grid),
+        "tptg": list(case.threads_per_threadgroup),
+        "max_threads": listing.kernels[name][1],
+        "max_samples": MAX_SAMPLES,
+    }
+
+
+def _check_kernel(
+    k: KernelBuild,
+    case: LaunchCase,
+    listing: Listing,
+    answers: Sequence[Mapping[str, Any]],
+    build: FileBuild,
+    driver: Path,
+    runners: KernelRunners,
+    scratch: Path,
+) -> KernelCheck:
+    name, line = k.decl.host_name, k.decl.line
+    for s in case.structs:
+        if s.type in build.probe_errors or s.type not in listing.structs:
+            why = build.probe_errors.get(s.type, "its layout is unknown")
+            return KernelCheck(name, line, KernelStatus.FAILED, (
+                Finding("launch spec", f"struct {s.name} ({s.type}): {why}"),))  # fmt: skip
+    index = listing.kernels[name][0]
+    runs: list[Run] = []
+    for answer in answers:
+        for schedule, seed in SCHEDULES:
+            runs.append(_run_of(case, listing, answer, index, schedule, seed))
+    outcome = runners.run(driver, build.library or Path(), runs, scratch)
+    if outcome.failure is not None:
+        return KernelCheck(name, line, KernelStatus.FAILED, (Finding("all", outcome.failure),))
+    findings, reported = [], []
+    out_slot = case.buffers.index(OUTPUT) if OUTPUT in case.buffers else 0
+    results = iter(outcome.results)
+    for answer in answers:
+        scheduled = [
+            ScheduledRun(schedule_name(s, seed), r.status, r.why, r.reported, r.buffers[out_slot])
+            for (s, seed), r in zip(SCHEDULES, [next(results) for _ in SCHEDULES], strict=True)
+        ]
+        ref = answer.get("reference")
+        finding, message = judge(
+            answer["label"], scheduled,
+            reference=base64.b64decode(ref) if ref else None,
+            torch_error=answer.get("error"), dtype=answer["output_dtype"],
+        )  # fmt: skip
+        if finding is not None:
+            findings.append(finding)
+        if message is not None:
+            reported.append(f"{answer['label']}: {message}")
+    status = KernelStatus.FAILED if findings else KernelStatus.OK
+    return KernelCheck(name, line, status, tuple(findings), len(answers), reported=tuple(reported))
+
+
+def _run_of(
+    case: LaunchCase,
+    listing: Listing,
+    answer: Mapping[str, Any],
+    index: int,
+    schedule: kernel_run.Schedule,
+    seed: int,
+) -> Run:
+    buffers = []
+    errors = -1
+    structs = {s.name: s for s in case.structs}
+    for i, b in enumerate(case.buffers):
+        if b == OUTPUT:
+            buffers.append(bytes([POISON]) * int(answer["output_bytes"]))
+        elif b == ERROR_BUFFER:
+            buffers.append(bytes(listing.error_size))
+            errors = i
+        elif b in structs:
+            layout = listing.structs[structs[b].type]
+            buffers.append(layout.pack(answer["structs"][b]))
+        else:
+            buffers.append(base64.b64decode(answer["tensors"][b]["data"]))
+    grid, tptg = answer["grid"], answer["tptg"]
+    dispatch = Dispatch(
+        index, case.grid_kind is GridKind.THREADS, (grid[0], grid[1], grid[2]),
+        (tptg[0], tptg[1], tptg[2]), schedule, seed, tuple(range(len(buffers))),
+    )  # fmt: skip
+    return Run(tuple(buffers), (dispatch,), errors)
+
+
+# ---- the entry point the command shares ------------------------------------------------
+
+
+def find_metal(settings: Settings, file: str) -> Path:
+    """``file`` as a path, else a kernels/*.metal file of the tree by name or stem."""
+    given = Path(file)
+    if given.is_file():
+        return given.resolve()
+    folder = settings.root / "aten/src/ATen/native/mps/kernels"
+    for candidate in (folder / file, folder / f"{file}.metal"):
+        if candidate.is_file():
+            return candidate.resolve()
+    raise NoKernelFileError(f"{file}: no such .metal file (looked in {folder} too)")
+
+
+def runners_for(settings: Settings) -> KernelRunners:
+    compiler = cxx.find_compiler(settings.math.cxx)
+    package = reference.torch_package(settings.tree)
+    headers = cxx.find_c10_headers(settings.root, package)
+    builder = KernelBuilder(compiler, headers, settings.root, settings.cache_dir / "kernel")
+
+    def references(request: dict[str, Any]) -> dict[str, Any]:
+        return reference.run_script(settings.tree, SCRIPT, request)
+
+    return KernelRunners(builder, references)
+
+
+def run_check(
+    settings: Settings,
+    file: str,
+    *,
+    kernels: Sequence[str] = (),
+    runners: KernelRunners | None = None,
+) -> KernelFileReport:
+    metal = find_metal(settings, file)
+    spec_path = launch.spec_path(settings.kernel_specs, metal)
+    spec = launch.read_spec(spec_path) if spec_path.is_file() else None
+    runners = runners or runners_for(settings)
+    return check_file(
+        metal, spec, spec_path, runners, root=settings.root,
+        scratch=settings.cache_dir / "kernel" / "run", kernels=kernels,
+    )  # fmt: skip

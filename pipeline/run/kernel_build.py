@@ -1,0 +1,437 @@
+"""check-kernel's builds: one shared object per ``.metal`` file, holding every kernel of it
+that compiles on the host, with the runtime that runs whole threadgroups
+(``metal_shim/mps_kernel_*.h``).
+
+The file's kernels are read from its preprocessed text (:mod:`pipeline.run.kernel_decls`).
+The translation unit is the shim (with ``MPS_KERNEL_THREADS``: barriers and SIMD-group
+functions modelled), the ``.metal`` file as it stands with its threadgroup memory made
+static, and one generated line per kernel that calls it with its buffers and attributes.
+
+One kernel that does not compile never hides the others: an error is attributed to the
+kernel whose generated line leads to it, else to the parts of the file it names
+(:mod:`pipeline.run.cxx_parts`); those are set aside and the build retried, and each kernel
+set aside so carries the error. An error naming a Metal feature the runtime does not model
+(simdgroup matrices, textures, function constants, Metal 4 tensors) is "not modelled".
+
+The object is cached like check-math's (:mod:`pipeline.run.cxx`): named by a digest of what
+selects it, reused while every file its manifest lists is byte for byte the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.errors import ConfigError
+from pipeline.fsio import write_atomic
+from pipeline.run import cxx, cxx_parts
+from pipeline.run.build import CompilerError
+from pipeline.run.kernel_decls import (
+    KernelDecl,
+    parse_kernels,
+    rewrite_threadgroup,
+    strip_instantiations,
+)
+
+DRIVER_SOURCE = cxx.SHIM_DIR / "mps_kernel_driver.cpp"
+CACHE_VERSION = "3"
+# the runtime switches fibers with _longjmp, which _FORTIFY_SOURCE refuses between stacks;
+# a simd function's call site is its return address: no sibling calls to blur it
+FLAGS = ("-U_FORTIFY_SOURCE", "-fno-optimize-sibling-calls", "-DMPS_KERNEL_THREADS=1")
+_NOT_MODELLED = re.compile(
+    r"\b(simdgroup_(?:float|half|bfloat)\w*|simdgroup_matrix\w*|simdgroup_(?:load|store|"
+    r"multiply\w*)|texture\w*|sampler|function_constant|mpp|tensor_\w+|quad_\w+|"
+    r"make_filled_simdgroup_matrix|MetalPerformancePrimitives)\b"
+)
+
+
+@dataclass(frozen=True)
+class KernelBuild:
+    """One kernel of the file: runnable when ``error`` and ``not_modelled`` are empty."""
+
+    decl: KernelDecl
+    index: int = -1  # in the object's table
+    error: CompilerError | None = None
+    not_modelled: tuple[str, ...] = ()
+
+    @property
+    def built(self) -> bool:
+        return self.index >= 0
+
+
+@dataclass(frozen=True)
+class FileBuild:
+    metal: Path
+    library: Path | None
+    kernels: tuple[KernelBuild, ...]
+    cached: bool
+    seconds: float
+    set_aside: tuple[str, ...] = ()
+    log: str = ""
+    error: CompilerError | None = None  # the file itself: nothing of it could be read
+    # a launch spec's struct type -> why its layout could not be read (a field it lacks)
+    probe_errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A parameter struct whose fields' layout the object reports (see Layout)."""
+
+    type: str
+    fields: tuple[str, ...]
+
+
+@dataclass
+class KernelBuilder:
+    compiler: cxx.Compiler
+    headers: cxx.Headers
+    root: Path
+    cache_dir: Path
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def flags(self) -> list[str]:
+        base = cxx.Builder(self.compiler, self.headers, self.root, self.cache_dir).flags()
+        extra = ["-ferror-limit=0"] if "clang" in self.compiler.identity else []
+        return [*base, *FLAGS, *extra]
+
+    def build(self, metal: Path, probes: Sequence[Probe] = ()) -> FileBuild:
+        """Build ``metal``'s kernels, with the layout of each struct of ``probes``."""
+        start = time.monotonic()
+        metal = metal.resolve()
+        text = metal.read_text(encoding="utf-8")
+        key = cxx.digest(
+            [CACHE_VERSION, self.compiler.identity, *self.flags(), str(metal), text, repr(probes)]
+        )
+        base = self.cache_dir / f"{metal.stem}-{key[:20]}"
+        library, manifest = base.with_suffix(".so"), base.with_suffix(".json")
+        if library.is_file() and cxx.manifest_matches(manifest):
+            saved = json.loads(manifest.read_text(encoding="utf-8"))
+            kernels = tuple(_kernel_from_json(k) for k in saved["kernels"])
+            return FileBuild(
+                metal, library, kernels, True, time.monotonic() - start,
+                tuple(saved["set_aside"]), probe_errors=saved["probe_errors"],
+            )  # fmt: skip
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            decls = self._declarations(metal, base)
+        except ConfigError as exc:
+            error = CompilerError(cxx.relative(metal, self.root), 1, None, str(exc))
+            return FileBuild(metal, None, (), False, time.monotonic() - start, error=error)
+        layout = cxx_parts.layout(metal)
+        drop: set[int] = set()
+        failed: dict[int, CompilerError] = {}
+        unmodelled = {i: d.not_modelled for i, d in enumerate(decls) if d.not_modelled}
+        log = ""
+        probe_errors: dict[str, str] = {}
+        for _ in range(cxx.MAX_ATTEMPTS):
+            skip = set(failed) | set(unmodelled) | _in_parts(decls, layout, drop)
+            kept = [p for p in probes if p.type not in probe_errors]
+            ok, log = self._compile(metal, base, layout, drop, decls, skip, kept)
+            if ok:
+                return self._done(metal, base, decls, layout, drop, skip, failed, unmodelled,
+                                  start, log, probe_errors)  # fmt: skip
+            progress = self._attribute(metal, base, layout, decls, log, drop, failed, unmodelled)
+            progress |= _probe_failures(log, base, kept, probe_errors)
+            if not progress:
+                break
+        error = cxx.map_error(log.splitlines(), metal, self.root) or CompilerError(
+            cxx.relative(metal, self.root), 1, None, "the compiler failed"
+        )
+        kernels = tuple(
+            KernelBuild(d, error=failed.get(i, error), not_modelled=unmodelled.get(i, ()))
+            for i, d in enumerate(decls)
+        )
+        return FileBuild(metal, None, kernels, False, time.monotonic() - start, log=log)
+
+    def _declarations(self, metal: Path, base: Path) -> list[KernelDecl]:
+        """The file's kernels, from its text preprocessed in parse mode."""
+        unit = base.with_suffix(".parse.cpp")
+        write_atomic(unit, f'#include "mps_shim.h"\n#include "{metal}"\n')
+        command = [self.compiler.path, *self.flags(), "-DMPS_KERNEL_PARSE=1", "-E"]
+        command += [f"-iquote{metal.parent}", str(unit)]
+        proc = subprocess.run(
+            command, capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False
+        )
+        if proc.returncode != 0:
+            first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr)
+            raise ConfigError(f"cannot preprocess: {first.strip()}")
+        return parse_kernels(proc.stdout, str(metal))
+
+    def _compile(
+        self,
+        metal: Path,
+        base: Path,
+        layout: cxx_parts.Layout,
+        drop: set[int],
+        decls: Sequence[KernelDecl],
+        skip: set[int],
+        probes: Sequence[Probe],
+    ) -> tuple[bool, str]:
+        source_metal = base.with_suffix(".kernel.metal")
+        text = layout.pruned(drop)
+        # __FILE__ (TORCH_REPORT_ERROR's) and the diagnostics name the file itself
+        line_one = f'#line 1 "{metal}"\n'
+        write_atomic(source_metal, line_one + rewrite_threadgroup(text, str(metal)))
+        source, depfile = base.with_suffix(".cpp"), base.with_suffix(".d")
+        write_atomic(source, translation_unit(source_metal, decls, skip, probes))
+        tmp = base.with_suffix(f".{os.getpid()}.{threading.get_ident()}.so")
+        common = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}"]
+        expanded = base.with_suffix(".ii")
+        try:
+            pre = subprocess.run(
+                [*common, "-E", "-MD", "-MF", str(depfile), str(source)],
+                capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False,
+            )  # fmt: skip
+            if pre.returncode != 0:
+                return False, pre.stderr.replace(str(source_metal), str(metal))
+            write_atomic(expanded, strip_instantiations(pre.stdout))
+            command = [*common, *cxx.LINK_FLAGS, "-o", str(tmp), str(expanded), *cxx.LIBS]
+            proc = subprocess.run(
+                command, capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return False, "error: the compiler did not finish"
+        log = proc.stderr.replace(str(source_metal), str(metal))
+        if proc.returncode == 0 and tmp.is_file():
+            os.replace(tmp, base.with_suffix(".so"))
+            return True, log
+        tmp.unlink(missing_ok=True)
+        return False, log
+
+    def _attribute(
+        self,
+        metal: Path,
+        base: Path,
+        layout: cxx_parts.Layout,
+        decls: Sequence[KernelDecl],
+        log: str,
+        drop: set[int],
+        failed: dict[int, CompilerError],
+        unmodelled: dict[int, tuple[str, ...]],
+    ) -> bool:
+        """Set aside what the errors of ``log`` belong to; whether anything new was."""
+        unit = str(base.with_suffix(".cpp"))
+        progress = False
+        for d in cxx_parts.diagnostics(log):
+            lines = [line for path, line in d.places if Path(path).as_posix() == unit]
+            kernel = next((_kernel_of_line(line) for line in lines if line >= _FIRST), None)
+            parts = {
+                p
+                for p in (layout.part_at(line) for line in cxx_parts.metal_lines(d, metal))
+                if p is not None
+            }
+            if kernel is not None and kernel < len(decls):
+                if kernel not in failed and kernel not in unmodelled:
+                    self._fail(kernel, d, metal, failed, unmodelled)
+                    progress = True
+            elif parts - drop:
+                for i in _in_parts(decls, layout, parts - drop):
+                    self._fail(i, d, metal, failed, unmodelled)
+                drop |= parts
+                progress = True
+        return progress
+
+    def _fail(
+        self,
+        kernel: int,
+        d: cxx_parts.Diagnostic,
+        metal: Path,
+        failed: dict[int, CompilerError],
+        unmodelled: dict[int, tuple[str, ...]],
+    ) -> None:
+        found = _NOT_MODELLED.findall("\n".join(d.lines))
+        if found:
+            unmodelled[kernel] = tuple(dict.fromkeys(found))
+            return
+        error = cxx.map_error(list(d.lines), metal, self.root)
+        failed[kernel] = error or CompilerError(
+            cxx.relative(metal, self.root), 1, None, d.lines[-1] if d.lines else "error"
+        )
+
+    def _done(
+        self,
+        metal: Path,
+        base: Path,
+        decls: Sequence[KernelDecl],
+        layout: cxx_parts.Layout,
+        drop: set[int],
+        skip: set[int],
+        failed: dict[int, CompilerError],
+        unmodelled: dict[int, tuple[str, ...]],
+        start: float,
+        log: str,
+        probe_errors: dict[str, str],
+    ) -> FileBuild:
+        kernels = []
+        index = 0
+        for i, d in enumerate(decls):
+            if i in skip:
+                error = failed.get(i)
+                if error is None and i not in unmodelled:
+                    error = CompilerError(
+                        cxx.relative(metal, self.root), d.line, None, "set aside with its part"
+                    )
+                kernels.append(KernelBuild(d, error=error, not_modelled=unmodelled.get(i, ())))
+            else:
+                kernels.append(KernelBuild(d, index=index))
+                index += 1
+        names = tuple(dict.fromkeys(layout.parts[i].name for i in sorted(drop)))
+        deps = [*cxx.read_depfile(base.with_suffix(".d")), metal]
+        manifest = {
+            "deps": {str(p): cxx.file_digest(p) for p in deps if "kernel.metal" not in p.name},
+            "set_aside": list(names),
+            "kernels": [_kernel_to_json(k) for k in kernels],
+            "probe_errors": probe_errors,
+        }
+        write_atomic(base.with_suffix(".json"), json.dumps(manifest))
+        return FileBuild(
+            metal, base.with_suffix(".so"), tuple(kernels), False, time.monotonic() - start,
+            names, log, probe_errors=probe_errors,
+        )  # fmt: skip
+
+    def driver(self) -> Path:
+        """The driver executable, built once per compiler and driver source."""
+        key = cxx.digest([CACHE_VERSION, self.compiler.identity, DRIVER_SOURCE.read_text()])
+        exe = self.cache_dir / f"mps_kernel_driver-{key[:16]}"
+        if exe.is_file():
+            return exe
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = exe.with_name(exe.name + f".{os.getpid()}")
+        command = [self.compiler.path, "-std=c++17", "-O1", f"-I{cxx.SHIM_DIR}"]
+        command += ["-o", str(tmp), str(DRIVER_SOURCE), "-ldl"]
+        proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise ConfigError(
+                f"{self.compiler.name} cannot build the check-kernel driver: "
+                + "\n".join(proc.stderr.strip().splitlines()[-3:])
+            )
+        os.replace(tmp, exe)
+        return exe
+
+
+# the generated unit: its first kernel line, then two lines per kernel; the struct probes
+# from line _PROBES on, one per struct
+_FIRST = 1000
+_PROBES = 9000
+
+
+def _kernel_of_line(line: int) -> int:
+    return (line - _FIRST) // 2
+
+
+def translation_unit(
+    metal: Path, decls: Sequence[KernelDecl], skip: set[int], probes: Sequence[Probe] = ()
+) -> str:
+    """The generated source: the shim, ``metal`` (already rewritten), for each kernel not in
+    ``skip`` a caller on line 1000 + 2 * index and its limit on the next line, the table,
+    and each struct of ``probes`` on its own line from line 9000 on."""
+    head = [
+        "// generated by mps-pipeline check-kernel: every kernel of a .metal file",
+        '#include "mps_shim.h"',
+        f'#include "{metal}"',
+        '#include "mps_kernel_dispatch.h"',
+        "#include <cstdio>",
+    ]
+    lines = head + [""] * (_FIRST - 1 - len(head))
+    rows = []
+    for i, d in enumerate(decls):
+        if i in skip:
+            lines += ["", ""]
+            continue
+        lines.append(f"static void mps_kernel_{i}(void* const* b) {{ {_call(d)}; }}")
+        rows.append(f'{{"{d.host_name}", mps_kernel_{i}, {d.line}, mps_kernel_max_{i}}},')
+        lines.append(f"static constexpr unsigned mps_kernel_max_{i} = unsigned({d.max_threads});")
+    lines.append("static const ::mps_kernel::KernelInfo mps_kernel_table[] = {")
+    lines += rows
+    lines += ["{nullptr, nullptr, 0, 0}};", '#include "mps_kernel_export.h"']
+    lines += [""] * (_PROBES - 1 - len(lines))
+    rows = []
+    for i, p in enumerate(probes):
+        s = f"mps_kernel_struct_{i}"
+        fields = "".join(
+            f'{{"{p.type}", "{f}", unsigned(__builtin_offsetof({s}, {f})), '
+            f"unsigned(sizeof({s}::{f})), ::mps_kernel::element_size<decltype({s}::{f})>(), "
+            f"::mps_kernel::kind_of<decltype({s}::{f})>()}}, "
+            for f in p.fields
+        )
+        size = (
+            f'{{"{p.type}", "", 0, unsigned(sizeof({s})), ::mps_kernel::element_size<{s}>(), '
+            f"::mps_kernel::kind_of<{s}>()}}, "
+        )
+        table = f"static const ::mps_kernel::Field mps_kernel_fields_{i}[]"
+        lines.append(f"using {s} = {p.type}; {table} = {{{size}{fields}}};")
+        rows.append(f"mps_kernel_fields_{i}")
+    lines.append(
+        "static const ::mps_kernel::Field* const mps_kernel_structs[] = {"
+        + "".join(f"{r}, " for r in rows)
+        + "nullptr};"
+    )
+    lines.append(
+        "static const unsigned mps_kernel_struct_fields[] = {"
+        + "".join(f"{len(p.fields) + 1}, " for p in probes)
+        + "0};"
+    )
+    lines.append('#include "mps_kernel_layout.h"')
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _call(d: KernelDecl) -> str:
+    args = []
+    for p in d.params:
+        if p.kind == "attr":
+            args.append(f"::mps_kernel::attr<{p.type}>(::mps_kernel::Attr::{p.attr})")
+        else:
+            args.append(f"::mps_kernel::buffer<{p.type}>(b, {p.index})")
+    targs = f"<{d.template_args}>" if d.template_args is not None else ""
+    return f"{d.function}{targs}({', '.join(args)})"
+
+
+def _probe_failures(log: str, base: Path, probes: Sequence[Probe], errors: dict[str, str]) -> bool:
+    """Record the probes an error of ``log`` is on (a struct or field the file lacks)."""
+    unit = str(base.with_suffix(".cpp"))
+    found = False
+    for d in cxx_parts.diagnostics(log):
+        for path, line in d.places:
+            k = line - _PROBES
+            if Path(path).as_posix() == unit and 0 <= k < len(probes):
+                message = next((x for x in d.lines if "error:" in x), d.lines[-1])
+                errors.setdefault(probes[k].type, message.split("error:", 1)[-1].strip())
+                found = True
+    return found
+
+
+def _in_parts(decls: Sequence[KernelDecl], layout: cxx_parts.Layout, parts: set[int]) -> set[int]:
+    return {i for i, d in enumerate(decls) if layout.part_at(d.line) in parts}
+
+
+def _kernel_to_json(k: KernelBuild) -> dict[str, object]:
+    from dataclasses import asdict
+
+    return {
+        "decl": asdict(k.decl),
+        "index": k.index,
+        "error": [k.error.path, k.error.line, k.error.column, k.error.message] if k.error else None,
+        "not_modelled": list(k.not_modelled),
+    }
+
+
+def _kernel_from_json(data: dict[str, object]) -> KernelBuild:
+    from pipeline.run.kernel_decls import Param
+
+    raw = dict(data["decl"])  # type: ignore[call-overload]
+    raw["params"] = tuple(Param(**p) for p in raw["params"])
+    error = data["error"]
+    return KernelBuild(
+        KernelDecl(**raw),
+        int(data["index"]),  # type: ignore[call-overload]
+        CompilerError(*error) if isinstance(error, list) else None,
+        tuple(data["not_modelled"]),  # type: ignore[arg-type]
+    )

@@ -1,0 +1,274 @@
+"""The kernels of a ``.metal`` file, read from its preprocessed text, for check-kernel.
+
+A file's kernels are its ``[[kernel]]`` (or ``kernel``) functions: the plain ones, and the
+explicit instantiations of the templates (``template [[host_name("softmax_float")]]
+[[kernel]] void softmax<float>(...);``), most of them written by a file-local macro. The
+preprocessor expands those macros: the file is preprocessed through the shim with
+``MPS_KERNEL_PARSE`` (which leaves ``kernel``, ``device``, ``constant`` and ``threadgroup``
+as they are written) and its own lines, as the line markers say, are read here.
+
+Each parameter is a buffer (``[[buffer(N)]]``, or the next index when it has no attribute),
+a thread-position attribute, or something the runtime does not model (textures, samplers,
+threadgroup memory set by the host, stage_in): a kernel with one of those is listed, not run.
+
+:func:`rewrite_threadgroup` turns the threadgroup memory a kernel body declares into static
+storage poisoned per threadgroup (see metal_shim/mps_kernel_runtime.h), keeping every line
+where it was.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pipeline.tree.cpp import lex, match_close, split_args
+
+# the thread-position attributes the runtime gives (metal_shim/mps_kernel_runtime.h's Attr)
+ATTRIBUTES = (
+    "thread_position_in_grid",
+    "thread_position_in_threadgroup",
+    "threadgroup_position_in_grid",
+    "threads_per_threadgroup",
+    "threads_per_grid",
+    "threadgroups_per_grid",
+    "thread_index_in_threadgroup",
+    "thread_index_in_simdgroup",
+    "simdgroup_index_in_threadgroup",
+    "threads_per_simdgroup",
+    "simdgroups_per_threadgroup",
+    "dispatch_threads_per_threadgroup",
+)
+# Metal spells some of them two ways
+_ALIASES = {"thread_execution_width": "threads_per_simdgroup"}
+_NOT_MODELLED_TYPE = re.compile(r"\b(texture\w*|sampler|depth\w*|imageblock\w*|tensor)\b")
+_MARKER = re.compile(r'^# (\d+) "([^"]*)"')
+_VOID = re.compile(r"\bvoid\s+(\w+)\s*")
+_ATTRIBUTE = re.compile(r"\[\[\s*([\w:]+)\s*(?:\((.*?)\))?\s*\]\]", re.S)
+_KERNEL = re.compile(r"\bkernel\b")
+_HOST_NAME = re.compile(r'\[\[\s*host_name\s*\(((?:\s*"[^"]*")+)\s*\)\s*\]\]')
+_LITERAL = re.compile(r'"([^"]*)"')
+_MAX_THREADS = re.compile(r"\[\[\s*max_total_threads_per_threadgroup\s*\((.*?)\)\s*\]\]", re.S)
+_LAST_NAME = re.compile(r"(\w+)\s*$")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: ``kind`` is "buffer" (``index``), "attr" (``attr``) or
+    "unmodelled" (``why``)."""
+
+    type: str  # as written in the instantiation, address space included
+    name: str
+    kind: str
+    index: int = -1
+    attr: str = ""
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class KernelDecl:
+    """One kernel a host can ask for by name."""
+
+    host_name: str
+    function: str  # the C++ function
+    template_args: str | None  # "float, int" for an instantiation, None for a plain kernel
+    params: tuple[Param, ...]
+    line: int  # of the .metal file
+    max_threads: str  # the [[max_total_threads_per_threadgroup]] expression, or "1024"
+
+    @property
+    def not_modelled(self) -> tuple[str, ...]:
+        return tuple(p.why for p in self.params if p.kind == "unmodelled")
+
+    @property
+    def buffers(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.kind == "buffer")
+
+
+def own_lines(preprocessed: str, metal_path: str) -> list[tuple[int, str]]:
+    """(line, text) of the lines of ``metal_path`` in a preprocessor's output (GCC and clang
+    line markers)."""
+    out: list[tuple[int, str]] = []
+    current, line = "", 0
+    for text in preprocessed.splitlines():
+        m = _MARKER.match(text)
+        if m:
+            line, current = int(m.group(1)), m.group(2)
+            continue
+        if current == metal_path:
+            out.append((line, text))
+        line += 1
+    return out
+
+
+def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
+    """The kernels of ``metal_path`` in its preprocessed text, in file order."""
+    lines = own_lines(preprocessed, metal_path)
+    text = "\n".join(t for _, t in lines)
+    starts = [0]
+    for _, t in lines:
+        starts.append(starts[-1] + len(t) + 1)
+    masked = lex(text, metal_path).masked
+
+    def line_at(offset: int) -> int:
+        lo, hi = 0, len(lines) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lines[lo][0] if lines else 0
+
+    primaries: dict[str, str] = {}
+    found: list[KernelDecl] = []
+    for m in _VOID.finditer(masked):
+        pos = m.end()
+        template_args = None
+        if masked.startswith("<", pos):
+            close = _close_angle(masked, pos)
+            if close < 0:
+                continue
+            template_args = text[pos + 1 : close].strip()
+            pos = close + 1
+            while pos < len(masked) and masked[pos].isspace():
+                pos += 1
+        if not masked.startswith("(", pos):
+            continue
+        prefix = text[_prefix_start(masked, m.start()) : m.start()]
+        if not (_KERNEL.search(prefix) or _HOST_NAME.search(prefix)):
+            continue
+        close = match_close(masked, pos, metal_path)
+        after = masked[close + 1 :].lstrip()[:1]
+        params_text = text[pos + 1 : close]
+        name = m.group(1)
+        limit = _MAX_THREADS.search(prefix)
+        if re.search(r"\btemplate\s*<", prefix):
+            # a primary template: its instantiations carry the parameters, it the limit
+            if limit:
+                primaries[name] = limit.group(1).strip()
+            continue
+        host = _HOST_NAME.search(prefix)
+        explicit = re.search(r"\btemplate\b", prefix) is not None
+        if not explicit and after != "{":
+            continue  # a declaration: its definition is the kernel
+        found.append(
+            KernelDecl(
+                host_name="".join(_LITERAL.findall(host.group(1))) if host else name,
+                function=name,
+                template_args=template_args,
+                params=parse_params(params_text),
+                line=line_at(m.start()),
+                max_threads=limit.group(1).strip() if limit else primaries.get(name, "1024"),
+            )
+        )
+    return found
+
+
+def _close_angle(text: str, open_pos: int) -> int:
+    depth = 0
+    for i in range(open_pos, len(text)):
+        ch = text[i]
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+            if depth == 0:
+                return i
+        elif ch in ";{}":
+            return -1
+    return -1
+
+
+def _prefix_start(masked: str, start: int) -> int:
+    """Where the declaration's words before ``void`` start: after the last ``;``, ``{`` or
+    ``}``."""
+    i = start
+    while i > 0 and masked[i - 1] not in ";{}":
+        i -= 1
+    return i
+
+
+def parse_params(text: str) -> tuple[Param, ...]:
+    params: list[Param] = []
+    next_buffer = 0
+    for raw in split_args(" ".join(text.split()), templates=True):
+        if not raw:
+            continue
+        attrs = _ATTRIBUTE.findall(raw)
+        decl = _ATTRIBUTE.sub(" ", raw).strip()
+        m = _LAST_NAME.search(decl)
+        name = m.group(1) if m else ""
+        ptype = decl[: m.start()].strip() if m else decl
+        kinds = {a: arg for a, arg in attrs}
+        attr = next((_ALIASES.get(a, a) for a in kinds if _ALIASES.get(a, a) in ATTRIBUTES), None)
+        unmodelled = _NOT_MODELLED_TYPE.search(ptype)
+        if attr is not None:
+            params.append(Param(ptype, name, "attr", attr=attr))
+        elif unmodelled or any(a not in ("buffer",) for a in kinds):
+            why = unmodelled.group(1) if unmodelled else next(a for a in kinds if a != "buffer")
+            params.append(Param(ptype, name, "unmodelled", why=f"{name}: {why}"))
+        else:
+            index = int(kinds["buffer"], 0) if kinds.get("buffer") else next_buffer
+            next_buffer = max(next_buffer, index + 1)
+            params.append(Param(ptype, name, "buffer", index=index))
+    return tuple(params)
+
+
+_TG_LOCAL = re.compile(
+    r"\bthreadgroup\s+(?P<type>[\w:<>,\s]+?)\s+(?P<name>\w+)\s*(?P<dims>(?:\[[^\];{}]*\]\s*)*);"
+)
+
+
+def rewrite_threadgroup(text: str, path: str) -> str:
+    """``text`` with each ``threadgroup T name[N];`` a kernel body declares made static and
+    poisoned per threadgroup; line breaks kept."""
+    masked = lex(text, path).masked
+    out, pos = [], 0
+    for m in _TG_LOCAL.finditer(masked):
+        if "=" in m.group(0):
+            continue
+        name = m.group("name")
+        decl = text[m.start() : m.end()]
+        newlines = decl.count("\n")
+        flat = " ".join(decl[len("threadgroup") :].split())
+        guard = f"{name}__mps_tg"
+        out.append(text[pos : m.start()])
+        out.append(
+            f"static {flat} static ::uint64_t {guard} = 0; "
+            f"::mps_kernel::threadgroup_local(&{name}, &{guard});" + "\n" * newlines
+        )
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_INSTANTIATION = re.compile(r"\btemplate\s*\[\[")
+
+
+def strip_instantiations(preprocessed: str) -> str:
+    """A preprocessed unit without the explicit instantiations of kernel templates
+    (``template [[host_name("x")]] [[kernel]] void f<float>(...);``, one line each once
+    expanded), blanked: the generated callers instantiate what they call, so an error in one
+    template is "required from" its own kernels' callers, never from a macro line that
+    instantiates other kernels too (and clang refuses those attributes on the host)."""
+    out, pos = [], 0
+    for m in _INSTANTIATION.finditer(preprocessed):
+        if m.start() < pos:
+            continue
+        depth, end = 0, m.end()
+        while end < len(preprocessed):
+            ch = preprocessed[end]
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            elif ch == ";" and depth <= 0:
+                break
+            end += 1
+        out += [
+            preprocessed[pos : m.start()],
+            re.sub(r"[^\n]", " ", preprocessed[m.start() : end + 1]),
+        ]
+        pos = end + 1
+    out.append(preprocessed[pos:])
+    return "".join(out)

@@ -1,0 +1,59 @@
+# ruff: noqa: E501 - preprocessed text is one long line per expanded macro
+"""Reading a .metal file's kernels out of its preprocessed text, and the rewrites the host
+build makes (pipeline.run.kernel_decls): pure text, no compiler."""
+
+from __future__ import annotations
+
+from pipeline.run.kernel_decls import (
+    parse_kernels,
+    rewrite_threadgroup,
+    strip_instantiations,
+)
+
+PREPROCESSED = """# 1 "/t/K.metal"
+template <typename T>
+[[max_total_threads_per_threadgroup(kThreads)]] [[kernel]] void sum_rows(
+    constant T* in, device T* out [[buffer(1)]], uint tid [[thread_position_in_threadgroup]]) {
+}
+kernel void plain(device float* x, texture2d<float> t [[texture(0)]], uint i [[thread_position_in_grid]]) {}
+# 20 "/t/K.metal"
+template [[host_name("sum_rows_" "float")]] [[kernel]] void sum_rows<float>(constant float * in, device float * out [[buffer(1)]], uint tid [[thread_position_in_threadgroup]]);
+# 1 "/elsewhere.h"
+[[kernel]] void not_ours(device float* x) {}
+"""
+
+
+def test_instantiations_and_plain_kernels_with_their_parameters():
+    found = {k.host_name: k for k in parse_kernels(PREPROCESSED, "/t/K.metal")}
+    assert set(found) == {"plain", "sum_rows_float"}
+    k = found["sum_rows_float"]
+    assert (k.function, k.template_args, k.line, k.max_threads) == (
+        "sum_rows",
+        "float",
+        20,
+        "kThreads",
+    )
+    kinds = [(p.name, p.kind, p.index, p.attr) for p in k.params]
+    assert kinds == [
+        ("in", "buffer", 0, ""),
+        ("out", "buffer", 1, ""),
+        ("tid", "attr", -1, "thread_position_in_threadgroup"),
+    ]
+    assert k.params[0].type == "constant float *"
+    assert found["plain"].not_modelled == ("t: texture2d",)
+
+
+def test_threadgroup_memory_becomes_static_and_poisoned_lines_kept():
+    text = "void k(threadgroup float* p) {\n  threadgroup float shared[N];\n  threadgroup float* q = p;\n}\n"
+    out = rewrite_threadgroup(text, "K.metal")
+    assert out.count("\n") == text.count("\n")
+    assert "static float shared[N];" in out
+    assert "::mps_kernel::threadgroup_local(&shared, &shared__mps_tg);" in out
+    assert "threadgroup float* p" in out and "threadgroup float* q = p;" in out
+
+
+def test_explicit_instantiations_are_blanked_in_place():
+    text = 'x;\ntemplate [[host_name("a")]] [[kernel]] void f<float>(constant float* a [[buffer(0)]]); int y;\n'
+    out = strip_instantiations(text)
+    assert len(out) == len(text) and out.count("\n") == 2
+    assert "template" not in out and out.strip().endswith("int y;")
