@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("audit", "the metal-kernel guide's checklist for one operator"),
     "backlog": ("backlog", "operators still on MPSGraph or without MPS, easiest first"),
+    "paths": ("paths", "which path MPS takes per overload: Metal, MPSGraph, composite, none"),
     "migrate": ("migrate", "edit, build, test, table and drop xfails for one operator"),
     "check-math": ("check_math", "compile a functor on the host and compare it with torch"),
     "affected": ("affected", "operators and tests a diff affects"),
@@ -211,8 +212,9 @@ def _failed(exc: BaseException) -> int:
         return EXIT_INTERRUPTED
     if isinstance(exc, OSError):  # a read-only, full or failing disk: the path and why, exit 2
         where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
-        print(f"error: {where}: {exc.strerror or exc}" if where else f"error: {exc}",
-              file=sys.stderr)
+        print(
+            f"error: {where}: {exc.strerror or exc}" if where else f"error: {exc}", file=sys.stderr
+        )
         return EXIT_INPUT
     raise exc
 

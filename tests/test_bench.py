@@ -25,8 +25,7 @@ def ctx(tmp_path: Path) -> bench.Context:
 def test_quick_junit_run_prints_figures_and_writes_json(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "junit"]
-        + ["--cache-dir", str(cache)],
+        [sys.executable, "-m", "bench", "--quick", "--only", "junit"] + ["--cache-dir", str(cache)],
         capture_output=True,
         text=True,
         check=False,

@@ -259,6 +259,7 @@ def run_nightly(
             raise
         if tree_warning:
             warnings.append(tree_warning)
+
         def waiting() -> None:
             print(
                 f"waiting up to {settings.lock_wait:g} s for the history's write lock, held by "

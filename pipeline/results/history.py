@@ -278,8 +278,17 @@ def run_cases(
     rows = db.execute(query + " ORDER BY t.id", params)
     return tuple(
         CaseResult(
-            classname, name, kind, stem, dtype, Outcome(outcome), bool(flaky), attempts, "",
-            seconds or 0.0, source,
+            classname,
+            name,
+            kind,
+            stem,
+            dtype,
+            Outcome(outcome),
+            bool(flaky),
+            attempts,
+            "",
+            seconds or 0.0,
+            source,
         )  # fmt: skip
         for classname, name, kind, stem, dtype, outcome, flaky, attempts, seconds in rows
     )

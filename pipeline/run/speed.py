@@ -216,4 +216,3 @@ def run(request: SpeedRequest) -> SpeedResult:
         for r in data["results"] if r.get("error")
     )  # fmt: skip
     return SpeedResult(out, device, measurements, errors)
-

@@ -348,6 +348,12 @@ class TreeIndex:
             or (base.startswith(op + "_") and base not in self.entries_by_operator())
         )
 
+    def stubs_by_name(self, op: str) -> tuple[objc.StubRegistration, ...]:
+        """The MPS registrations of the stubs named after ``op`` (``op_stub``, or
+        ``op_<x>_stub`` when ``op_<x>`` is not an operator): what a tree without native/*.cpp
+        tells of the stubs its shared kernel calls."""
+        return self._stubs_for(op, "")
+
     def _stubs_for(self, op: str, called: str) -> tuple[objc.StubRegistration, ...]:
         """The MPS registrations of the operator's stubs (see :meth:`_stub_of`)."""
         return tuple(
