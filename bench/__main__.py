@@ -23,6 +23,8 @@ Benchmarks (``--only`` names):
 - ``selection``: tests selected for single-operator changes, sandbox and real yaml, and
   whether the changed operator was missed;
 - ``review``: the review checks on a 1,000-line diff (:mod:`bench.review`);
+- ``paths``: warm ``paths`` over every operator of the newest release's yaml, with the
+  upstream-shaped fixtures' host and kernel files, and the overloads on each path;
 - ``tracker``: one migration-tracker update for 300 operators and 200 open PRs against a
   local GitHub: requests the first time and when nothing changed, and its time.
 
@@ -74,6 +76,7 @@ from bench.common import (
     wheel_file,
 )
 from bench.fleet import FLEET_RUNNERS, bench_dashboard, bench_fleet  # noqa: F401 (FLEET_RUNNERS: re-exported)
+from bench.paths import bench_paths
 from bench.peers import bench_junit_peer, bench_yaml_peer
 from pipeline import sandbox
 from pipeline.config import Settings, load_settings
@@ -87,7 +90,7 @@ NATIVE_YAML = paths.NATIVE_YAML
 COMMON_MPS = paths.COMMON_MPS
 BENCHMARKS = (
     "index", "audit", "migrate", "transaction", "junit", "junit-peer", "yaml-peer", "shards",
-    "fleet", "dashboard", "suspects", "selection", "math", "review", "tracker",
+    "fleet", "dashboard", "suspects", "selection", "math", "review", "tracker", "paths",
 )  # fmt: skip
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
@@ -926,7 +929,9 @@ def bench_review(ctx: Context) -> Result:
     settings = settings_for(root, ctx.work / "review-state", opinfo_table=table)
     out = review_figures(settings, changed_file, ctx.repeats(5))
     return _wrap_result(
-        "review", "review checks", "check_changes() with every check over one changed file",
+        "review",
+        "review checks",
+        "check_changes() with every check over one changed file",
         out,
     )
 
@@ -942,6 +947,7 @@ def bench_tracker(ctx: Context) -> Result:
 
 
 # --- the command ------------------------------------------------------------------------------
+
 
 def bench_math(ctx: Context) -> Result:
     """check-math: one functor cold and cached, 55 functors cold, the forms that compile."""
@@ -970,6 +976,7 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "math": bench_math,
     "review": bench_review,
     "tracker": bench_tracker,
+    "paths": bench_paths,
 }
 
 

