@@ -25,6 +25,8 @@ Benchmarks (``--only`` names):
 - ``kernel``: check-kernel's fixture files built cold and cached, a 2048x2048 softmax per
   schedule, and upstream's kernel files that compile (see :mod:`bench.kernel`);
 - ``review``: the review checks on a 1,000-line diff (:mod:`bench.review`);
+- ``paths``: warm ``paths`` over every operator of the newest release's yaml, with the
+  upstream-shaped fixtures' host and kernel files, and the overloads on each path;
 - ``tracker``: one migration-tracker update for 300 operators and 200 open PRs against a
   local GitHub: requests the first time and when nothing changed, and its time.
 
@@ -76,6 +78,7 @@ from bench.common import (
     wheel_file,
 )
 from bench.fleet import FLEET_RUNNERS, bench_dashboard, bench_fleet  # noqa: F401 (FLEET_RUNNERS: re-exported)
+from bench.paths import bench_paths
 from bench.peers import bench_junit_peer, bench_yaml_peer
 from pipeline import sandbox
 from pipeline.config import Settings, load_settings
@@ -90,6 +93,7 @@ COMMON_MPS = paths.COMMON_MPS
 BENCHMARKS = (
     "index", "audit", "migrate", "transaction", "junit", "junit-peer", "yaml-peer", "shards",
     "fleet", "dashboard", "suspects", "selection", "math", "kernel", "review", "tracker",
+    "paths",
 )  # fmt: skip
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
@@ -928,7 +932,9 @@ def bench_review(ctx: Context) -> Result:
     settings = settings_for(root, ctx.work / "review-state", opinfo_table=table)
     out = review_figures(settings, changed_file, ctx.repeats(5))
     return _wrap_result(
-        "review", "review checks", "check_changes() with every check over one changed file",
+        "review",
+        "review checks",
+        "check_changes() with every check over one changed file",
         out,
     )
 
@@ -944,6 +950,7 @@ def bench_tracker(ctx: Context) -> Result:
 
 
 # --- the command ------------------------------------------------------------------------------
+
 
 def bench_math(ctx: Context) -> Result:
     """check-math: one functor cold and cached, 55 functors cold, the forms that compile."""
@@ -984,6 +991,7 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "kernel": bench_kernel,
     "review": bench_review,
     "tracker": bench_tracker,
+    "paths": bench_paths,
 }
 
 

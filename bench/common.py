@@ -170,7 +170,6 @@ def settings_for(root: Path, state: Path, *, opinfo_table: Path | None) -> Setti
     return dataclasses.replace(settings, opinfo_table=opinfo_table, python=sys.executable)
 
 
-
 def wheel_file(package: str, rel: str) -> Path | None:
     """A file of an installed package, located without importing it (torch takes seconds)."""
     spec = importlib.util.find_spec(package)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("audit", "the metal-kernel guide's checklist for one operator"),
     "backlog": ("backlog", "operators still on MPSGraph or without MPS, easiest first"),
+    "paths": ("paths", "which path MPS takes per overload: Metal, MPSGraph, composite, none"),
     "migrate": ("migrate", "edit, build, test, table and drop xfails for one operator"),
     "check-math": ("check_math", "compile a functor on the host and compare it with torch"),
     "check-kernel": ("check_kernel", "run a .metal file's whole kernels on the host, vs torch"),

@@ -50,7 +50,9 @@ OPTIONS: dict[str, Option] = {
         Option("force", "edit files that have uncommitted changes of yours"),
         Option("dry_run", "show every diff and what is left to write; write nothing"),
         Option(
-            "body", "operator() body of a Metal functor not written yet", "CODE",
+            "body",
+            "operator() body of a Metal functor not written yet",
+            "CODE",
             'body="return a + b;"',
         ),
         Option("host_body", "body of a host kernel for a stub with extra parameters", "CODE"),

@@ -200,9 +200,11 @@ def _digest(paths_: list[Path], extra: str = "") -> str:
 
 
 def inputs_digest(settings: Settings) -> str:
-    """Content digest of what the audit reads (the edit inputs and common_mps.py): when it
-    matches the recorded one, the recorded audit holds."""
-    return _digest([*edit_inputs(settings), settings.root / paths.COMMON_MPS])
+    """Content digest of what the audit reads (the edit inputs, common_mps.py and the files
+    holding MPS xfails outside it): when it matches the recorded one, the recorded audit
+    holds."""
+    decorated = files(settings.root, paths.DECORATION_PATTERNS)
+    return _digest([*edit_inputs(settings), settings.root / paths.COMMON_MPS, *decorated])
 
 
 def inputs_looked_at(settings: Settings) -> list[Path]:
@@ -212,7 +214,8 @@ def inputs_looked_at(settings: Settings) -> list[Path]:
     root = settings.root
     folders = [root / pattern.rpartition("/")[0] for pattern in paths.BUILD_PATTERNS]
     table = [settings.opinfo_table] if settings.opinfo_table is not None else []
-    return [*edit_inputs(settings), root / paths.COMMON_MPS, *folders, *table]
+    decorated = files(root, paths.DECORATION_PATTERNS)
+    return [*edit_inputs(settings), root / paths.COMMON_MPS, *decorated, *folders, *table]
 
 
 def audit_current(settings: Settings, op: str, digest: str | None = None) -> bool:

@@ -89,6 +89,7 @@ def exclude_from_git(root: Path, folder: Path) -> None:
     if not folder.resolve().is_relative_to(root.resolve()):
         return  # a state dir elsewhere: nothing of ours in the checkout
     import subprocess  # only for a new state folder in a checkout
+
     try:
         proc = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--show-toplevel", "--git-path", "info/exclude"],

@@ -6,7 +6,8 @@ cache outside the repository, and only the files the tool reads are unpacked fro
 
 - ``aten/src/ATen/native/native_functions.yaml`` and its ``tags.yaml`` (torchgen/packaged/...),
 - ``aten/src/ATen/native/*.h``, the headers declaring the stubs (torch/include/ATen/native),
-- ``torch/testing/_internal/common_mps.py`` and ``common_methods_invocations.py``,
+- ``torch/testing/_internal/common_mps.py``, ``common_methods_invocations.py`` and
+  ``opinfo/definitions/*.py``,
 - ``c10/metal/*.h`` (torch/include/c10/metal), so ``<release>`` is itself an include root.
 
 The next release is a one-line change: NEWEST.
@@ -43,6 +44,8 @@ _LAYOUT = (
     (_PACKAGED + "tags.yaml", _NATIVE + "tags.yaml"),
     (_TESTING + "common_mps.py", _TESTING + "common_mps.py"),
     (_TESTING + "common_methods_invocations.py", _TESTING + "common_methods_invocations.py"),
+    # the OpInfos defined outside it, with their MPS DecorateInfos (issue 31)
+    (_TESTING + "opinfo/definitions/*.py", _TESTING + "opinfo/definitions/"),
     ("torch/include/ATen/native/*.h", _NATIVE),
     ("torch/include/c10/metal/*.h", "c10/metal/"),
     # the release's own torchgen, the reference its yaml is checked against (a checkout

@@ -25,8 +25,7 @@ def ctx(tmp_path: Path) -> bench.Context:
 def test_quick_junit_run_prints_figures_and_writes_json(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "junit"]
-        + ["--cache-dir", str(cache)],
+        [sys.executable, "-m", "bench", "--quick", "--only", "junit"] + ["--cache-dir", str(cache)],
         capture_output=True,
         text=True,
         check=False,
@@ -184,3 +183,16 @@ def test_tracker_counts_its_requests_first_and_unchanged(ctx: bench.Context) -> 
     # 2 search pages, 200 file lists, the issue and its PATCH; then the pages and the issue
     assert result.data["first"] == 204 and result.data["unchanged"] == 3
     assert result.figures[0].label.startswith("tracker, 300 operators × 200 open PRs")
+
+
+@pytest.mark.realdata  # the newest release's native_functions.yaml (tests/releases.py)
+def test_paths_counts_every_overload_of_the_newest_yaml(ctx: bench.Context) -> None:
+    from tests.conftest import fetched
+    from tests.releases import NEWEST
+
+    fetched(NEWEST)  # skips (fails in CI) when its files cannot be fetched
+    result = bench.bench_paths(ctx)
+    entries = native_yaml.read(ctx.work / f"paths-{NEWEST}").entries
+    assert sum(result.data["counts"].values()) == len(entries)
+    assert result.data["counts"]["metal"] and result.data["counts"]["mpsgraph"]
+    assert result.data["in_process_s"] and result.data["process_s"]

@@ -42,8 +42,12 @@ def test_a_304_answers_from_the_etag_cache_and_counts_as_not_modified(httpserver
 
 def test_paging_refuses_a_next_link_to_another_origin(httpserver):
     httpserver.expect_request(f"/repos/{REPO}/pulls/3/files").respond_with_response(
-        Response("[]", 200, {"Link": '<https://evil.example/x?page=2>; rel="next"'},
-                 content_type="application/json")  # fmt: skip
+        Response(
+            "[]",
+            200,
+            {"Link": '<https://evil.example/x?page=2>; rel="next"'},
+            content_type="application/json",
+        )  # fmt: skip
     )
     with pytest.raises(GitHubError, match="another origin") as raised:
         _client(httpserver).pull_files(3)
@@ -73,5 +77,5 @@ def test_search_keeps_pull_requests_only(httpserver):
     items = [{"number": 1, "pull_request": {}}, {"number": 2}]  # 2 is an issue
     httpserver.expect_request("/search/issues").respond_with_json({"items": items})
     assert [i["number"] for i in _client(httpserver).search_pulls("is:open")] == [1]
-    (request, _), = httpserver.log
+    ((request, _),) = httpserver.log
     assert request.args["q"] == f"repo:{REPO} is:pr is:open"

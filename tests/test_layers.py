@@ -27,9 +27,7 @@ def test_every_module_has_a_layer() -> None:
     # find its layer in pyproject.toml before it is covered
     config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
     (layers,) = [
-        c["layers"]
-        for c in config["tool"]["importlinter"]["contracts"]
-        if c["type"] == "layers"
+        c["layers"] for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"
     ]
     declared = {name.strip() for layer in layers for name in layer.split("|")}
     top = {".".join(m.split(".")[:2]) for m in MODULES if m != "pipeline"}

@@ -24,7 +24,7 @@ from pipeline import state as layout
 from pipeline.__main__ import main
 from pipeline.commands import config as config_command
 from pipeline.config import load_settings
-from pipeline.guide import backlog, checklist
+from pipeline.guide import backlog, checklist, exec_paths
 from pipeline.guide import review as review_checks
 from pipeline.impact.analyze import SCHEMA as AFFECTED_SCHEMA
 from pipeline.report import dashboard
@@ -52,6 +52,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "machine-output.md"
 OUTPUTS = {
     "audit --json": checklist.SCHEMA_VERSION,
     "backlog --json": backlog.SCHEMA_VERSION,
+    "paths --json": exec_paths.SCHEMA_VERSION,
     "affected --json": AFFECTED_SCHEMA,
     "config --json": config_command.SCHEMA,
     "nightly summary.json": nightly.SCHEMA,
@@ -122,7 +123,9 @@ def test_every_output_has_one_valid_draft_2020_12_schema() -> None:
 
 
 def test_every_json_help_points_at_the_document(capsys) -> None:
-    commands = ("audit", "backlog", "affected", "config", "nightly", "pr-report", "shards")
+    commands = (
+        "audit", "backlog", "paths", "affected", "config", "nightly", "pr-report", "shards"
+    )  # fmt: skip
     for command in (*commands, "check-math", "check-kernel"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
@@ -187,6 +190,17 @@ def test_backlog_json(capsys, sandbox_settings) -> None:
     _, doc = cli_json(capsys, "backlog", "--json", "--state-dir", str(sandbox_settings.state_dir))
     assert {i["workflow"] for i in doc["items"]} == {"migrate", "add"}
     assert_valid("backlog --json", doc)
+    assert all(sum(i["paths"].values()) >= i["overloads"] for i in doc["items"])
+
+
+def test_paths_json(capsys, sandbox_settings) -> None:
+    state = str(sandbox_settings.state_dir)
+    _, doc = cli_json(capsys, "paths", "--json", "--state-dir", state)
+    assert doc["counts"]["metal"] and doc["counts"]["mpsgraph"] and doc["counts"]["composite"]
+    assert_valid("paths --json", doc)
+    _, one = cli_json(capsys, "paths", "arctan2", "--json", "--state-dir", state)
+    assert [o["op"] for o in one["operators"]] == ["atan2"]  # an alias is resolved
+    assert_valid("paths --json", one)
 
 
 @pytest.mark.parametrize(

@@ -103,9 +103,7 @@ def _read_pid(fd: int) -> int | None:
     return None
 
 
-def _acquire(
-    path: Path, *, wait: float, on_wait: Callable[[int | None], None] | None
-) -> int:
+def _acquire(path: Path, *, wait: float, on_wait: Callable[[int | None], None] | None) -> int:
     """An open descriptor of ``path`` holding its exclusive ``flock`` (pid written in it)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -173,9 +171,7 @@ def tree_lock(
         _release(fd)
 
 
-def hold(
-    root: Path, *, wait: float, on_wait: Callable[[int | None], None] | None = None
-) -> bool:
+def hold(root: Path, *, wait: float, on_wait: Callable[[int | None], None] | None = None) -> bool:
     """Take the tree's lock until :func:`release_held` (or the process ends), so a chain of
     stages runs as one: no other run edits or tests the tree between two of its stages.
     False when this process holds it already."""
@@ -312,8 +308,13 @@ def _journal_bytes(state: str, txid: str, entries: Sequence[_Entry]) -> bytes:
         "txid": txid,
         "pid": os.getpid(),
         "files": [
-            {"rel": e.rel, "tmp": e.tmp, "sha256": e.sha256, "before": e.before,
-             "summary": e.summary}
+            {
+                "rel": e.rel,
+                "tmp": e.tmp,
+                "sha256": e.sha256,
+                "before": e.before,
+                "summary": e.summary,
+            }
             for e in entries
         ],
     }
@@ -359,7 +360,10 @@ def _load_journal(path: Path) -> tuple[str, list[_Entry]]:
             raise corrupt(f"temp file {item['tmp']!r} is not next to {item['rel']!r}")
         entries.append(
             _Entry(
-                item["rel"], item["tmp"], item["sha256"], item.get("before"),
+                item["rel"],
+                item["tmp"],
+                item["sha256"],
+                item.get("before"),
                 item.get("summary", ""),
             )
         )
@@ -385,9 +389,7 @@ def _roll_forward(root: Path, journal: Path, entries: Sequence[_Entry]) -> None:
         if current == e.sha256:
             continue  # renamed before the interruption
         if current != e.before and (tmp.exists() or current is not None):
-            take = (
-                f"; to take the edit, move {tmp} over {e.rel}" if tmp.exists() else ""
-            )
+            take = f"; to take the edit, move {tmp} over {e.rel}" if tmp.exists() else ""
             raise PipelineError(
                 f"{e.rel} was changed after an interrupted edit of it was committed "
                 f"(journal {journal}); nothing was rolled forward. To keep your version, "
@@ -517,9 +519,7 @@ def _transact(root: Path, todo: Sequence[FileEdit]) -> None:
         # the file's own line ends and byte-order mark, not the editors' "\n" text
         data = encode_like(original, edit.before, edit.after)
         mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        entries.append(
-            _Entry(edit.rel, tmp, _sha_bytes(data), _sha_file(target), edit.summary)
-        )
+        entries.append(_Entry(edit.rel, tmp, _sha_bytes(data), _sha_file(target), edit.summary))
         payload.append((data, mode))
 
     committed = False

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
+from pipeline.guide.exec_paths import counts_to_json, operator_paths
 from pipeline.guide.xfails import proposal_edit
 from pipeline.results import decide, history, junit, macos, speed
 from pipeline.results.junit import CaseResult
@@ -239,9 +240,11 @@ def run_nightly(
             index: TreeIndex | None = None
             backlog_items: Sequence[Any] | None = None
             backlog_error = tree_warning = ""
+            path_counts: dict[str, int] | None = None
             try:
                 index = load_index(settings.tree)
                 backlog_items = backlog_of(index)
+                path_counts = counts_to_json(operator_paths(index).counts())
             except PipelineError as exc:
                 backlog_error = str(exc)
                 tree_warning = f"cannot read the tree at {settings.root}: {exc}"
@@ -259,6 +262,7 @@ def run_nightly(
             raise
         if tree_warning:
             warnings.append(tree_warning)
+
         def waiting() -> None:
             print(
                 f"waiting up to {settings.lock_wait:g} s for the history's write lock, held by "
@@ -284,6 +288,8 @@ def run_nightly(
                 source=source,
                 hold=True,  # committed below, once the merges and the check are done
             )
+            if path_counts is not None:
+                history.record_paths(db, (r.id for r in night.runs), path_counts)
             # each runner's kernel micro-benchmarks, when its results hold a speed.json
             warnings.extend(speed.record_night(db, {r.runner: r.id for r in night.runs}, results))
             proposals = None
@@ -309,6 +315,7 @@ def run_nightly(
             regressions = find_regressions(db, night, cases)
             flaky = find_flaky(db, cases, flaky_window)
             trend = history.outcome_counts(db, CHART_NIGHTLIES)
+            path_trend = history.path_counts(db, CHART_NIGHTLIES)
             warnings.extend(w for w in dict.fromkeys(merges.warnings()) if w not in warnings)
             if check is not None:
                 check.result()  # damaged: raises, and closing db rolls the night back
@@ -353,5 +360,6 @@ def run_nightly(
             reports=(n_reports, tuple(skipped)),
             warnings=warnings,
             shards=shard_balance(results, walls),
+            paths=path_trend,
         )
         return NightlyOutcome(summary, table, dashboard_dir, tuple(merged.values()))

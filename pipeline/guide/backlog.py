@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from pipeline.guide.exec_paths import ExecPath, counts_to_json, operator_paths
 from pipeline.guide.workflow import Workflow, of_record
 from pipeline.tree.index import NO_OPINFO, TreeIndex
 from pipeline.tree.native_yaml import PENDING_KINDS
@@ -29,6 +30,8 @@ class BacklogItem:
     xfail_dtypes: int  # dtypes xfailed/skipped across all lists (None counts as all tested)
     has_functor: bool
     has_opinfo: bool  # False: none found, so its tests and xfails are unknown
+    # overloads per path MPS takes today (pipeline.guide.exec_paths)
+    paths: tuple[tuple[ExecPath, int], ...] = ()
 
     @property
     def effort(self) -> tuple[int, int, int, int, str]:
@@ -42,7 +45,13 @@ class BacklogItem:
             **asdict(self),
             "workflow": self.workflow.value,
             "mps_kernels": list(self.mps_kernels),
+            "paths": counts_to_json(dict(self.paths)),
         }
+
+
+def paths_cell(paths: tuple[tuple[ExecPath, int], ...]) -> str:
+    """An item's overloads by path, as the tables show them: ``mpsgraph 2, metal 1``."""
+    return ", ".join(f"{p} {n}" for p, n in paths if n)
 
 
 def xfail_cell(xfail_dtypes: int, has_opinfo: bool) -> str:
@@ -78,6 +87,7 @@ def backlog(index: TreeIndex) -> tuple[BacklogItem, ...]:
         _LEGACY_SUFFIX.sub("", impl.name) for f in index.host.files for impl in f.implementations
     }
     candidates &= set(entries)
+    paths = {p.op: p.counts() for p in operator_paths(index, sorted(candidates)).operators}
     items = []
     for op in sorted(candidates):
         record = index.record(op, find_references=False)
@@ -98,6 +108,7 @@ def backlog(index: TreeIndex) -> tuple[BacklogItem, ...]:
                 xfail_dtypes=xfail_dtypes,
                 has_functor=bool(record.functors),
                 has_opinfo=has_opinfo,
+                paths=tuple(paths[op].items()),
             )
         )
     return tuple(sorted(items, key=lambda i: i.effort))

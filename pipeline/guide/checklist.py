@@ -12,6 +12,7 @@ from enum import Enum
 
 from pipeline.dtypes import COMPLEX, sort_key
 from pipeline.guide.workflow import of_record
+from pipeline.tree.decorations import Place
 from pipeline.tree.index import OperatorRecord, TreePart
 from pipeline.tree.native_yaml import MpsKind
 from pipeline.tree.span import Span
@@ -187,25 +188,7 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
         )
     )
 
-    items.append(
-        _item(
-            record,
-            "decorators",
-            not any(i.decorators for i in record.opinfos),
-            "no MPS skip/xfail decorators on the OpInfo",
-            tuple(
-                Detail(
-                    f"{info.key}: {d.kind}"
-                    + (f" {d.test}" if d.test else "")
-                    + (f" [{', '.join(d.dtypes)}]" if d.dtypes else "")
-                    + (f" ({d.where})" if d.where else "")
-                )
-                for info in record.opinfos
-                for d in info.decorators
-            ),
-            pass_needs={TreePart.OPINFOS},
-        )
-    )
+    items.append(_decorators(record))
 
     if record.unrecognised:
         items.append(
@@ -217,6 +200,47 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
             )
         )
     return tuple(items)
+
+
+def _decorators(record: OperatorRecord) -> CheckItem:
+    """MPS decorators on the OpInfos (op_db's, with tolerances) and, read from the files, the
+    xfails and skips outside common_mps.py: the OpInfos' DecorateInfos and the test files'
+    decorators (``@skipMPS`` on an ``@ops`` test is listed, not failed: it is no OpInfo's)."""
+    dumped = tuple(
+        Detail(
+            f"{info.key}: {d.kind}"
+            + (f" {d.test}" if d.test else "")
+            + (f" [{', '.join(d.dtypes)}]" if d.dtypes else "")
+            + (f" ({d.where})" if d.where else "")
+        )
+        for info in record.opinfos
+        for d in info.decorators
+    )
+    seen = {d.where for info in record.opinfos for d in info.decorators}
+    static = tuple(
+        d for d in record.decorations if d.kind.expects_failure and str(d.span) not in seen
+    )
+    read = tuple(
+        Detail(
+            f"{d.key or d.place}: {d.kind} {d.test or 'every test'} "
+            + ("[all dtypes]" if d.dtypes is None and d.raw_dtypes is None else "")
+            + (f"[{', '.join(d.dtypes)}]" if d.dtypes else "")
+            + (f"[{d.raw_dtypes}]" if d.raw_dtypes else "")
+            + (f" if {d.active_if}" if d.active_if else "")
+            + f" ({d.decorator})",
+            d.span,
+        )
+        for d in static
+    )
+    on_opinfo = any(d.place is Place.OPINFO for d in static)
+    return _item(
+        record,
+        "decorators",
+        not any(i.decorators for i in record.opinfos) and not on_opinfo,
+        "no MPS skip/xfail decorators on the OpInfo",
+        dumped + read,
+        pass_needs={TreePart.OPINFOS},
+    )
 
 
 def _loc(span: Span) -> dict:

@@ -9,6 +9,8 @@ Everything is drawn from the nightly's summary (``summary.json``, built by
   runners disagree, a dot on a flaky result; hovering shows each runner's outcome and
   message);
 - the migration backlog by workflow, and its easiest items;
+- the share of overloads on each MPS path (Metal, MPSGraph, composite, none, unknown) and
+  its change since the previous night that recorded one;
 - regressions with their suspects (the commits since the runner's previous run that can
   affect the operator), flaky tests, the proposed xfail removals as a diff.
 
@@ -159,6 +161,45 @@ def bar_chart(counts: Mapping[str, int], labels: Mapping[str, str] | None = None
             f'<text x="{label_w + w + 6:.1f}" y="{ty + 14}">{counts[key]}</text>'
         )
     return _svg(label_w + bar_w + 60, 16 + row_h * len(counts), "counts by category", body)
+
+
+def paths_section(nights: Sequence[Mapping[str, Any]], started: str) -> str:
+    """The share of overloads per MPS path on the latest night that recorded it, and the
+    change from the night before (summary["paths"], oldest first)."""
+    head = "<h2>MPS paths: overloads by the path they take</h2>"
+    if not nights:
+        return head + '<p class="warn">Unavailable: no night recorded the paths yet.</p>'
+    latest = nights[-1]
+    counts = latest["counts"]
+    before = nights[-2]["counts"] if len(nights) > 1 else None
+    total = sum(counts.values()) or 1
+    total_before = (sum(before.values()) or 1) if before else 1
+    rows = []
+    for path, n in counts.items():
+        share = n / total
+        if before is None:
+            change = "–"
+        else:
+            was = before.get(path, 0)
+            points = 100 * (share - was / total_before)
+            change = f"{n - was:+d} ({points:+.1f} points)"
+        rows.append((path, n, f"{share:.1%}", change))
+    when = latest["started"][:16].replace("T", " ")
+    note = "" if latest["started"] == started else (
+        f'<p class="warn">From the night of {_e(when)} UTC: tonight\'s tree could not be '
+        "read.</p>"
+    )  # fmt: skip
+    since = (
+        f"since {_e(nights[-2]['started'][:16].replace('T', ' '))} UTC"
+        if before is not None
+        else "since the night before (none recorded)"
+    )
+    return (
+        head + note + bar_chart(counts)
+        + _table(["path", "overloads", "share", f"change {since}"], rows)
+        + '<p class="caption">Read from the tree each night as <code>mps-pipeline paths</code> '
+        "reads it; <code>unknown</code>: what the path rests on could not be read.</p>"
+    )  # fmt: skip
 
 
 def _seconds(value: float) -> str:
@@ -385,7 +426,15 @@ def render_html(summary: Mapping[str, Any]) -> str:
         parts.append("<p>Easiest first:</p>")
         parts.append(
             _table(
-                ["operator", "workflow", "overloads", "xfail dtypes", "functor", "MPS kernels"],
+                [
+                    "operator",
+                    "workflow",
+                    "overloads",
+                    "xfail dtypes",
+                    "functor",
+                    "paths",
+                    "MPS kernels",
+                ],  # fmt: skip
                 [
                     (
                         i["op"],
@@ -393,12 +442,14 @@ def render_html(summary: Mapping[str, Any]) -> str:
                         i["overloads"],
                         xfail_cell(i["xfail_dtypes"], i["has_opinfo"]),
                         "✓" if i["has_functor"] else "",
+                        ", ".join(f"{p} {n}" for p, n in i.get("paths", {}).items() if n),
                         ", ".join(i["mps_kernels"]),
                     )
                     for i in backlog["items"][:15]
                 ],
             )
         )
+    parts.append(paths_section(summary.get("paths", []), summary["started"]))
     if summary["warnings"]:
         parts.append("<h2>Warnings</h2><ul>")
         parts += [f'<li class="warn">{_e(w)}</li>' for w in summary["warnings"]]

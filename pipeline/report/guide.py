@@ -9,13 +9,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pipeline.guide.backlog import xfail_cell
+from pipeline.guide.backlog import paths_cell, xfail_cell
 from pipeline.guide.checklist import Status
 from pipeline.guide.workflow import of_record
 
 if TYPE_CHECKING:
     from pipeline.guide.backlog import BacklogItem
     from pipeline.guide.checklist import CheckItem
+    from pipeline.guide.exec_paths import PathsReport
     from pipeline.tree.index import OperatorRecord
 
 # ?: could not be judged, because what it rests on could not be read
@@ -74,6 +75,7 @@ def render_backlog(items: Sequence[BacklogItem], console: Console) -> None:
         "overloads to change",
         "xfail dtypes",
         "functor",
+        "paths",
         "MPS kernels",
     ):
         table.add_column(col)
@@ -84,6 +86,40 @@ def render_backlog(items: Sequence[BacklogItem], console: Console) -> None:
             str(i.overloads),
             xfail_cell(i.xfail_dtypes, i.has_opinfo),
             "✓" if i.has_functor else "",
+            paths_cell(i.paths),
             ", ".join(i.mps_kernels),
         )
     console.print(table)
+
+
+def render_paths(report: PathsReport, console: Console, *, detail: bool) -> None:
+    """Overloads per path; with ``detail`` every overload with why and where, else one row
+    per operator; then the flags, each with its file:line."""
+    counts = report.counts()
+    total = sum(counts.values()) or 1
+    console.print(
+        "overloads by path: "
+        + ", ".join(f"{p} {n} ({100 * n / total:.0f}%)" for p, n in counts.items()),
+        highlight=False,
+    )
+    if detail:
+        for op in report.operators:
+            console.print(f"[bold]{op.op}[/bold]", highlight=False)
+            for o in op.overloads:
+                where = f"  [dim]{o.evidence or o.entry}[/dim]"
+                console.print(f"  {o.func}: [cyan]{o.path}[/cyan]{where}", highlight=False)
+                console.print(f"     {escape(o.via)}", highlight=False, soft_wrap=True)
+    else:
+        table = Table(title=f"MPS paths of {len(report.operators)} operators")
+        for col in ("operator", *(p.value for p in counts)):
+            table.add_column(col)
+        for op in report.operators:
+            per = {p: sum(o.path is p for o in op.overloads) for p in counts}
+            table.add_row(op.op, *(str(n or "") for n in per.values()))
+        console.print(table)
+    for f in report.flags:
+        console.print(
+            f"[yellow]{f.kind}[/yellow] {escape(f.text)}  [dim]{f.span}[/dim]",
+            highlight=False,
+            soft_wrap=True,
+        )

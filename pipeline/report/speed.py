@@ -42,9 +42,7 @@ def rows(verdicts: Sequence[Verdict]) -> list[tuple[str, ...]]:
 HEADER = ("operator", "dtype", "shape", "layout", "PR", "main", "ratio", "main spread", "")
 
 
-def render_markdown(
-    verdicts: Sequence[Verdict], runner: str, threshold: float, nights: int
-) -> str:
+def render_markdown(verdicts: Sequence[Verdict], runner: str, threshold: float, nights: int) -> str:
     """The PR comment's speed section."""
     slower = sum(v.judgement is Judgement.SLOWER for v in verdicts)
     lines = [

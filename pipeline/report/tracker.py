@@ -85,9 +85,7 @@ def listed_operators(body: str) -> tuple[set[str], set[str]]:
         return set(), set()
     text = match.group(0)
     rows = set(_ROW_OP.findall(text))
-    merged = {
-        op for line in _MERGED_LINE.findall(text) for op in re.findall(r"`([^`]+)`", line)
-    }
+    merged = {op for line in _MERGED_LINE.findall(text) for op in re.findall(r"`([^`]+)`", line)}
     return rows, merged
 
 

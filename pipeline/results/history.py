@@ -5,7 +5,7 @@ share ``runs.started`` (UTC, ISO 8601 with microseconds, so text order is time o
 xfail proposals, regressions, flaky tests and the dashboard's pass-rate chart all read
 the last few nightlies.
 
-Schema (version 4)::
+Schema (version 5)::
 
     schema_version(version)
     runs(id, started, runner, commit, source)                    -- one per runner per nightly
@@ -14,6 +14,7 @@ Schema (version 4)::
     run_outcomes(run_id, outcome, tests)                          -- a run's count per outcome
     results_flat                                                  -- view: results joined with tests
     speed(run_id, op, dtype, shape, layout, median, q25, q75, repeats)  -- pipeline.results.speed
+    exec_paths(run_id, path, overloads)    -- the tree's overloads per MPS path that night
 
 ``seconds`` is the test's JUnit time, summed over its attempts (what the ``shards`` command
 balances the sweep by); NULL where unknown. ``run_outcomes`` holds each run's counts per
@@ -21,7 +22,8 @@ outcome, written with the run: the dashboard's pass-rate chart reads 60 nights o
 instead of counting 3.6 million results every night. Version 1 had no ``seconds``, version 2
 no ``run_outcomes``: :func:`connect` migrates an older file in place, in one transaction
 (1 -> 2: the column added, the view recreated; 2 -> 3: the table made and filled from the
-results there; 3 -> 4: the ``speed`` table of each runner's kernel micro-benchmarks, empty),
+results there; 3 -> 4: the ``speed`` table of each runner's kernel micro-benchmarks, empty;
+4 -> 5: the ``exec_paths`` table, empty),
 its earlier results keeping NULL seconds. :func:`check` accepts every version up to this one
 (an older file is valid and waits for its migration) and refuses newer ones.
 
@@ -278,8 +280,17 @@ def run_cases(
     rows = db.execute(query + " ORDER BY t.id", params)
     return tuple(
         CaseResult(
-            classname, name, kind, stem, dtype, Outcome(outcome), bool(flaky), attempts, "",
-            seconds or 0.0, source,
+            classname,
+            name,
+            kind,
+            stem,
+            dtype,
+            Outcome(outcome),
+            bool(flaky),
+            attempts,
+            "",
+            seconds or 0.0,
+            source,
         )  # fmt: skip
         for classname, name, kind, stem, dtype, outcome, flaky, attempts, seconds in rows
     )
@@ -432,6 +443,34 @@ def outcome_counts(
         ):
             out.setdefault((started, runner), {o.value: 0 for o in Outcome})[outcome] = count
     return tuple((started, runner, counts) for (started, runner), counts in out.items())
+
+
+def record_paths(db: sqlite3.Connection, run_ids: Iterable[int], counts: Mapping[str, int]) -> None:
+    """Store the tree's overloads per MPS path with each run of the night (in the caller's
+    transaction): pruned with its runs, read back by :func:`path_counts`."""
+    db.executemany(
+        "INSERT OR REPLACE INTO exec_paths (run_id, path, overloads) VALUES (?, ?, ?)",
+        [(run, path, n) for run in run_ids for path, n in counts.items()],
+    )
+
+
+def path_counts(db: sqlite3.Connection, last_n: int) -> tuple[tuple[str, dict[str, int]], ...]:
+    """(started, {path: overloads}) for the last ``last_n`` nightlies that recorded them,
+    oldest first (every run of a night holds the same counts: the first run's are read). A
+    read-only older history without the table has none."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'exec_paths'").fetchone() is None:
+        return ()
+    rows = db.execute(
+        "SELECT r.started, p.path, p.overloads FROM exec_paths AS p JOIN runs AS r "
+        "ON r.id = p.run_id WHERE p.run_id IN (SELECT MIN(p2.run_id) FROM exec_paths AS p2 "
+        "JOIN runs AS r2 ON r2.id = p2.run_id GROUP BY r2.started ORDER BY r2.started DESC "
+        "LIMIT ?) ORDER BY r.started, p.path",
+        (last_n,),
+    )
+    out: dict[str, dict[str, int]] = {}
+    for started, path, n in rows:
+        out.setdefault(started, {})[path] = n
+    return tuple(out.items())
 
 
 def prune(db: sqlite3.Connection, keep: int) -> int:

@@ -29,7 +29,7 @@ from pipeline.results.history_disk import (
     wait_for_write_lock,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DEFAULT_BACKUPS = 7
 _SQLITE_HEADER = b"SQLite format 3\x00"
 # what a history must have: table -> its columns (more are fine: a later migration's)
@@ -40,7 +40,12 @@ _TABLES = {
     "results": ("run_id", "test_id", "outcome", "flaky", "attempts"),
 }
 # what each later schema version added: version -> (table, column)
-_ADDED = {2: ("results", "seconds"), 3: ("run_outcomes", "tests"), 4: ("speed", "median")}
+_ADDED = {
+    2: ("results", "seconds"),
+    3: ("run_outcomes", "tests"),
+    4: ("speed", "median"),
+    5: ("exec_paths", "overloads"),
+}
 # version 4's table: one row per kernel micro-benchmark (operator, dtype, shape, layout) of a
 # run (pipeline.results.speed)
 _SPEED = """CREATE TABLE IF NOT EXISTS speed (
@@ -48,6 +53,14 @@ _SPEED = """CREATE TABLE IF NOT EXISTS speed (
     op TEXT NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL, layout TEXT NOT NULL,
     median REAL NOT NULL, q25 REAL NOT NULL, q75 REAL NOT NULL, repeats INTEGER NOT NULL,
     PRIMARY KEY (run_id, op, dtype, shape, layout)
+) WITHOUT ROWID"""
+
+# version 5's table: the tree's overloads per MPS path (pipeline.guide.exec_paths) on the night
+# of each run, so the dashboard shows the share of each path and how it moves night to night
+_EXEC_PATHS = """CREATE TABLE IF NOT EXISTS exec_paths (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    path TEXT NOT NULL, overloads INTEGER NOT NULL,
+    PRIMARY KEY (run_id, path)
 ) WITHOUT ROWID"""
 
 _SCHEMA = """
@@ -93,7 +106,7 @@ CREATE VIEW IF NOT EXISTS results_flat AS
     FROM results AS r JOIN tests AS t ON t.id = r.test_id;
 """
 _VIEW = _SCHEMA[_SCHEMA.index("CREATE VIEW") :]
-_SCHEMA += _SPEED + ";\n"
+_SCHEMA += _SPEED + ";\n" + _EXEC_PATHS + ";\n"
 _RUN_OUTCOMES = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS run_outcomes") :].split(";")[0]
 # a run's counts, from its results (at the run's insert, and for older runs in the migration)
 _COUNT_RUN = (
@@ -320,9 +333,9 @@ def _migrate(db: sqlite3.Connection) -> None:
     1 -> 2: ``results.seconds`` added (NULL for the results already there), ``results_flat``
     recreated with it. 2 -> 3: ``run_outcomes`` made and filled, run by run along the
     results' primary key (once: about as long as one night's counts took before, for 60
-    nights). 3 -> 4: the ``speed`` table, empty. The version is read again under the write
-    lock, so two processes opening one older file migrate it once; each step sets its
-    version, and a step that fails names it.
+    nights). 3 -> 4: the ``speed`` table, empty. 4 -> 5: the ``exec_paths`` table, empty.
+    The version is read again under the write lock, so two processes opening one older file
+    migrate it once; each step sets its version, and a step that fails names it.
     """
     (version,) = db.execute("SELECT version FROM schema_version").fetchone()
     if version == SCHEMA_VERSION:
@@ -347,6 +360,10 @@ def _migrate(db: sqlite3.Connection) -> None:
             db.execute(_SPEED)
             db.execute("UPDATE schema_version SET version = 4")
             version = 4
+        if version == 4:
+            db.execute(_EXEC_PATHS)
+            db.execute("UPDATE schema_version SET version = 5")
+            version = 5
         db.commit()
     except sqlite3.Error as exc:
         db.rollback()

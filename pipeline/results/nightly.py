@@ -413,6 +413,7 @@ def build_summary(
     reports: tuple[int, Sequence[str]],
     warnings: Sequence[str],
     shards: Mapping[str, Any] | None = None,
+    paths: Sequence[tuple[str, Mapping[str, int]]] = (),
 ) -> dict[str, Any]:
     """The nightly's summary.json (schema ``SCHEMA``, documented in docs/machine-output.md):
     what the dashboard and --json show."""
@@ -444,6 +445,8 @@ def build_summary(
             for f in flaky
         ],
         "backlog": _backlog_dict(backlog_items, backlog_error),
+        # the tree's overloads per MPS path, night by night (this night's last when read)
+        "paths": [{"started": started, "counts": dict(c)} for started, c in paths],
         "history": [
             {"started": started, "runner": runner, "counts": c, "pass_rate": pass_rate(c)}
             for started, runner, c in trend

@@ -137,9 +137,7 @@ def record(db: sqlite3.Connection, run_id: int, measurements: Iterable[Measureme
     return len(rows)
 
 
-def record_night(
-    db: sqlite3.Connection, runs: Mapping[str, int], results: Path
-) -> list[str]:
+def record_night(db: sqlite3.Connection, runs: Mapping[str, int], results: Path) -> list[str]:
     """Store ``<results>/<runner>/speed.json`` of each run (runner -> run id) that has one,
     in the caller's transaction (the nightly's, committed once its history check has
     passed: a ``with db`` here committed the night before); the warnings for those that

@@ -20,14 +20,16 @@ from pathlib import Path
 from pipeline.errors import UnknownOperatorError
 from pipeline.fsio import write_atomic
 from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, opinfo, paths, sources
+from pipeline.tree import decorations as decorations_reader
+from pipeline.tree.decorations import Decoration, Decorations
 from pipeline.tree.reader import READERS
 from pipeline.tree.source import TreeSource
 from pipeline.tree.sources import Implementation, NativeSources
 from pipeline.tree.span import Span, Unrecognised
 
 # 3: OpInfoRecord.output_dtypes; 4: the readers' gaps; 5: yaml tags; 6: OpInfos by every
-# name they go by; 7: the .cpp sources; 8: backward dtypes
-CACHE_VERSION = 8
+# name they go by; 7: the .cpp sources; 8: backward dtypes; 9: decorations outside common_mps.py
+CACHE_VERSION = 9
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")
@@ -97,6 +99,9 @@ class OperatorRecord:
     missing_implementations: tuple[str, ...] = ()
     # what torch gives on CPU for an operator with no OpInfo (a backward): (input, result)
     torch_dtypes: tuple[tuple[str, str], ...] = ()
+    # MPS xfails, skips and tolerances outside common_mps.py: its OpInfos' DecorateInfos and
+    # the test files' decorators that reach it
+    decorations: tuple[Decoration, ...] = ()
 
     @property
     def composite_calls(self) -> tuple[str, ...] | None:
@@ -145,6 +150,9 @@ class TreeIndex:
     sources: NativeSources | None = None
     # backward operator -> the (input, result) dtypes torch gives on CPU (no OpInfo of its own)
     backward_dtypes: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    # (a tree without the OpInfo files has gaps there, kept apart from ``warnings``: the
+    # sandbox reads its OpInfos from a table and has none)
+    decorations: Decorations = Decorations(())
     _ops: dict[str, tuple[native_yaml.NativeFunction, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -160,6 +168,7 @@ class TreeIndex:
             + self.host.warnings
             + self.dispatch.warnings
             + self.xfails.warnings
+            + self.decorations.warnings
         )
 
     @property
@@ -308,6 +317,7 @@ class TreeIndex:
             torch_dtypes=() if infos else self.backward_dtypes.get(op, ()),
             implementations=impls,
             missing_implementations=missing,
+            decorations=self.decorations.for_operator(op, frozenset(keys)),
         )
 
     def _implementations(
@@ -347,6 +357,12 @@ class TreeIndex:
             or base == op
             or (base.startswith(op + "_") and base not in self.entries_by_operator())
         )
+
+    def stubs_by_name(self, op: str) -> tuple[objc.StubRegistration, ...]:
+        """The MPS registrations of the stubs named after ``op`` (``op_stub``, or
+        ``op_<x>_stub`` when ``op_<x>`` is not an operator): what a tree without native/*.cpp
+        tells of the stubs its shared kernel calls."""
+        return self._stubs_for(op, "")
 
     def _stubs_for(self, op: str, called: str) -> tuple[objc.StubRegistration, ...]:
         """The MPS registrations of the operator's stubs (see :meth:`_stub_of`)."""
@@ -479,6 +495,7 @@ def build_index(source: TreeSource) -> TreeIndex:
         test_kinds=source.test_kinds,
         sources=sources.read(root),
         backward_dtypes=opinfo.load_backward_dtypes(source),
+        decorations=decorations_reader.read(root),
     )
 
 

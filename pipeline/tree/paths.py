@@ -37,3 +37,12 @@ BUILD_PATTERNS: tuple[str, ...] = (
     NATIVE_HEADERS,
     NATIVE_SOURCES,
 )
+
+# Where MPS xfails live outside common_mps.py (pipeline.tree.decorations): the OpInfo files'
+# DecorateInfos and the test files' decorators
+OPINFO_SOURCES: tuple[str, ...] = (
+    f"{TESTING_INTERNAL_DIR}/common_methods_invocations.py",
+    f"{TESTING_INTERNAL_DIR}/opinfo/definitions/*.py",
+)
+DECORATED_TESTS: tuple[str, ...] = ("test/test_ops.py", TEST_MPS)
+DECORATION_PATTERNS: tuple[str, ...] = (*OPINFO_SOURCES, *DECORATED_TESTS)

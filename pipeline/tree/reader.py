@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from pipeline.tree import common_mps, dispatch, metal, native_yaml, objc, sources
+from pipeline.tree import common_mps, decorations, dispatch, metal, native_yaml, objc, sources
 
 
 class Reader(Protocol):
@@ -35,4 +35,5 @@ READERS: dict[str, Reader] = {
     "common_mps.py": common_mps,
     "dispatch headers (.h)": dispatch,
     "shared implementations (.cpp)": sources,
+    "MPS decorations (OpInfos, test files)": decorations,
 }

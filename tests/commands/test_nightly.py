@@ -495,3 +495,31 @@ def test_an_xfail_only_the_old_macos_needs_moves_to_a_version_list(tmp_path, cap
         outcomes = {c.dtype: c.outcome for c in cases}
         assert outcomes["bfloat16"] == (Outcome.XFAIL if version == "14.0" else Outcome.PASS)
         assert {o for d, o in outcomes.items() if d != "bfloat16"} == {Outcome.PASS}, runner
+
+
+def test_the_share_of_each_mps_path_is_kept_night_by_night(settings, nights, tmp_path):
+    """Each night records the tree's overloads per path; the dashboard shows tonight's share
+    and its change since the night before (issue 31)."""
+    db_path, out = tmp_path / "h.sqlite", tmp_path / "d"
+    argv = ["nightly", "--results", str(nights.results()), "--history", str(db_path),
+            "--dashboard", str(out), "--state-dir", str(settings.state_dir)]  # fmt: skip
+    assert main(argv) == 0
+    first = json.loads((out / "summary.json").read_text())["paths"]
+    assert len(first) == 1 and first[0]["counts"]["mpsgraph"] > 0
+    # between the nights exp2.out loses its MPS row: its three overloads leave the graph
+    yaml_path = settings.root / paths.NATIVE_YAML
+    yaml_path.write_text(yaml_path.read_text().replace("    MPS: exp2_out_mps\n", ""))
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    before, tonight = summary["paths"]
+    assert tonight["started"] == summary["started"] and before == first[0]
+    assert tonight["counts"]["mpsgraph"] == before["counts"]["mpsgraph"] - 3
+    assert tonight["counts"]["none"] == before["counts"]["none"] + 3
+    page = (out / "index.html").read_text()
+    assert "MPS paths: overloads by the path they take" in page
+    assert "<td>mpsgraph</td>" in page and "<td>-3 (" in page and "<td>+3 (" in page
+    db = history.connect(db_path)
+    try:
+        assert [c for _, c in history.path_counts(db, 60)] == [before["counts"], tonight["counts"]]
+    finally:
+        db.close()

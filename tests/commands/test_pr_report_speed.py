@@ -60,7 +60,8 @@ def test_the_mac_job_times_and_the_report_job_judges(settings, tree, tmp_path, c
     assert f"On `{RUNNER}`, against main's median over its last 3 nights" in body
     assert "🐢 slower" in body
     assert sqlite3.connect(settings.state_dir / layout.HISTORY).execute(
-        "SELECT COUNT(*) FROM speed").fetchone()[0] == 3 * len(measured)
+        "SELECT COUNT(*) FROM speed"
+    ).fetchone()[0] == 3 * len(measured)
 
 
 @pytest.mark.slow

@@ -68,7 +68,7 @@ def settings(sandbox_settings, httpserver):
 
 def _run(settings, *, dry_run: bool = False, sleeps: list | None = None, **kw):
     cache = Cache.load(tracker_cache(settings))
-    sleep = (sleeps.append if sleeps is not None else lambda s: None)
+    sleep = sleeps.append if sleeps is not None else lambda s: None
     client = client_for(settings, TOKEN, cache, sleep=sleep, **kw)
     return update_tracker(settings, client, cache, ISSUE, dry_run=dry_run)
 

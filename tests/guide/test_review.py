@@ -142,8 +142,12 @@ def test_fast_math_in_a_changed_functor_is_flagged(tree):
 
 
 def test_precise_math_and_fast_in_a_comment_pass(tree):
-    edit(tree, METAL, "return precise::atan2(float(a), float(b));\n  }\n};",
-         "// not fast::atan2: precision\n    return precise::atan2(float(a), float(b));\n  }\n};")
+    edit(
+        tree,
+        METAL,
+        "return precise::atan2(float(a), float(b));\n  }\n};",
+        "// not fast::atan2: precision\n    return precise::atan2(float(a), float(b));\n  }\n};",
+    )
     assert findings(tree, "fast-math") == []
 
 
@@ -159,8 +163,12 @@ def test_bare_max_in_a_functor_is_flagged(tree):
 
 
 def test_c10_metal_max_and_numeric_limits_pass(tree):
-    edit(tree, METAL, "return c10::metal::max(a, b);",
-         "return a == ::metal::numeric_limits<T>::max() ? a : c10::metal::max(a, b);")
+    edit(
+        tree,
+        METAL,
+        "return c10::metal::max(a, b);",
+        "return a == ::metal::numeric_limits<T>::max() ? a : c10::metal::max(a, b);",
+    )
     assert findings(tree, "bare-minmax") == []
 
 
@@ -199,8 +207,12 @@ def test_a_helper_c10_metal_has_is_flagged_by_name_and_by_shape(tree):
 
 
 def test_a_new_helper_of_its_own_passes(tree):
-    edit(tree, METAL, "using namespace metal;\n",
-         "using namespace metal;\ninline float half_of(float x) {\n  return x * 0.5f;\n}\n")
+    edit(
+        tree,
+        METAL,
+        "using namespace metal;\n",
+        "using namespace metal;\ninline float half_of(float x) {\n  return x * 0.5f;\n}\n",
+    )
     assert findings(tree, "helper-exists") == []
 
 

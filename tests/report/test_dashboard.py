@@ -176,9 +176,7 @@ def test_heatmap_cells_stripes_and_tooltips():
     assert float(divider.get("x1")) == float(rects[1].get("x")) == float(divider.get("x2"))
     assert EVIL in mixed.find(f"{SVG}title").text  # unescaped back by the XML parser
     flaky = by_title["atan2 <b> int64: xpass (flaky)"]
-    assert [r.get("fill") for r in flaky.findall(f"{SVG}rect")] == [
-        heatmap.OUTCOME_COLORS["xpass"]
-    ]
+    assert [r.get("fill") for r in flaky.findall(f"{SVG}rect")] == [heatmap.OUTCOME_COLORS["xpass"]]
     assert flaky.find(f"{SVG}circle") is not None  # the flaky dot
     labels = [t.text for t in root.iter(f"{SVG}text")]
     assert "float32" in labels and "int64" in labels and "atan2 <b>" in labels

@@ -169,7 +169,7 @@ def test_the_script_draws_every_tested_cell_in_its_outcomes_color(tmp_path):
                 # each skip stripe hatched, then a line between stripes and the outline
                 hatched = [s for s in strokes if s[0] == data["hatch"]]
                 assert len(hatched) == detail["stripes"].count(skip)
-                assert strokes[len(hatched):] == split
+                assert strokes[len(hatched) :] == split
             else:
                 assert drawn[(r, c)] == [colors[int(char)]]
                 assert strokes == ([hatch] if int(char) == skip else [])

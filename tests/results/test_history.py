@@ -599,3 +599,23 @@ def test_flipping_finds_what_the_definition_finds_with_gaps(db, seed):
         ]
         assert sorted(got) == _flipping_by_definition(db, last_n, changes)
         assert got == sorted(got, key=lambda s: (s[0], s[1]))
+
+
+def test_an_older_history_gains_the_paths_table_and_prunes_it_with_its_runs(tmp_path):
+    path = tmp_path / "h.sqlite"
+    _v1_file(path)
+    db = history.connect(path)
+    try:
+        assert _columns(path, "exec_paths") == ["run_id", "path", "overloads"]
+        for n in (2, 3):
+            nightly = history.record_nightly(
+                db, {"macos-m1-14": [case("add", "float32", P)]}, commit="", started=night(n)
+            )
+            history.record_paths(db, (r.id for r in nightly.runs), {"metal": n, "mpsgraph": 1})
+        db.commit()
+        counts = history.path_counts(db, 60)
+        assert [(s, c["metal"]) for s, c in counts] == [(night(2), 2), (night(3), 3)]
+        history.prune(db, 1)
+        assert [s for s, _ in history.path_counts(db, 60)] == [night(3)]
+    finally:
+        db.close()

@@ -43,6 +43,7 @@ def test_answers_are_kept_per_case_and_a_kept_case_starts_no_python(
     again = reference.references(source, [renamed, EXP2], cache)["cases"]
     assert again == {"other/float32": first["hypot/float32"], "exp2/float16": both["exp2/float16"]}
 
+
 def test_a_damaged_kept_answer_is_asked_again(tmp_path: Path) -> None:
     source = TreeSource(tmp_path / "tree", tmp_path / "cache", sys.executable, None)
     cache = tmp_path / "math"

@@ -90,6 +90,6 @@ def test_shim_types_and_functions(tmp_path: Path, host_cxx: cxx.Compiler) -> Non
     assert build.returncode == 0, build.stderr
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
-    assert len(lines) == PROGRAM.count("check(\"") and len(lines) > 20
+    assert len(lines) == PROGRAM.count('check("') and len(lines) > 20
     failed = [line for line in lines if not line.startswith("ok ")]
     assert not failed, failed

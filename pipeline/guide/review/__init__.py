@@ -54,8 +54,12 @@ def to_json(findings: Sequence[Finding], ran: Sequence[str], notes: Sequence[str
     return {
         "schema": SCHEMA_VERSION,
         "checks": [
-            {"id": c, "severity": CHECKS[c].SEVERITY.value, "title": CHECKS[c].TITLE,
-             "ran": c in ran}
+            {
+                "id": c,
+                "severity": CHECKS[c].SEVERITY.value,
+                "title": CHECKS[c].TITLE,
+                "ran": c in ran,
+            }
             for c in CHECKS
         ],  # fmt: skip
         "findings": [f.to_dict() for f in findings],

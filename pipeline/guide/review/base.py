@@ -169,9 +169,9 @@ class Review:
         return self._records[kernel]
 
 
-def lines_matching(pattern: re.Pattern[str], code: str, first_line: int) -> Iterator[
-    tuple[int, re.Match[str]]
-]:
+def lines_matching(
+    pattern: re.Pattern[str], code: str, first_line: int
+) -> Iterator[tuple[int, re.Match[str]]]:
     """(line number, match) of ``pattern`` in ``code``, whose first line is ``first_line``."""
     for offset, line in enumerate(code.split("\n")):
         for match in pattern.finditer(line):
