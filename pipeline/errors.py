@@ -191,6 +191,11 @@ class StaleShaderError(BuildError):
         super().__init__(f"stale shader: {findings[0]}{more}{fix}")
 
 
+class DeviceRefusedError(PipelineError):
+    """Timings asked for on a device whose figures mean nothing for a Mac (a VM's
+    paravirtual GPU): refused before anything is timed, with the reason (exit 2)."""
+
+
 class GitHubError(PipelineError):
     """The GitHub API refused a request (401/403/404/422...)."""
 

@@ -10,15 +10,18 @@ build and :func:`judge` compares (``speed.threshold``, ``speed.min_nights``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.dtypes import COMPLEX, MPS_TEST_DTYPES
+from pipeline.errors import DeviceRefusedError
 from pipeline.guide.backlog import backlog
 from pipeline.results import history
 from pipeline.results import speed as speeds
+from pipeline.results.device import Device, refuse_timings
+from pipeline.run.device import probe as device_probe
 from pipeline.run.speed import SHAPES, BenchOp, SpeedRequest, SpeedResult, run
 from pipeline.tree.index import OperatorRecord, TreeIndex, load_index
 
@@ -84,9 +87,13 @@ def measure(
     shapes: Mapping[str, tuple[int, ...]] = SHAPES,
     min_run_time: float = 0.2,
     repeats: int = 5,
+    probe: Callable[[str], Device] = device_probe,
 ) -> SpeedResult:
     """Write and run the benchmark for ``names`` in ``folder`` (default
-    ``<state_dir>/speed``) with the configured interpreter."""
+    ``<state_dir>/speed``) with the configured interpreter. On ``mps``, a VM's paravirtual
+    GPU (``probe``: what the Mac's commands say) is refused before anything is timed."""
+    if device == "mps" and (why := refuse_timings(probe(settings.python))):
+        raise DeviceRefusedError(f"speed: {why}; time the kernels on a Mac")
     ops = operators(load_index(settings.tree), names)
     folder = folder or settings.state_dir / "speed"
     return run(

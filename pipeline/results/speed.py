@@ -138,16 +138,23 @@ def record(db: sqlite3.Connection, run_id: int, measurements: Iterable[Measureme
 
 
 def record_night(
-    db: sqlite3.Connection, runs: Mapping[str, int], results: Path
+    db: sqlite3.Connection,
+    runs: Mapping[str, int],
+    results: Path,
+    refused: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Store ``<results>/<runner>/speed.json`` of each run (runner -> run id) that has one,
     in the caller's transaction (the nightly's, committed once its history check has
     passed: a ``with db`` here committed the night before); the warnings for those that
-    cannot be read (a night's tests still count)."""
+    cannot be read (a night's tests still count). A runner in ``refused`` (runner -> why:
+    a VM's GPU) has its figures left out, with the reason as a warning."""
     warnings = []
     for runner, run_id in runs.items():
         path = results / runner / SPEED_JSON
         if not path.is_file():
+            continue
+        if refused and runner in refused:
+            warnings.append(f"speed: {runner}: {refused[runner]}; no figures recorded")
             continue
         try:
             _, measurements = read(path)
