@@ -73,5 +73,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if path is None:
         raise PipelineError("speed --compare: no nightly history here; pass --history DB")
     report = judge(settings, result.measurements, path, runner)
-    sys.stdout.write(render_markdown(report.verdicts, runner, report.threshold, report.nights))
+    label = result.machine.label() if result.machine is not None else "unknown"
+    sys.stdout.write(
+        render_markdown(report.verdicts, runner, report.threshold, report.nights, label)
+    )
     return EXIT_WORK_LEFT if report.slower else EXIT_OK

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pipeline.config import Settings
@@ -27,6 +27,8 @@ from pipeline.tree.index import OperatorRecord, TreeIndex, load_index
 
 # the Tensor parameters before the keyword-only marker of a schema: what the call takes
 _TENSOR_PARAM = re.compile(r"(?:^|,)\s*Tensor(?:\([^)]*\))?\??\s+\w+")
+# a reduction's ``dim`` parameter: ``int dim``, ``int[1]? dim``, ``int[]? dim``
+_DIM_PARAM = re.compile(r"(?:^|,)\s*int(?:\[\d*\])?\??\s+dim\b")
 
 
 @dataclass(frozen=True)
@@ -45,14 +47,24 @@ def arity(record: OperatorRecord) -> int:
     """How many tensors the operator's functional overloads take at most (``atan2(Tensor
     self, Tensor other)``: 2; ``lt.Scalar`` and ``lt.Tensor``: 2); out= and in-place ones
     are not looked at."""
-    counts = [
-        len(_TENSOR_PARAM.findall(params))
+    counts = [len(_TENSOR_PARAM.findall(params)) for params in _functional_signatures(record)]
+    return max([1, *counts])
+
+
+def _functional_signatures(record: OperatorRecord) -> list[str]:
+    """The parameter lists (before ``*``) of the operator's functional overloads."""
+    return [
+        params
         for o in record.overloads
         if not o.func.partition(".")[0].endswith("_") and "out" not in o.func.partition(".")[2]
         for signature in [o.schema.partition(" -> ")[0]]
         for params in [signature[signature.find("(") + 1 : -1].split("*")[0]]
     ]
-    return max([1, *counts])
+
+
+def is_reduction(record: OperatorRecord) -> bool:
+    """Whether a functional overload takes ``dim`` positionally (sum, amax, mean...)."""
+    return any(_DIM_PARAM.search(params) for params in _functional_signatures(record))
 
 
 def bench_op(record: OperatorRecord) -> BenchOp:
@@ -62,7 +74,7 @@ def bench_op(record: OperatorRecord) -> BenchOp:
         if d in MPS_TEST_DTYPES and (d not in COMPLEX or record.complex_supported)
     ] or list(record.registered_dtypes) or ["float32"]  # fmt: skip
     call = record.opinfos[0].name if record.opinfos else record.op
-    return BenchOp(record.op, call, arity(record), tuple(dtypes))
+    return BenchOp(record.op, call, arity(record), tuple(dtypes), is_reduction(record))
 
 
 def operators(index: TreeIndex, names: Sequence[str] = ()) -> tuple[BenchOp, ...]:
@@ -92,13 +104,15 @@ def measure(
     """Write and run the benchmark for ``names`` in ``folder`` (default
     ``<state_dir>/speed``) with the configured interpreter. On ``mps``, a VM's paravirtual
     GPU (``probe``: what the Mac's commands say) is refused before anything is timed."""
-    if device == "mps" and (why := refuse_timings(probe(settings.python))):
+    machine = probe(settings.python) if device == "mps" else None
+    if why := refuse_timings(machine):
         raise DeviceRefusedError(f"speed: {why}; time the kernels on a Mac")
     ops = operators(load_index(settings.tree), names)
     folder = folder or settings.state_dir / "speed"
-    return run(
+    result = run(
         SpeedRequest(settings.python, ops, folder, device, dict(shapes), min_run_time, repeats)
     )
+    return replace(result, machine=machine)
 
 
 def judge(

@@ -158,7 +158,8 @@ class PrResults:
                         for i, v in enumerate(self.speed.get("verdicts") or [])]  # fmt: skip
             out.append(speed_markdown(verdicts, str(self.speed.get("runner")),
                                       float(self.speed.get("threshold", 1.1)),
-                                      int(self.speed.get("nights", 0))))  # fmt: skip
+                                      int(self.speed.get("nights", 0)),
+                                      str(self.speed.get("device", "unknown"))))  # fmt: skip
         return out
 
     def to_json(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pipeline.results.speed import Judgement, Measurement, Verdict
+from pipeline.results.speed import Judgement, Measurement, Verdict, worst_per_class
 from pipeline.run.speed import NotTimed
 
 if TYPE_CHECKING:
@@ -42,18 +42,36 @@ def rows(verdicts: Sequence[Verdict]) -> list[tuple[str, ...]]:
 HEADER = ("operator", "dtype", "shape", "layout", "PR", "main", "ratio", "main spread", "")
 
 
+def worst_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """The short "perf story": the worst ratio against main per shape class."""
+    worst = worst_per_class(verdicts)
+    if not worst:
+        return []
+    lines = ["| shape class | worst ratio | benchmark | |", "|---|---|---|---|"]
+    for name, v in worst.items():
+        op, dtype, shape, _ = v.key
+        lines.append(f"| {name} | {_ratio(v)} | `{op}` {dtype} {shape} | {MARK[v.judgement]} |")
+    return [*lines, ""]
+
+
 def render_markdown(
-    verdicts: Sequence[Verdict], runner: str, threshold: float, nights: int
+    verdicts: Sequence[Verdict],
+    runner: str,
+    threshold: float,
+    nights: int,
+    device: str = "unknown",
 ) -> str:
-    """The PR comment's speed section."""
+    """The PR comment's speed section: the worst ratio per shape class, then every
+    benchmark. ``device``: the label of the device the PR's figures come from."""
     slower = sum(v.judgement is Judgement.SLOWER for v in verdicts)
     lines = [
         "### Kernel speed against main",
         "",
-        f"On `{runner}`, against main's median over its last {nights} nights on the same "
-        f"runner class: {slower} of {len(verdicts)} benchmarks slower than {threshold:.2f}× "
-        "and outside main's night-to-night spread.",
+        f"On `{runner}` (device: {device}), against main's median over its last {nights} "
+        f"nights on the same runner class: {slower} of {len(verdicts)} benchmarks slower "
+        f"than {threshold:.2f}× and outside main's night-to-night spread.",
         "",
+        *worst_lines(verdicts),
         "| " + " | ".join(HEADER) + " |",
         "|" + "---|" * len(HEADER),
     ]

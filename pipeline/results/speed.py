@@ -37,8 +37,8 @@ Key = tuple[str, str, str, str]  # op, dtype, shape, layout
 class Measurement:
     op: str
     dtype: str
-    shape: str  # "small" | "medium" | "large"
-    layout: str  # "contiguous" | "strided"
+    shape: str  # "small" ... "skinny-row", a reduction's with "/dim=N" (pipeline.run.speed)
+    layout: str  # "contiguous" | "strided" | "transposed"
     times: tuple[float, ...]  # seconds per call, one per repeated block
 
     @property
@@ -182,6 +182,26 @@ def nightly_medians(db: sqlite3.Connection, runner: str, last_n: int) -> dict[Ke
     for op, dtype, shape, layout, median in rows:
         out.setdefault((op, dtype, shape, layout), []).append(median)
     return out
+
+
+def shape_class(key: Key) -> str:
+    """A benchmark's shape class: its shape without a reduction's dimension, and its
+    layout (``skinny-column transposed``)."""
+    _, _, shape, layout = key
+    return f"{shape.split('/')[0]} {layout}"
+
+
+def worst_per_class(verdicts: Iterable[Verdict]) -> dict[str, Verdict]:
+    """The highest ratio against main in each shape class (those with a baseline), in the
+    order the classes first appear."""
+    worst: dict[str, Verdict] = {}
+    for v in verdicts:
+        if v.ratio is None:
+            continue
+        found = worst.get(shape_class(v.key))
+        if found is None or (found.ratio is not None and v.ratio > found.ratio):
+            worst[shape_class(v.key)] = v
+    return worst
 
 
 def compare(

@@ -320,16 +320,16 @@ def test_the_run_raises_the_typed_error_without_the_device(tmp_path):
 
 @needs_torch
 def test_what_the_device_cannot_run_is_said_once_per_dtype(tmp_path):
-    """atan2 has no complex kernel on CPU: its four benchmarks fail alike, said in one line;
-    float32 is timed."""
+    """atan2 has no complex kernel on CPU: its five benchmarks (the 1-D shape in two layouts,
+    the 2-D one in three) fail alike, said in one line; float32 is timed."""
     op = BenchOp("atan2", "atan2", 2, ("float32", "complex64"))
     request = SpeedRequest(sys.executable, (op,), tmp_path, "cpu",
                            {"small": (8,), "medium": (4, 4)}, 0.001, 3)  # fmt: skip
     result = run(request)
-    assert {m.dtype for m in result.measurements} == {"float32"} and len(result.measurements) == 4
-    assert len(result.errors) == 4 and {e.dtype for e in result.errors} == {"complex64"}
+    assert {m.dtype for m in result.measurements} == {"float32"} and len(result.measurements) == 5
+    assert len(result.errors) == 5 and {e.dtype for e in result.errors} == {"complex64"}
     (line,) = not_timed_lines(result.errors)
-    assert line.startswith("atan2 complex64 (4 benchmarks): NotImplementedError: ")
+    assert line.startswith("atan2 complex64 (5 benchmarks): NotImplementedError: ")
     assert not_timed_lines(result.errors[:1]) == [
         f"atan2 complex64 (small contiguous): {result.errors[0].error}"
     ]
