@@ -20,7 +20,12 @@ from pipeline.config import Settings
 from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, PipelineError, WorkLeftError
 from pipeline.flows.speed import judge, measure
 from pipeline.report.console import terminal
-from pipeline.report.speed import not_timed_lines, render_figures, render_markdown
+from pipeline.report.speed import (
+    not_timed_lines,
+    render_figures,
+    render_markdown,
+    render_paths,
+)
 from pipeline.results.baseline import RUNNER_ENV, history_file
 from pipeline.run.speed import NoDeviceError
 
@@ -65,6 +70,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
     if not args.compare:
         render_figures(result.measurements, result.device, terminal())
+    paths = render_paths(result.measurements, result.forced)
+    if paths:
+        sys.stdout.write("\n".join(paths))
     print(f"speed: {len(result.measurements)} benchmarks on {result.device}: {result.path}",
           file=sys.stderr)  # fmt: skip
     if not args.compare:

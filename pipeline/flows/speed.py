@@ -24,6 +24,7 @@ from pipeline.results.device import Device, refuse_timings
 from pipeline.run.device import probe as device_probe
 from pipeline.run.speed import SHAPES, BenchOp, SpeedRequest, SpeedResult, run
 from pipeline.tree.index import OperatorRecord, TreeIndex, load_index
+from pipeline.tree.switches import graph_switches
 
 # the Tensor parameters before the keyword-only marker of a schema: what the call takes
 _TENSOR_PARAM = re.compile(r"(?:^|,)\s*Tensor(?:\([^)]*\))?\??\s+\w+")
@@ -109,10 +110,23 @@ def measure(
         raise DeviceRefusedError(f"speed: {why}; time the kernels on a Mac")
     ops = operators(load_index(settings.tree), names)
     folder = folder or settings.state_dir / "speed"
-    result = run(
-        SpeedRequest(settings.python, ops, folder, device, dict(shapes), min_run_time, repeats)
+    request = SpeedRequest(
+        settings.python, ops, folder, device, dict(shapes), min_run_time, repeats
     )
-    return replace(result, machine=machine)
+    result = run(request)
+    forced = {}
+    # the same build, the same runner: each switch in a process of its own
+    for switch in graph_switches(settings.root):
+        covered = tuple(op for op in ops if switch.covers(op.op))
+        if covered:
+            again = replace(
+                request,
+                ops=covered,
+                folder=folder / switch.variable.lower(),
+                env={switch.variable: "1"},
+            )
+            forced[switch.variable] = run(again).measurements
+    return replace(result, machine=machine, forced=forced)
 
 
 def judge(

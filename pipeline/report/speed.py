@@ -4,10 +4,16 @@ flagged. And a run's own figures, with what it could not time, for the terminal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pipeline.results.speed import Judgement, Measurement, Verdict, worst_per_class
+from pipeline.results.speed import (
+    Judgement,
+    Measurement,
+    Verdict,
+    path_pairs,
+    worst_per_class,
+)
 from pipeline.run.speed import NotTimed
 
 if TYPE_CHECKING:
@@ -110,6 +116,31 @@ def render_figures(measurements: Sequence[Measurement], device: str, console: Co
     console.print(table)
     # a line of its own: as the table's caption it would wrap to the table's width
     console.print(SPREAD_MEANING, soft_wrap=True)
+
+
+def render_paths(
+    metal: Sequence[Measurement], forced: Mapping[str, Sequence[Measurement]]
+) -> list[str]:
+    """Markdown: each benchmark on its Metal path against the same build forced onto
+    MPSGraph by the tree's switch (ratio < 1: the Metal kernel is faster)."""
+    lines: list[str] = []
+    for switch, graph in forced.items():
+        pairs = path_pairs(metal, graph)
+        if not pairs:
+            continue
+        lines += [
+            f"#### Metal against MPSGraph (`{switch}=1`), same build",
+            "",
+            "| operator | dtype | shape | layout | Metal | MPSGraph | ratio |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for m, g in pairs:
+            lines.append(
+                f"| `{m.op}` | {m.dtype} | {m.shape} | {m.layout} | {_ms(m.median)} | "
+                f"{_ms(g.median)} | {m.median / g.median:.2f}× |"
+            )
+        lines.append("")
+    return lines
 
 
 def not_timed_lines(errors: Sequence[NotTimed]) -> list[str]:

@@ -204,6 +204,14 @@ def worst_per_class(verdicts: Iterable[Verdict]) -> dict[str, Verdict]:
     return worst
 
 
+def path_pairs(
+    metal: Iterable[Measurement], forced: Iterable[Measurement]
+) -> list[tuple[Measurement, Measurement]]:
+    """(Metal path, forced MPSGraph path) for each benchmark timed both ways."""
+    graph = {m.key: m for m in forced}
+    return [(m, graph[m.key]) for m in metal if m.key in graph]
+
+
 def compare(
     measured: Sequence[Measurement],
     main: Mapping[Key, Sequence[float]],

@@ -20,6 +20,7 @@ before anything is timed: :class:`NoDeviceError`, said once.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -47,6 +48,7 @@ SCRIPT = '''\
 """Written by mps-pipeline (pipeline/run/speed.py): kernel micro-benchmarks with
 torch.utils.benchmark. Usage: python speed_bench.py SPEC.json OUT.json"""
 import json
+import os
 import sys
 
 import torch
@@ -134,8 +136,10 @@ for op, dtype_name, label, shape, layout, dim in cases():
         row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
     results.append(row)
 
-json.dump({"schema": 1, "device": device, "torch": torch.__version__, "results": results},
-          open(sys.argv[2], "w"), indent=1)
+# what the process really had of the switches it was asked to run under
+env = {name: os.environ.get(name) for name in spec["env"]}
+json.dump({"schema": 1, "device": device, "torch": torch.__version__, "env": env,
+           "results": results}, open(sys.argv[2], "w"), indent=1)
 '''
 
 
@@ -176,6 +180,9 @@ class SpeedRequest:
     min_run_time: float = 0.2  # seconds per benchmark, before the repeats are topped up
     repeats: int = 5
     timeout: float = 3600.0
+    # added to the script's environment: a switch forcing the MPSGraph path, read once per
+    # process (pipeline.tree.switches)
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,8 @@ class SpeedResult:
     measurements: tuple[Measurement, ...]
     errors: tuple[NotTimed, ...]
     machine: Device | None = None  # what the Mac's commands said (mps only)
+    # switch -> the same benchmarks run with it set: the operator's forced MPSGraph path
+    forced: Mapping[str, tuple[Measurement, ...]] = field(default_factory=dict)
 
 
 def write_script(folder: Path) -> Path:
@@ -224,6 +233,7 @@ def run(request: SpeedRequest) -> SpeedResult:
                 "min_run_time": request.min_run_time,
                 "repeats": request.repeats,
                 "no_device_exit": NO_DEVICE_EXIT,
+                "env": sorted(request.env),
             },
             indent=1,
         ),
@@ -232,6 +242,7 @@ def run(request: SpeedRequest) -> SpeedResult:
         proc = subprocess.run(
             [request.python, str(script), str(spec), str(out)],
             capture_output=True, text=True, timeout=request.timeout, check=False,
+            env={**os.environ, **request.env},
         )  # fmt: skip
     except FileNotFoundError:
         raise PipelineError(f"speed: python={request.python} not found") from None
