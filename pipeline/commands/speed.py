@@ -25,6 +25,7 @@ from pipeline.report.speed import (
     render_figures,
     render_markdown,
     render_paths,
+    render_upstream,
 )
 from pipeline.results.baseline import RUNNER_ENV, history_file
 from pipeline.run.speed import NoDeviceError
@@ -70,9 +71,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
     if not args.compare:
         render_figures(result.measurements, result.device, terminal())
-    paths = render_paths(result.measurements, result.forced)
-    if paths:
-        sys.stdout.write("\n".join(paths))
+    beside = [
+        *render_paths(result.measurements, result.forced),
+        *render_upstream(result.measurements, result.upstream),
+    ]
+    if beside:
+        sys.stdout.write("\n".join(beside))
+    if result.upstream_error:
+        print(f"warning: {result.upstream_error}", file=sys.stderr)
     print(f"speed: {len(result.measurements)} benchmarks on {result.device}: {result.path}",
           file=sys.stderr)  # fmt: skip
     if not args.compare:

@@ -4,7 +4,10 @@ runner, and a PR's figures against main's from the nightly history of the same r
 The nightly runs :func:`measure` on every Mac and hands ``speed.json`` to the aggregation
 with the JUnit reports (``<results>/<runner>/speed.json``), which records it
 (:func:`pipeline.results.speed.record_night`). A PR job runs the same benchmark on the PR's
-build and :func:`judge` compares (``speed.threshold``, ``speed.min_nights``).
+build and :func:`judge` compares (``speed.threshold``, ``speed.min_nights``). Where the tree
+has a switch forcing an operator's MPSGraph path, :func:`measure` times that path too, in the
+same build; where the checkout's ``test/bench_mps_ops.py`` covers an operator, upstream's
+figures come with ours.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.dtypes import COMPLEX, MPS_TEST_DTYPES
-from pipeline.errors import DeviceRefusedError
+from pipeline.errors import DeviceRefusedError, PipelineError
 from pipeline.guide.backlog import backlog
 from pipeline.results import history
 from pipeline.results import speed as speeds
 from pipeline.results.device import Device, refuse_timings
+from pipeline.run import upstream_bench
 from pipeline.run.device import probe as device_probe
 from pipeline.run.speed import SHAPES, BenchOp, SpeedRequest, SpeedResult, run
 from pipeline.tree.index import OperatorRecord, TreeIndex, load_index
@@ -114,7 +118,7 @@ def measure(
         settings.python, ops, folder, device, dict(shapes), min_run_time, repeats
     )
     result = run(request)
-    forced = {}
+    forced: dict[str, tuple[speeds.Measurement, ...]] = {}
     # the same build, the same runner: each switch in a process of its own
     for switch in graph_switches(settings.root):
         covered = tuple(op for op in ops if switch.covers(op.op))
@@ -126,7 +130,12 @@ def measure(
                 env={switch.variable: "1"},
             )
             forced[switch.variable] = run(again).measurements
-    return replace(result, machine=machine, forced=forced)
+    try:
+        upstream = upstream_bench.run(settings.python, settings.root, ops, folder, device)
+        said = ""
+    except PipelineError as exc:  # upstream's file is the tree's: ours stand without it
+        upstream, said = (), str(exc)
+    return replace(result, machine=machine, forced=forced, upstream=upstream, upstream_error=said)
 
 
 def judge(

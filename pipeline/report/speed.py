@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pipeline.results.speed import (
     Judgement,
     Measurement,
+    UpstreamFigure,
     Verdict,
     path_pairs,
     worst_per_class,
@@ -141,6 +142,33 @@ def render_paths(
             )
         lines.append("")
     return lines
+
+
+def render_upstream(
+    measurements: Sequence[Measurement], figures: Sequence[UpstreamFigure]
+) -> list[str]:
+    """Markdown: upstream's test/bench_mps_ops.py figures beside ours for the same layout."""
+    if not figures:
+        return []
+    ours = {m.key: m for m in measurements}
+    lines = [
+        "#### Upstream's test/bench_mps_ops.py beside ours",
+        "",
+        "| operator | dtype | upstream | upstream median | ours | our median |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in figures:
+        if f.error:
+            lines.append(f"| `{f.op}` | {f.dtype} | failed: {f.error} | – | – | – |")
+            continue
+        same = f.ours
+        mine = ours.get((f.op, f.dtype, *same)) if same else None
+        where = " ".join(same) if same else "–"
+        lines.append(
+            f"| `{f.op}` | {f.dtype} | {f.label} | {_ms(f.median)} | {where} | "
+            f"{_ms(mine.median if mine else None)} |"
+        )
+    return [*lines, ""]
 
 
 def not_timed_lines(errors: Sequence[NotTimed]) -> list[str]:

@@ -184,6 +184,35 @@ def nightly_medians(db: sqlite3.Connection, runner: str, last_n: int) -> dict[Ke
     return out
 
 
+# upstream's (test/bench_mps_ops.py) labels for the layouts our benchmark also times, at its
+# 1024×1024 size
+SAME_AS_UPSTREAM = {
+    "dense": ("large", "contiguous"),
+    "dense-dense": ("large", "contiguous"),
+    "transposed": ("large", "transposed"),
+    "transp-transp": ("large", "transposed"),
+    "strided": ("large", "strided"),
+}
+
+
+@dataclass(frozen=True)
+class UpstreamFigure:
+    """One of upstream's figures: operator, dtype, its layout label, median seconds per
+    call and interquartile range (None: it failed, ``error`` says why)."""
+
+    op: str
+    dtype: str
+    label: str
+    median: float | None
+    iqr: float | None
+    error: str = ""
+
+    @property
+    def ours(self) -> tuple[str, str] | None:
+        """Our (shape, layout) timing the same thing, if any."""
+        return SAME_AS_UPSTREAM.get(self.label)
+
+
 def shape_class(key: Key) -> str:
     """A benchmark's shape class: its shape without a reduction's dimension, and its
     layout (``skinny-column transposed``)."""

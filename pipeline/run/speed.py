@@ -29,7 +29,7 @@ from pathlib import Path
 from pipeline.errors import PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.results.device import Device
-from pipeline.results.speed import SPEED_JSON, Measurement, read
+from pipeline.results.speed import SPEED_JSON, Measurement, UpstreamFigure, read
 
 SCRIPT_NAME = "speed_bench.py"
 # elements of each shape: a launch-bound size, a cache-sized one, a bandwidth-bound one
@@ -205,6 +205,9 @@ class SpeedResult:
     machine: Device | None = None  # what the Mac's commands said (mps only)
     # switch -> the same benchmarks run with it set: the operator's forced MPSGraph path
     forced: Mapping[str, tuple[Measurement, ...]] = field(default_factory=dict)
+    # test/bench_mps_ops.py's figures for the operators it covers; why it could not run
+    upstream: tuple[UpstreamFigure, ...] = ()
+    upstream_error: str = ""
 
 
 def write_script(folder: Path) -> Path:

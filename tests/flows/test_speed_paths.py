@@ -56,3 +56,55 @@ def test_an_operator_with_a_switch_is_timed_on_both_paths(tmp_path: Path) -> Non
     lines = render_paths(result.measurements, result.forced)
     assert lines[0] == f"#### Metal against MPSGraph (`{SWITCH}=1`), same build"
     assert any(line.startswith("| `exp2` | float32 | medium | transposed |") for line in lines)
+
+
+# Our own file in the shape of upstream's test/bench_mps_ops.py: generic helpers returning
+# torch.utils.benchmark measurements labelled by layout, and a main() naming its operators.
+BENCH_MPS_OPS = """\
+import torch
+from torch.utils.benchmark import Timer
+
+
+def bench_unary_op(func, x, label):
+    timer = Timer(stmt="f(x)", globals={"f": func, "x": x}, description=label)
+    return timer.blocked_autorange(min_run_time=0.01)
+
+
+def bench_unary(unary_func, device="mps", dtype=torch.float32):
+    x = torch.rand(64, 64, device=device).to(dtype)
+    return [bench_unary_op(unary_func, x, "dense"), bench_unary_op(unary_func, x.t(), "transposed")]
+
+
+def bench_binary(binary_func, device="mps", dtype=torch.float32):
+    raise RuntimeError("not in this test")
+
+
+def main():
+    for op in (torch.exp2, torch.sqrt):
+        bench_unary(op)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_upstream_s_reference_benchmark_runs_beside_ours(tmp_path: Path) -> None:
+    from pipeline.report.speed import render_upstream
+
+    root = sandbox.materialize(tmp_path / "tree")
+    (root / "test" / "bench_mps_ops.py").write_text(BENCH_MPS_OPS)
+    settings = prepare(
+        load_settings({"root": str(root), "state_dir": str(tmp_path / "state")}, env={}, cwd=root)
+    )
+    result = measure(
+        settings, ["exp2", "atan2"], device="cpu", shapes={"large": (64, 64)},
+        min_run_time=0.001, repeats=3,
+    )  # fmt: skip
+    assert result.upstream_error == ""
+    # exp2 is named by the file; atan2 is not (and its helper would fail): not run
+    assert {(f.op, f.dtype, f.label) for f in result.upstream} == {
+        ("exp2", d, label) for d in ("float32", "float16") for label in ("dense", "transposed")
+    }
+    assert all(f.median and f.median > 0 for f in result.upstream)
+    lines = render_upstream(result.measurements, result.upstream)
+    row = next(line for line in lines if line.startswith("| `exp2` | float32 | dense |"))
+    assert "| large contiguous |" in row and not row.endswith("| – |")  # ours beside it
