@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import BuildError
@@ -147,10 +147,13 @@ def parse_deps(text: str) -> dict[str, tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class NinjaData:
-    """Runs ninja's tools in ``build_dir`` with the ``ninja`` executable."""
+    """Runs ninja's tools in ``build_dir`` with the ``ninja`` executable. Nodes once queried
+    are kept: each ninja run loads the whole manifest (seconds on PyTorch's), and the graph
+    does not change while nothing builds."""
 
     ninja: str
     build_dir: Path
+    _nodes: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def _tool(self, *args: str) -> str:
         command = [self.ninja, "-C", str(self.build_dir), "-t", *args]
@@ -169,9 +172,11 @@ class NinjaData:
         return done.stdout
 
     def query(self, names: Iterable[str]) -> dict[str, Node]:
-        """The nodes ``names`` (all must be known to ninja), in one ninja run."""
-        wanted = sorted(set(names))
-        return parse_query(self._tool("query", *wanted)) if wanted else {}
+        """The nodes ``names`` (all must be known to ninja), in at most one ninja run."""
+        asked = set(names)
+        if wanted := sorted(asked - self._nodes.keys()):
+            self._nodes.update(parse_query(self._tool("query", *wanted)))
+        return {name: self._nodes[name] for name in asked}
 
     def inputs(self, target: str) -> tuple[str, ...]:
         """Every node ``target`` transitively reads through ``build.ninja``'s edges (not the

@@ -244,8 +244,10 @@ def check(
     """Check the build that just ran (``before``: the ninja log read before it)."""
     start = time.monotonic()
     after = read_log(data.build_dir)
+    metal = metal_nodes(root, data, target)
+    data.query([target, *metal])  # one ninja run for what the next two steps read
     library = _library(data, target)
-    artifacts = find_artifacts(root, data, target, library)
+    artifacts = find_artifacts(root, data, metal, library)
     shader_command = data.command(artifacts[0].node.name) if artifacts else None
     toolchain = Toolchain.read(xcode_dir, shader_command)
 
@@ -281,20 +283,26 @@ def check(
     return verdict(CheckStatus.FRESH, pairs, library)
 
 
-def find_artifacts(root: Path, data: NinjaData, target: str, library: str) -> tuple[Artifact, ...]:
-    """The nodes whose edges ninja reruns when a tree ``.metal`` file changes, for
-    ``target``: the direct consumers of each ``.metal`` node in ``target``'s inputs, except
-    ``library`` itself (a link that also reads the shader is checked as the link)."""
+def metal_nodes(root: Path, data: NinjaData, target: str) -> dict[str, Path]:
+    """Node name -> tree file of every ``.metal`` file among ``target``'s inputs."""
     metal_files = {p.resolve() for p in files(root, (paths.KERNELS_METAL,))}
-    metal_nodes = {
+    return {
         name: path for name in data.inputs(target) if (path := data.node_path(name)) in metal_files
     }
-    if not metal_nodes:
+
+
+def find_artifacts(
+    root: Path, data: NinjaData, metal: Mapping[str, Path], library: str
+) -> tuple[Artifact, ...]:
+    """The nodes whose edges ninja reruns when a tree ``.metal`` file changes: the direct
+    consumers of each node of ``metal``, except ``library`` itself (a link that also reads
+    the shader is checked as the link)."""
+    if not metal:
         return ()
-    sources = data.query(metal_nodes)
+    sources = data.query(metal)
     consumers = data.query(c for node in sources.values() for c in node.consumers)
     found: list[Artifact] = []
-    for name, path in metal_nodes.items():
+    for name, path in metal.items():
         for consumer in sources[name].consumers:
             if consumer != library and consumers[consumer].rebuilds_on(name):
                 found.append(Artifact(consumers[consumer], path, shader_sources(root, path)))
