@@ -256,6 +256,8 @@ def test_the_nightly_keeps_a_vm_s_results_but_not_its_timings(sandbox_settings, 
     markdown = (dashboard / "summary.md").read_text()
     assert f"- {RUNNERS[0]}: Apple M2 (apple8, 10 GPU cores), macOS 15.5 (24F74)" in markdown
     assert "a VM: pass/fail kept, timings not recorded" in markdown
+    page = (dashboard / "index.html").read_text()
+    assert "<h2>Devices</h2>" in page and "a VM: timings not recorded" in page
     assert summary["counts"][RUNNERS[1]]  # its pass/fail results are kept
     db = history.open_read_only(sandbox_settings.state_dir / "history" / "nightly.sqlite")
     try:
