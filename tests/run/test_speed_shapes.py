@@ -4,6 +4,7 @@ for real on the CPU, and the PR comment's "perf story" from recorded verdicts.""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,6 +15,7 @@ from pipeline.flows.speed import is_reduction
 from pipeline.report.speed import render_markdown
 from pipeline.results.speed import Judgement, Verdict, shape_class, worst_per_class
 from pipeline.run.speed import BenchOp, SpeedRequest, run
+from tests.test_machine_output import assert_valid
 
 SHAPES = {"small": (64,), "medium": (16, 32), "skinny-column": (256, 1), "skinny-row": (1, 256)}
 
@@ -36,6 +38,7 @@ def test_skinny_transposed_and_every_reduced_dimension_are_timed(tmp_path: Path)
     assert {("skinny-column/dim=0", "transposed"), ("skinny-column/dim=1", "strided")} <= sums
     assert ("small/dim=0", "contiguous") in sums and ("small", "contiguous") not in sums
     assert all(len(m.times) >= 3 for m in result.measurements)
+    assert_valid("speed.json", json.loads(result.path.read_text()))  # the documented schema
 
 
 def overload(func: str, schema: str) -> SimpleNamespace:
