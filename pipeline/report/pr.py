@@ -32,6 +32,7 @@ from pipeline.results.pr import (
     want,
 )
 from pipeline.results.speed import verdict_from_dict
+from pipeline.run.shaders import ShaderCheck
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class PrResults:
     speed: Mapping[str, Any] | None = None
     # check-math of the changed kernels files (``check-math --json``'s document); None: not run
     math: Mapping[str, Any] | None = None
+    # the build's shader check and toolchain (ShaderCheck.to_dict()); None: no build ran
+    build_check: Mapping[str, Any] | None = None
 
     @property
     def judged(self) -> baselines.Baseline:
@@ -111,6 +114,10 @@ class PrResults:
         if self.impact["full_sweep"]:
             why = "; ".join(self.impact["full_sweep_reasons"])
             notes.append(f"Full sweep: {render.escape_markdown(why)}")
+        if self.build_check is not None:
+            check = ShaderCheck.from_dict(self.build_check)
+            notes.append(render.escape_markdown(f"Build: {check.describe()}; "
+                                                f"{check.toolchain.describe()}."))  # fmt: skip
         if not self.build_ok:
             notes.append("_No tests ran: the build failed._")
         elif self.test_error is not None:
@@ -174,7 +181,12 @@ class PrResults:
             "title": self.title(),
             "status": {"state": state, "description": description},
             "impact": dict(self.impact),
-            "build": {"needed": self.build_needed, "ok": self.build_ok, "error": self.build_error},
+            "build": {
+                "needed": self.build_needed,
+                "ok": self.build_ok,
+                "error": self.build_error,
+                "check": None if self.build_check is None else dict(self.build_check),
+            },
             "tests": {
                 "selectors": list(self.selectors),
                 "error": self.test_error,
@@ -228,6 +240,12 @@ class PrResults:
         math = want(data.get("math"), (dict, type(None)), "math")
         if math is not None:
             math_from_json(math)  # refused now, before anything is posted
+        check = want(build.get("check"), (dict, type(None)), "build.check")
+        if check is not None:
+            try:
+                ShaderCheck.from_dict(check)
+            except ValueError as exc:
+                raise PipelineError(f"results.json: build.check: {exc}") from None
         return cls(
             pr=pr,
             base=base,
@@ -246,6 +264,7 @@ class PrResults:
             review=want(data.get("review"), (dict, type(None)), "review"),
             speed=want(data.get("speed"), (dict, type(None)), "speed"),
             math=math,
+            build_check=check,
         )
 
 
