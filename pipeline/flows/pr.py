@@ -48,6 +48,7 @@ from pipeline.results.pr import (
     read_results_json,
     results_folder,
 )
+from pipeline.run.device import probe
 from pipeline.tree import common_mps, opinfo
 from pipeline.tree.git import default_base, resolve
 
@@ -171,6 +172,8 @@ def collect(
         say(str(exc), "tests:", "red")
         return replace(result, test_error=str(exc))
     console.print(f"tests: {summary}", markup=False, highlight=False)
+    if sys.platform == "darwin":  # the device the tests ran on; elsewhere there is none
+        result = replace(result, device=probe(settings.python).to_dict())
     report = junit.parse_report(junit_path)
     for warning in report.warnings:
         say(warning, "warning:", "yellow")

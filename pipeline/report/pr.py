@@ -21,6 +21,7 @@ from pipeline.report.review import render_markdown as review_markdown
 from pipeline.report.speed import render_markdown as speed_markdown
 from pipeline.results import baseline as baselines
 from pipeline.results import table as tables
+from pipeline.results.device import Device
 from pipeline.results.pr import (
     SCHEMA,
     STATUS_DESCRIPTION_MAX,
@@ -66,6 +67,8 @@ class PrResults:
     math: Mapping[str, Any] | None = None
     # the build's shader check and toolchain (ShaderCheck.to_dict()); None: no build ran
     build_check: Mapping[str, Any] | None = None
+    # the device the tests ran on (Device.to_dict()); None: not a Mac, or no tests ran
+    device: Mapping[str, Any] | None = None
 
     @property
     def judged(self) -> baselines.Baseline:
@@ -114,6 +117,10 @@ class PrResults:
         if self.impact["full_sweep"]:
             why = "; ".join(self.impact["full_sweep_reasons"])
             notes.append(f"Full sweep: {render.escape_markdown(why)}")
+        if self.device is not None:
+            device = Device.from_dict(self.device, "device")
+            vm = " (a VM: its timings are not a Mac's)" if device.paravirtual else ""
+            notes.append(render.escape_markdown(f"Tested on {device.label()}{vm}."))
         if self.build_check is not None:
             check = ShaderCheck.from_dict(self.build_check)
             notes.append(render.escape_markdown(f"Build: {check.describe()}; "
@@ -181,6 +188,7 @@ class PrResults:
             "title": self.title(),
             "status": {"state": state, "description": description},
             "impact": dict(self.impact),
+            "device": None if self.device is None else dict(self.device),
             "build": {
                 "needed": self.build_needed,
                 "ok": self.build_ok,
@@ -240,6 +248,9 @@ class PrResults:
         math = want(data.get("math"), (dict, type(None)), "math")
         if math is not None:
             math_from_json(math)  # refused now, before anything is posted
+        device = want(data.get("device"), (dict, type(None)), "device")
+        if device is not None:
+            Device.from_dict(device, "results.json: device")  # refused before posting
         check = want(build.get("check"), (dict, type(None)), "build.check")
         if check is not None:
             try:
@@ -265,6 +276,7 @@ class PrResults:
             speed=want(data.get("speed"), (dict, type(None)), "speed"),
             math=math,
             build_check=check,
+            device=device,
         )
 
 

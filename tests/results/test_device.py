@@ -64,3 +64,15 @@ def test_device_json_round_trip_and_damage(tmp_path: Path) -> None:
     (tmp_path / "macos-m2-15" / device.DEVICE_JSON).write_text('{"chip": "Apple M2"}')
     with pytest.raises(PipelineError, match="not a device record"):
         device.read(tmp_path / "macos-m2-15")
+
+
+def test_the_pr_comment_says_which_device_the_tests_ran_on() -> None:
+    from pipeline.report.pr import PrResults
+    from tests.report.pr_samples import sample
+
+    vm = recorded("vm")
+    results = sample(device=vm.to_dict())
+    body = results.comment().replace("\\", "")  # the label's Markdown escapes
+    assert f"Tested on {vm.label()} (a VM: its timings are not a Mac's)." in body
+    assert PrResults.from_json(results.to_json(), 7).device == vm.to_dict()
+    assert "Tested on" not in sample().comment()  # off a Mac: nothing said
