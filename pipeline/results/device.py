@@ -52,10 +52,8 @@ class Virtualization(Enum):
 
     @classmethod
     def parse(cls, text: str) -> Virtualization:
-        for member in cls:
-            if member.value == text:
-                return member
-        raise ValueError(f"unknown virtualization {text!r}")
+        """The member whose value is ``text``; ValueError for anything else."""
+        return cls(text)
 
 
 @dataclass(frozen=True)

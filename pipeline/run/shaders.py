@@ -31,7 +31,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TypeVar
 
 from pipeline.errors import BuildError, StaleShaderError, StaleShaderFinding, StaleShaderReason
 from pipeline.run.ninja_data import LogEntry, NinjaData, Node, read_log
@@ -46,22 +45,12 @@ XCODE_SELECT = ("xcode-select", "-p")
 COMMAND_LINE_TOOLS = "/Library/Developer/CommandLineTools"
 # the target the build stage builds (README: `ninja -C build torch_cpu`)
 TORCH_CPU = "torch_cpu"
-_E = TypeVar("_E", bound=Enum)
 
 
 def _list(value: object) -> list:
     if not isinstance(value, list):
         raise TypeError(f"expected a list, got {type(value).__name__}")
     return value
-
-
-def _member(enum: type[_E], value: object) -> _E:
-    """The member of ``enum`` whose value is ``value``; ValueError names the set."""
-    for member in enum:
-        if member.value == value:
-            return member
-    known = ", ".join(str(m.value) for m in enum)
-    raise ValueError(f"unknown {enum.__name__} {value!r} (known: {known})")
 
 
 class CheckStatus(Enum):
@@ -75,8 +64,9 @@ class CheckStatus(Enum):
     UNKNOWN = "unknown"
 
     @classmethod
-    def parse(cls, text: str) -> CheckStatus:
-        return _member(cls, text)
+    def parse(cls, text: object) -> CheckStatus:
+        """The status whose value is ``text``; ValueError for anything else."""
+        return cls(text)
 
 
 class ToolchainKind(Enum):
@@ -138,9 +128,9 @@ class Toolchain:
         fields = dict(data)
         directory = fields.pop("developer_dir")
         made = cls(
-            _member(ToolchainKind, fields.pop("kind")),
+            ToolchainKind(fields.pop("kind")),
             str(directory) if directory is not None else None,
-            _member(ShaderForm, fields.pop("shader_form")),
+            ShaderForm(fields.pop("shader_form")),
             str(fields.pop("metal_std")),
         )
         if fields:
@@ -207,7 +197,7 @@ class ShaderCheck:
             toolchain = fields.pop("toolchain")
             library = fields.pop("library")
             made = cls(
-                _member(CheckStatus, fields.pop("status")),
+                CheckStatus.parse(fields.pop("status")),
                 tuple(str(a) for a in _list(fields.pop("artifacts"))),
                 tuple((str(p["source"]), str(p["artifact"])) for p in _list(checked)),
                 str(library) if library is not None else None,
