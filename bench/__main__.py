@@ -93,7 +93,7 @@ COMMON_MPS = paths.COMMON_MPS
 BENCHMARKS = (
     "index", "audit", "migrate", "transaction", "junit", "junit-peer", "yaml-peer", "shards",
     "fleet", "dashboard", "suspects", "selection", "math", "kernel", "review", "tracker",
-    "paths",
+    "paths", "shaders",
 )  # fmt: skip
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
@@ -949,6 +949,20 @@ def bench_tracker(ctx: Context) -> Result:
     )  # fmt: skip
 
 
+def bench_shaders(ctx: Context) -> Result:
+    """Issue 32: the shader check after an incremental build, and the stale build caught."""
+    from bench.shaders import shader_figures
+
+    try:
+        out = shader_figures(ctx.work, ctx.repeats(5))
+    except RuntimeError as exc:  # no ninja
+        raise BenchError(str(exc)) from exc
+    return _wrap_result(
+        "shaders", "shader check",
+        "shaders.check() after `ninja torch_cpu` following a c10/metal header edit", out,
+    )  # fmt: skip
+
+
 # --- the command ------------------------------------------------------------------------------
 
 
@@ -992,6 +1006,7 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "review": bench_review,
     "tracker": bench_tracker,
     "paths": bench_paths,
+    "shaders": bench_shaders,
 }
 
 

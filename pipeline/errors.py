@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 # The exit-code table, the same for `python -m pipeline` and doit (README, "Exit status").
 EXIT_OK = 0
@@ -142,6 +143,57 @@ class BuildError(PipelineError):
     def __init__(self, message: str, first_error: CompilerError | None = None) -> None:
         super().__init__(message)
         self.first_error = first_error
+
+
+class StaleShaderReason(Enum):
+    """Why a shader artifact the build should have remade is stale."""
+
+    NO_EDGE = "no ninja edge from the source to the artifact"
+    NOT_REBUILT = "the artifact's step did not run in this build"
+    NOT_LINKED = "no rebuild edge from the artifact to the library (order-only at most)"
+    NOT_RELINKED = "a step between the artifact and the library did not run in this build"
+
+
+@dataclass(frozen=True)
+class StaleShaderFinding:
+    """One stale artifact: the changed tree file, the artifact built from it, the step that
+    did not run (for the link), and the shell commands that force the rebuild."""
+
+    reason: StaleShaderReason
+    source: str
+    artifact: str
+    step: str | None
+    force: str
+
+    def __str__(self) -> str:
+        step = f" (step {self.step})" if self.step else ""
+        return (
+            f"{self.source} changed, but {self.artifact}{step} is stale: {self.reason.value}; "
+            f"force the rebuild with `{self.force}`"
+        )
+
+
+class StaleShaderError(BuildError):
+    """The build finished but did not remake a shader from its edited source (pytorch#196202):
+    the tests would run the old shader. Exit 1, before any test runs."""
+
+    def __init__(self, findings: tuple[StaleShaderFinding, ...]) -> None:
+        self.findings = findings
+        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+        edge = any(f.reason is StaleShaderReason.NO_EDGE for f in findings)
+        fix = (
+            "; the build's shader step must depend on the headers the shader includes "
+            "(upstream: cmake/Metal.cmake's METAL_HEADER_DEPS), else every header edit "
+            "needs the forced rebuild"
+            if edge
+            else ""
+        )
+        super().__init__(f"stale shader: {findings[0]}{more}{fix}")
+
+
+class DeviceRefusedError(PipelineError):
+    """Timings asked for on a device whose figures mean nothing for a Mac (a VM's
+    paravirtual GPU): refused before anything is timed, with the reason (exit 2)."""
 
 
 class GitHubError(PipelineError):

@@ -106,6 +106,12 @@ def build_stamp(settings: Settings) -> Path:
     return settings.state_dir / "build.json"
 
 
+def build_check(settings: Settings) -> Path:
+    """What the last build's shader check found, and the toolchain it saw (not a stage
+    input: its timing changes every run)."""
+    return settings.state_dir / "build-check.json"
+
+
 def history_path(state_dir: Path) -> Path:
     """The nightly history database of a state directory."""
     return state_dir / HISTORY

@@ -142,18 +142,26 @@ def _measured(
 ) -> dict[str, Any] | None:
     """The affected operators timed on this build, judged if a history is here; None (no
     speed section: the tests' comment still goes out) when there is no such device here."""
+    from pipeline.errors import DeviceRefusedError
     from pipeline.flows.speed import measure
     from pipeline.run.speed import NoDeviceError
 
     ops = [o["operator"] for o in results.impact["operators"]]
     try:
-        measured = measure(settings, ops, device=args.speed).measurements if ops else ()
+        timed = measure(settings, ops, device=args.speed) if ops else None
     except NoDeviceError as exc:
         left_out = "the comment has no kernel speed (--speed cpu times the kernels on the CPU)"
         print(f"warning: {exc.suggesting(left_out)}", file=sys.stderr)
         return None
+    except DeviceRefusedError as exc:
+        print(f"warning: {exc}; the comment has no kernel speed", file=sys.stderr)
+        return None
+    measured = timed.measurements if timed is not None else ()
+    machine = timed.machine if timed is not None else None
     doc = {
         "runner": args.runner or os.environ.get(RUNNER_ENV) or "",
+        # what the Mac's commands said; the CPU's figures name the CPU
+        "device": machine.label() if machine is not None else f"{args.speed} (unknown)",
         "measurements": [
             {
                 "op": m.op,

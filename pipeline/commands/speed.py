@@ -20,7 +20,13 @@ from pipeline.config import Settings
 from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, PipelineError, WorkLeftError
 from pipeline.flows.speed import judge, measure
 from pipeline.report.console import terminal
-from pipeline.report.speed import not_timed_lines, render_figures, render_markdown
+from pipeline.report.speed import (
+    not_timed_lines,
+    render_figures,
+    render_markdown,
+    render_paths,
+    render_upstream,
+)
 from pipeline.results.baseline import RUNNER_ENV, history_file
 from pipeline.run.speed import NoDeviceError
 
@@ -65,6 +71,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
     if not args.compare:
         render_figures(result.measurements, result.device, terminal())
+    beside = [
+        *render_paths(result.measurements, result.forced),
+        *render_upstream(result.measurements, result.upstream),
+    ]
+    if beside:
+        sys.stdout.write("\n".join(beside))
+    if result.upstream_error:
+        print(f"warning: {result.upstream_error}", file=sys.stderr)
     print(f"speed: {len(result.measurements)} benchmarks on {result.device}: {result.path}",
           file=sys.stderr)  # fmt: skip
     if not args.compare:
@@ -73,5 +87,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if path is None:
         raise PipelineError("speed --compare: no nightly history here; pass --history DB")
     report = judge(settings, result.measurements, path, runner)
-    sys.stdout.write(render_markdown(report.verdicts, runner, report.threshold, report.nights))
+    label = result.machine.label() if result.machine is not None else "unknown"
+    sys.stdout.write(
+        render_markdown(report.verdicts, runner, report.threshold, report.nights, label)
+    )
     return EXIT_WORK_LEFT if report.slower else EXIT_OK

@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,8 @@ from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.guide.exec_paths import counts_to_json, operator_paths
 from pipeline.guide.xfails import proposal_edit
-from pipeline.results import decide, history, junit, macos, speed
+from pipeline.results import decide, device, history, junit, macos, speed
+from pipeline.results.device import Device
 from pipeline.results.junit import CaseResult
 from pipeline.results.nightly import (
     CHART_NIGHTLIES,
@@ -82,6 +83,21 @@ class _HistoryCheck:
         self._thread.join()
         if self._error is not None:
             raise self._error
+
+
+def _devices(
+    results: Path, runners: Mapping[str, object], warnings: list[str]
+) -> dict[str, Device | None]:
+    """Each runner's recorded device; one that cannot be read is unknown, with a warning
+    (its test results still count)."""
+    found: dict[str, Device | None] = {}
+    for runner in runners:
+        try:
+            found[runner] = device.read(results / runner)
+        except PipelineError as exc:
+            warnings.append(f"device: {exc}; {runner}'s device is unknown")
+            found[runner] = None
+    return found
 
 
 def _place(made: Path, final: Path) -> None:
@@ -262,6 +278,7 @@ def run_nightly(
             raise
         if tree_warning:
             warnings.append(tree_warning)
+        devices = _devices(results, cases, warnings)
 
         def waiting() -> None:
             print(
@@ -290,8 +307,11 @@ def run_nightly(
             )
             if path_counts is not None:
                 history.record_paths(db, (r.id for r in night.runs), path_counts)
-            # each runner's kernel micro-benchmarks, when its results hold a speed.json
-            warnings.extend(speed.record_night(db, {r.runner: r.id for r in night.runs}, results))
+            # each runner's kernel micro-benchmarks, when its results hold a speed.json; a
+            # VM's are left out (its pass/fail results are kept, marked by its device)
+            refused = {r: why for r, d in devices.items() if (why := device.refuse_timings(d))}
+            runs = {r.runner: r.id for r in night.runs}
+            warnings.extend(speed.record_night(db, runs, results, refused))
             proposals = None
             if index is not None:
                 window = history.nightlies(db, min_passes, until=night.started)
@@ -361,5 +381,6 @@ def run_nightly(
             warnings=warnings,
             shards=shard_balance(results, walls),
             paths=path_trend,
+            devices=devices,
         )
         return NightlyOutcome(summary, table, dashboard_dir, tuple(merged.values()))

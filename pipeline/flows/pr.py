@@ -28,7 +28,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from pipeline import testid
+from pipeline import state, testid
 from pipeline.config import Settings
 from pipeline.errors import BuildError, PipelineError
 from pipeline.flows import stages
@@ -48,6 +48,7 @@ from pipeline.results.pr import (
     read_results_json,
     results_folder,
 )
+from pipeline.run.device import probe
 from pipeline.tree import common_mps, opinfo
 from pipeline.tree.git import default_base, resolve
 
@@ -149,11 +150,15 @@ def collect(
         xfail_diff="",
     )
     if impact.build_needed:
+        check = state.build_check(settings)
+        check.unlink(missing_ok=True)  # what this build's check says, or nothing
         try:
             run.build(settings, console)
         except BuildError as exc:
             say(str(exc), "build failed:", "red")
             return replace(result, build_ok=False, build_error=_build_error(settings, exc))
+        if check.is_file():
+            result = replace(result, build_check=json.loads(check.read_text(encoding="utf-8")))
     if not chosen:
         return result
     if impact.full_sweep:
@@ -167,6 +172,8 @@ def collect(
         say(str(exc), "tests:", "red")
         return replace(result, test_error=str(exc))
     console.print(f"tests: {summary}", markup=False, highlight=False)
+    if sys.platform == "darwin":  # the device the tests ran on; elsewhere there is none
+        result = replace(result, device=probe(settings.python).to_dict())
     report = junit.parse_report(junit_path)
     for warning in report.warnings:
         say(warning, "warning:", "yellow")

@@ -21,7 +21,7 @@ from pipeline import sandbox, state, testid
 from pipeline.config import Settings
 from pipeline.edit import transaction
 from pipeline.edit.atomic import FileEdit
-from pipeline.errors import PipelineError, WorkLeftError
+from pipeline.errors import PipelineError, StaleShaderError, WorkLeftError
 from pipeline.flows.audit import record_audit
 from pipeline.flows.hold import pending, recover_edit, waiting_line
 from pipeline.flows.request import Request
@@ -33,7 +33,9 @@ from pipeline.report.summary import show
 from pipeline.results import junit
 from pipeline.results import table as tables
 from pipeline.run import build as build_runner
+from pipeline.run import shaders
 from pipeline.run import tests as test_runner
+from pipeline.run.ninja_data import read_log
 from pipeline.tree.index import OperatorRecord, find_references, load_index
 from pipeline.tree.opinfo import OpInfoRecord
 
@@ -143,11 +145,13 @@ def edit(request: Request, console: Console) -> None:
 
 
 def run_build(settings: Settings, console: Console) -> build_runner.BuildResult:
-    """`ninja -C build torch_cpu` with a progress bar; BuildError when it fails.
+    """`ninja -C build torch_cpu` with a progress bar; BuildError when it fails, and
+    StaleShaderError when it finished without remaking a shader from its edited source.
 
     The stamp holds the build's identity (what ninja's log says it built), so it changes
     exactly when ninja did work and the tests that depend on it re-run then, and only then.
     """
+    before = read_log(settings.build_dir)
     result = build_runner.run(
         build_runner.BuildRequest(settings.build_command, settings.root, state.build_log(settings))
     )
@@ -157,6 +161,15 @@ def run_build(settings: Settings, console: Console) -> build_runner.BuildResult:
         "build: up to date" if result.no_work else f"build: ok in {result.seconds:.1f}s",
         highlight=False,
     )
+    try:
+        check = shaders.check_build(
+            settings.root, settings.build_dir, before, build_runner.find_ninja()
+        )
+    except StaleShaderError as exc:
+        state.write_json(state.build_check(settings), {"stale": [str(f) for f in exc.findings]})
+        raise
+    state.write_json(state.build_check(settings), check.to_dict())
+    console.print(f"build: {check.describe()}; {check.toolchain.describe()}", highlight=False)
     return result
 
 
@@ -335,6 +348,21 @@ def _final_table(
 # -------------------------------------------------------------------------- summary
 
 
+def _build_lines(settings: Settings) -> list[str]:
+    """The last build's shader check and toolchain, as build-check.json recorded them."""
+    path = state.build_check(settings)
+    if not path.is_file():
+        return ["- build: shader check unknown (no build ran in this state directory)"]
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "stale" in data:  # the check stopped that build
+            return [f"- build: stale shader: {line}" for line in data["stale"]]
+        check = shaders.ShaderCheck.from_dict(data)
+    except ValueError as exc:  # json.JSONDecodeError included
+        return [f"- build: shader check unknown ({path.name} unreadable: {exc})"]
+    return [f"- build: {check.describe()}", f"- build: {check.toolchain.describe()}"]
+
+
 def _failures(files: state.OpFiles, drops: dict) -> list[junit.CaseResult]:
     """The failing tests of the latest run: the re-run after dropping xfails, if any."""
     report = drops.get("verified_junit") or files.junit
@@ -403,6 +431,7 @@ def summary(request: Request, console: Console) -> None:
     ]
     lines += [f"- manual: {m}" for m in edits["manual"]]
     lines.append("- tests: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v))
+    lines += _build_lines(settings)
     for x in drops["decisions"]:
         if x["action"] != "keep":
             lines.append(f"- xfail {x['list']}[{x['key']!r}]: {x['action']} ({x['reason']})")

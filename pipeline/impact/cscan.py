@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 
 from pipeline.tree import cpp
+from pipeline.tree.includes import INCLUDE_LINE
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_INCLUDE = re.compile(r'^\s*#\s*(?:include|import)\s*[<"]([^>"]+)[>"]')
 _DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)")
 _MACRO_CALL = re.compile(r"^\s*[A-Z_][A-Z0-9_]*\s*\(")
 _TEMPLATE_PREFIX = re.compile(r"^\s*template\s*<")
@@ -45,11 +45,6 @@ def code_lines(text: str, path: str = "<text>") -> list[str]:
 def is_code(lines: list[str], start: int, end: int) -> bool:
     """True if any of lines ``start..end`` (1-based) holds code, not just comments/blanks."""
     return any(lines[i - 1].strip() for i in range(max(start, 1), min(end, len(lines)) + 1))
-
-
-def includes(text: str) -> tuple[str, ...]:
-    """The targets of every ``#include``/``#import`` line, as written."""
-    return tuple(m.group(1) for line in text.splitlines() if (m := _INCLUDE.match(line)))
 
 
 def include_matches(target: str, header: str) -> bool:
@@ -162,7 +157,8 @@ def _directive(lines: list[str], first: int, last: int) -> Unit:
     body = "\n".join(lines[first : last + 1])
     define = _DEFINE.match(lines[first])
     defines = frozenset({define.group(1)}) if define else frozenset()
-    mentions = frozenset() if _INCLUDE.match(body) else frozenset(_IDENT.findall(body)) - defines
+    names = frozenset(_IDENT.findall(body))
+    mentions = frozenset() if INCLUDE_LINE.match(body) else names - defines
     return Unit(first + 1, last + 1, "define" if define else "directive", defines, mentions)
 
 

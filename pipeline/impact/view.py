@@ -19,6 +19,7 @@ from pipeline.errors import ParseError
 from pipeline.impact import cscan
 from pipeline.impact.changes import _read_disk, list_revision, read_revision
 from pipeline.tree import metal, native_yaml, objc, paths
+from pipeline.tree.includes import includes
 from pipeline.tree.metal import MetalFile
 from pipeline.tree.native_yaml import NativeFunctions
 from pipeline.tree.objc import ObjcFile
@@ -100,7 +101,7 @@ class TreeView:
         for path, text in self.texts.items():
             if path.endswith(".yaml"):
                 continue
-            for target in cscan.includes(text):
+            for target in includes(text):
                 for header in headers:
                     if header != path and cscan.include_matches(target, header):
                         graph[header].add(path)

@@ -37,6 +37,7 @@ from pipeline.report.svg import clip as _clip
 from pipeline.report.svg import empty as _empty
 from pipeline.report.svg import escape as _e
 from pipeline.report.svg import svg as _svg
+from pipeline.results.device import Device
 
 INDEX = "index.html"
 SUMMARY_MD = "summary.md"
@@ -301,6 +302,20 @@ def _card(label: str, value: object, tone: str = "") -> str:
     return f'<div class="card {tone}"><b>{_e(value)}</b>{_e(label)}</div>'
 
 
+def _devices_html(devices: Mapping[str, Any]) -> list[str]:
+    """Which device each runner's results came from (summary.json's ``devices``); a VM's
+    are marked: its pass/fail results count, its timings were not recorded."""
+    items = []
+    for runner, found in devices.items():
+        if not isinstance(found, Mapping):
+            items.append(f"<li>{_e(runner)}: device unknown (none recorded)</li>")
+            continue
+        device = Device.from_dict(found, f"summary devices[{runner}]")
+        vm = " — <strong>a VM: timings not recorded</strong>" if device.paravirtual else ""
+        items.append(f"<li>{_e(runner)}: {_e(device.label())}{vm}</li>")
+    return ["<h2>Devices</h2>", f"<ul>{''.join(items)}</ul>"] if items else []
+
+
 def render_html(summary: Mapping[str, Any]) -> str:
     """The dashboard page for one nightly summary (schema 2; a schema 1 one, which spells
     out every cell and has no ``shards``, is drawn too)."""
@@ -335,6 +350,7 @@ def render_html(summary: Mapping[str, Any]) -> str:
         + (f" · source {_e(summary['source'])}" if summary.get("source") else "")
         + "</p>",
         f'<div class="cards">{"".join(cards)}</div>',
+        *_devices_html(summary.get("devices") or {}),
         "<h2>Pass rate</h2>",
         pass_rate_chart(summary["history"]),
         '<p class="caption">Share of the tests that ran (skips left out) whose operator worked '

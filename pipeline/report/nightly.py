@@ -16,6 +16,7 @@ from rich.markup import escape
 from pipeline.report import dashboard, render
 from pipeline.report.dashboard import MAX_SUSPECTS, action_text, suspects_more
 from pipeline.report.pr_comment import code_block
+from pipeline.results.device import Device
 from pipeline.results.nightly import NightlyOutcome
 from pipeline.results.table import DtypeTable
 from pipeline.tree.index import NO_OPINFO
@@ -47,6 +48,21 @@ def _suspect_lines(regression: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _device_lines(devices: Mapping[str, Any]) -> list[str]:
+    """Which device each runner's results came from; a VM's are marked, its timings left
+    out of the history."""
+    esc = render.escape_markdown
+    lines = []
+    for runner, data in devices.items():
+        if not isinstance(data, dict):
+            lines.append(f"- {esc(runner)}: device unknown (none recorded)")
+            continue
+        found = Device.from_dict(data, f"summary devices[{runner}]")
+        vm = " — **a VM: pass/fail kept, timings not recorded**" if found.paravirtual else ""
+        lines.append(f"- {esc(runner)}: {esc(found.label())}{vm}")
+    return ["", "Devices:", "", *lines] if lines else []
+
+
 def render_summary_markdown(summary: Mapping[str, Any], table: DtypeTable) -> str:
     """summary.md: the night in GitHub Markdown (also fit for $GITHUB_STEP_SUMMARY)."""
     esc = render.escape_markdown
@@ -58,6 +74,7 @@ def render_summary_markdown(summary: Mapping[str, Any], table: DtypeTable) -> st
         for r, rate in summary["pass_rate"].items()
     ]
     out.append("Pass rate (pass or xpass, of the tests that ran): " + ", ".join(rates) + ".")
+    out += _device_lines(summary.get("devices", {}))
     if summary["missing_runners"]:
         out.append(
             f"**No results from {esc(', '.join(summary['missing_runners']))}**: "

@@ -21,6 +21,7 @@ from pipeline.report.review import render_markdown as review_markdown
 from pipeline.report.speed import render_markdown as speed_markdown
 from pipeline.results import baseline as baselines
 from pipeline.results import table as tables
+from pipeline.results.device import Device
 from pipeline.results.pr import (
     SCHEMA,
     STATUS_DESCRIPTION_MAX,
@@ -32,6 +33,7 @@ from pipeline.results.pr import (
     want,
 )
 from pipeline.results.speed import verdict_from_dict
+from pipeline.run.shaders import ShaderCheck
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,10 @@ class PrResults:
     speed: Mapping[str, Any] | None = None
     # check-math of the changed kernels files (``check-math --json``'s document); None: not run
     math: Mapping[str, Any] | None = None
+    # the build's shader check and toolchain (ShaderCheck.to_dict()); None: no build ran
+    build_check: Mapping[str, Any] | None = None
+    # the device the tests ran on (Device.to_dict()); None: not a Mac, or no tests ran
+    device: Mapping[str, Any] | None = None
 
     @property
     def judged(self) -> baselines.Baseline:
@@ -111,6 +117,14 @@ class PrResults:
         if self.impact["full_sweep"]:
             why = "; ".join(self.impact["full_sweep_reasons"])
             notes.append(f"Full sweep: {render.escape_markdown(why)}")
+        if self.device is not None:
+            device = Device.from_dict(self.device, "device")
+            vm = " (a VM: its timings are not a Mac's)" if device.paravirtual else ""
+            notes.append(render.escape_markdown(f"Tested on {device.label()}{vm}."))
+        if self.build_check is not None:
+            check = ShaderCheck.from_dict(self.build_check)
+            notes.append(render.escape_markdown(f"Build: {check.describe()}; "
+                                                f"{check.toolchain.describe()}."))  # fmt: skip
         if not self.build_ok:
             notes.append("_No tests ran: the build failed._")
         elif self.test_error is not None:
@@ -158,7 +172,8 @@ class PrResults:
                         for i, v in enumerate(self.speed.get("verdicts") or [])]  # fmt: skip
             out.append(speed_markdown(verdicts, str(self.speed.get("runner")),
                                       float(self.speed.get("threshold", 1.1)),
-                                      int(self.speed.get("nights", 0))))  # fmt: skip
+                                      int(self.speed.get("nights", 0)),
+                                      str(self.speed.get("device", "unknown"))))  # fmt: skip
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -173,7 +188,13 @@ class PrResults:
             "title": self.title(),
             "status": {"state": state, "description": description},
             "impact": dict(self.impact),
-            "build": {"needed": self.build_needed, "ok": self.build_ok, "error": self.build_error},
+            "device": None if self.device is None else dict(self.device),
+            "build": {
+                "needed": self.build_needed,
+                "ok": self.build_ok,
+                "error": self.build_error,
+                "check": None if self.build_check is None else dict(self.build_check),
+            },
             "tests": {
                 "selectors": list(self.selectors),
                 "error": self.test_error,
@@ -227,6 +248,15 @@ class PrResults:
         math = want(data.get("math"), (dict, type(None)), "math")
         if math is not None:
             math_from_json(math)  # refused now, before anything is posted
+        device = want(data.get("device"), (dict, type(None)), "device")
+        if device is not None:
+            Device.from_dict(device, "results.json: device")  # refused before posting
+        check = want(build.get("check"), (dict, type(None)), "build.check")
+        if check is not None:
+            try:
+                ShaderCheck.from_dict(check)
+            except ValueError as exc:
+                raise PipelineError(f"results.json: build.check: {exc}") from None
         return cls(
             pr=pr,
             base=base,
@@ -245,6 +275,8 @@ class PrResults:
             review=want(data.get("review"), (dict, type(None)), "review"),
             speed=want(data.get("speed"), (dict, type(None)), "speed"),
             math=math,
+            build_check=check,
+            device=device,
         )
 
 

@@ -4,10 +4,17 @@ flagged. And a run's own figures, with what it could not time, for the terminal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pipeline.results.speed import Judgement, Measurement, Verdict
+from pipeline.results.speed import (
+    Judgement,
+    Measurement,
+    UpstreamFigure,
+    Verdict,
+    path_pairs,
+    worst_per_class,
+)
 from pipeline.run.speed import NotTimed
 
 if TYPE_CHECKING:
@@ -42,16 +49,36 @@ def rows(verdicts: Sequence[Verdict]) -> list[tuple[str, ...]]:
 HEADER = ("operator", "dtype", "shape", "layout", "PR", "main", "ratio", "main spread", "")
 
 
-def render_markdown(verdicts: Sequence[Verdict], runner: str, threshold: float, nights: int) -> str:
-    """The PR comment's speed section."""
+def worst_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """The short "perf story": the worst ratio against main per shape class."""
+    worst = worst_per_class(verdicts)
+    if not worst:
+        return []
+    lines = ["| shape class | worst ratio | benchmark | |", "|---|---|---|---|"]
+    for name, v in worst.items():
+        op, dtype, shape, _ = v.key
+        lines.append(f"| {name} | {_ratio(v)} | `{op}` {dtype} {shape} | {MARK[v.judgement]} |")
+    return [*lines, ""]
+
+
+def render_markdown(
+    verdicts: Sequence[Verdict],
+    runner: str,
+    threshold: float,
+    nights: int,
+    device: str = "unknown",
+) -> str:
+    """The PR comment's speed section: the worst ratio per shape class, then every
+    benchmark. ``device``: the label of the device the PR's figures come from."""
     slower = sum(v.judgement is Judgement.SLOWER for v in verdicts)
     lines = [
         "### Kernel speed against main",
         "",
-        f"On `{runner}`, against main's median over its last {nights} nights on the same "
-        f"runner class: {slower} of {len(verdicts)} benchmarks slower than {threshold:.2f}× "
-        "and outside main's night-to-night spread.",
+        f"On `{runner}` (device: {device}), against main's median over its last {nights} "
+        f"nights on the same runner class: {slower} of {len(verdicts)} benchmarks slower "
+        f"than {threshold:.2f}× and outside main's night-to-night spread.",
         "",
+        *worst_lines(verdicts),
         "| " + " | ".join(HEADER) + " |",
         "|" + "---|" * len(HEADER),
     ]
@@ -90,6 +117,58 @@ def render_figures(measurements: Sequence[Measurement], device: str, console: Co
     console.print(table)
     # a line of its own: as the table's caption it would wrap to the table's width
     console.print(SPREAD_MEANING, soft_wrap=True)
+
+
+def render_paths(
+    metal: Sequence[Measurement], forced: Mapping[str, Sequence[Measurement]]
+) -> list[str]:
+    """Markdown: each benchmark on its Metal path against the same build forced onto
+    MPSGraph by the tree's switch (ratio < 1: the Metal kernel is faster)."""
+    lines: list[str] = []
+    for switch, graph in forced.items():
+        pairs = path_pairs(metal, graph)
+        if not pairs:
+            continue
+        lines += [
+            f"#### Metal against MPSGraph (`{switch}=1`), same build",
+            "",
+            "| operator | dtype | shape | layout | Metal | MPSGraph | ratio |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for m, g in pairs:
+            lines.append(
+                f"| `{m.op}` | {m.dtype} | {m.shape} | {m.layout} | {_ms(m.median)} | "
+                f"{_ms(g.median)} | {m.median / g.median:.2f}× |"
+            )
+        lines.append("")
+    return lines
+
+
+def render_upstream(
+    measurements: Sequence[Measurement], figures: Sequence[UpstreamFigure]
+) -> list[str]:
+    """Markdown: upstream's test/bench_mps_ops.py figures beside ours for the same layout."""
+    if not figures:
+        return []
+    ours = {m.key: m for m in measurements}
+    lines = [
+        "#### Upstream's test/bench_mps_ops.py beside ours",
+        "",
+        "| operator | dtype | upstream | upstream median | ours | our median |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in figures:
+        if f.error:
+            lines.append(f"| `{f.op}` | {f.dtype} | failed: {f.error} | – | – | – |")
+            continue
+        same = f.ours
+        mine = ours.get((f.op, f.dtype, *same)) if same else None
+        where = " ".join(same) if same else "–"
+        lines.append(
+            f"| `{f.op}` | {f.dtype} | {f.label} | {_ms(f.median)} | {where} | "
+            f"{_ms(mine.median if mine else None)} |"
+        )
+    return [*lines, ""]
 
 
 def not_timed_lines(errors: Sequence[NotTimed]) -> list[str]:

@@ -43,6 +43,7 @@ from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.impact.suspects import CommitAnalysis, Suspect
 from pipeline.results import decide, history, junit
+from pipeline.results.device import UNKNOWN, Device
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, merge_runs
 from pipeline.tree import paths
@@ -414,6 +415,7 @@ def build_summary(
     warnings: Sequence[str],
     shards: Mapping[str, Any] | None = None,
     paths: Sequence[tuple[str, Mapping[str, int]]] = (),
+    devices: Mapping[str, Device | None] | None = None,
 ) -> dict[str, Any]:
     """The nightly's summary.json (schema ``SCHEMA``, documented in docs/machine-output.md):
     what the dashboard and --json show."""
@@ -431,6 +433,12 @@ def build_summary(
         "pass_rate": {runner: pass_rate(c) for runner, c in counts.items()},
         "table": table.to_dict(compact=True),
         "shards": dict(shards or {}),
+        # each runner's device, "unknown" when its results recorded none
+        "devices": {
+            runner: d.to_dict() if d is not None else UNKNOWN
+            for runner in night.runners
+            for d in [(devices or {}).get(runner)]
+        },
         "proposals": [d.to_dict() for d in proposals.decisions] if proposals else [],
         "proposal_note": proposals.note if proposals else "needs the tree index (see warnings)",
         "judged_nightlies": list(proposals.nightlies) if proposals else [],

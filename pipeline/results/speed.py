@@ -37,8 +37,8 @@ Key = tuple[str, str, str, str]  # op, dtype, shape, layout
 class Measurement:
     op: str
     dtype: str
-    shape: str  # "small" | "medium" | "large"
-    layout: str  # "contiguous" | "strided"
+    shape: str  # "small" ... "skinny-row", a reduction's with "/dim=N" (pipeline.run.speed)
+    layout: str  # "contiguous" | "strided" | "transposed"
     times: tuple[float, ...]  # seconds per call, one per repeated block
 
     @property
@@ -137,15 +137,24 @@ def record(db: sqlite3.Connection, run_id: int, measurements: Iterable[Measureme
     return len(rows)
 
 
-def record_night(db: sqlite3.Connection, runs: Mapping[str, int], results: Path) -> list[str]:
+def record_night(
+    db: sqlite3.Connection,
+    runs: Mapping[str, int],
+    results: Path,
+    refused: Mapping[str, str] | None = None,
+) -> list[str]:
     """Store ``<results>/<runner>/speed.json`` of each run (runner -> run id) that has one,
     in the caller's transaction (the nightly's, committed once its history check has
     passed: a ``with db`` here committed the night before); the warnings for those that
-    cannot be read (a night's tests still count)."""
+    cannot be read (a night's tests still count). A runner in ``refused`` (runner -> why:
+    a VM's GPU) has its figures left out, with the reason as a warning."""
     warnings = []
     for runner, run_id in runs.items():
         path = results / runner / SPEED_JSON
         if not path.is_file():
+            continue
+        if refused and runner in refused:
+            warnings.append(f"speed: {runner}: {refused[runner]}; no figures recorded")
             continue
         try:
             _, measurements = read(path)
@@ -173,6 +182,63 @@ def nightly_medians(db: sqlite3.Connection, runner: str, last_n: int) -> dict[Ke
     for op, dtype, shape, layout, median in rows:
         out.setdefault((op, dtype, shape, layout), []).append(median)
     return out
+
+
+# upstream's (test/bench_mps_ops.py) labels for the layouts our benchmark also times, at its
+# 1024×1024 size
+SAME_AS_UPSTREAM = {
+    "dense": ("large", "contiguous"),
+    "dense-dense": ("large", "contiguous"),
+    "transposed": ("large", "transposed"),
+    "transp-transp": ("large", "transposed"),
+    "strided": ("large", "strided"),
+}
+
+
+@dataclass(frozen=True)
+class UpstreamFigure:
+    """One of upstream's figures: operator, dtype, its layout label, median seconds per
+    call and interquartile range (None: it failed, ``error`` says why)."""
+
+    op: str
+    dtype: str
+    label: str
+    median: float | None
+    iqr: float | None
+    error: str = ""
+
+    @property
+    def ours(self) -> tuple[str, str] | None:
+        """Our (shape, layout) timing the same thing, if any."""
+        return SAME_AS_UPSTREAM.get(self.label)
+
+
+def shape_class(key: Key) -> str:
+    """A benchmark's shape class: its shape without a reduction's dimension, and its
+    layout (``skinny-column transposed``)."""
+    _, _, shape, layout = key
+    return f"{shape.split('/')[0]} {layout}"
+
+
+def worst_per_class(verdicts: Iterable[Verdict]) -> dict[str, Verdict]:
+    """The highest ratio against main in each shape class (those with a baseline), in the
+    order the classes first appear."""
+    worst: dict[str, Verdict] = {}
+    for v in verdicts:
+        if v.ratio is None:
+            continue
+        found = worst.get(shape_class(v.key))
+        if found is None or (found.ratio is not None and v.ratio > found.ratio):
+            worst[shape_class(v.key)] = v
+    return worst
+
+
+def path_pairs(
+    metal: Iterable[Measurement], forced: Iterable[Measurement]
+) -> list[tuple[Measurement, Measurement]]:
+    """(Metal path, forced MPSGraph path) for each benchmark timed both ways."""
+    graph = {m.key: m for m in forced}
+    return [(m, graph[m.key]) for m in metal if m.key in graph]
 
 
 def compare(

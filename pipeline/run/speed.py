@@ -1,9 +1,15 @@
 """The kernel micro-benchmark: a script this module writes, run by the interpreter that has the
 build's torch, with ``torch.utils.benchmark``.
 
-Each operator is timed in each of its dtypes over a few shapes (small, medium, large), each
-contiguous and strided (every other element of a tensor twice as wide, so the kernel takes
-its strided path), on device ``mps`` on the Macs (``cpu`` in tests and without a GPU).
+Each operator is timed in each of its dtypes over a few shapes (small, medium, large, and the
+skinny ``N×1`` and ``1×N`` where reductions regressed, pytorch#189464), each contiguous,
+strided (every other element of a tensor twice as wide, so the kernel takes its strided
+path) and, for 2-D shapes, transposed (a contiguous tensor's ``.t()``: a non-contiguous view
+with swapped strides). A reduction is also timed over each dimension in turn (shape
+``medium/dim=1``). Every call is followed by a device synchronisation inside the timed
+statement: a loop that synchronises once at its end times the queue, not the kernel, and
+flatters whichever side queues faster (pytorch#181451). On device ``mps`` on the Macs
+(``cpu`` in tests and without a GPU).
 The script writes ``speed.json`` (:mod:`pipeline.results.speed` reads it): per benchmark
 the seconds per call of at least ``repeats`` repeated blocks. An operator or dtype the
 device cannot run is recorded with its error, not timed, and the others go on. A device the
@@ -14,6 +20,7 @@ before anything is timed: :class:`NoDeviceError`, said once.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -21,12 +28,19 @@ from pathlib import Path
 
 from pipeline.errors import ConfigError, PipelineError
 from pipeline.fsio import write_atomic
-from pipeline.results.speed import SPEED_JSON, Measurement, read
+from pipeline.results.device import Device
+from pipeline.results.speed import SPEED_JSON, Measurement, UpstreamFigure, read
 
 SCRIPT_NAME = "speed_bench.py"
 # elements of each shape: a launch-bound size, a cache-sized one, a bandwidth-bound one
-SHAPES: dict[str, tuple[int, ...]] = {"small": (256,), "medium": (256, 256), "large": (1024, 1024)}
-LAYOUTS = ("contiguous", "strided")
+SHAPES: dict[str, tuple[int, ...]] = {
+    "small": (256,),
+    "medium": (256, 256),
+    "large": (1024, 1024),
+    "skinny-column": (65536, 1),
+    "skinny-row": (1, 65536),
+}
+LAYOUTS = ("contiguous", "strided", "transposed")
 # the script's exit status when torch cannot use the device (told to it in the spec)
 NO_DEVICE_EXIT = 3
 # and when the interpreter has no torch at all
@@ -36,6 +50,7 @@ SCRIPT = '''\
 """Written by mps-pipeline (pipeline/run/speed.py): kernel micro-benchmarks with
 torch.utils.benchmark. Usage: python speed_bench.py SPEC.json OUT.json"""
 import json
+import os
 import sys
 
 spec = json.load(open(sys.argv[1]))
@@ -66,6 +81,8 @@ def resolve(call):
 
 
 def tensor(shape, dtype, layout):
+    if layout == "transposed":  # made as the transpose's shape, then viewed back
+        return tensor(shape[::-1], dtype, "contiguous").t()
     wide = list(shape[:-1]) + [shape[-1] * 2] if layout == "strided" else list(shape)
     # values in (0.05, 0.95): inside the domain of log, erfinv, atanh, sqrt...
     base = torch.rand(wide, device=device) * 0.9 + 0.05
@@ -78,37 +95,55 @@ def tensor(shape, dtype, layout):
     return value[..., ::2] if layout == "strided" else value
 
 
-results = []
-for op in spec["ops"]:
-    for dtype_name in op["dtypes"]:
-        for shape_name, shape in spec["shapes"].items():
-            for layout in spec["layouts"]:
-                row = {"op": op["op"], "dtype": dtype_name, "shape": shape_name,
-                       "layout": layout, "elements": 1}
-                for n in shape:
-                    row["elements"] *= n
-                try:
-                    fn = resolve(op["call"])
-                    dtype = getattr(torch, dtype_name)
-                    inputs = [tensor(shape, dtype, layout) for _ in range(op["arity"])]
-                    fn(*inputs)
-                    sync()
-                    timer = benchmark.Timer(
-                        stmt="fn(*inputs); sync()",
-                        globals={"fn": fn, "inputs": inputs, "sync": sync},
-                        num_threads=1,
-                    )
-                    m = timer.blocked_autorange(min_run_time=spec["min_run_time"])
-                    times = list(m.times)
-                    while len(times) < spec["repeats"]:
-                        times.append(timer.timeit(m.number_per_run).median)
-                    row["times"] = times
-                except Exception as exc:
-                    row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-                results.append(row)
+def cases():
+    """(op, dtype name, shape label, shape, layout, dim) of every benchmark."""
+    for op in spec["ops"]:
+        for dtype_name in op["dtypes"]:
+            for shape_name, shape in spec["shapes"].items():
+                dims = range(len(shape)) if op["reduction"] else [None]
+                for layout in spec["layouts"]:
+                    if layout == "transposed" and len(shape) != 2:
+                        continue  # a 1-D tensor has no transpose
+                    for dim in dims:
+                        label = shape_name if dim is None else f"{shape_name}/dim={dim}"
+                        yield op, dtype_name, label, shape, layout, dim
 
-json.dump({"schema": 1, "device": device, "torch": torch.__version__, "results": results},
-          open(sys.argv[2], "w"), indent=1)
+
+def bound(call, dim):
+    fn = resolve(call)
+    return fn if dim is None else (lambda *xs: fn(*xs, dim=dim))
+
+
+results = []
+for op, dtype_name, label, shape, layout, dim in cases():
+    row = {"op": op["op"], "dtype": dtype_name, "shape": label,
+           "layout": layout, "elements": 1}
+    for n in shape:
+        row["elements"] *= n
+    try:
+        fn = bound(op["call"], dim)
+        dtype = getattr(torch, dtype_name)
+        inputs = [tensor(shape, dtype, layout) for _ in range(op["arity"])]
+        fn(*inputs)
+        sync()
+        timer = benchmark.Timer(
+            stmt="fn(*inputs); sync()",
+            globals={"fn": fn, "inputs": inputs, "sync": sync},
+            num_threads=1,
+        )
+        m = timer.blocked_autorange(min_run_time=spec["min_run_time"])
+        times = list(m.times)
+        while len(times) < spec["repeats"]:
+            times.append(timer.timeit(m.number_per_run).median)
+        row["times"] = times
+    except Exception as exc:
+        row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    results.append(row)
+
+# what the process really had of the switches it was asked to run under
+env = {name: os.environ.get(name) for name in spec["env"]}
+json.dump({"schema": 1, "device": device, "torch": torch.__version__, "env": env,
+           "results": results}, open(sys.argv[2], "w"), indent=1)
 '''
 
 
@@ -136,6 +171,7 @@ class BenchOp:
     call: str
     arity: int
     dtypes: tuple[str, ...]
+    reduction: bool = False  # takes ``dim=``: timed over each dimension too
 
 
 @dataclass(frozen=True)
@@ -148,6 +184,9 @@ class SpeedRequest:
     min_run_time: float = 0.2  # seconds per benchmark, before the repeats are topped up
     repeats: int = 5
     timeout: float = 3600.0
+    # added to the script's environment: a switch forcing the MPSGraph path, read once per
+    # process (pipeline.tree.switches)
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,6 +206,12 @@ class SpeedResult:
     device: str
     measurements: tuple[Measurement, ...]
     errors: tuple[NotTimed, ...]
+    machine: Device | None = None  # what the Mac's commands said (mps only)
+    # switch -> the same benchmarks run with it set: the operator's forced MPSGraph path
+    forced: Mapping[str, tuple[Measurement, ...]] = field(default_factory=dict)
+    # test/bench_mps_ops.py's figures for the operators it covers; why it could not run
+    upstream: tuple[UpstreamFigure, ...] = ()
+    upstream_error: str = ""
 
 
 def write_script(folder: Path) -> Path:
@@ -196,6 +241,7 @@ def run(request: SpeedRequest) -> SpeedResult:
                 "repeats": request.repeats,
                 "no_device_exit": NO_DEVICE_EXIT,
                 "no_torch_exit": NO_TORCH_EXIT,
+                "env": sorted(request.env),
             },
             indent=1,
         ),
@@ -204,6 +250,7 @@ def run(request: SpeedRequest) -> SpeedResult:
         proc = subprocess.run(
             [request.python, str(script), str(spec), str(out)],
             capture_output=True, text=True, timeout=request.timeout, check=False,
+            env={**os.environ, **request.env},
         )  # fmt: skip
     except FileNotFoundError:
         raise PipelineError(f"speed: python={request.python} not found") from None

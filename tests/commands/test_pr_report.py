@@ -205,7 +205,11 @@ def test_a_migration_gets_one_comment_updated_in_place_and_a_status(settings, gi
     for dtype in ("int64", "int32", "int16", "int8", "uint8", "bool"):
         assert f"-                torch.{dtype}," in diff
     first = results_json(settings)
+    check = first["build"].pop("check")
     assert first["build"] == {"needed": True, "ok": True, "error": None}
+    # the build's shader check, from ninja's own data: the sandbox's shader steps were read
+    assert check["status"] != "unknown" and len(check["artifacts"]) == 2, check
+    assert "Build: shaders" in body and "Metal language" in body
     assert first["tests"]["selectors"] == ["test_output_match_atan2_mps_"]
     assert first["tests"]["counts"] == {"pass": 3, "xpass": 6}
     # check-math of the affected operator's functor: its table, rendered from results.json
@@ -262,7 +266,7 @@ def test_a_build_failure_is_reported_with_its_first_error_and_no_tests(settings,
     assert f"**Build:** ❌ failed: `{error}`" in body
     assert "_No tests ran: the build failed._" in body and "**Tests:**" not in body
     data = results_json(settings)
-    assert data["build"] == {"needed": True, "ok": False, "error": error}
+    assert data["build"] == {"needed": True, "ok": False, "error": error, "check": None}
     assert data["tests"]["run"] is None and data["tests"]["counts"] == {}
     assert [p.name for p in settings.results_dir.iterdir()] == ["pr-7"]  # pytest never ran
     assert [(s["state"], s["description"]) for s in github.statuses] == [

@@ -57,7 +57,8 @@ def test_the_mac_job_times_and_the_report_job_judges(settings, tree, tmp_path, c
     assert cli(settings, "--pr", "7", "--post-from", str(folder), "--dry-run") == 0
     body = capsys.readouterr().out
     assert "### Review checks" in body and "### Kernel speed against main" in body
-    assert f"On `{RUNNER}`, against main's median over its last 3 nights" in body
+    said = f"On `{RUNNER}` (device: cpu (unknown)), against main's median over its last 3 nights"
+    assert said in body
     assert "🐢 slower" in body
     assert sqlite3.connect(settings.state_dir / layout.HISTORY).execute(
         "SELECT COUNT(*) FROM speed"

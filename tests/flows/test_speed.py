@@ -20,6 +20,7 @@ from pipeline.flows.speed import judge, measure
 from pipeline.report.speed import SPREAD_MEANING, not_timed_lines, render_markdown
 from pipeline.results import history
 from pipeline.results import speed as speeds
+from pipeline.results.history_file import SCHEMA_VERSION
 from pipeline.results.speed import Judgement, Measurement
 from pipeline.run.speed import BenchOp, NoDeviceError, SpeedRequest, run
 
@@ -166,7 +167,7 @@ def test_a_version_3_history_gets_the_speed_table_in_place(tmp_path):
     assert speeds.nightly_medians(ro, "m", 7) == {}  # read-only: not migrated, no figures
     ro.close()
     db = history.connect(path)
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(4,)]
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     assert db.execute("SELECT COUNT(*) FROM runs").fetchone() == (1,)
     with db:
         speeds.record(db, 1, [Measurement("atan2", "float32", "small", "contiguous", (1e-6,) * 3)])
@@ -228,6 +229,57 @@ def test_the_nightly_command_records_speed_json_beside_the_junit(sandbox_setting
         db.close()
 
 
+@pytest.mark.slow
+def test_the_nightly_keeps_a_vm_s_results_but_not_its_timings(sandbox_settings, nights, capsys):
+    from pipeline.__main__ import main
+    from pipeline.results import device
+    from tests.results.nightly_runs import RUNNERS
+    from tests.results.test_device import recorded
+
+    results = nights.results()
+    doc = {"schema": 1, "device": "mps", "torch": "2.13.0", "results": [
+        {"op": "atan2", "dtype": "float32", "shape": "large", "layout": "strided",
+         "elements": 1 << 20, "times": [2.0e-4, 2.1e-4, 1.9e-4]}]}  # fmt: skip
+    for runner in RUNNERS[:2]:
+        (results / runner / speeds.SPEED_JSON).write_text(json.dumps(doc))
+    device.write(results / RUNNERS[0], recorded("m2_mini"))
+    device.write(results / RUNNERS[1], recorded("vm"))
+    state = ["--state-dir", str(sandbox_settings.state_dir)]
+    assert main(["nightly", "--results", str(results), *state]) == 0
+    capsys.readouterr()
+    dashboard = sandbox_settings.state_dir / "dashboard"
+    summary = json.loads((dashboard / "summary.json").read_text())
+    assert summary["devices"][RUNNERS[0]]["virtualization"] == "bare metal"
+    assert summary["devices"][RUNNERS[1]]["gpu"] == "Apple Paravirtual device"
+    assert all(summary["devices"][r] == "unknown" for r in RUNNERS[2:])
+    assert any(w.startswith(f"speed: {RUNNERS[1]}: Apple Paravirtual device is a virtual")
+               for w in summary["warnings"])  # fmt: skip
+    markdown = (dashboard / "summary.md").read_text()
+    assert f"- {RUNNERS[0]}: Apple M2 (apple8, 10 GPU cores), macOS 15.5 (24F74)" in markdown
+    assert "a VM: pass/fail kept, timings not recorded" in markdown
+    page = (dashboard / "index.html").read_text()
+    assert "<h2>Devices</h2>" in page and "a VM: timings not recorded" in page
+    assert summary["counts"][RUNNERS[1]]  # its pass/fail results are kept
+    db = history.open_read_only(sandbox_settings.state_dir / "history" / "nightly.sqlite")
+    try:
+        assert speeds.nightly_medians(db, RUNNERS[0], 7) != {}
+        assert speeds.nightly_medians(db, RUNNERS[1], 7) == {}
+    finally:
+        db.close()
+
+
+def test_speed_refuses_a_vm_s_gpu_before_timing(tmp_path):
+    from pipeline.config import load_settings
+    from pipeline.errors import DeviceRefusedError
+    from pipeline.workspace import prepare
+    from tests.results.test_device import recorded
+
+    settings = prepare(load_settings({"state_dir": str(tmp_path / "state")}, env={}, cwd=tmp_path))
+    with pytest.raises(DeviceRefusedError, match="Apple Paravirtual device is a virtual"):
+        measure(settings, ["atan2"], device="mps", probe=lambda python: recorded("vm"))
+    assert not (tmp_path / "state" / "speed").exists()  # nothing was timed
+
+
 def _speed_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`python -m pipeline speed ARGS` on the bundled sandbox, as a user runs it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPS_PIPELINE_")}
@@ -271,16 +323,16 @@ def test_the_run_raises_the_typed_error_without_the_device(tmp_path):
 
 @needs_torch
 def test_what_the_device_cannot_run_is_said_once_per_dtype(tmp_path):
-    """atan2 has no complex kernel on CPU: its four benchmarks fail alike, said in one line;
-    float32 is timed."""
+    """atan2 has no complex kernel on CPU: its five benchmarks (the 1-D shape in two layouts,
+    the 2-D one in three) fail alike, said in one line; float32 is timed."""
     op = BenchOp("atan2", "atan2", 2, ("float32", "complex64"))
     request = SpeedRequest(sys.executable, (op,), tmp_path, "cpu",
                            {"small": (8,), "medium": (4, 4)}, 0.001, 3)  # fmt: skip
     result = run(request)
-    assert {m.dtype for m in result.measurements} == {"float32"} and len(result.measurements) == 4
-    assert len(result.errors) == 4 and {e.dtype for e in result.errors} == {"complex64"}
+    assert {m.dtype for m in result.measurements} == {"float32"} and len(result.measurements) == 5
+    assert len(result.errors) == 5 and {e.dtype for e in result.errors} == {"complex64"}
     (line,) = not_timed_lines(result.errors)
-    assert line.startswith("atan2 complex64 (4 benchmarks): NotImplementedError: ")
+    assert line.startswith("atan2 complex64 (5 benchmarks): NotImplementedError: ")
     assert not_timed_lines(result.errors[:1]) == [
         f"atan2 complex64 (small contiguous): {result.errors[0].error}"
     ]

@@ -6,6 +6,7 @@ import pytest
 
 from pipeline.errors import ParseError
 from pipeline.impact import cscan, pyscan
+from pipeline.tree.includes import includes
 
 C_SOURCE = """\
 #include <c10/metal/utils.h>
@@ -86,7 +87,7 @@ def test_units_blank_literals_and_raise_on_unterminated_comments() -> None:
 
 
 def test_include_matching_is_by_path_suffix() -> None:
-    assert cscan.includes('#include <c10/metal/utils.h>\n#import "x.h"\n') == (
+    assert includes('#include <c10/metal/utils.h>\n#import "x.h"\n') == (
         "c10/metal/utils.h",
         "x.h",
     )

@@ -1,0 +1,212 @@
+"""Which device a runner's results came from: chip, GPU and its family, macOS and its build,
+Metal, and whether the GPU is a virtual machine's paravirtual one.
+
+A macOS VM's GPU ("Apple Paravirtual device") passes or fails tests like a Mac's, but its
+timings are not a Mac mini's. The test run writes ``device.json`` next to each runner's
+results (``<results>/<runner>/device.json``), read on the Mac from what
+:mod:`pipeline.run.device` runs:
+
+- ``system_profiler -json SPDisplaysDataType``: the GPU's model (``sppci_model``), its cores
+  (``sppci_cores``) and Metal support (``spdisplays_mtlgpufamilysupport``:
+  ``spdisplays_metal3``);
+- ``sysctl machdep.cpu.brand_string kern.osproductversion kern.osversion
+  kern.hv_vmm_present``: the chip, macOS and its build, and whether macOS runs under a
+  hypervisor (1);
+- ``torch.backends.mps.get_name()``: the device torch's MPS backend uses.
+
+What none of them says is "unknown", never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.fsio import write_atomic
+
+DEVICE_JSON = "device.json"  # in a runner's results folder, beside its JUnit reports
+UNKNOWN = "unknown"
+PARAVIRTUAL_GPU = "Apple Paravirtual device"
+SYSCTL_KEYS = (
+    "machdep.cpu.brand_string",
+    "kern.osproductversion",
+    "kern.osversion",
+    "kern.hv_vmm_present",
+)
+# Apple's Metal feature-set tables: the GPU family of each Apple-silicon generation
+_FAMILIES = {"M1": "apple7", "M2": "apple8", "M3": "apple9", "M4": "apple9"}
+_CHIP = re.compile(r"\bApple (M\d+)\b")
+_SYSCTL_LINE = re.compile(r"^([\w.]+): (.*)$")
+_METAL = re.compile(r"^spdisplays_metal(\d+)$")
+_TEXT_FIELDS = ("chip", "gpu", "gpu_family", "macos", "macos_build", "metal")
+
+
+class Virtualization(Enum):
+    BARE_METAL = "bare metal"
+    PARAVIRTUAL = "paravirtual (VM)"
+    UNKNOWN = UNKNOWN
+
+    @classmethod
+    def parse(cls, text: str) -> Virtualization:
+        """The member whose value is ``text``; ValueError for anything else."""
+        return cls(text)
+
+
+@dataclass(frozen=True)
+class Device:
+    """One runner's device, as ``device.json`` holds it."""
+
+    chip: str  # "Apple M2"
+    gpu: str  # "Apple M2", "Apple Paravirtual device"
+    gpu_family: str  # "apple8"
+    gpu_cores: int | None
+    macos: str  # "15.5"
+    macos_build: str  # "24F74"
+    metal: str  # "Metal 3"
+    virtualization: Virtualization
+
+    @property
+    def paravirtual(self) -> bool:
+        return self.virtualization is Virtualization.PARAVIRTUAL
+
+    @property
+    def device_class(self) -> str:
+        """What timings may be compared within: the same chip, macOS and kind of machine."""
+        major = self.macos.split(".")[0]
+        return f"{self.chip} / macOS {major} / {self.virtualization.value}"
+
+    def label(self) -> str:
+        cores = f", {self.gpu_cores} GPU cores" if self.gpu_cores else ""
+        gpu = self.chip if self.gpu == self.chip else f"{self.chip}, GPU {self.gpu}"
+        return (
+            f"{gpu} ({self.gpu_family}{cores}), macOS {self.macos} ({self.macos_build}), "
+            f"{self.metal}, {self.virtualization.value}"
+        )
+
+    @classmethod
+    def from_outputs(
+        cls, profiler_json: str | None, sysctl: str | None, torch_name: str | None = None
+    ) -> Device:
+        """From the recorded outputs of the commands (None: the command could not run)."""
+        gpu, cores, metal = _displays(profiler_json)
+        values = _sysctl(sysctl)
+        torch_name = (torch_name or "").strip()
+        gpu = gpu if gpu != UNKNOWN else (torch_name or UNKNOWN)
+        brand = values.get("machdep.cpu.brand_string", "")
+        chip_match = _CHIP.search(brand) or _CHIP.search(gpu)
+        chip = f"Apple {chip_match[1]}" if chip_match else UNKNOWN
+        vmm = values.get("kern.hv_vmm_present")
+        if PARAVIRTUAL_GPU in (gpu, torch_name) or vmm == "1":
+            virtualization = Virtualization.PARAVIRTUAL
+        elif vmm == "0":
+            virtualization = Virtualization.BARE_METAL
+        else:
+            virtualization = Virtualization.UNKNOWN
+        family = UNKNOWN
+        if chip_match and virtualization is not Virtualization.PARAVIRTUAL:
+            family = _FAMILIES.get(chip_match[1], UNKNOWN)
+        return cls(
+            chip=chip,
+            gpu=gpu,
+            gpu_family=family,
+            gpu_cores=cores,
+            macos=values.get("kern.osproductversion") or UNKNOWN,
+            macos_build=values.get("kern.osversion") or UNKNOWN,
+            metal=metal,
+            virtualization=virtualization,
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "chip": self.chip,
+            "gpu": self.gpu,
+            "gpu_family": self.gpu_family,
+            "gpu_cores": self.gpu_cores,
+            "macos": self.macos,
+            "macos_build": self.macos_build,
+            "metal": self.metal,
+            "virtualization": self.virtualization.value,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object, where: str) -> Device:
+        """``device.json``'s document; PipelineError naming ``where`` for anything else."""
+        if not isinstance(data, dict):
+            raise PipelineError(f"{where}: not a device record (a JSON object)")
+        fields = dict(data)
+        try:
+            cores = fields.pop("gpu_cores")
+            text = {k: str(fields.pop(k)) for k in _TEXT_FIELDS}
+            made = cls(
+                **text,
+                gpu_cores=int(cores) if cores is not None else None,
+                virtualization=Virtualization.parse(str(fields.pop("virtualization"))),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PipelineError(f"{where}: not a device record ({exc})") from None
+        if fields:
+            raise PipelineError(f"{where}: unknown device field(s) {', '.join(sorted(fields))}")
+        return made
+
+
+def _displays(text: str | None) -> tuple[str, int | None, str]:
+    """(GPU model, cores, Metal support) of the first GPU system_profiler lists."""
+    try:
+        items = json.loads(text or "{}").get("SPDisplaysDataType") or []
+    except (ValueError, AttributeError):
+        items = []
+    gpus = [i for i in items if isinstance(i, dict)]
+    if not gpus:
+        return UNKNOWN, None, UNKNOWN
+    gpu = gpus[0]
+    model = str(gpu.get("sppci_model") or gpu.get("_name") or UNKNOWN)
+    cores = str(gpu.get("sppci_cores", ""))
+    support = _METAL.match(str(gpu.get("spdisplays_mtlgpufamilysupport", "")))
+    return (
+        model,
+        int(cores) if cores.isdigit() else None,
+        (f"Metal {support[1]}" if support else UNKNOWN),
+    )
+
+
+def _sysctl(text: str | None) -> dict[str, str]:
+    """``name: value`` lines of ``sysctl NAME...`` (an unknown name prints nothing here)."""
+    values: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        if match := _SYSCTL_LINE.match(line.strip()):
+            values[match[1]] = match[2].strip()
+    return values
+
+
+def write(folder: Path, device: Device) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / DEVICE_JSON
+    write_atomic(path, json.dumps(device.to_dict(), indent=1) + "\n")
+    return path
+
+
+def read(folder: Path) -> Device | None:
+    """The device recorded in ``folder`` (a runner's results), None when none was
+    recorded; PipelineError when the file is not a device record."""
+    path = folder / DEVICE_JSON
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PipelineError(f"{path}: cannot read it as JSON ({exc})") from None
+    return Device.from_dict(data, str(path))
+
+
+def refuse_timings(device: Device | None) -> str | None:
+    """Why timings from ``device`` are not kept (a VM's GPU), None when they may be."""
+    if device is not None and device.paravirtual:
+        return (
+            f"{device.gpu} is a virtual machine's GPU ({device.virtualization.value}): "
+            "its timings are not a Mac's, so they are neither recorded nor compared"
+        )
+    return None
