@@ -172,7 +172,7 @@ def test_a_version_3_history_gets_the_speed_table_in_place(tmp_path):
     with db:
         speeds.record(db, 1, [Measurement("atan2", "float32", "small", "contiguous", (1e-6,) * 3)])
     db.close()
-    assert history.check(path, thorough=True).schema_version == 4
+    assert history.check(path, thorough=True).schema_version == SCHEMA_VERSION
     raw = sqlite3.connect(path)
     with raw:
         raw.execute("DROP TABLE speed")
