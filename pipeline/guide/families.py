@@ -183,6 +183,14 @@ def refusal(index: TreeIndex, record: OperatorRecord) -> str | None:
                 f"{op}: its kernel is behind {', '.join(variants)}, not {stub}, which the "
                 f"guide's one-stub recipe does not cover: {tail}"
             )
+        if index.sources is None or not index.sources.present:
+            # {stub} is only the operator's name: the stub its implementation calls
+            # (huber_loss -> huber_stub) can be declared all the same
+            raise UnknownImplementationError(
+                f"{op}: its stub is unknown: no {paths.NATIVE_SOURCES} in the tree to read "
+                f"its shared implementation from, and no header declares {stub}, the name "
+                "guessed from the operator; nothing was written"
+            )
         return (
             f"{op}: implemented by {_implemented_by(entries)}, not by a stub declared with "
             f"DECLARE_DISPATCH (no header declares {stub}): {tail}"

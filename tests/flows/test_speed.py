@@ -177,7 +177,9 @@ def test_a_version_3_history_gets_the_speed_table_in_place(tmp_path):
     with raw:
         raw.execute("DROP TABLE speed")
     raw.close()
-    with pytest.raises(history.DamagedHistoryError, match=f"version {SCHEMA_VERSION}, but table speed lacks"):
+    with pytest.raises(
+        history.DamagedHistoryError, match=f"version {SCHEMA_VERSION}, but table speed lacks"
+    ):
         history.check(path)
 
 

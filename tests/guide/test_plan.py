@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import EditVerificationError, UnreadableFileError
+from pipeline.errors import EditVerificationError, UnknownImplementationError, UnreadableFileError
 from pipeline.guide import plan as migrate
 from pipeline.guide.families import NotElementwiseError
 from pipeline.sandbox import compile
@@ -79,6 +79,30 @@ def test_an_operator_whose_stub_no_header_declares_is_refused_before_any_plan(sa
     assert message.startswith("hypot: implemented by hypot_out (CPU, hypot.out at ")
     assert "no header declares hypot_stub" in message
     assert message.endswith("it needs a hand-written kernel; nothing was written")
+
+
+def test_without_the_shared_sources_a_stub_no_header_declares_is_unknown_not_refused(
+    sandbox_settings,
+):
+    """No native/*.cpp (a partial checkout, the sweep's wheel tree): the stub's name is only
+    a guess from the operator's (huber_loss calls huber_stub), so a header that does not
+    declare the guess proves nothing: unknown, exit 2, never a refusal."""
+    for cpp in (sandbox_settings.root / "aten/src/ATen/native").glob("*.cpp"):
+        cpp.unlink()
+    edit(
+        sandbox_settings.root,
+        BINARY_OPS_H,
+        "DECLARE_DISPATCH(structured_binary_fn, hypot_stub)\n",
+        "",
+    )
+    with pytest.raises(UnknownImplementationError) as unknown:
+        migrate.plan_edits(load_index(sandbox_settings.tree), "hypot", body="return a;")
+    assert unknown.value.exit_code == 2
+    assert str(unknown.value) == (
+        "hypot: its stub is unknown: no aten/src/ATen/native/*.cpp in the tree to read its "
+        "shared implementation from, and no header declares hypot_stub, the name guessed from "
+        "the operator; nothing was written"
+    )
 
 
 def test_a_header_that_cannot_be_read_is_named_in_the_note(sandbox_settings):
