@@ -25,8 +25,7 @@ def ctx(tmp_path: Path) -> bench.Context:
 def test_quick_junit_run_prints_figures_and_writes_json(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "junit"]
-        + ["--cache-dir", str(cache)],
+        [sys.executable, "-m", "bench", "--quick", "--only", "junit"] + ["--cache-dir", str(cache)],
         capture_output=True,
         text=True,
         check=False,
@@ -184,3 +183,34 @@ def test_tracker_counts_its_requests_first_and_unchanged(ctx: bench.Context) -> 
     # 2 search pages, 200 file lists, the issue and its PATCH; then the pages and the issue
     assert result.data["first"] == 204 and result.data["unchanged"] == 3
     assert result.figures[0].label.startswith("tracker, 300 operators × 200 open PRs")
+
+
+def test_code_figures_count_what_they_name(tmp_path: Path) -> None:
+    from bench.code import measure
+
+    package = tmp_path / "pipeline"
+    (package / "commands").mkdir(parents=True)
+    (package / "sandbox").mkdir()
+    (package / "errors.py").write_text("class PipelineError(Exception):\n    exit_code = 2\n")
+    (package / "sandbox" / "x.py").write_text("d = {}\nd['ignored']\n")
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(80))
+    (package / "commands" / "a.py").write_text(
+        "from typing import Any, Mapping\n"
+        "from pipeline.errors import PipelineError\n"
+        "class Mine(PipelineError):\n    pass\n"
+        "class Deeper(Mine):\n    pass\n"
+        "def f(d: dict[str, Any], m: Mapping[str, Any]) -> int:\n"
+        "    d['a'] = m['b']\n    d.get('c')\n    d.pop(0)\n"
+        "    try:\n        return 0\n    except Mine:\n        return 1\n"
+        "def g(p) -> None:\n    p.add_argument('--json')\n" + long_body
+    )
+    figures = measure(package)
+    assert figures.string_key_lookups == 3  # d['a'], m['b'], d.get('c'); not d.pop(0)
+    assert figures.str_any_mappings == 2
+    assert figures.exit_code_mappers == ("pipeline/commands/a.py",)
+    assert figures.errors_outside_errors_py == (
+        "pipeline/commands/a.py:Deeper",
+        "pipeline/commands/a.py:Mine",
+    )
+    assert figures.long_functions == ("pipeline/commands/a.py:g (82)",)
+    assert figures.json_flag_declarations == 1
