@@ -207,7 +207,7 @@ def test_code_figures_count_what_they_name(tmp_path: Path) -> None:
     figures = measure(package)
     assert figures.string_key_lookups == 3  # d['a'], m['b'], d.get('c'); not d.pop(0)
     assert figures.str_any_mappings == 2
-    assert figures.exit_code_mappers == ("pipeline/commands/a.py",)
+    assert figures.exit_code_mappers == ("pipeline/commands/a.py", "pipeline/errors.py")
     assert figures.errors_outside_errors_py == (
         "pipeline/commands/a.py:Deeper",
         "pipeline/commands/a.py:Mine",

@@ -21,12 +21,11 @@ import argparse
 import json
 import os
 import sqlite3
-import traceback
 from pathlib import Path
 
 from pipeline import state
 from pipeline.config import Settings
-from pipeline.errors import EXIT_CRASHED, PipelineError
+from pipeline.errors import DamagedHistoryError, HistoryBusyError, PipelineError
 from pipeline.flows.nightly import run_nightly
 from pipeline.guide.backlog import backlog
 from pipeline.report.console import terminal
@@ -94,12 +93,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class NightlyCrashed(PipelineError):
-    """Something unexpected broke (a bug); its traceback was printed."""
-
-    exit_code = EXIT_CRASHED
-
-
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Record the nightly, write the dashboard, print a report; 1 when there are regressions."""
     history_path = args.history or state.history_path(settings.state_dir)
@@ -121,33 +114,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             source=args.source,
             backlog_of=backlog,
         )
-        files = publish(outcome)
-        # inside the try: a crash while printing must not exit 1 ("regressions") either
-        if args.json:
-            print(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
-        else:
-            render_terminal(outcome.summary, files, terminal())
-    except (PipelineError, KeyboardInterrupt, BrokenPipeError):
-        raise
     except sqlite3.OperationalError as exc:
-        if "locked" not in str(exc) and "readonly" not in str(exc):
-            raise _crashed(exc) from exc
-        # the environment, not a bug: another process's lock, a file made read-only
-        raise PipelineError(f"{history_path}: the history cannot be written now ({exc})") from exc
-    except OSError as exc:  # a disk or permission error: the path and why, not a crash
-        where = exc.filename or history_path
-        raise PipelineError(f"{where}: {exc.strerror or exc}") from exc
-    except Exception as exc:
-        raise _crashed(exc) from exc
+        # the environment, not a bug: another process's lock, a file made read-only; any
+        # other SQLite error is one (pipeline.errors.failure: exit 70, never 1)
+        if not history.not_now(exc):
+            raise
+        raise HistoryBusyError(history_path, str(exc)) from exc
+    files = publish(outcome)
+    if args.json:
+        print(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
+    else:
+        render_terminal(outcome.summary, files, terminal())
     return 1 if outcome.summary["regressions"] else 0
-
-
-def _crashed(exc: BaseException) -> NightlyCrashed:
-    traceback.print_exception(exc)
-    return NightlyCrashed(
-        f"nightly: unexpected {type(exc).__name__} (a bug in mps-pipeline; the traceback "
-        f"is above): exit {EXIT_CRASHED}, not 1, so CI does not take it for regressions"
-    )
 
 
 def report_history(path: Path) -> int:
@@ -157,7 +135,7 @@ def report_history(path: Path) -> int:
         raise PipelineError(f"{path}: no history here (a nightly starts one)")
     try:
         found = history.check(path, thorough=True)
-    except history.DamagedHistoryError:
+    except DamagedHistoryError:
         if copies:
             print(f"backups ({len(copies)}, newest last):", *map(str, copies), sep="\n  ")
         raise

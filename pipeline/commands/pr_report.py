@@ -123,11 +123,10 @@ def _math(settings: Settings, results: PrResults) -> dict[str, Any]:
     """check-math of the affected operators' functors, as
     ``check-math --json`` prints it; ``{"schema", "skipped"}`` saying why when it cannot run
     here (no functor, no compiler, no torch), as the migrate chain's stage records it."""
-    from pipeline.flows.math import NothingToCheckError, run_check
+    from pipeline.errors import NoCompilerError, NothingToCheckError, NoTorchError
+    from pipeline.flows.math import run_check
     from pipeline.report.math import to_json as math_json
     from pipeline.results.math import SCHEMA
-    from pipeline.run.cxx import NoCompilerError
-    from pipeline.run.reference import NoTorchError
 
     ops = [o["operator"] for o in results.impact["operators"]]
     try:
@@ -142,8 +141,8 @@ def _measured(
 ) -> dict[str, Any] | None:
     """The affected operators timed on this build, judged if a history is here; None (no
     speed section: the tests' comment still goes out) when there is no such device here."""
+    from pipeline.errors import NoDeviceError
     from pipeline.flows.speed import measure
-    from pipeline.run.speed import NoDeviceError
 
     ops = [o["operator"] for o in results.impact["operators"]]
     try:

@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, PipelineError, WorkLeftError
+from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, NoDeviceError, PipelineError, WorkLeftError
 from pipeline.flows.speed import judge, measure
 from pipeline.report.console import terminal
 from pipeline.report.speed import not_timed_lines, render_figures, render_markdown
 from pipeline.results.baseline import RUNNER_ENV, history_file
-from pipeline.run.speed import NoDeviceError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

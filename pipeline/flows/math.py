@@ -23,7 +23,12 @@ from rich.console import Console
 from pipeline import state
 from pipeline.config import Settings
 from pipeline.dtypes import METAL_TO_DTYPE
-from pipeline.errors import PipelineError, UnknownOperatorError, WorkLeftError
+from pipeline.errors import (
+    NothingToCheckError,
+    NoTorchError,
+    UnknownOperatorError,
+    WorkLeftError,
+)
 from pipeline.flows.request import Request
 from pipeline.guide import math as guide_math
 from pipeline.guide.math import Target
@@ -265,10 +270,6 @@ def _no_reference(
 # ---- the entry point the command, the doit task and the migrate stage share --------------
 
 
-class NothingToCheckError(PipelineError):
-    """The operator or file has no registered Metal functor (exit 2)."""
-
-
 def select_targets(
     index: TreeIndex,
     references: Mapping[str, str],
@@ -366,7 +367,7 @@ def stage(request: Request, console: Console) -> None:
     files = state.op_files(settings, request.op)
     try:
         report = run_check(settings, op=request.op)
-    except (NothingToCheckError, reference.NoTorchError) as exc:
+    except (NothingToCheckError, NoTorchError) as exc:
         note = f"check-math skipped: {exc}"
         console.print(note, markup=False, highlight=False)
         state.write_text(files.math_json, json.dumps({"schema": 1, "skipped": str(exc)}))

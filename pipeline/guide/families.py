@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from pipeline.edit.atomic import FileEdit
-from pipeline.errors import PipelineError, UnknownImplementationError
+from pipeline.errors import UnknownImplementationError
 from pipeline.guide.checklist import Status, checklist
 from pipeline.guide.workflow import Workflow, of_record
 from pipeline.tree import metal, native_yaml, objc, paths
@@ -38,11 +38,6 @@ _METALLIB = re.compile(r"#\s*include\s*[<\"]ATen/native/mps/(\w+)_metallib\.h[>\
 EDIT_ITEMS = ("dispatch", "functor", "dtypes", "stub", "mpsgraph", "old_names", "unrecognised")
 # yaml tags of operators whose kernels are not element-wise even when a stub takes an iterator
 _NOT_ELEMENTWISE_TAGS = ("reduction",)
-
-
-class NotElementwiseError(PipelineError):
-    """The operator is not a shared element-wise kernel behind a declared stub: the guide's
-    recipe (a functor, a registration, a folded row) does not apply. Exit 2, before any write."""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pipeline.edit import metal as metal_edit
 from pipeline.edit import native_yaml as yaml_edit
 from pipeline.edit import objc as objc_edit
 from pipeline.edit.atomic import FileEdit
-from pipeline.errors import EditVerificationError
+from pipeline.errors import EditVerificationError, NotElementwiseError
 from pipeline.guide import families
 from pipeline.guide.checklist import UNSUPPORTED_ON_MPS, required_dtypes
 from pipeline.tree import native_yaml, objc, paths
@@ -243,7 +243,7 @@ def plan_edits(
     """Compute (and verify) every mechanical edit of the guide for ``op`` and the operators
     that migrate with it (its forward or backward, :func:`families.partners`); writes nothing.
 
-    Refused (:class:`families.NotElementwiseError`, exit 2) before anything is planned when
+    Refused (:class:`NotElementwiseError`, exit 2) before anything is planned when
     the operator is not an element-wise kernel behind a declared stub. Pieces the contributor
     must write become blockers, and planning goes on so the preview shows every other edit
     too. ``body`` is the operator() body of ``op``'s missing functor, ``host_body`` the body
@@ -255,7 +255,7 @@ def plan_edits(
     record = index.record(op, find_references=False)  # the edit stage looks for them after
     reason = families.refusal(index, record)
     if reason:
-        raise families.NotElementwiseError(reason)
+        raise NotElementwiseError(reason)
     op = record.op
     edits: dict[str, FileEdit] = {}
     notes: list[str] = []

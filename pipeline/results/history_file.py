@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.errors import DamagedHistoryError, PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.results.history_disk import (
     BACKUPS,
@@ -100,18 +100,6 @@ _COUNT_RUN = (
     "INSERT OR REPLACE INTO run_outcomes (run_id, outcome, tests) "
     "SELECT run_id, outcome, COUNT(*) FROM results WHERE run_id = ? GROUP BY outcome"
 )
-
-
-class DamagedHistoryError(PipelineError):
-    """A file at the history's path that is not a valid history; it was not touched."""
-
-    def __init__(self, path: Path, why: str) -> None:
-        self.path = path
-        self.why = why
-        super().__init__(
-            f"{path}: not a valid mps-pipeline history ({why}): restore it from a backup, "
-            "or move it away to start a new history"
-        )
 
 
 @dataclass(frozen=True)

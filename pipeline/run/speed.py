@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.errors import NoDeviceError, PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.results.speed import SPEED_JSON, Measurement, read
 
@@ -106,21 +106,6 @@ for op in spec["ops"]:
 json.dump({"schema": 1, "device": device, "torch": torch.__version__, "results": results},
           open(sys.argv[2], "w"), indent=1)
 '''
-
-
-class NoDeviceError(PipelineError):
-    """The interpreter's torch cannot use the device asked for; nothing was timed (exit 2,
-    as for any input that cannot work here). ``instead`` is what the command suggests."""
-
-    def __init__(self, device: str, reason: str, instead: str = "") -> None:
-        self.device = device
-        self.reason = reason
-        text = f"speed: no {device.upper()} device here: {reason}"
-        super().__init__(f"{text}; {instead}" if instead else text)
-
-    def suggesting(self, instead: str) -> NoDeviceError:
-        """The same error, with what the command that met it suggests doing."""
-        return NoDeviceError(self.device, self.reason, instead)
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.errors import DamagedHistoryError, NoDeviceError
 from pipeline.flows.speed import judge, measure
 from pipeline.report.speed import SPREAD_MEANING, not_timed_lines, render_markdown
 from pipeline.results import history
 from pipeline.results import speed as speeds
 from pipeline.results.speed import Judgement, Measurement
-from pipeline.run.speed import BenchOp, NoDeviceError, SpeedRequest, run
+from pipeline.run.speed import BenchOp, SpeedRequest, run
 
 needs_torch = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="torch is not installed (nox installs it)"
@@ -176,7 +177,7 @@ def test_a_version_3_history_gets_the_speed_table_in_place(tmp_path):
     with raw:
         raw.execute("DROP TABLE speed")
     raw.close()
-    with pytest.raises(history.DamagedHistoryError, match="version 4, but table speed lacks"):
+    with pytest.raises(DamagedHistoryError, match="version 4, but table speed lacks"):
         history.check(path)
 
 
