@@ -15,6 +15,7 @@ from typing import Any
 from pipeline.edit.atomic import NOWHERE, FileEdit, unplaced
 from pipeline.errors import EditVerificationError, ParseError
 from pipeline.tree import cpp, objc
+from pipeline.tree.objc import ExecKind
 from pipeline.tree.span import Span
 
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
@@ -206,7 +207,7 @@ def add_stub(
     path: str,
     stub: str,
     function: str,
-    exec_kind: str,
+    exec_kind: ExecKind,
     kernel_name: str,
     param_type: str = "TensorIteratorBase&",
     *,
@@ -231,8 +232,7 @@ def add_stub(
     for label, value in (("stub", stub), ("function", function), ("kernel", kernel_name)):
         if not _IDENT.match(value):
             raise ValueError(f"{label} name {value!r} is not a C identifier")
-    if not re.fullmatch(r"[a-z]+", exec_kind):
-        raise ValueError(f"exec kind {exec_kind!r} is not like 'unary' or 'binary'")
+    exec_kind = ExecKind.parse(exec_kind)
     if not _PARAM_TYPE.match(param_type):
         raise ValueError(f"parameter type {param_type!r} is not a reference type name")
     param_type = re.sub(r"\s+&", "&", param_type)
@@ -360,7 +360,7 @@ def _verify_stub(
     path: str,
     stub: str,
     function: str,
-    exec_kind: str,
+    exec_kind: ExecKind,
     kernel_name: str,
     param_type: str,
 ) -> None:

@@ -22,12 +22,16 @@ from pipeline.guide.checklist import Status, checklist
 from pipeline.guide.workflow import Workflow, of_record
 from pipeline.tree import metal, native_yaml, objc, paths
 from pipeline.tree.index import OperatorRecord, TreeIndex, TreePart, find_references
+from pipeline.tree.objc import ExecKind
 from pipeline.tree.span import Span
 
 # exec kind -> (host file, kernels file) when the tree says nothing better (no declaration)
 DEFAULT_FILES = {
-    "unary": (f"{paths.OPERATIONS_DIR}/UnaryKernel.mm", f"{paths.KERNELS_DIR}/UnaryKernel.metal"),
-    "binary": (
+    ExecKind.UNARY: (
+        f"{paths.OPERATIONS_DIR}/UnaryKernel.mm",
+        f"{paths.KERNELS_DIR}/UnaryKernel.metal",
+    ),
+    ExecKind.BINARY: (
         f"{paths.OPERATIONS_DIR}/BinaryKernel.mm",
         f"{paths.KERNELS_DIR}/BinaryKernel.metal",
     ),
@@ -75,7 +79,7 @@ def _host_text(index: TreeIndex, rel: str) -> str:
         return ""
 
 
-def family(index: TreeIndex, record: OperatorRecord, kind: str) -> Family:
+def family(index: TreeIndex, record: OperatorRecord, kind: ExecKind) -> Family:
     """The operator's family: the host file registering most of the other stubs of its
     header, and that host's library; for a header no host registers yet, the files to
     create, named after the header (``IndexKernel.h`` -> ``IndexKernel.mm``/``.metal``)."""

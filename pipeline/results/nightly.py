@@ -213,7 +213,11 @@ def propose(
     stem_of = {info.key: info.stem for info in index.opinfos}
     entries = [e for e in index.xfails.entries if e.key in stem_of]
     tonight = decide.decide_xfails(entries, latest, required, opinfos=index.opinfos)
-    live = [(e, d) for e, d in zip(entries, tonight, strict=True) if d.action != "keep"]
+    live = [
+        (e, d)
+        for e, d in zip(entries, tonight, strict=True)
+        if d.action is not decide.XfailAction.KEEP
+    ]
     if not live:
         return Proposals((), (), "", starts, "nothing xpassed on every runner tonight")
     subset = [e for e, _ in live]
