@@ -14,7 +14,8 @@ goal. What each one counts:
 - ``errors_outside_errors_py``: ``PipelineError`` subclasses (at any depth) defined anywhere
   but ``pipeline/errors.py``;
 - ``long_functions``: functions over 80 lines (the house's cap), and the longest;
-- ``json_flag_declarations``: ``add_argument("--json", ...)`` calls.
+- ``json_flag_declarations``: ``add_argument("--json", ...)`` calls and ``Option("json", ...)``
+  entries of the option table.
 """
 
 from __future__ import annotations
@@ -126,6 +127,17 @@ def _pipeline_errors(classes: dict[str, list[tuple[str, list[str]]]]) -> list[st
     )
 
 
+def _declares_json(call: ast.Call) -> bool:
+    """``add_argument("--json", ...)``, or the option table's ``Option("json", ...)``."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "add_argument":
+        return any(_is_str(a) and a.value == "--json" for a in call.args)
+    if isinstance(func, ast.Name) and func.id == "Option" and call.args:
+        first = call.args[0]
+        return isinstance(first, ast.Constant) and first.value == "json"
+    return False
+
+
 def _base_name(node: ast.expr) -> str:
     return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
@@ -150,12 +162,7 @@ def measure(root: Path = PACKAGE) -> CodeFigures:
                 longest = max(longest, lines)
                 if lines > LONG:
                     long.append((lines, f"{module}:{node.name} ({lines})"))
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add_argument"
-                and any(_is_str(a) and a.value == "--json" for a in node.args)
-            ):
+            elif isinstance(node, ast.Call) and _declares_json(node):
                 flags += 1
     return CodeFigures(
         string_key_lookups=lookups,

@@ -97,9 +97,9 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
 
 def global_flags() -> tuple[str, ...]:
     """The options every command takes (its settings), as flags: --root, --state-dir, ..."""
-    from pipeline.config import OVERRIDABLE
+    from pipeline.options import OPTIONS, SETTINGS_OPTIONS
 
-    return tuple(f"--{key.replace('_', '-')}" for key in (*OVERRIDABLE, "config"))
+    return tuple(OPTIONS[key].flag for key in SETTINGS_OPTIONS)
 
 
 def _global_flag(arg: str) -> str | None:
@@ -169,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from pipeline.config import OVERRIDABLE, load_settings
+    from pipeline.config import load_settings
+    from pipeline.options import OVERRIDABLE
     from pipeline.workspace import announce, prepare
 
     settings = load_settings(

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, NoReturn
 from doit import get_var, task_params
 from doit.exceptions import TaskError, TaskFailed
 
-from pipeline.config import OVERRIDABLE, Settings
+from pipeline.config import Settings
 from pipeline.errors import EXIT_INPUT, EXIT_OK, EXIT_WORK_LEFT, Failure, PipelineError, failure
 from pipeline.flows.migrate import BY_NAME, STAGES, VARIABLES, Request, Stage
+from pipeline.options import OVERRIDABLE
 
 if TYPE_CHECKING:
     from rich.console import Console

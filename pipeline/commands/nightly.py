@@ -28,10 +28,10 @@ from pipeline.config import Settings
 from pipeline.errors import DamagedHistoryError, HistoryBusyError, PipelineError
 from pipeline.flows.nightly import run_nightly
 from pipeline.guide.backlog import backlog
+from pipeline.options import OPTIONS
 from pipeline.report.console import terminal
 from pipeline.report.nightly import publish, render_terminal
 from pipeline.results import history
-from pipeline.results.nightly import DEFAULT_FLAKY_WINDOW, DEFAULT_KEEP, DEFAULT_MIN_PASSES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,36 +53,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backups",
         type=int,
-        default=history.DEFAULT_BACKUPS,
         help="copies of the history kept after each night in its backups/ folder "
-        f"(default {history.DEFAULT_BACKUPS}; 0: none)",
+        "(default: the setting nightly.backups; 0: none)",
     )
     parser.add_argument(
         "--dashboard", type=Path, help="dashboard directory (default: <state_dir>/dashboard)"
     )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print summary.json, not a report (schema: docs/machine-output.md)",
-    )
+    OPTIONS["json"].add_to(parser)
     parser.add_argument(
         "--min-passes",
         type=int,
-        default=DEFAULT_MIN_PASSES,
         help="nightlies in a row a dtype must xpass on every runner before its xfail goes "
-        f"(default {DEFAULT_MIN_PASSES})",
+        "(default: the setting nightly.min_passes)",
     )
     parser.add_argument(
         "--flaky-window",
         type=int,
-        default=DEFAULT_FLAKY_WINDOW,
-        help=f"nightlies to look back for flipping outcomes (default {DEFAULT_FLAKY_WINDOW})",
+        help="nightlies to look back for flipping outcomes (default: the setting "
+        "nightly.flaky_window)",
     )
     parser.add_argument(
         "--keep",
         type=int,
-        default=DEFAULT_KEEP,
-        help=f"nightlies the history keeps (default {DEFAULT_KEEP})",
+        help="nightlies the history keeps (default: the setting nightly.keep)",
     )
     parser.add_argument("--commit", help="the PyTorch commit tested (default: git HEAD of root)")
     parser.add_argument(

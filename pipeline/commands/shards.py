@@ -28,6 +28,7 @@ from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.fsio import write_atomic
+from pipeline.options import OPTIONS
 from pipeline.results import history, shards
 from pipeline.results.junit import parse_test_id
 from pipeline.tree.opinfo import load_opinfos
@@ -37,11 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--num-shards", type=int, required=True, help="how many shards the sweep runs in"
     )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print the plan as JSON (schema: docs/machine-output.md)",
-    )
+    OPTIONS["json"].add_to(parser)
     parser.add_argument(
         "--history", type=Path, help=f"SQLite history (default: <state_dir>/{state.HISTORY})"
     )
@@ -59,8 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nights",
         type=int,
-        default=shards.DEFAULT_NIGHTS,
-        help=f"nightlies whose durations are taken (default {shards.DEFAULT_NIGHTS})",
+        help="nightlies whose durations are taken (default: the setting nightly.shard_nights)",
     )
     parser.add_argument(
         "--target",
@@ -72,12 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    if args.nights < 1:
+    nights = settings.nightly.shard_nights if args.nights is None else args.nights
+    if nights < 1:
         raise PipelineError("shards: --nights must be at least 1")
     history_path = args.history or state.history_path(settings.state_dir)
     out = args.out or state.shard_plan(settings.state_dir)
     warnings: list[str] = []
-    samples = _samples(history_path, args.nights)
+    samples = _samples(history_path, nights)
     suite, source = _suite(settings, samples, warnings)
     previous, previous_path = _previous(args.previous, out, warnings)
     estimates = shards.estimate(suite, shards.medians(samples))
@@ -94,7 +91,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     count = shards.by_count(suite, estimates.seconds, args.num_shards)
     print(_render(result, stability, estimates, count, source, history_path, previous_path, out,
-                  args))  # fmt: skip
+                  args, nights))  # fmt: skip
     return 0
 
 
@@ -175,23 +172,24 @@ def _render(
     previous: Path | None,
     out: Path,
     args: argparse.Namespace,
+    nights: int,
 ) -> str:
     n = len(result.shards)
     lines = [f"shard plan: {result.tests:,} tests ({source}) in {n} shards → {out}"]
     if estimates.timed:
         lines.append(
-            f"durations: median of the last {args.nights} nightlies of {history_path}: "
+            f"durations: median of the last {nights} nightlies of {history_path}: "
             f"{estimates.measured:,} tests measured, {estimates.by_operator:,} by their "
             f"operator's median, {estimates.by_all:,} by all tests' median"
         )
     elif estimates.recorded:
         lines.append(
-            f"note: the {estimates.recorded:,} tests' durations in the last {args.nights} "
+            f"note: the {estimates.recorded:,} tests' durations in the last {nights} "
             f"nightlies of {history_path} are all 0 s (reports without times): a plan by count"
         )
     else:
         lines.append(
-            f"note: no durations in the last {args.nights} nightlies of {history_path}: "
+            f"note: no durations in the last {nights} nightlies of {history_path}: "
             "a plan by count (each nightly records them; the next plan balances by time)"
         )
     width = len(f"{max(map(len, result.shards), default=0):,}")

@@ -27,9 +27,6 @@ from pipeline.results import decide, history, junit, macos, speed
 from pipeline.results.junit import CaseResult
 from pipeline.results.nightly import (
     CHART_NIGHTLIES,
-    DEFAULT_FLAKY_WINDOW,
-    DEFAULT_KEEP,
-    DEFAULT_MIN_PASSES,
     NightlyOutcome,
     Proposals,
     build_summary,
@@ -187,10 +184,10 @@ def run_nightly(
     *,
     history_path: Path | None = None,
     dashboard_dir: Path | None = None,
-    min_passes: int = DEFAULT_MIN_PASSES,
-    flaky_window: int = DEFAULT_FLAKY_WINDOW,
-    keep: int = DEFAULT_KEEP,
-    backups: int = history.DEFAULT_BACKUPS,
+    min_passes: int | None = None,
+    flaky_window: int | None = None,
+    keep: int | None = None,
+    backups: int | None = None,
     commit: str | None = None,
     source: str = "",
     started: str | None = None,
@@ -213,7 +210,14 @@ def run_nightly(
     only then pruned. After that, ``backups`` copies of the history are kept in its
     ``backups/`` folder, made with its seal (:func:`pipeline.results.history.backup_and_seal`).
     ``verify`` False skips the check (for the benchmark that shows its cost).
+    ``min_passes``, ``flaky_window``, ``keep``, ``backups``: None is the setting's
+    (``nightly.*``).
     """
+    rules = settings.nightly
+    min_passes = rules.min_passes if min_passes is None else min_passes
+    flaky_window = rules.flaky_window if flaky_window is None else flaky_window
+    keep = rules.keep if keep is None else keep
+    backups = rules.backups if backups is None else backups
     if min_passes < 1 or flaky_window < 2 or keep < max(min_passes, flaky_window):
         raise PipelineError(
             "nightly: --min-passes must be >= 1, --flaky-window >= 2, and --keep at least both"

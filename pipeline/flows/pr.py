@@ -297,14 +297,21 @@ def report(
     if post_from is not None:
         results = load_results(post_from, pr)
         if db is not None:  # classified again here; else as the results-only job did
-            judged = baselines.classify(db, results.table, runner=runner or results.judged.runner)
+            judged = baselines.classify(
+                db,
+                results.table,
+                runner=runner or results.judged.runner,
+                window=settings.nightly.flaky_window,
+            )
             results = replace(results, baseline=judged)
         if annotate is not None:
             results = annotate(results, True)
     else:
         runner = runner or os.environ.get(baselines.RUNNER_ENV) or None
         results = collect(settings, pr, console, base=base, head=head, runners=runners)
-        judged = baselines.classify(db, results.table, runner=runner)
+        judged = baselines.classify(
+            db, results.table, runner=runner, window=settings.nightly.flaky_window
+        )
         results = replace(results, baseline=judged)
         if annotate is not None:
             results = annotate(results, False)

@@ -56,7 +56,6 @@ from pipeline.results.history_disk import (  # noqa: F401 (re-exported)
 )
 from pipeline.results.history_file import (  # noqa: F401 (the history's API, re-exported)
     _COUNT_RUN,
-    DEFAULT_BACKUPS,
     FULL_CHECK_EVERY,
     SCHEMA_VERSION,
     SEAL,

@@ -30,7 +30,6 @@ from pipeline.results.history_disk import (
 )
 
 SCHEMA_VERSION = 4
-DEFAULT_BACKUPS = 7
 _SQLITE_HEADER = b"SQLite format 3\x00"
 # what a history must have: table -> its columns (more are fine: a later migration's)
 _TABLES = {

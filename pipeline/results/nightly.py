@@ -49,9 +49,6 @@ from pipeline.tree import paths
 from pipeline.tree.index import TreeIndex
 
 SCHEMA = 2  # of summary.json (2: plain table cells are just their outcome; shards)
-DEFAULT_MIN_PASSES = 3
-DEFAULT_FLAKY_WINDOW = 5
-DEFAULT_KEEP = 180
 CHART_NIGHTLIES = 60
 
 

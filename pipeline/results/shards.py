@@ -5,7 +5,7 @@ their durations and the previous night's plan; the ``shards`` command
 (:mod:`pipeline.commands.shards`) reads those from the tree and the history.
 
 **Estimates** (:func:`estimate`). A test weighs the median of its recorded seconds over the
-last :data:`DEFAULT_NIGHTS` nightlies, every runner's runs together (a median shrugs off
+last ``nightly.shard_nights`` nightlies, every runner's runs together (a median shrugs off
 one slow night or one slow Mac). A test without any gets the median of its operator's
 tests (same stem, both kinds), else the median of all tests. Without a single recorded
 duration above 0 s (no history, or reports that carry no times: every ``time="0"``) every
@@ -39,7 +39,6 @@ from pipeline.results.junit import parse_test_id
 from pipeline.testid import node_of
 
 SCHEMA = 1  # of the plan document (shards --json, the --out file)
-DEFAULT_NIGHTS = 7  # nightlies whose durations are taken
 TARGET = 1.05  # the slowest shard may take this times the mean shard
 _LAST = "\uffff"  # sorts after every test id
 
