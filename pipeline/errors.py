@@ -30,6 +30,19 @@ class PipelineError(Exception):
     exit_code = EXIT_INPUT
 
 
+class DocumentError(PipelineError):
+    """A JSON document this tool wrote (results.json...) does not read back: a field is
+    missing, of another type, or unknown. The message names the document and the field."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, doc: str, where: str, problem: str) -> None:
+        self.doc, self.where = doc, where
+        super().__init__(
+            f"{doc}: {where} {problem}; was it written by this version of mps-pipeline?"
+        )
+
+
 class WorkLeftError(PipelineError):
     """The chain ran, but is not done: tests fail, checklist items or hand-written pieces
     are left. The message says what."""

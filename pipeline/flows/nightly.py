@@ -38,6 +38,7 @@ from pipeline.results.nightly import (
     shard_balance,
 )
 from pipeline.results.table import display_names, merge_runs
+from pipeline.sections import NightlySettings
 from pipeline.tree.git import head_commit
 from pipeline.tree.index import TreeIndex, load_index
 
@@ -178,6 +179,11 @@ def _read_reports(settings: Settings, results: Path) -> tuple[
     return reports, warnings, cases, skipped, walls, n_reports
 
 
+def _rules(settings: Settings, **given: int | None) -> NightlySettings:
+    """The nightly's rules: each one given, else its setting (``nightly.*``)."""
+    return replace(settings.nightly, **{k: v for k, v in given.items() if v is not None})
+
+
 def run_nightly(
     settings: Settings,
     results: Path,
@@ -210,14 +216,12 @@ def run_nightly(
     only then pruned. After that, ``backups`` copies of the history are kept in its
     ``backups/`` folder, made with its seal (:func:`pipeline.results.history.backup_and_seal`).
     ``verify`` False skips the check (for the benchmark that shows its cost).
-    ``min_passes``, ``flaky_window``, ``keep``, ``backups``: None is the setting's
-    (``nightly.*``).
+    ``min_passes``, ``flaky_window``, ``keep``, ``backups``: None is the setting's.
     """
-    rules = settings.nightly
-    min_passes = rules.min_passes if min_passes is None else min_passes
-    flaky_window = rules.flaky_window if flaky_window is None else flaky_window
-    keep = rules.keep if keep is None else keep
-    backups = rules.backups if backups is None else backups
+    r = _rules(
+        settings, min_passes=min_passes, flaky_window=flaky_window, keep=keep, backups=backups
+    )
+    min_passes, flaky_window, keep, backups = r.min_passes, r.flaky_window, r.keep, r.backups
     if min_passes < 1 or flaky_window < 2 or keep < max(min_passes, flaky_window):
         raise PipelineError(
             "nightly: --min-passes must be >= 1, --flaky-window >= 2, and --keep at least both"

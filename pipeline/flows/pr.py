@@ -137,7 +137,7 @@ def collect(
         pr=pr,
         base=base_sha,
         head=head_sha,
-        impact=impact.to_dict(),
+        impact=impact,
         build_needed=impact.build_needed,
         build_ok=True,
         build_error=None,
@@ -177,7 +177,7 @@ def collect(
         result,
         run=junit_path.parent.relative_to(settings.results_dir).as_posix(),
         table=table,
-        xfail_decisions=tuple(d.to_dict() for d in decisions),
+        xfail_decisions=tuple(decisions),
         xfail_diff=edit.diff() if edit is not None else "",
     )
 
@@ -294,24 +294,19 @@ def report(
     db = baselines.history_file(settings.state_dir, history_path)
     if db is not None:
         baselines.refuse_unusable_history(db)
+    window = settings.nightly.flaky_window
     if post_from is not None:
         results = load_results(post_from, pr)
         if db is not None:  # classified again here; else as the results-only job did
-            judged = baselines.classify(
-                db,
-                results.table,
-                runner=runner or results.judged.runner,
-                window=settings.nightly.flaky_window,
-            )
+            runner = runner or results.judged.runner
+            judged = baselines.classify(db, results.table, runner=runner, window=window)
             results = replace(results, baseline=judged)
         if annotate is not None:
             results = annotate(results, True)
     else:
         runner = runner or os.environ.get(baselines.RUNNER_ENV) or None
         results = collect(settings, pr, console, base=base, head=head, runners=runners)
-        judged = baselines.classify(
-            db, results.table, runner=runner, window=settings.nightly.flaky_window
-        )
+        judged = baselines.classify(db, results.table, runner=runner, window=window)
         results = replace(results, baseline=judged)
         if annotate is not None:
             results = annotate(results, False)

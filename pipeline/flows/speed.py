@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.config import Settings
@@ -24,18 +23,6 @@ from pipeline.tree.index import OperatorRecord, TreeIndex, load_index
 
 # the Tensor parameters before the keyword-only marker of a schema: what the call takes
 _TENSOR_PARAM = re.compile(r"(?:^|,)\s*Tensor(?:\([^)]*\))?\??\s+\w+")
-
-
-@dataclass(frozen=True)
-class SpeedReport:
-    runner: str
-    nights: int  # main's nights of figures on that runner the verdicts rest on
-    verdicts: tuple[speeds.Verdict, ...]
-    threshold: float
-
-    @property
-    def slower(self) -> tuple[speeds.Verdict, ...]:
-        return tuple(v for v in self.verdicts if v.judgement is speeds.Judgement.SLOWER)
 
 
 def arity(record: OperatorRecord) -> int:
@@ -99,7 +86,7 @@ def judge(
     measured: Sequence[speeds.Measurement],
     history_path: Path,
     runner: str,
-) -> SpeedReport:
+) -> speeds.SpeedReport:
     """``measured`` (the PR's build) against main's nightly figures on ``runner``."""
     db = history.open_read_only(history_path)
     try:
@@ -111,4 +98,4 @@ def judge(
         measured, main, threshold=review.speed_threshold, min_nights=review.speed_min_nights
     )
     nights = max((len(v) for v in main.values()), default=0)
-    return SpeedReport(runner, nights, verdicts, review.speed_threshold)
+    return speeds.SpeedReport(runner, tuple(measured), review.speed_threshold, nights, verdicts)

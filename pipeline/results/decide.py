@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from pipeline.dtypes import sort_key
+from pipeline.fields import Fields
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
 
@@ -105,6 +106,29 @@ class XfailDecision:
         judged = old if old is not None else (*(self.new_dtypes or ()), *self.dropped)
         going = set(dtypes) & set(self.dropped)
         return _dropping(self.list, self.function, self.key, old, judged, going, reason)
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> XfailDecision:
+        """:meth:`to_dict` read back, every key checked."""
+
+        action = f.pop("action", str)
+        try:
+            parsed = XfailAction.parse(action)
+        except ValueError as exc:
+            raise f.error("action", str(exc)) from None
+        decision = cls(
+            list=f.pop("list", str),
+            function=f.pop("function", str),
+            key=f.pop("key", str),
+            action=parsed,
+            old_dtypes=f.strings_or_none("old_dtypes"),
+            new_dtypes=f.strings_or_none("new_dtypes"),
+            reason=f.pop("reason", str),
+            dropped=f.strings("dropped"),
+            to_list=f.pop("to_list", str, type(None)),
+        )
+        f.done()
+        return decision
 
     def to_dict(self) -> dict[str, Any]:
         """The decision as JSON data: every field, dtype tuples as lists (None = all dtypes)."""

@@ -87,6 +87,17 @@ class Kind(str, Enum):
         return self.value
 
 
+@dataclass(frozen=True)
+class MathSkipped:
+    """check-math did not run, and why (no functor, no compiler, no torch): the
+    ``{"schema", "skipped"}`` document the migrate chain's stage and results.json hold."""
+
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"schema": SCHEMA, "skipped": self.reason}
+
+
 class Agreement(str, Enum):
     """Whether one dtype's kernel agrees with torch (a functor check's status; not the
     checklist's pass/fail/unknown, :class:`pipeline.guide.checklist.Status`)."""
