@@ -32,6 +32,7 @@ import heapq
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pipeline.errors import PipelineError
@@ -315,3 +316,21 @@ def from_json(doc: Any, where: str) -> list[list[str]]:
             raise bad(f"shard {n}: tests is not a list of test ids")
         shards.append(tests)
     return shards
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    """A plan as ``shards`` made it: the plan and how it was made (for :func:`to_json` and
+    the person's report, pipeline.report.shards)."""
+
+    plan: Plan
+    stability: Stability
+    estimates: Estimates
+    by_count: Plan  # the same suite by count: what --shard-id/--num-shards would give
+    source: str  # where the suite came from
+    history: Path
+    previous: Path | None  # the previous plan it started from
+    out: Path  # where it was written
+    nights: int
+    target: float
+    warnings: tuple[str, ...]
