@@ -7,6 +7,8 @@ goal. What each one counts:
 
 - ``string_key_lookups``: ``x["key"]`` (read, write or delete) and ``x.get("key")`` /
   ``x.pop("key")`` / ``x.setdefault("key")`` in ``pipeline/``: a field mypy cannot see;
+  ``edge_reads`` says how many of them are ``Fields.pop("key", type)``, a document's key
+  read once and checked where the file is read;
 - ``str_any_mappings``: ``dict[str, Any]`` and ``Mapping[str, Any]`` (any ``*Mapping``) in
   ``pipeline/``: a value whose shape no type names;
 - ``exit_code_mappers``: modules that turn an exception into an exit status (see
@@ -42,6 +44,7 @@ _KEYED_METHODS = frozenset({"get", "pop", "setdefault"})
 @dataclass(frozen=True)
 class CodeFigures:
     string_key_lookups: int
+    edge_reads: int  # of them: Fields.pop("key", type) at a document's edge, checked
     str_any_mappings: int
     exit_code_mappers: tuple[str, ...]
     errors_outside_errors_py: tuple[str, ...]
@@ -74,6 +77,31 @@ def _string_key_lookups(tree: ast.Module) -> int:
             and bool(node.args)
             and _is_str(node.args[0])
         )
+    )
+
+
+_TYPES = frozenset({"str", "int", "bool", "float", "list", "dict"})
+
+
+def _edge_reads(tree: ast.Module) -> int:
+    """``f.pop("key", str, ...)``: a key read once and checked for its type where the
+    document is read (:class:`pipeline.fields.Fields`), not a lookup deep in the code."""
+
+    def a_type(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Name) and node.id in _TYPES) or (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "type"
+        )  # fmt: skip
+
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "pop"
+        and len(node.args) >= 2
+        and _is_str(node.args[0])
+        and all(a_type(a) for a in node.args[1:])
     )
 
 
@@ -143,13 +171,14 @@ def _base_name(node: ast.expr) -> str:
 
 
 def measure(root: Path = PACKAGE) -> CodeFigures:
-    lookups = mappings = flags = 0
+    lookups = edge = mappings = flags = 0
     mappers: list[str] = []
     classes: dict[str, list[tuple[str, list[str]]]] = {}
     long: list[tuple[int, str]] = []
     longest = 0
     for module, text, tree in _modules(root):
         lookups += _string_key_lookups(tree)
+        edge += _edge_reads(tree)
         mappings += len(_STR_ANY.findall(text))
         if _maps_errors(tree):
             mappers.append(module)
@@ -166,6 +195,7 @@ def measure(root: Path = PACKAGE) -> CodeFigures:
                 flags += 1
     return CodeFigures(
         string_key_lookups=lookups,
+        edge_reads=edge,
         str_any_mappings=mappings,
         exit_code_mappers=tuple(mappers),
         errors_outside_errors_py=tuple(_pipeline_errors(classes)),
@@ -185,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(asdict(figures), indent=2))
         return 0
     print(f"string-key lookups:                 {figures.string_key_lookups}   (goal <= 150)")
+    print(f"    of them checked edge reads:     {figures.edge_reads}")
     print(f"dict/Mapping[str, Any]:             {figures.str_any_mappings}   (goal <= 10)")
     print(f"modules mapping errors to exits:    {len(figures.exit_code_mappers)}   (goal 1)")
     for module in figures.exit_code_mappers:
