@@ -30,6 +30,9 @@ Benchmarks (``--only`` names):
 - ``tracker``: one migration-tracker update for 300 operators and 200 open PRs against a
   local GitHub: requests the first time and when nothing changed, and its time.
 
+Counts read from the source rather than timed (string-key lookups, untyped mappings, where
+errors become exit codes, long functions) are ``python -m bench.code`` (:mod:`bench.code`).
+
 All trees, doit databases and state directories are temporary. What is kept between runs,
 under ``--cache-dir``, is only what a user's machine keeps too: the op_db dump and a
 bytecode cache for the subprocesses. Results are also written to ``<cache-dir>/bench.json``.

@@ -27,14 +27,22 @@ Glossary (one word per concept; the code uses these):
   its tests.
 - **test id**: ``test_<kind>_<stem>_mps_<dtype>`` (:class:`pipeline.testid.TestId`).
 - **stub**: a ``DECLARE_DISPATCH`` dispatch stub; **functor**: a Metal kernel's struct in a
-  ``.metal`` file; **host file**: the ``.mm`` that registers stubs and runs kernels.
+  ``.metal`` file; **host file**: the ``.mm`` that registers stubs and runs kernels; its
+  **exec kind** is the ``exec_KIND_kernel`` a migration writes: unary or binary
+  (``tree.objc.ExecKind``).
 - **stage**: one step of the migrate chain (audit, edit, build, test_op, table,
   drop_xfails, summary); a **flow** strings stages or steps together.
 - **outcome**: pass, fail, error, xfail, xpass, skip of one test (``results.junit.Outcome``);
   a **table** is outcomes per operator and dtype.
-- **xfail decision**: what to do with one xfail entry given results (keep, delete, narrow,
-  move); the **xfail edit** is the change of common_mps.py those decisions make; the
-  nightly's **proposals** are decisions that held for several nights, shown as a diff.
+- **status**: a checklist item's pass, fail or unknown (``guide.checklist.Status``); a
+  functor check's **agreement** with torch is ok, mismatch, known or no reference
+  (``results.math.Agreement``).
+- **xfail decision**: what to do with one xfail entry given results; its **action** is keep,
+  drop_dtypes, delete, narrow_none or move (``results.decide.XfailAction``); the **xfail
+  edit** is the change of common_mps.py those decisions make; the nightly's **proposals**
+  are decisions that held for several nights, shown as a diff.
+- **written**: what keeping the PR's comment or the tracker's section on GitHub did:
+  created, updated, unchanged, or dry-run (``github.Written``).
 - **impact**: the operators and tests a change can affect (the ``affected`` command and
   ``doit affected`` print it).
 - **gap**: a part of the tree that could not be read, so a checklist item is unknown (?).

@@ -55,8 +55,8 @@ the options --root, --python, --state-dir, --build-dir, --opinfo-table and --con
 before or after the command: mps-pipeline --root ~/pytorch audit atan2
 
 exit status: 0 done; 1 work left (failing tests, checklist items, a failed build, the tree
-busy); 2 bad input or usage; 3 a bad doit command line; 70 nightly crashed (a bug);
-130 interrupted (nothing is left half-written)
+busy); 2 bad input or usage; 3 a bad doit command line; 70 crashed (a bug; the traceback
+is printed above); 130 interrupted (nothing is left half-written)
 """
 
 
@@ -99,9 +99,9 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
 
 def global_flags() -> tuple[str, ...]:
     """The options every command takes (its settings), as flags: --root, --state-dir, ..."""
-    from pipeline.config import OVERRIDABLE
+    from pipeline.options import OPTIONS, SETTINGS_OPTIONS
 
-    return tuple(f"--{key.replace('_', '-')}" for key in (*OVERRIDABLE, "config"))
+    return tuple(OPTIONS[key].flag for key in SETTINGS_OPTIONS)
 
 
 def _global_flag(arg: str) -> str | None:
@@ -171,7 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from pipeline.config import OVERRIDABLE, load_settings
+    from pipeline.config import load_settings
+    from pipeline.options import OVERRIDABLE
     from pipeline.workspace import announce, prepare
 
     settings = load_settings(
@@ -194,30 +195,20 @@ def _guarded(run: Callable[[], int]) -> int:
 
 
 def _failed(exc: BaseException) -> int:
-    """The exit status of a command that raised ``exc``, said in one line; anything else
-    than the errors below is a bug, raised as it is. (Apart from :func:`_guarded`: the
-    errors are imported only when one happened, which a replayed audit never pays for.)"""
-    from pipeline.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, PipelineError
+    """The exit status of a command that raised ``exc``, said in one line
+    (:func:`pipeline.errors.failure`, which the doit tasks share). Imported only when
+    something failed, which a replayed audit never pays for."""
+    from pipeline.errors import EXIT_INTERRUPTED, EXIT_OK, failure
 
-    if isinstance(exc, PipelineError):
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    if isinstance(exc, BrokenPipeError):
-        # `... --json | head` closed our stdout: not an error of ours; keep Python's shutdown
-        # flush from raising again on the closed pipe.
+    failed = failure(exc)
+    if failed.code == EXIT_OK:
+        # a closed stdout (`--json | head`): keep Python's shutdown flush from raising again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    if isinstance(exc, KeyboardInterrupt):
-        # Source edits are transactions (rolled back, or forward by the next run).
-        print("\ninterrupted: nothing half-written was left behind", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    if isinstance(exc, OSError):  # a read-only, full or failing disk: the path and why, exit 2
-        where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
-        print(
-            f"error: {where}: {exc.strerror or exc}" if where else f"error: {exc}", file=sys.stderr
-        )
-        return EXIT_INPUT
-    raise exc
+    elif failed.code == EXIT_INTERRUPTED:
+        print(f"\n{failed.line}", file=sys.stderr)
+    else:
+        print(f"error: {failed.line}", file=sys.stderr)
+    return failed.code
 
 
 if __name__ == "__main__":

@@ -24,12 +24,15 @@ from typing import Any
 from pipeline import fsio
 from pipeline.dtypes import TEST_KINDS
 from pipeline.errors import ConfigError
+from pipeline.options import OVERRIDABLE
 from pipeline.sections import (
     GitHubSettings,
     MathSettings,
+    NightlySettings,
     Resolved,
     ReviewSettings,
     math,
+    nightly,
     review,
     runners,
 )
@@ -54,7 +57,6 @@ SANDBOX_STATE_ORIGIN = (
     f"~/.local/state/{fsio.SANDBOX_STATE})"
 )
 # keys a doit variable or CLI flag may set
-OVERRIDABLE = ("root", "python", "state_dir", "build_dir", "opinfo_table")
 # keys whose relative paths are relative to where they were set (file's folder, or cwd)
 _PATH_KEYS = ("root", "state_dir", "math.cache")
 
@@ -87,6 +89,11 @@ TYPES: dict[str, tuple[type, ...]] = {
     "review.disable": (list,),
     "speed.threshold": (int, float),
     "speed.min_nights": (int,),
+    "nightly.min_passes": (int,),
+    "nightly.flaky_window": (int,),
+    "nightly.keep": (int,),
+    "nightly.backups": (int,),
+    "nightly.shard_nights": (int,),
     "tracker.query": (str,),
     "tracker.max_requests": (int,),
 }
@@ -151,6 +158,7 @@ class Settings:
     opinfo_table: Path | None
     github: GitHubSettings
     runners: tuple[str, ...]
+    nightly: NightlySettings
     # runner -> its macOS version, for the runners the ``runners:`` table gives one (the
     # others: read from the name, ``macos-m2-15``)
     runner_macos: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)
@@ -574,6 +582,7 @@ def load_settings(
             **{key.partition(".")[2]: v for key, v in value.items() if key.startswith("github.")}
         ),
         runners=runner_names,
+        nightly=nightly(sources),
         runner_macos=MappingProxyType(runner_macos),
         review=review(sources),
         sources=MappingProxyType(sources),

@@ -1,15 +1,24 @@
-"""Typed errors. Every message says what went wrong *and* what to do about it."""
+"""Typed errors. Every message says what went wrong *and* what to do about it.
+
+Every :class:`PipelineError` lives here, each with its exit code, and :func:`failure` is the
+one place an exception becomes an exit status and the line said about it: ``python -m
+pipeline`` and every doit task call it alike (cibuildwheel's ``__main__`` is the model). An
+exception that is not ours is a bug: exit 70 ("crashed") everywhere, its traceback printed
+first, never 1 ("work left") or 2 ("bad input").
+"""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 
 # The exit-code table, the same for `python -m pipeline` and doit (README, "Exit status").
 EXIT_OK = 0
 EXIT_WORK_LEFT = 1  # tests or checklist failed, a build failed, work is left for a human
 EXIT_INPUT = 2  # usage or input error: bad config, unknown operator, unreadable file
-EXIT_CRASHED = 70  # `nightly` only: an unexpected error (a bug), never mistaken for 1
+EXIT_CRASHED = 70  # an unexpected error (a bug), never mistaken for 1 or 2
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
@@ -22,6 +31,19 @@ class PipelineError(Exception):
     exit_code = EXIT_INPUT
 
 
+class DocumentError(PipelineError):
+    """A JSON document this tool wrote (results.json...) does not read back: a field is
+    missing, of another type, or unknown. The message names the document and the field."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, doc: str, where: str, problem: str) -> None:
+        self.doc, self.where = doc, where
+        super().__init__(
+            f"{doc}: {where} {problem}; was it written by this version of mps-pipeline?"
+        )
+
+
 class WorkLeftError(PipelineError):
     """The chain ran, but is not done: tests fail, checklist items or hand-written pieces
     are left. The message says what."""
@@ -32,9 +54,85 @@ class WorkLeftError(PipelineError):
 class ConfigError(PipelineError):
     """A configuration key is missing, unknown or has the wrong type."""
 
+    exit_code = EXIT_INPUT
+
+
+class NoCompilerError(ConfigError):
+    """No host C++ compiler to build functors with; the message names the setting to set."""
+
+    exit_code = EXIT_INPUT
+
+
+class NoTorchError(ConfigError):
+    """The configured interpreter has no torch: no reference, no wheel headers; the message
+    says which setting points at one that has it."""
+
+    exit_code = EXIT_INPUT
+
+
+class NothingToCheckError(PipelineError):
+    """The operator or file has no registered Metal functor; the message names what the
+    tree has instead."""
+
+    exit_code = EXIT_INPUT
+
+
+class NotElementwiseError(PipelineError):
+    """The operator is not a shared element-wise kernel behind a declared stub: the guide's
+    recipe (a functor, a registration, a folded row) does not apply. Exit 2, before any write."""
+
+    exit_code = EXIT_INPUT
+
+
+class NoDeviceError(PipelineError):
+    """The interpreter's torch cannot use the device asked for; nothing was timed (exit 2,
+    as for any input that cannot work here). ``instead`` is what the command suggests."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, device: str, reason: str, instead: str = "") -> None:
+        self.device = device
+        self.reason = reason
+        text = f"speed: no {device.upper()} device here: {reason}"
+        super().__init__(f"{text}; {instead}" if instead else text)
+
+    def suggesting(self, instead: str) -> NoDeviceError:
+        """The same error, with what the command that met it suggests doing."""
+        return NoDeviceError(self.device, self.reason, instead)
+
+
+class DamagedHistoryError(PipelineError):
+    """A file at the history's path that is not a valid history; it was not touched."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, path: Path, why: str) -> None:
+        self.path = path
+        self.why = why
+        super().__init__(
+            f"{path}: not a valid mps-pipeline history ({why}): restore it from a backup, "
+            "or move it away to start a new history"
+        )
+
+
+class HistoryBusyError(PipelineError):
+    """The history cannot be written now: another process holds its lock, or the file or
+    its folder is read-only. The environment, not a bug, and nothing was recorded."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, path: Path, why: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path}: the history cannot be written now ({why}); nothing was recorded: "
+            "wait for the other run or make the file writable, then run again"
+        )
+
 
 class ParseError(PipelineError):
     """A source file could not be read; the message names file and line."""
+
+    exit_code = EXIT_INPUT
 
     def __init__(self, path: str, line: int | None, message: str) -> None:
         self.path = path
@@ -60,6 +158,8 @@ class UnreadableFileError(ParseError):
 class UnknownOperatorError(PipelineError):
     """The operator is not in the tree; suggests close names."""
 
+    exit_code = EXIT_INPUT
+
     def __init__(self, op: str, suggestions: list[str]) -> None:
         self.op = op
         self.suggestions = suggestions
@@ -75,9 +175,13 @@ class UnknownImplementationError(PipelineError):
     """What the tool must read to plan an edit is not in the tree (a shared implementation
     no native/*.cpp defines): unknown, never guessed. Exit 2, before any write."""
 
+    exit_code = EXIT_INPUT
+
 
 class DirtyFileError(PipelineError):
     """Refusing to overwrite a file with uncommitted changes made by someone else."""
+
+    exit_code = EXIT_INPUT
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -116,6 +220,8 @@ class TreeBusyError(PipelineError):
 
 class EditVerificationError(PipelineError):
     """An edit, re-parsed, did not change exactly what was intended; nothing was written."""
+
+    exit_code = EXIT_INPUT
 
 
 @dataclass(frozen=True)
@@ -199,4 +305,47 @@ class DeviceRefusedError(PipelineError):
 class GitHubError(PipelineError):
     """The GitHub API refused a request (401/403/404/422...)."""
 
+    exit_code = EXIT_INPUT
     status: int | None = None  # the HTTP status, when GitHub answered
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an OSError: the path(s) it names and the system's reason."""
+    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    return f"{where}: {exc.strerror or exc}" if where else str(exc)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a command or task that raised says, on stderr, and exits with."""
+
+    code: int
+    line: str  # the one line said, without "error: "
+
+
+def failure(exc: BaseException, *, where: str = "") -> Failure:
+    """The exit status of a run that raised ``exc`` and its one line. ``where``: what was
+    running (``during the build``), said after an interruption or a crash.
+
+    Anything but the errors below is a bug: its traceback is printed on stderr here, first,
+    and the line says so (exit 70, whatever the command or task)."""
+    during = f" during {where}" if where else ""
+    if isinstance(exc, BrokenPipeError):
+        # `... --json | head` closed our stdout: not an error of ours
+        return Failure(EXIT_OK, "")
+    if isinstance(exc, PipelineError):
+        return Failure(exc.exit_code, str(exc))
+    if isinstance(exc, KeyboardInterrupt):
+        # source edits are transactions: rolled back, or forward by the next run
+        return Failure(EXIT_INTERRUPTED, f"interrupted{during}: no file was left half-written")
+    if isinstance(exc, OSError):  # a read-only, full or failing disk: the path and why
+        return Failure(EXIT_INPUT, os_error_line(exc))
+    import traceback  # only for a bug: the floor's import stays cheap
+
+    traceback.print_exception(exc, file=sys.stderr)
+    return Failure(
+        EXIT_CRASHED,
+        f"crashed{during}: unexpected {type(exc).__name__}, a bug in mps-pipeline (the "
+        f"traceback is above; please report it): exit {EXIT_CRASHED}, not 1 or 2, so it is "
+        "never taken for failing tests or bad input",
+    )

@@ -1,15 +1,21 @@
 """The one table of the options a user gives: each is a doit variable (``dry_run=1``) and a
-CLI flag (``--dry-run``), and its help text is written here once.
+CLI flag (``--dry-run``), and its help text is written here once (nox's ``_options.py`` is
+the model).
 
 ``doit help TASK`` lists a task's variables from :meth:`Option.doit_help`; the CLI's parsers
 add theirs with :meth:`Option.add_to`. A switch (no ``metavar``) is ``name=1`` in doit and a
-plain ``--flag`` on the command line.
+plain ``--flag`` on the command line. A settings option's environment variable and default
+are its setting's: ``MPS_PIPELINE_<NAME>`` (:func:`pipeline.config.env_name`) and
+``defaults.yaml``, the one place of defaults.
 """
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a parser is handed in: config, which reads OVERRIDABLE, never pays for it
+    import argparse
 
 
 @dataclass(frozen=True)
@@ -18,6 +24,7 @@ class Option:
     help: str  # one line, without the option's spelling
     metavar: str | None = None  # None: a switch
     example: str = ""  # shown in doit's help after the text: "(op=atan2, op=arctan2)"
+    doit: bool = True  # also a doit variable (False: the command line's alone, as --json)
 
     @property
     def flag(self) -> str:
@@ -32,10 +39,14 @@ class Option:
         spelled = f"{self.name}={'1' if self.switch else self.metavar}"
         return f"{spelled}: {self.help}" + (f" ({self.example})" if self.example else "")
 
-    def add_to(self, parser: argparse.ArgumentParser, *, positional: bool = False) -> None:
-        """Add this option to ``parser``: ``--flag`` (or ``name``, ``positional``)."""
+    def add_to(
+        self, parser: argparse.ArgumentParser, *, positional: bool = False, optional: bool = False
+    ) -> None:
+        """Add this option to ``parser``: ``--flag`` (or ``name``, ``positional``; one that
+        may be left out, ``optional``)."""
         if positional:
-            parser.add_argument(self.name, metavar=self.metavar, help=self.help)
+            nargs = "?" if optional else None
+            parser.add_argument(self.name, nargs=nargs, metavar=self.metavar, help=self.help)
         elif self.switch:
             parser.add_argument(self.flag, action="store_true", help=self.help)
         else:
@@ -61,9 +72,14 @@ OPTIONS: dict[str, Option] = {
         Option("build_dir", "the build directory, relative to root (default: build)", "DIR"),
         Option("opinfo_table", "a static OpInfo table instead of importing op_db", "FILE"),
         Option("config", "a config file instead of the checkout's .mps-pipeline.yaml", "FILE"),
+        Option(
+            "json",
+            "print JSON instead of the report (schema: docs/machine-output.md)",
+            doit=False,
+        ),
     )
 }
+# the settings a command line may set (config.load_settings refuses any other)
+OVERRIDABLE: tuple[str, ...] = ("root", "python", "state_dir", "build_dir", "opinfo_table")
 # the options every command and every stage's task takes: where the tree and its state are
-SETTINGS_OPTIONS: tuple[str, ...] = (
-    "root", "python", "state_dir", "build_dir", "opinfo_table", "config",
-)  # fmt: skip
+SETTINGS_OPTIONS: tuple[str, ...] = (*OVERRIDABLE, "config")

@@ -69,6 +69,32 @@ class ReviewSettings:
     tracker_max_requests: int = 250
 
 
+@dataclass(frozen=True)
+class NightlySettings:
+    """The nightly's rules and the history's keeping (``nightly.*``; defaults.yaml)."""
+
+    min_passes: int  # nightlies in a row an xfail xpasses before its removal is proposed
+    flaky_window: int  # nightlies looked back over for flipping outcomes
+    keep: int  # nightlies the history keeps
+    backups: int  # copies of the history kept beside it; 0: none
+    shard_nights: int  # nightlies whose durations `shards` balances by
+
+
+def nightly(sources: Mapping[str, Resolved]) -> NightlySettings:
+    """The ``nightly.*`` settings, each a count that works (``backups`` may be 0)."""
+    values = {}
+    for name in ("min_passes", "flaky_window", "keep", "backups", "shard_nights"):
+        source = sources[f"nightly.{name}"]
+        least = 0 if name == "backups" else 1
+        if isinstance(source.value, bool) or source.value < least:
+            raise ConfigError(
+                f"config key 'nightly.{name}' ({source.origin}): must be a whole number of at "
+                f"least {least}, got {source.value!r}"
+            )
+        values[name] = source.value
+    return NightlySettings(**values)
+
+
 _MACOS_VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
 
 

@@ -5,10 +5,10 @@
 also accepted as ``--op atan2``, which is how ``doit help TASK`` lists them).
 
 Per-operator stages are doit subtasks (``edit:atan2``), so every operator has its own
-up-to-date state. An action turns errors into doit's results: a
-:class:`~pipeline.errors.PipelineError` whose exit code is 1 (tests fail, work left) into
-``TaskFailed`` (doit exits 1), an input error into ``TaskError`` (doit exits 2); Ctrl-C
-prints one line and exits 130.
+up-to-date state. An action's error gets its exit status from
+:func:`pipeline.errors.failure`, as the CLI's does: 1 (tests fail, work left) becomes
+``TaskFailed`` (doit exits 1), 2 (bad input) ``TaskError`` (doit exits 2); Ctrl-C (130) and
+a crash (70, its traceback printed first) end the run with that status.
 """
 
 from __future__ import annotations
@@ -19,14 +19,15 @@ import sys
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from doit import get_var, task_params
 from doit.exceptions import TaskError, TaskFailed
 
-from pipeline.config import OVERRIDABLE, Settings
-from pipeline.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_WORK_LEFT, PipelineError
+from pipeline.config import Settings
+from pipeline.errors import EXIT_INPUT, EXIT_OK, EXIT_WORK_LEFT, Failure, PipelineError, failure
 from pipeline.flows.migrate import BY_NAME, STAGES, VARIABLES, Request, Stage
+from pipeline.options import OVERRIDABLE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -93,8 +94,15 @@ def _settings(
             )
         )
     except PipelineError as exc:  # a bad root= or config: say so, no traceback from doit
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(exc.exit_code) from exc
+        _exit(exc)
+
+
+def _exit(exc: PipelineError) -> NoReturn:
+    """End a doit run that cannot start (DOIT_CONFIG or the settings cannot be made) with
+    ``exc``'s line and status: raised, doit would print a traceback and exit 3."""
+    failed = failure(exc)
+    print(f"error: {failed.line}", file=sys.stderr)
+    raise SystemExit(failed.code) from None
 
 
 # Variables of the tasks outside the chain's table.
@@ -164,12 +172,12 @@ def _check_database(path: Path) -> None:
         if result != "ok":
             raise sqlite3.DatabaseError(result)
     except sqlite3.DatabaseError as exc:
-        print(
-            f"error: {path}: doit's database is damaged ({exc}); delete it (the next run "
-            "re-checks every task and re-runs what is not up to date)",
-            file=sys.stderr,
+        _exit(
+            PipelineError(
+                f"{path}: doit's database is damaged ({exc}); delete it (the next run "
+                "re-checks every task and re-runs what is not up to date)"
+            )
         )
-        raise SystemExit(EXIT_INPUT) from None
 
 
 def run_doit(argv: list[str], *, announce: bool = True) -> int:
@@ -202,12 +210,6 @@ def _params(names: tuple[str, ...]) -> list[dict]:
     return [{"name": n, "long": n, "type": str, "default": "", "help": VARIABLES[n]} for n in names]
 
 
-def os_error_line(exc: OSError) -> str:
-    """One line for an OSError: the path(s) it names and the system's reason."""
-    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
-    return f"{where}: {exc.strerror or exc}" if where else str(exc)
-
-
 def guarded(
     fn: Callable[[Console], None], name: str, *, lazy: bool = False
 ) -> Callable[[], object]:
@@ -221,18 +223,24 @@ def guarded(
         console: Console = LazyTerminal() if lazy else terminal()  # type: ignore[assignment]
         try:
             fn(console)
-        except PipelineError as exc:
-            return TaskFailed(str(exc)) if exc.exit_code == EXIT_WORK_LEFT else TaskError(str(exc))
-        except OSError as exc:  # a read-only, full or failing disk: the path and why
-            return TaskError(os_error_line(exc))
-        except KeyboardInterrupt:
-            # Edits are transactions: an interrupted one was rolled back or will be rolled
-            # forward by the next run, so there is nothing more to say than this line.
-            print(f"\ninterrupted during {name}: no file was left half-written", file=sys.stderr)
-            raise SystemExit(EXIT_INTERRUPTED) from None
+        except (Exception, KeyboardInterrupt) as exc:
+            return _doit_result(failure(exc, where=name))
         return None
 
     return action
+
+
+def _doit_result(failed: Failure) -> object:
+    """What a doit action returns for a failure (doit exits 1 for ``TaskFailed``, 2 for
+    ``TaskError``); any other status ends the run with it, as the CLI would."""
+    if failed.code == EXIT_OK:
+        return None
+    if failed.code == EXIT_WORK_LEFT:
+        return TaskFailed(failed.line)
+    if failed.code == EXIT_INPUT:
+        return TaskError(failed.line)
+    print(f"\n{failed.line}", file=sys.stderr)
+    raise SystemExit(failed.code)
 
 
 def _asked() -> set[str]:

@@ -37,7 +37,8 @@ _CLASSES: dict[str, Any] = {
     cls.__name__: cls
     for cls in (
         config.Settings, sections.GitHubSettings, sections.MathSettings,
-        sections.ReviewSettings, sections.KnownDeviation, sections.Resolved, config.LookedAt,
+        sections.ReviewSettings, sections.NightlySettings, sections.KnownDeviation,
+        sections.Resolved, config.LookedAt,
     )
 }  # fmt: skip
 

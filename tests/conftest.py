@@ -20,6 +20,8 @@ from tests.releases import NEWEST, OLDEST, Release, WheelUnavailable, release
 
 T = TypeVar("T")
 FIXTURES = Path(__file__).parent / "fixtures"
+# the fixtures are PyTorch-shaped trees, whose test/*.py files are data, not our tests
+collect_ignore = ["fixtures"]
 MATH_CACHE_ENV = "MPS_PIPELINE_MATH_CACHE"
 STATE_HOME_ENV = "XDG_STATE_HOME"
 # the session's own state home, once made (xdist workers inherit the controller's)

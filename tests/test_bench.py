@@ -196,3 +196,35 @@ def test_paths_counts_every_overload_of_the_newest_yaml(ctx: bench.Context) -> N
     assert sum(result.data["counts"].values()) == len(entries)
     assert result.data["counts"]["metal"] and result.data["counts"]["mpsgraph"]
     assert result.data["in_process_s"] and result.data["process_s"]
+
+
+def test_code_figures_count_what_they_name(tmp_path: Path) -> None:
+    from bench.code import measure
+
+    package = tmp_path / "pipeline"
+    (package / "commands").mkdir(parents=True)
+    (package / "sandbox").mkdir()
+    (package / "errors.py").write_text("class PipelineError(Exception):\n    exit_code = 2\n")
+    (package / "sandbox" / "x.py").write_text("d = {}\nd['ignored']\n")
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(80))
+    (package / "commands" / "a.py").write_text(
+        "from typing import Any, Mapping\n"
+        "from pipeline.errors import PipelineError\n"
+        "class Mine(PipelineError):\n    pass\n"
+        "class Deeper(Mine):\n    pass\n"
+        "def f(d: dict[str, Any], m: Mapping[str, Any]) -> int:\n"
+        "    d['a'] = m['b']\n    d.get('c')\n    d.pop(0)\n    m.pop('e', str, type(None))\n"
+        "    try:\n        return 0\n    except Mine:\n        return 1\n"
+        "def g(p) -> None:\n    p.add_argument('--json')\n" + long_body
+    )
+    figures = measure(package)
+    # d['a'], m['b'], d.get('c') and the checked m.pop('e', ...); not d.pop(0)
+    assert figures.string_key_lookups == 4 and figures.edge_reads == 1
+    assert figures.str_any_mappings == 2
+    assert figures.exit_code_mappers == ("pipeline/commands/a.py", "pipeline/errors.py")
+    assert figures.errors_outside_errors_py == (
+        "pipeline/commands/a.py:Deeper",
+        "pipeline/commands/a.py:Mine",
+    )
+    assert figures.long_functions == ("pipeline/commands/a.py:g (82)",)
+    assert figures.json_flag_declarations == 1

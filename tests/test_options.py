@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 
 from pipeline.__main__ import build_parser
-from pipeline.config import OVERRIDABLE
 from pipeline.flows.migrate import BY_NAME, VARIABLES
-from pipeline.options import OPTIONS, SETTINGS_OPTIONS
+from pipeline.options import OPTIONS, OVERRIDABLE, SETTINGS_OPTIONS
 
 
 def test_the_settings_options_are_the_overridable_settings_and_config() -> None:

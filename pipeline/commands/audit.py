@@ -9,13 +9,12 @@ from typing import Any
 
 from pipeline.config import Settings
 from pipeline.guide import replay
+from pipeline.options import OPTIONS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("op", help="operator name or OpInfo alias, e.g. atan2 or arctan2")
-    parser.add_argument(
-        "--json", action="store_true", help="print JSON (schema: docs/machine-output.md)"
-    )
+    OPTIONS["op"].add_to(parser, positional=True)
+    OPTIONS["json"].add_to(parser)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

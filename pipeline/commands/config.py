@@ -11,6 +11,7 @@ import json
 import sys
 
 from pipeline.config import TYPES, Settings
+from pipeline.options import OPTIONS
 
 # listing the settings must work on any root, a wrong one included: it is how you find out
 PREPARES_TREE = False
@@ -18,9 +19,7 @@ SCHEMA = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--json", action="store_true", help="print JSON (schema: docs/machine-output.md)"
-    )
+    OPTIONS["json"].add_to(parser)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.config import OVERRIDABLE, Settings
+from pipeline.config import Settings
 from pipeline.flows.migrate import STAGE_NAMES
-from pipeline.options import OPTIONS
+from pipeline.options import OPTIONS, SETTINGS_OPTIONS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     # Pass on what the user gave, not the resolved settings: unset keys keep their origin
     # (environment, config file, the checkout you stand in) and root=sandbox stays "sandbox".
     doit_vars = [f"op={args.op}"] + [
-        f"{key}={value}" for key in (*OVERRIDABLE, "config") if (value := getattr(args, key, None))
+        f"{key}={value}" for key in SETTINGS_OPTIONS if (value := getattr(args, key, None))
     ]
     doit_vars += ["force=1"] * args.force + ["dry_run=1"] * args.dry_run
     if args.body:

@@ -21,18 +21,17 @@ import argparse
 import json
 import os
 import sqlite3
-import traceback
 from pathlib import Path
 
 from pipeline import state
 from pipeline.config import Settings
-from pipeline.errors import EXIT_CRASHED, PipelineError
+from pipeline.errors import DamagedHistoryError, HistoryBusyError, PipelineError
 from pipeline.flows.nightly import run_nightly
 from pipeline.guide.backlog import backlog
+from pipeline.options import OPTIONS
 from pipeline.report.console import terminal
 from pipeline.report.nightly import publish, render_terminal
 from pipeline.results import history
-from pipeline.results.nightly import DEFAULT_FLAKY_WINDOW, DEFAULT_KEEP, DEFAULT_MIN_PASSES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,36 +53,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backups",
         type=int,
-        default=history.DEFAULT_BACKUPS,
         help="copies of the history kept after each night in its backups/ folder "
-        f"(default {history.DEFAULT_BACKUPS}; 0: none)",
+        "(default: the setting nightly.backups; 0: none)",
     )
     parser.add_argument(
         "--dashboard", type=Path, help="dashboard directory (default: <state_dir>/dashboard)"
     )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print summary.json, not a report (schema: docs/machine-output.md)",
-    )
+    OPTIONS["json"].add_to(parser)
     parser.add_argument(
         "--min-passes",
         type=int,
-        default=DEFAULT_MIN_PASSES,
         help="nightlies in a row a dtype must xpass on every runner before its xfail goes "
-        f"(default {DEFAULT_MIN_PASSES})",
+        "(default: the setting nightly.min_passes)",
     )
     parser.add_argument(
         "--flaky-window",
         type=int,
-        default=DEFAULT_FLAKY_WINDOW,
-        help=f"nightlies to look back for flipping outcomes (default {DEFAULT_FLAKY_WINDOW})",
+        help="nightlies to look back for flipping outcomes (default: the setting "
+        "nightly.flaky_window)",
     )
     parser.add_argument(
         "--keep",
         type=int,
-        default=DEFAULT_KEEP,
-        help=f"nightlies the history keeps (default {DEFAULT_KEEP})",
+        help="nightlies the history keeps (default: the setting nightly.keep)",
     )
     parser.add_argument("--commit", help="the PyTorch commit tested (default: git HEAD of root)")
     parser.add_argument(
@@ -92,12 +84,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where the results come from, e.g. the CI run's URL; recording the same source "
         "again replaces that nightly instead of counting it twice",
     )
-
-
-class NightlyCrashed(PipelineError):
-    """Something unexpected broke (a bug); its traceback was printed."""
-
-    exit_code = EXIT_CRASHED
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -121,33 +107,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             source=args.source,
             backlog_of=backlog,
         )
-        files = publish(outcome)
-        # inside the try: a crash while printing must not exit 1 ("regressions") either
-        if args.json:
-            print(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
-        else:
-            render_terminal(outcome.summary, files, terminal())
-    except (PipelineError, KeyboardInterrupt, BrokenPipeError):
-        raise
     except sqlite3.OperationalError as exc:
-        if "locked" not in str(exc) and "readonly" not in str(exc):
-            raise _crashed(exc) from exc
-        # the environment, not a bug: another process's lock, a file made read-only
-        raise PipelineError(f"{history_path}: the history cannot be written now ({exc})") from exc
-    except OSError as exc:  # a disk or permission error: the path and why, not a crash
-        where = exc.filename or history_path
-        raise PipelineError(f"{where}: {exc.strerror or exc}") from exc
-    except Exception as exc:
-        raise _crashed(exc) from exc
+        # the environment, not a bug: another process's lock, a file made read-only; any
+        # other SQLite error is one (pipeline.errors.failure: exit 70, never 1)
+        if not history.not_now(exc):
+            raise
+        raise HistoryBusyError(history_path, str(exc)) from exc
+    files = publish(outcome)
+    if args.json:
+        print(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
+    else:
+        render_terminal(outcome.summary, files, terminal())
     return 1 if outcome.summary["regressions"] else 0
-
-
-def _crashed(exc: BaseException) -> NightlyCrashed:
-    traceback.print_exception(exc)
-    return NightlyCrashed(
-        f"nightly: unexpected {type(exc).__name__} (a bug in mps-pipeline; the traceback "
-        f"is above): exit {EXIT_CRASHED}, not 1, so CI does not take it for regressions"
-    )
 
 
 def report_history(path: Path) -> int:
@@ -157,7 +128,7 @@ def report_history(path: Path) -> int:
         raise PipelineError(f"{path}: no history here (a nightly starts one)")
     try:
         found = history.check(path, thorough=True)
-    except history.DamagedHistoryError:
+    except DamagedHistoryError:
         if copies:
             print(f"backups ({len(copies)}, newest last):", *map(str, copies), sep="\n  ")
         raise

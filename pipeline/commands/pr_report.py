@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from pipeline import state
 from pipeline.config import Settings
 from pipeline.flows.pr import report
-from pipeline.report.pr import PrResults
-from pipeline.results import baseline as baselines
+from pipeline.flows.pr_sections import Sections, annotator
 from pipeline.results.baseline import RUNNER_ENV
 from pipeline.tree.git import BASE_BRANCHES
 
@@ -92,108 +88,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _annotate(
-    settings: Settings, args: argparse.Namespace
-) -> Callable[[PrResults, bool], PrResults]:
-    """What the comment adds to the targeted tests: the review checks and kernel speed. The
-    Mac job (no history there) measures; the posting job, which has main's history, judges
-    the measurements results.json carries."""
-
-    def annotate(results: PrResults, loaded: bool) -> PrResults:
-        if loaded:
-            if results.speed and results.speed.get("measurements"):
-                results = replace(results, speed=_judged(settings, args, dict(results.speed)))
-            return results
-        from pipeline.flows.review import review
-        from pipeline.guide.review import to_json
-
-        if not args.no_math and results.impact["operators"]:
-            results = replace(results, math=_math(settings, results))
-        if not args.no_review:
-            found = review(settings, results.base, results.head)
-            results = replace(results, review=to_json(found.findings, found.ran, found.notes))
-        if args.speed and results.build_ok:
-            results = replace(results, speed=_measured(settings, args, results))
-        return results
-
-    return annotate
-
-
-def _math(settings: Settings, results: PrResults) -> dict[str, Any]:
-    """check-math of the affected operators' functors, as
-    ``check-math --json`` prints it; ``{"schema", "skipped"}`` saying why when it cannot run
-    here (no functor, no compiler, no torch), as the migrate chain's stage records it."""
-    from pipeline.flows.math import NothingToCheckError, run_check
-    from pipeline.report.math import to_json as math_json
-    from pipeline.results.math import SCHEMA
-    from pipeline.run.cxx import NoCompilerError
-    from pipeline.run.reference import NoTorchError
-
-    ops = [o["operator"] for o in results.impact["operators"]]
-    try:
-        report = run_check(settings, ops=ops)
-    except (NothingToCheckError, NoCompilerError, NoTorchError) as exc:
-        return {"schema": SCHEMA, "skipped": str(exc)}
-    return math_json(report)
-
-
-def _measured(
-    settings: Settings, args: argparse.Namespace, results: PrResults
-) -> dict[str, Any] | None:
-    """The affected operators timed on this build, judged if a history is here; None (no
-    speed section: the tests' comment still goes out) when there is no such device here."""
-    from pipeline.errors import DeviceRefusedError
-    from pipeline.flows.speed import measure
-    from pipeline.run.speed import NoDeviceError
-
-    ops = [o["operator"] for o in results.impact["operators"]]
-    try:
-        timed = measure(settings, ops, device=args.speed) if ops else None
-    except NoDeviceError as exc:
-        left_out = "the comment has no kernel speed (--speed cpu times the kernels on the CPU)"
-        print(f"warning: {exc.suggesting(left_out)}", file=sys.stderr)
-        return None
-    except DeviceRefusedError as exc:
-        print(f"warning: {exc}; the comment has no kernel speed", file=sys.stderr)
-        return None
-    measured = timed.measurements if timed is not None else ()
-    machine = timed.machine if timed is not None else None
-    doc = {
-        "runner": args.runner or os.environ.get(RUNNER_ENV) or "",
-        # what the Mac's commands said; the CPU's figures name the CPU
-        "device": machine.label() if machine is not None else f"{args.speed} (unknown)",
-        "measurements": [
-            {
-                "op": m.op,
-                "dtype": m.dtype,
-                "shape": m.shape,
-                "layout": m.layout,
-                "times": list(m.times),
-            }
-            for m in measured
-        ],  # fmt: skip
-    }
-    return _judged(settings, args, doc)
-
-
-def _judged(settings: Settings, args: argparse.Namespace, doc: dict[str, Any]) -> dict[str, Any]:
-    """``doc``'s measurements against main's figures of its runner, when there is a history."""
-    from pipeline.flows.speed import judge
-    from pipeline.results.speed import compare, parse, verdict_to_dict
-
-    _, measured = parse({"schema": 1, "results": doc["measurements"]}, "results.json: speed")
-    path = baselines.history_file(settings.state_dir, args.history)
-    review = settings.review
-    if path is None or not doc["runner"]:
-        verdicts = compare(measured, {}, threshold=review.speed_threshold, min_nights=1)
-        nights = 0
-    else:
-        judged = judge(settings, measured, path, doc["runner"])
-        verdicts, nights = judged.verdicts, judged.nights
-    return doc | {"threshold": review.speed_threshold, "nights": nights,
-                  "verdicts": [verdict_to_dict(v) for v in verdicts]}  # fmt: skip
-
-
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run ``pr-report`` with the parsed command line."""
     if args.repo:
@@ -209,5 +103,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         status_sha=args.status_sha,
         history_path=args.history,
         runner=args.runner,
-        annotate=_annotate(settings, args),
+        annotate=annotator(
+            settings,
+            Sections(
+                math=not args.no_math,
+                review=not args.no_review,
+                speed=args.speed,
+                runner=args.runner or os.environ.get(RUNNER_ENV) or "",
+                history=args.history,
+            ),
+        ),
     )

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, PipelineError, WorkLeftError
+from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, NoDeviceError, PipelineError, WorkLeftError
 from pipeline.flows.speed import judge, measure
 from pipeline.report.console import terminal
 from pipeline.report.speed import (
@@ -28,7 +28,6 @@ from pipeline.report.speed import (
     render_upstream,
 )
 from pipeline.results.baseline import RUNNER_ENV, history_file
-from pipeline.run.speed import NoDeviceError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

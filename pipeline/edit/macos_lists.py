@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from pipeline.dtypes import TORCH_ALIASES
 from pipeline.edit.atomic import FileEdit
-from pipeline.edit.xfails import XfailChange, apply_xfail_changes
+from pipeline.edit.xfails import LINE_WIDTH, XfailChange, apply_xfail_changes
 from pipeline.errors import EditVerificationError, ParseError
 from pipeline.tree import common_mps
 
@@ -44,7 +44,6 @@ _TARGET = re.compile(r"^MACOS_BEFORE_(\d+)_(\d+)_XFAILLIST(_GRAD)?$")
 # any macOS "before" list, as a template for the applying block
 _BEFORE_LIST = re.compile(r"^MACOS_BEFORE_\d+_\d+_\w+$")
 _INDENT = "    "
-LINE_WIDTH = 88
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Any
 from pipeline.edit.atomic import NOWHERE, FileEdit, unplaced
 from pipeline.errors import EditVerificationError, ParseError
 from pipeline.tree import cpp, objc
+from pipeline.tree.objc import ExecKind
 from pipeline.tree.span import Span
 
 _IDENT = re.compile(r"[A-Za-z_]\w*\Z")
@@ -206,7 +207,7 @@ def add_stub(
     path: str,
     stub: str,
     function: str,
-    exec_kind: str,
+    exec_kind: ExecKind,
     kernel_name: str,
     param_type: str = "TensorIteratorBase&",
     *,
@@ -231,8 +232,7 @@ def add_stub(
     for label, value in (("stub", stub), ("function", function), ("kernel", kernel_name)):
         if not _IDENT.match(value):
             raise ValueError(f"{label} name {value!r} is not a C identifier")
-    if not re.fullmatch(r"[a-z]+", exec_kind):
-        raise ValueError(f"exec kind {exec_kind!r} is not like 'unary' or 'binary'")
+    exec_kind = ExecKind.parse(exec_kind)
     if not _PARAM_TYPE.match(param_type):
         raise ValueError(f"parameter type {param_type!r} is not a reference type name")
     param_type = re.sub(r"\s+&", "&", param_type)
@@ -242,20 +242,7 @@ def add_stub(
         return FileEdit(path, text, text, f"{stub} is already registered at {registered[0].span}")
     source = cpp.lex(text, path)
     _, namespaces = cpp.scan(source)
-    existing = next((f for f in before.functions if f.name == function), None)
-    if existing is not None and (existing.exec_kind, existing.kernel_name) != (
-        exec_kind,
-        kernel_name,
-    ):
-        raise EditVerificationError(
-            f"{existing.span}: {function} already exists and runs "
-            f"exec_{existing.exec_kind}_kernel({existing.kernel_name!r}); pick another name"
-        )
-    taken = re.search(rf"\b{function}\b", source.masked)
-    if existing is None and taken:
-        raise EditVerificationError(
-            f"{path}:{source.line_of(taken.start())}: the name {function} is already used"
-        )
+    existing = _reusable(before, source, path, function, exec_kind, kernel_name)
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
@@ -291,6 +278,33 @@ def add_stub(
     return FileEdit(
         path, text, after, f"add {what} for {stub} (exec_{exec_kind}_kernel {kernel_name!r})"
     )
+
+
+def _reusable(
+    before: objc.ObjcFile,
+    source: cpp.CppText,
+    path: str,
+    function: str,
+    exec_kind: ExecKind,
+    kernel_name: str,
+) -> objc.KernelFunction | None:
+    """The kernel function named ``function`` when it already runs the same kernel (it is
+    reused), None when there is none; EditVerificationError when the name is taken."""
+    existing = next((f for f in before.functions if f.name == function), None)
+    if existing is not None and (existing.exec_kind, existing.kernel_name) != (
+        exec_kind,
+        kernel_name,
+    ):
+        raise EditVerificationError(
+            f"{existing.span}: {function} already exists and runs "
+            f"exec_{existing.exec_kind}_kernel({existing.kernel_name!r}); pick another name"
+        )
+    taken = re.search(rf"\b{function}\b", source.masked)
+    if existing is None and taken:
+        raise EditVerificationError(
+            f"{path}:{source.line_of(taken.start())}: the name {function} is already used"
+        )
+    return existing
 
 
 def _line(lines: list[str], index: int) -> str | None:
@@ -360,7 +374,7 @@ def _verify_stub(
     path: str,
     stub: str,
     function: str,
-    exec_kind: str,
+    exec_kind: ExecKind,
     kernel_name: str,
     param_type: str,
 ) -> None:

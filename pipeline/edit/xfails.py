@@ -43,6 +43,7 @@ from pipeline.errors import EditVerificationError
 from pipeline.tree import common_mps
 from pipeline.tree.common_mps import CommonMps, XfailEntry
 
+# the width common_mps.py's lists are wrapped at (upstream's flake8 max-line-length)
 LINE_WIDTH = 88
 
 

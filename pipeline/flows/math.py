@@ -23,7 +23,12 @@ from rich.console import Console
 from pipeline import state
 from pipeline.config import Settings
 from pipeline.dtypes import METAL_TO_DTYPE
-from pipeline.errors import PipelineError, UnknownOperatorError, WorkLeftError
+from pipeline.errors import (
+    NothingToCheckError,
+    NoTorchError,
+    UnknownOperatorError,
+    WorkLeftError,
+)
 from pipeline.flows.request import Request
 from pipeline.guide import math as guide_math
 from pipeline.guide.math import Target
@@ -186,28 +191,7 @@ def _run_one(
     for r, answer, count in planned:
         # an ALPHA case ran once per alpha value: its blocks, one after the other
         blocks = [next(results) for _ in range(count)]
-        ref = answer.get("reference")
-        checks.append(
-            check_dtype(
-                kernel=t.kernel,
-                names=names,
-                input_type=r.input,
-                output_type=r.output,
-                result_type=r.result,
-                inputs=tuple(base64.b64decode(x) * count for x in answer["inputs"]),
-                reference=base64.b64decode(ref) if ref else None,
-                torch_dtype=answer.get("result_dtype"),
-                torch_errors={int(k): v for k, v in (answer.get("errors") or {}).items()},
-                output=b"".join(m.output for m in blocks),
-                status=b"".join(m.status for m in blocks),
-                known=known,
-                no_reference=answer.get("no_reference"),
-                edge=int(answer.get("edge", 0)),
-                samples=int(answer.get("samples", 0)),
-                upcast=bool(answer.get("upcast")),
-                alphas=tuple(answer.get("alpha_shown") or ()),
-            )
-        )
+        checks.append(_checked(t, r, answer, count, blocks, names, known))
     order = {metal_dtype(r.input): i for i, r in enumerate(regs)}
     checks.sort(key=lambda d: order.get(d.dtype, 0))
     return FunctorCheck(
@@ -219,6 +203,39 @@ def _run_one(
         set_aside=b.set_aside,
         cached=b.cached,
         seconds=b.seconds,
+    )
+
+
+def _checked(
+    t: Target,
+    r: cxx.Registered,
+    answer: Mapping[str, Any],
+    count: int,
+    blocks: Sequence[cxx.JobResult],
+    names: Sequence[str],
+    known: Sequence[Known],
+) -> DtypeCheck:
+    """One dtype's outputs (``blocks``: ``count`` runs, one per alpha value) against torch's
+    ``answer``."""
+    ref = answer.get("reference")
+    return check_dtype(
+        kernel=t.kernel,
+        names=names,
+        input_type=r.input,
+        output_type=r.output,
+        result_type=r.result,
+        inputs=tuple(base64.b64decode(x) * count for x in answer["inputs"]),
+        reference=base64.b64decode(ref) if ref else None,
+        torch_dtype=answer.get("result_dtype"),
+        torch_errors={int(k): v for k, v in (answer.get("errors") or {}).items()},
+        output=b"".join(m.output for m in blocks),
+        status=b"".join(m.status for m in blocks),
+        known=known,
+        no_reference=answer.get("no_reference"),
+        edge=int(answer.get("edge", 0)),
+        samples=int(answer.get("samples", 0)),
+        upcast=bool(answer.get("upcast")),
+        alphas=tuple(answer.get("alpha_shown") or ()),
     )
 
 
@@ -263,10 +280,6 @@ def _no_reference(
 
 
 # ---- the entry point the command, the doit task and the migrate stage share --------------
-
-
-class NothingToCheckError(PipelineError):
-    """The operator or file has no registered Metal functor (exit 2)."""
 
 
 def select_targets(
@@ -366,7 +379,7 @@ def stage(request: Request, console: Console) -> None:
     files = state.op_files(settings, request.op)
     try:
         report = run_check(settings, op=request.op)
-    except (NothingToCheckError, reference.NoTorchError) as exc:
+    except (NothingToCheckError, NoTorchError) as exc:
         note = f"check-math skipped: {exc}"
         console.print(note, markup=False, highlight=False)
         state.write_text(files.math_json, json.dumps({"schema": 1, "skipped": str(exc)}))

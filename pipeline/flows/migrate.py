@@ -25,9 +25,7 @@ if TYPE_CHECKING:
 
 # The variables the chain's tasks read (`doit migrate_op op=atan2 force=1`), one line each:
 # `doit help TASK` lists those of TASK. Written once, in the option table.
-VARIABLES: dict[str, str] = {name: option.doit_help() for name, option in OPTIONS.items()}
-# the settings every stage's task takes as variables
-SETTINGS_VARIABLES = SETTINGS_OPTIONS
+VARIABLES: dict[str, str] = {name: o.doit_help() for name, o in OPTIONS.items() if o.doit}
 
 
 def _stages() -> ModuleType:
@@ -78,7 +76,7 @@ class Stage:
     @property
     def all_variables(self) -> tuple[str, ...]:
         """Every variable the stage's task reads: what `doit help TASK` lists."""
-        return ("op", *SETTINGS_VARIABLES, *self.variables)
+        return ("op", *SETTINGS_OPTIONS, *self.variables)
 
 
 def _op(request: Request) -> state.OpFiles:

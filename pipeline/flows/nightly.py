@@ -29,9 +29,6 @@ from pipeline.results.device import Device
 from pipeline.results.junit import CaseResult
 from pipeline.results.nightly import (
     CHART_NIGHTLIES,
-    DEFAULT_FLAKY_WINDOW,
-    DEFAULT_KEEP,
-    DEFAULT_MIN_PASSES,
     NightlyOutcome,
     Proposals,
     build_summary,
@@ -43,6 +40,7 @@ from pipeline.results.nightly import (
     shard_balance,
 )
 from pipeline.results.table import display_names, merge_runs
+from pipeline.sections import NightlySettings
 from pipeline.tree.git import head_commit
 from pipeline.tree.index import TreeIndex, load_index
 
@@ -198,16 +196,21 @@ def _read_reports(settings: Settings, results: Path) -> tuple[
     return reports, warnings, cases, skipped, walls, n_reports
 
 
+def _rules(settings: Settings, **given: int | None) -> NightlySettings:
+    """The nightly's rules: each one given, else its setting (``nightly.*``)."""
+    return replace(settings.nightly, **{k: v for k, v in given.items() if v is not None})
+
+
 def run_nightly(
     settings: Settings,
     results: Path,
     *,
     history_path: Path | None = None,
     dashboard_dir: Path | None = None,
-    min_passes: int = DEFAULT_MIN_PASSES,
-    flaky_window: int = DEFAULT_FLAKY_WINDOW,
-    keep: int = DEFAULT_KEEP,
-    backups: int = history.DEFAULT_BACKUPS,
+    min_passes: int | None = None,
+    flaky_window: int | None = None,
+    keep: int | None = None,
+    backups: int | None = None,
     commit: str | None = None,
     source: str = "",
     started: str | None = None,
@@ -230,7 +233,12 @@ def run_nightly(
     only then pruned. After that, ``backups`` copies of the history are kept in its
     ``backups/`` folder, made with its seal (:func:`pipeline.results.history.backup_and_seal`).
     ``verify`` False skips the check (for the benchmark that shows its cost).
+    ``min_passes``, ``flaky_window``, ``keep``, ``backups``: None is the setting's.
     """
+    r = _rules(
+        settings, min_passes=min_passes, flaky_window=flaky_window, keep=keep, backups=backups
+    )
+    min_passes, flaky_window, keep, backups = r.min_passes, r.flaky_window, r.keep, r.backups
     if min_passes < 1 or flaky_window < 2 or keep < max(min_passes, flaky_window):
         raise PipelineError(
             "nightly: --min-passes must be >= 1, --flaky-window >= 2, and --keep at least both"

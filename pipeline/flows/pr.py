@@ -48,6 +48,7 @@ from pipeline.results.pr import (
     read_results_json,
     results_folder,
 )
+from pipeline.run import shaders
 from pipeline.run.device import probe
 from pipeline.tree import common_mps, opinfo
 from pipeline.tree.git import default_base, resolve
@@ -138,7 +139,7 @@ def collect(
         pr=pr,
         base=base_sha,
         head=head_sha,
-        impact=impact.to_dict(),
+        impact=impact,
         build_needed=impact.build_needed,
         build_ok=True,
         build_error=None,
@@ -158,7 +159,8 @@ def collect(
             say(str(exc), "build failed:", "red")
             return replace(result, build_ok=False, build_error=_build_error(settings, exc))
         if check.is_file():
-            result = replace(result, build_check=json.loads(check.read_text(encoding="utf-8")))
+            recorded = json.loads(check.read_text(encoding="utf-8"))
+            result = replace(result, build_check=shaders.ShaderCheck.from_dict(recorded))
     if not chosen:
         return result
     if impact.full_sweep:
@@ -173,7 +175,7 @@ def collect(
         return replace(result, test_error=str(exc))
     console.print(f"tests: {summary}", markup=False, highlight=False)
     if sys.platform == "darwin":  # the device the tests ran on; elsewhere there is none
-        result = replace(result, device=probe(settings.python).to_dict())
+        result = replace(result, device=probe(settings.python))
     report = junit.parse_report(junit_path)
     for warning in report.warnings:
         say(warning, "warning:", "yellow")
@@ -184,7 +186,7 @@ def collect(
         result,
         run=junit_path.parent.relative_to(settings.results_dir).as_posix(),
         table=table,
-        xfail_decisions=tuple(d.to_dict() for d in decisions),
+        xfail_decisions=tuple(decisions),
         xfail_diff=edit.diff() if edit is not None else "",
     )
 
@@ -301,17 +303,19 @@ def report(
     db = baselines.history_file(settings.state_dir, history_path)
     if db is not None:
         baselines.refuse_unusable_history(db)
+    window = settings.nightly.flaky_window
     if post_from is not None:
         results = load_results(post_from, pr)
         if db is not None:  # classified again here; else as the results-only job did
-            judged = baselines.classify(db, results.table, runner=runner or results.judged.runner)
+            runner = runner or results.judged.runner
+            judged = baselines.classify(db, results.table, runner=runner, window=window)
             results = replace(results, baseline=judged)
         if annotate is not None:
             results = annotate(results, True)
     else:
         runner = runner or os.environ.get(baselines.RUNNER_ENV) or None
         results = collect(settings, pr, console, base=base, head=head, runners=runners)
-        judged = baselines.classify(db, results.table, runner=runner)
+        judged = baselines.classify(db, results.table, runner=runner, window=window)
         results = replace(results, baseline=judged)
         if annotate is not None:
             results = annotate(results, False)

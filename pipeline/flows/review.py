@@ -18,7 +18,7 @@ from pipeline.errors import PipelineError
 from pipeline.guide.review import enabled, run_checks
 from pipeline.guide.review.base import ChangedFunctor, FileChange, Finding, MathResult, Review
 from pipeline.impact.changes import ChangedFile, changed_files
-from pipeline.results.math import FunctorCheck, Status
+from pipeline.results.math import Agreement, FunctorCheck
 from pipeline.tree.git import default_base
 from pipeline.tree.index import TreeIndex, load_index
 from pipeline.tree.metal_functions import Function, helpers
@@ -65,7 +65,7 @@ def math_result(functor: FunctorCheck) -> MathResult:
     if functor.failure:
         return MathResult(functor.kernel, False, functor.failure)
     for d in functor.dtypes:
-        if d.status is Status.MISMATCH:
+        if d.status is Agreement.MISMATCH:
             first = d.counterexamples[0] if d.counterexamples else None
             where = (
                 f": ({', '.join(first.inputs)}) gives {first.kernel}, torch {first.torch}"

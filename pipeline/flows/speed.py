@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from pipeline.config import Settings
@@ -34,18 +34,6 @@ from pipeline.tree.switches import graph_switches
 _TENSOR_PARAM = re.compile(r"(?:^|,)\s*Tensor(?:\([^)]*\))?\??\s+\w+")
 # a reduction's ``dim`` parameter: ``int dim``, ``int[1]? dim``, ``int[]? dim``
 _DIM_PARAM = re.compile(r"(?:^|,)\s*int(?:\[\d*\])?\??\s+dim\b")
-
-
-@dataclass(frozen=True)
-class SpeedReport:
-    runner: str
-    nights: int  # main's nights of figures on that runner the verdicts rest on
-    verdicts: tuple[speeds.Verdict, ...]
-    threshold: float
-
-    @property
-    def slower(self) -> tuple[speeds.Verdict, ...]:
-        return tuple(v for v in self.verdicts if v.judgement is speeds.Judgement.SLOWER)
 
 
 def arity(record: OperatorRecord) -> int:
@@ -143,7 +131,7 @@ def judge(
     measured: Sequence[speeds.Measurement],
     history_path: Path,
     runner: str,
-) -> SpeedReport:
+) -> speeds.SpeedReport:
     """``measured`` (the PR's build) against main's nightly figures on ``runner``."""
     db = history.open_read_only(history_path)
     try:
@@ -155,4 +143,4 @@ def judge(
         measured, main, threshold=review.speed_threshold, min_nights=review.speed_min_nights
     )
     nights = max((len(v) for v in main.values()), default=0)
-    return SpeedReport(runner, nights, verdicts, review.speed_threshold)
+    return speeds.SpeedReport(runner, tuple(measured), review.speed_threshold, nights, verdicts)

@@ -24,6 +24,7 @@ from pipeline.edit.atomic import FileEdit
 from pipeline.errors import PipelineError, StaleShaderError, WorkLeftError
 from pipeline.flows.audit import record_audit
 from pipeline.flows.hold import pending, recover_edit, waiting_line
+from pipeline.flows.records import DropsRecord, EditedFile, EditRecord, OldNameRef
 from pipeline.flows.request import Request
 from pipeline.guide import checklist, preflight
 from pipeline.guide.plan import EditPlan, plan_edits
@@ -32,6 +33,7 @@ from pipeline.report import render
 from pipeline.report.summary import show
 from pipeline.results import junit
 from pipeline.results import table as tables
+from pipeline.results.decide import XfailAction
 from pipeline.run import build as build_runner
 from pipeline.run import shaders
 from pipeline.run import tests as test_runner
@@ -124,21 +126,19 @@ def edit(request: Request, console: Console) -> None:
     for name, span in leftovers:
         console.print(f"[yellow]reference to old name[/yellow] {name} at {span}", highlight=False)
     files = state.op_files(settings, op)
-    edited = [{"file": e.rel, "summary": e.summary} for e in plan.edits]
+    edited = tuple(EditedFile(e.rel, e.summary) for e in plan.edits)
     if not edited and recovered and recovered.rolled_forward:
         # this run finished the edit a stopped run had committed: it is this run's edit
-        edited = [{"file": rel, "summary": what} for rel, what in recovered.rolled_forward]
+        edited = tuple(EditedFile(rel, what) for rel, what in recovered.rolled_forward)
     if not edited and files.edit.is_file():  # a re-check: keep what the last edit did
-        edited = json.loads(files.edit.read_text()).get("edited", [])
-    state.write_json(
-        files.edit,
-        {
-            "inputs": state.edit_digest(settings, request.body, request.host_body),
-            "edited": edited,
-            "manual": list(plan.notes),
-            "old_name_refs": [{"name": n, "file": s.path, "line": s.start} for n, s in leftovers],
-        },
+        edited = EditRecord.read(files.edit).edited
+    record = EditRecord(
+        inputs=state.edit_digest(settings, request.body, request.host_body),
+        edited=edited,
+        manual=tuple(plan.notes),
+        old_name_refs=tuple(OldNameRef(n, s.path, s.start) for n, s in leftovers),
     )
+    state.write_json(files.edit, record.to_json())
 
 
 # ---------------------------------------------------------------------------- build
@@ -306,22 +306,18 @@ def drop_xfails(request: Request, console: Console) -> None:
         # Nothing to drop now (a comment in common_mps.py re-ran this stage), but the
         # entries dropped over these very results were verified then: that re-run is still
         # what the tests say, not the older report that had them xpass.
-        last = json.loads(files.xfails.read_text())
-        kept = last.get("verified_junit")
-        if last.get("tested") == tested and kept and Path(kept).is_file():
-            verified, verified_junit = last["verified"], kept
-    state.write_json(
-        files.xfails,
-        {
-            "decisions": [x.to_dict() for x in decisions],
-            "diff": change.diff() if change else "",
-            "verified": verified,
-            # the re-run's report: what the tests say now that the entries are gone
-            "verified_junit": verified_junit,
-            # the op's report the decisions were made over
-            "tested": tested,
-        },
+        last = DropsRecord.read(files.xfails)
+        kept = last.verified_junit
+        if last.tested == tested and kept and Path(kept).is_file():
+            verified, verified_junit = last.verified, kept
+    drops = DropsRecord(
+        decisions=tuple(decisions),
+        diff=change.diff() if change else "",
+        verified=verified,
+        verified_junit=verified_junit,
+        tested=tested,
     )
+    state.write_json(files.xfails, drops.to_json())
 
 
 def _final_table(
@@ -363,9 +359,9 @@ def _build_lines(settings: Settings) -> list[str]:
     return [f"- build: {check.describe()}", f"- build: {check.toolchain.describe()}"]
 
 
-def _failures(files: state.OpFiles, drops: dict) -> list[junit.CaseResult]:
+def _failures(files: state.OpFiles, drops: DropsRecord) -> list[junit.CaseResult]:
     """The failing tests of the latest run: the re-run after dropping xfails, if any."""
-    report = drops.get("verified_junit") or files.junit
+    report = drops.verified_junit or files.junit
     return [c for c in junit.parse_report(report).cases if c.outcome in junit.FAILING]
 
 
@@ -417,8 +413,8 @@ def summary(request: Request, console: Console) -> None:
     index = load_index(settings.tree)
     record = index.record(request.op)
     files = state.op_files(settings, request.op)  # where the other stages wrote, as asked
-    edits = json.loads(files.edit.read_text())
-    drops = json.loads(files.xfails.read_text())
+    edits = EditRecord.read(files.edit)
+    drops = DropsRecord.read(files.xfails)
     counts = json.loads(files.table_json.read_text()).get("counts", {})
     # not passed: failed, or unknown (what it rests on could not be read)
     items = checklist.checklist(record)
@@ -426,17 +422,17 @@ def summary(request: Request, console: Console) -> None:
     unknown = sum(i.status is checklist.Status.UNKNOWN for i in missing)
     failing = _failures(files, drops)
     lines = [f"# {record.op}: migrate_op summary", ""]
-    lines += [f"- edited {e['file']}: {e['summary']}" for e in edits["edited"]] or [
+    lines += [f"- edited {e.file}: {e.summary}" for e in edits.edited] or [
         "- no source edits were needed"
     ]
-    lines += [f"- manual: {m}" for m in edits["manual"]]
+    lines += [f"- manual: {m}" for m in edits.manual]
     lines.append("- tests: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v))
     lines += _build_lines(settings)
-    for x in drops["decisions"]:
-        if x["action"] != "keep":
-            lines.append(f"- xfail {x['list']}[{x['key']!r}]: {x['action']} ({x['reason']})")
-    if drops.get("verified"):
-        lines.append(f"- re-run after dropping xfails: {drops['verified']}")
+    for x in drops.decisions:
+        if x.action is not XfailAction.KEEP:
+            lines.append(f"- xfail {x.list}[{x.key!r}]: {x.action} ({x.reason})")
+    if drops.verified:
+        lines.append(f"- re-run after dropping xfails: {drops.verified}")
     lines.append("")
     if files.math_md.is_file():  # check-math's table, as the stage wrote it
         math_table = files.math_md.read_text(encoding="utf-8").strip()

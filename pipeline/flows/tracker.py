@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
 from pipeline.errors import GitHubError
-from pipeline.github import GitHubClient
+from pipeline.github import GitHubClient, Written
 from pipeline.guide.backlog import BacklogItem, backlog
 from pipeline.guide.claims import Claim, PullRequest, claims, identifiers, patch_words
 from pipeline.report.tracker import listed_operators, render_section, replace_section
@@ -45,20 +44,11 @@ class Claims:
     not_modified: int  # of them answered 304
 
 
-class Outcome(str, Enum):
-    UPDATED = "updated"
-    UNCHANGED = "unchanged"
-    DRY_RUN = "dry-run"  # the section printed, the issue left as it was
-
-    def __str__(self) -> str:
-        return self.value
-
-
 @dataclass(frozen=True)
 class TrackerRun:
     found: Claims
     section: str
-    outcome: Outcome
+    outcome: Written  # of the issue's section
     requests: int
     not_modified: int
 
@@ -172,12 +162,12 @@ def update_tracker(
     section = render_section(found, prs)
     new_body = replace_section(body, section)
     if dry_run:
-        outcome = Outcome.DRY_RUN
+        outcome = Written.DRY_RUN
     elif new_body.replace("\r\n", "\n").strip() == body.replace("\r\n", "\n").strip():
-        outcome = Outcome.UNCHANGED
+        outcome = Written.UNCHANGED
     else:
         client.update_issue_body(issue, new_body)
-        outcome = Outcome.UPDATED
+        outcome = Written.UPDATED
     cache.save(tracker_cache(settings))
     return TrackerRun(
         Claims(found, prs, client.sent, client.not_modified),

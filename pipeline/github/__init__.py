@@ -13,6 +13,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
+from enum import Enum
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -60,6 +61,19 @@ PER_PAGE = 100
 # the repeated-page check does not catch it) costs 100 requests, not an endless loop.
 MAX_PAGES = 100
 TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
+
+
+class Written(str, Enum):
+    """What keeping one text on GitHub did: the PR's comment (:meth:`GitHubClient.upsert_comment`)
+    or the tracker issue's section (pipeline.flows.tracker)."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    DRY_RUN = "dry-run"  # shown, not written: GitHub was left as it was
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class _BearerAuth(requests.auth.AuthBase):
@@ -240,12 +254,15 @@ class GitHubClient:
             raise
         return True
 
-    def upsert_comment(self, pr: int, body: str, marker: str, *, author: str) -> tuple[int, str]:
+    def upsert_comment(
+        self, pr: int, body: str, marker: str, *, author: str
+    ) -> tuple[int, Written]:
         """Keep exactly one pipeline comment on PR ``pr``, identified by ``marker``.
 
         Only comments by ``author`` (the login the token posts as, e.g. github-actions[bot])
         count: anyone can paste the marker into a comment of their own, and the bot must
-        not rewrite it. Returns ``(comment_id, "created" | "updated" | "unchanged")``.
+        not rewrite it. Returns the comment's id and what was done to it (created, updated or
+        unchanged).
 
         Two jobs posting at once both find no comment and both create one. So after
         creating, the comments are listed again; of the bot's marked comments the oldest
@@ -286,7 +303,7 @@ class GitHubClient:
             if existing:
                 kept, outcome = self._converge(existing, body)
                 # found after an ambiguous POST: that POST did create it
-                return kept, "created" if posted_maybe else outcome
+                return kept, Written.CREATED if posted_maybe else outcome
             try:
                 created = self._create(pr, body)
             except _Ambiguous as exc:
@@ -305,18 +322,18 @@ class GitHubClient:
             if all(c.id != created.id for c in mine):
                 mine.append(created)  # a list that lags behind the POST
             kept, outcome = self._converge(mine, body)
-            return kept, "created" if kept == created.id else outcome
+            return kept, Written.CREATED if kept == created.id else outcome
         raise GitHubError(
             f"could not create the comment on PR #{pr} after {self.max_retries + 1} attempts"
         )
 
-    def _converge(self, comments: list[Comment], body: str) -> tuple[int, str]:
+    def _converge(self, comments: list[Comment], body: str) -> tuple[int, Written]:
         """Keep the oldest of ``comments`` with ``body``, delete the others; the kept id and
         "updated" or "unchanged". Updates before deleting, and a delete that fails is a
         warning: the worst case is an extra comment (the next run removes it), never none."""
-        kept, outcome = min(comments, key=lambda c: c.id), "unchanged"
+        kept, outcome = min(comments, key=lambda c: c.id), Written.UNCHANGED
         if _normalise(kept.body) != _normalise(body):
-            kept, outcome = self.update_comment(kept.id, body), "updated"
+            kept, outcome = self.update_comment(kept.id, body), Written.UPDATED
         for extra in (c.id for c in comments if c.id != kept.id):
             try:
                 self.delete_comment(extra)

@@ -17,17 +17,21 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from pipeline.edit.atomic import FileEdit
-from pipeline.errors import PipelineError, UnknownImplementationError
+from pipeline.errors import UnknownImplementationError
 from pipeline.guide.checklist import Status, checklist
 from pipeline.guide.workflow import Workflow, of_record
 from pipeline.tree import metal, native_yaml, objc, paths
 from pipeline.tree.index import OperatorRecord, TreeIndex, TreePart, find_references
+from pipeline.tree.objc import ExecKind
 from pipeline.tree.span import Span
 
 # exec kind -> (host file, kernels file) when the tree says nothing better (no declaration)
 DEFAULT_FILES = {
-    "unary": (f"{paths.OPERATIONS_DIR}/UnaryKernel.mm", f"{paths.KERNELS_DIR}/UnaryKernel.metal"),
-    "binary": (
+    ExecKind.UNARY: (
+        f"{paths.OPERATIONS_DIR}/UnaryKernel.mm",
+        f"{paths.KERNELS_DIR}/UnaryKernel.metal",
+    ),
+    ExecKind.BINARY: (
         f"{paths.OPERATIONS_DIR}/BinaryKernel.mm",
         f"{paths.KERNELS_DIR}/BinaryKernel.metal",
     ),
@@ -38,11 +42,6 @@ _METALLIB = re.compile(r"#\s*include\s*[<\"]ATen/native/mps/(\w+)_metallib\.h[>\
 EDIT_ITEMS = ("dispatch", "functor", "dtypes", "stub", "mpsgraph", "old_names", "unrecognised")
 # yaml tags of operators whose kernels are not element-wise even when a stub takes an iterator
 _NOT_ELEMENTWISE_TAGS = ("reduction",)
-
-
-class NotElementwiseError(PipelineError):
-    """The operator is not a shared element-wise kernel behind a declared stub: the guide's
-    recipe (a functor, a registration, a folded row) does not apply. Exit 2, before any write."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ def _host_text(index: TreeIndex, rel: str) -> str:
         return ""
 
 
-def family(index: TreeIndex, record: OperatorRecord, kind: str) -> Family:
+def family(index: TreeIndex, record: OperatorRecord, kind: ExecKind) -> Family:
     """The operator's family: the host file registering most of the other stubs of its
     header, and that host's library; for a header no host registers yet, the files to
     create, named after the header (``IndexKernel.h`` -> ``IndexKernel.mm``/``.metal``)."""

@@ -23,11 +23,12 @@ from pipeline.edit import metal as metal_edit
 from pipeline.edit import native_yaml as yaml_edit
 from pipeline.edit import objc as objc_edit
 from pipeline.edit.atomic import FileEdit
-from pipeline.errors import EditVerificationError
+from pipeline.errors import EditVerificationError, NotElementwiseError
 from pipeline.guide import families
 from pipeline.guide.checklist import UNSUPPORTED_ON_MPS, required_dtypes
 from pipeline.tree import native_yaml, objc, paths
 from pipeline.tree.index import OperatorRecord, TreeIndex, TreePart
+from pipeline.tree.objc import ExecKind
 from pipeline.tree.text import read_text
 
 # What structured kernels hand their stubs: the kernel type when no declaration says otherwise
@@ -113,16 +114,16 @@ def kernel_function(record: OperatorRecord) -> str:
     return f"{record.stub.removesuffix('_stub')}_mps_kernel"
 
 
-def exec_kind(record: OperatorRecord) -> str:
+def exec_kind(record: OperatorRecord) -> ExecKind:
     """``unary`` or ``binary``, from the Tensor inputs of the operator's schemas."""
     counts = []
     for o in record.overloads:
         args = o.schema.split("(", 1)[1].rsplit(") ->", 1)[0].split("*", 1)[0]
         counts.append(len(re.findall(r"(?:^|,)\s*Tensor\b(?!\()", args)))
-    return "binary" if max(counts, default=1) >= 2 else "unary"
+    return ExecKind.BINARY if max(counts, default=1) >= 2 else ExecKind.UNARY
 
 
-def host_kernel_skeleton(record: OperatorRecord, kind: str, kernel: str) -> str:
+def host_kernel_skeleton(record: OperatorRecord, kind: ExecKind, kernel: str) -> str:
     """A host kernel with exactly the stub's declared parameters, passed on to the kernel
     (the guide's "With Scalar Parameter" pattern)."""
     decl = record.stub_decl
@@ -137,7 +138,7 @@ def host_kernel_skeleton(record: OperatorRecord, kind: str, kernel: str) -> str:
     )
 
 
-def _skeleton_body(kind: str, kernel: str, names: list[str]) -> str:
+def _skeleton_body(kind: ExecKind, kernel: str, names: list[str]) -> str:
     """The host kernel's body to fill in: hand ``names`` (its extra parameters) on."""
     return (
         f"// TODO: pass what the Metal kernel needs of {', '.join(names)}\n"
@@ -218,7 +219,7 @@ def _check_registered_once(index: TreeIndex, stub: str, edits: dict[str, FileEdi
 
 
 def _skeleton_edit(
-    host: Callable[..., FileEdit], kind: str, kernel: str, extra: int
+    host: Callable[..., FileEdit], kind: ExecKind, kernel: str, extra: int
 ) -> FileEdit | None:
     """The host-kernel skeleton in place, for the preview; None where it cannot be placed."""
     names = [f"arg{i}" for i in range(1, extra + 1)]
@@ -243,7 +244,7 @@ def plan_edits(
     """Compute (and verify) every mechanical edit of the guide for ``op`` and the operators
     that migrate with it (its forward or backward, :func:`families.partners`); writes nothing.
 
-    Refused (:class:`families.NotElementwiseError`, exit 2) before anything is planned when
+    Refused (:class:`NotElementwiseError`, exit 2) before anything is planned when
     the operator is not an element-wise kernel behind a declared stub. Pieces the contributor
     must write become blockers, and planning goes on so the preview shows every other edit
     too. ``body`` is the operator() body of ``op``'s missing functor, ``host_body`` the body
@@ -255,7 +256,7 @@ def plan_edits(
     record = index.record(op, find_references=False)  # the edit stage looks for them after
     reason = families.refusal(index, record)
     if reason:
-        raise families.NotElementwiseError(reason)
+        raise NotElementwiseError(reason)
     op = record.op
     edits: dict[str, FileEdit] = {}
     notes: list[str] = []
@@ -320,7 +321,7 @@ def plan_edits(
 
 def _functor(
     record: OperatorRecord,
-    kind: str,
+    kind: ExecKind,
     fam: families.Family,
     body: str | None,
     read: Callable[[str], str],
@@ -332,7 +333,7 @@ def _functor(
     # the kernel is named after the stub (xlog1py_stub runs "xlog1py" for special_xlog1py)
     op, metal_file = record.stub.removesuffix("_stub"), fam.kernels
     outputs = output_dtypes(record)
-    arity = 2 if kind == "binary" else 1
+    arity = kind.arity
     complex_in = [d for d in outputs if d in COMPLEX]
     # One template covers complex only when every kind keeps its type; else the complex
     # overload's math differs from the real one and is the contributor's.
@@ -388,7 +389,7 @@ def _functor(
 
 def _registrations(
     record: OperatorRecord,
-    kind: str,
+    kind: ExecKind,
     read: Callable[[str], str],
     edits: dict[str, FileEdit],
     notes: list[str],
@@ -408,7 +409,7 @@ def _registrations(
             "left unregistered (torch gives complex results)"
         )
         outputs = {i: o for i, o in outputs.items() if i not in COMPLEX}
-    arity = 2 if kind == "binary" else 1
+    arity = kind.arity
     try:
         added = metal_edit.add_registrations(text, rel, functor.name, arity, outputs)
     except (ValueError, EditVerificationError) as exc:

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 from pipeline.config import Settings
 from pipeline.edit.atomic import FileEdit
 from pipeline.results import decide
-from pipeline.results.decide import XfailDecision
-from pipeline.results.macos import MOVE
+from pipeline.results.decide import XfailAction, XfailDecision
 from pipeline.results.table import DtypeTable
 from pipeline.tree import paths
 from pipeline.tree.common_mps import XfailEntry
@@ -45,7 +44,7 @@ def to_changes(decisions: Iterable[XfailDecision]) -> tuple[XfailChange, ...]:
     from pipeline.edit.xfails import XfailChange
 
     decisions = tuple(decisions)
-    moves = [d.key for d in decisions if d.action == "move"]
+    moves = [d.key for d in decisions if d.action is XfailAction.MOVE]
     if moves:
         raise ValueError(f"to_changes: {', '.join(moves)} move to another list, not only out")
     return tuple(
@@ -53,11 +52,11 @@ def to_changes(decisions: Iterable[XfailDecision]) -> tuple[XfailChange, ...]:
             d.list,
             d.function,
             d.key,
-            None if d.action == "delete" else d.new_dtypes,
-            delete=d.action == "delete",
+            None if d.action is XfailAction.DELETE else d.new_dtypes,
+            delete=d.action is XfailAction.DELETE,
         )
         for d in decisions
-        if d.action != "keep"
+        if d.action is not XfailAction.KEEP
     )
 
 
@@ -82,7 +81,7 @@ def proposal_edit(root: Path, decisions: Iterable[XfailDecision]) -> FileEdit | 
     An entry that loses dtypes to several decisions (a removal and a move, two moves)
     keeps only the dtypes every one of them keeps.
     """
-    decisions = [d for d in decisions if d.action != "keep"]
+    decisions = [d for d in decisions if d.action is not XfailAction.KEEP]
     if not decisions:
         return None
     from pipeline.edit.macos_lists import XfailAddition, apply_xfail_moves
@@ -92,13 +91,13 @@ def proposal_edit(root: Path, decisions: Iterable[XfailDecision]) -> FileEdit | 
     keeps: dict[tuple[str, str, str], tuple[str, ...]] = {}
     for d in decisions:
         target = (d.list, d.function, d.key)
-        new = () if d.action == "delete" else tuple(d.new_dtypes or ())
+        new = () if d.action is XfailAction.DELETE else tuple(d.new_dtypes or ())
         keeps[target] = tuple(x for x in keeps.get(target, new) if x in new)
     changes = [XfailChange(*target, new or None, delete=not new) for target, new in keeps.items()]
     additions = [
         XfailAddition(d.to_list, d.function, d.key, d.dropped)
         for d in decisions
-        if d.action == MOVE and d.to_list is not None
+        if d.action is XfailAction.MOVE and d.to_list is not None
     ]
     text = read_text(root / paths.COMMON_MPS, paths.COMMON_MPS)
     return apply_xfail_moves(text, paths.COMMON_MPS, changes, additions)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.fields import Fields
 from pipeline.impact import cscan, pyscan
 from pipeline.impact.changes import ChangedFile, Range
 from pipeline.impact.view import Resolver, TreeView
@@ -102,6 +103,29 @@ class Impact:
             "test_ids": list(self.test_ids),
             "warnings": list(self.warnings),
         }
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> Impact:
+        """``to_dict()`` read back (results.json's ``impact``), every key checked; the
+        operators' kinds and keys, which the document does not hold, are left unknown."""
+        operators = []
+        for op in f.objs("operators"):
+            operators.append(AffectedOp(op.pop("operator", str), op.strings("reasons")))
+            op.done()
+        impact = cls(
+            operators=tuple(operators),
+            full_sweep=f.pop("full_sweep", bool),
+            full_sweep_reasons=f.strings("full_sweep_reasons"),
+            build_needed=f.pop("build_needed", bool),
+            ignored=f.strings("ignored"),
+            test_ids=f.strings("test_ids"),
+            selected=f.pop("selected", int),
+            total=f.pop("total", int),
+            warnings=f.strings("warnings"),
+        )
+        f.pop("fraction", int, float)  # derived from selected and total
+        f.done()
+        return impact
 
     def to_json(self) -> dict[str, Any]:
         """The ``affected --json`` document: ``to_dict()`` with its schema version."""

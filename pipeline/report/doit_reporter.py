@@ -6,8 +6,8 @@ for ``--help`` and the README. What changes is the rest of doit's words:
 
 - a failure is one line on stderr, in our words, with what to do next: ``failed: the build:
   ...`` (work left, exit 1) or ``error: audit atan2: ...`` (bad input, exit 2), never
-  ``TaskFailed - taskid:build``; a bug in a stage (a traceback) says it is one and keeps the
-  traceback;
+  ``TaskFailed - taskid:build``; a bug in a stage (a traceback) says it is one, keeps the
+  traceback and makes the run exit 70, as :func:`pipeline.errors.failure` says a crash does;
 - every run that reaches an operator's summary ends with its verdict and the path of
   ``summary.md``, so a no-op run (every stage ``--``) still answers; on the bundled sandbox
   the verdict's line says so.
@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from doit.exceptions import BaseFail, TaskFailed, UnmetDependency
 from doit.reporter import ConsoleReporter
 
+from pipeline.errors import EXIT_CRASHED
 from pipeline.report.summary import closing
 
 MARKERS = "`.  STAGE`: the stage ran; `-- STAGE`: it was up to date, nothing to do"
@@ -113,6 +114,7 @@ def reporter_class(
         def __init__(self, outstream: TextIO, options: dict[str, Any]) -> None:
             super().__init__(outstream, options)
             self.summaries: list[str] = []
+            self.crashed = False  # an exception doit caught outside our guarded actions
 
         def _err(self, text: str) -> None:
             stream = err or sys.stderr
@@ -139,6 +141,7 @@ def reporter_class(
             self._err(failure_line(task.name, fail) + "\n")
             if fail.traceback:
                 self._err("".join(fail.traceback))
+                self.crashed = True
 
         def cleanup_error(self, exception: BaseFail) -> None:
             self._err(f"error: cleaning up after the run: {one_line(exception.get_msg())}\n")
@@ -146,6 +149,8 @@ def reporter_class(
         def complete_run(self) -> None:
             for message in self.runtime_errors:  # doit's own: a task it cannot find, a cycle
                 self._err(f"error: doit: {one_line(message)}\n")
+            if self.crashed:  # a bug is exit 70 in doit as in the CLI, never doit's 2
+                raise SystemExit(EXIT_CRASHED)
             if self.failures or self.runtime_errors:
                 return
             for op in self.summaries:

@@ -11,17 +11,17 @@ from rich.text import Text
 
 from pipeline.report.pr_comment import code_span
 from pipeline.report.render import escape_markdown
-from pipeline.results.math import SCHEMA, DtypeCheck, FunctorCheck, MathReport, Status
+from pipeline.results.math import SCHEMA, Agreement, DtypeCheck, FunctorCheck, MathReport
 
 NOT_COVERED = (
     "Not covered: subnormal flushing on the GPU, fast-math precision, host-side dispatch "
     "in the .mm (this checks the functor's math on the host)."
 )
 _STYLE = {
-    Status.OK: "green",
-    Status.MISMATCH: "bold red",
-    Status.KNOWN: "yellow",
-    Status.NO_REFERENCE: "dim",
+    Agreement.OK: "green",
+    Agreement.MISMATCH: "bold red",
+    Agreement.KNOWN: "yellow",
+    Agreement.NO_REFERENCE: "dim",
 }
 
 
@@ -54,9 +54,9 @@ def set_aside_text(f: FunctorCheck) -> str:
 
 
 def _verdict(d: DtypeCheck) -> str:
-    if d.status is Status.KNOWN:
+    if d.status is Agreement.KNOWN:
         return f"known: {d.known}"
-    if d.status is Status.NO_REFERENCE:
+    if d.status is Agreement.NO_REFERENCE:
         return f"no reference: {d.no_reference}"
     return str(d.status)
 
@@ -78,7 +78,7 @@ def _headline(report: MathReport) -> str:
     counts = report.counts()
     functors = len(report.functors)
     cached = sum(1 for f in report.functors if f.cached)
-    bits = [f"{counts[str(s)]} {s}" for s in Status if counts[str(s)]]
+    bits = [f"{counts[str(s)]} {s}" for s in Agreement if counts[str(s)]]
     if counts["compile errors"]:
         bits.append(f"{counts['compile errors']} not compiling")
     if counts["not modelled"]:
@@ -119,7 +119,7 @@ def render_terminal(report: MathReport, console: Console) -> None:
             )
         console.print(table)
         for d in f.dtypes:
-            if d.status is Status.OK:
+            if d.status is Agreement.OK:
                 continue
             for note in _notes(d):
                 console.print(f"  {d.dtype}: {note}", markup=False)

@@ -8,31 +8,34 @@ The model and its rendering, nothing else: the values come from the PR flow
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.errors import PipelineError
-from pipeline.guide.review.base import Finding
+from pipeline.errors import DocumentError, PipelineError
+from pipeline.fields import Fields
+from pipeline.guide.review import ReviewDocument
+from pipeline.impact.model import Impact
 from pipeline.report import render
 from pipeline.report.math import render_markdown as math_markdown
+from pipeline.report.math import to_json as math_json
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
 from pipeline.report.review import render_markdown as review_markdown
 from pipeline.report.speed import render_markdown as speed_markdown
 from pipeline.results import baseline as baselines
 from pipeline.results import table as tables
+from pipeline.results.decide import XfailDecision
 from pipeline.results.device import Device
+from pipeline.results.math import MathReport, MathSkipped
 from pipeline.results.pr import (
+    RESULTS_JSON,
     SCHEMA,
     STATUS_DESCRIPTION_MAX,
     baseline_from_json,
     commit_id,
     math_from_json,
-    strings,
     table_from_json,
-    want,
 )
-from pipeline.results.speed import verdict_from_dict
+from pipeline.results.speed import SpeedReport
 from pipeline.run.shaders import ShaderCheck
 
 
@@ -47,7 +50,7 @@ class PrResults:
     pr: int
     base: str  # commit id
     head: str | None  # commit id; None: the work tree
-    impact: Mapping[str, Any]  # Impact.to_dict()
+    impact: Impact
     build_needed: bool
     build_ok: bool
     build_error: str | None  # the first compiler error, when the build failed
@@ -55,20 +58,20 @@ class PrResults:
     selectors: tuple[str, ...]  # the pytest -k selectors of the run
     run: str | None  # the run's folder under the results directory (junit.xml, pytest.log)
     table: tables.DtypeTable | None
-    xfail_decisions: tuple[Mapping[str, Any], ...]
+    xfail_decisions: tuple[XfailDecision, ...]
     xfail_diff: str  # unified diff of common_mps.py; never applied
     # the failing tests against the nightly history; None: not compared (all of them new)
     baseline: baselines.Baseline | None = None
-    # the review checks' findings (``review --json``'s document); None: not run
-    review: Mapping[str, Any] | None = None
-    # kernel speed against main's: {"runner", "threshold", "nights", "verdicts"}; None: not run
-    speed: Mapping[str, Any] | None = None
-    # check-math of the changed kernels files (``check-math --json``'s document); None: not run
-    math: Mapping[str, Any] | None = None
-    # the build's shader check and toolchain (ShaderCheck.to_dict()); None: no build ran
-    build_check: Mapping[str, Any] | None = None
-    # the device the tests ran on (Device.to_dict()); None: not a Mac, or no tests ran
-    device: Mapping[str, Any] | None = None
+    # the review checks' findings; None: not run
+    review: ReviewDocument | None = None
+    # kernel speed against main's; None: not run
+    speed: SpeedReport | None = None
+    # check-math of the affected operators' functors, or why it did not run; None: not run
+    math: MathReport | MathSkipped | None = None
+    # the build's shader check and toolchain; None: no build ran, or it recorded none
+    build_check: ShaderCheck | None = None
+    # the device the tests ran on; None: not a Mac, or no tests ran
+    device: Device | None = None
 
     @property
     def judged(self) -> baselines.Baseline:
@@ -99,12 +102,12 @@ class PrResults:
     def title(self) -> str:
         """The comment's heading: what was selected, of how many consistency tests."""
         impact = self.impact
-        selected, total = impact["selected"], impact["total"]
-        if impact["full_sweep"]:
+        selected, total = impact.selected, impact.total
+        if impact.full_sweep:
             return f"MPS consistency tests: full sweep ({selected:,} tests)"
         if not selected:
             return "MPS targeted tests: no consistency test affected"
-        ops = len(impact["operators"])
+        ops = len(impact.operators)
         share = f"{selected / total:.1%}" if total else "?"
         return (
             f"MPS targeted tests: {ops} operator{'' if ops == 1 else 's'}, "
@@ -114,15 +117,13 @@ class PrResults:
     def comment(self, footer: str = "") -> str:
         """The comment's Markdown; ``footer`` is appended (a link to the workflow run)."""
         notes = []
-        if self.impact["full_sweep"]:
-            why = "; ".join(self.impact["full_sweep_reasons"])
+        if self.impact.full_sweep:
+            why = "; ".join(self.impact.full_sweep_reasons)
             notes.append(f"Full sweep: {render.escape_markdown(why)}")
-        if self.device is not None:
-            device = Device.from_dict(self.device, "device")
+        if (device := self.device) is not None:
             vm = " (a VM: its timings are not a Mac's)" if device.paravirtual else ""
             notes.append(render.escape_markdown(f"Tested on {device.label()}{vm}."))
-        if self.build_check is not None:
-            check = ShaderCheck.from_dict(self.build_check)
+        if (check := self.build_check) is not None:
             notes.append(render.escape_markdown(f"Build: {check.describe()}; "
                                                 f"{check.toolchain.describe()}."))  # fmt: skip
         if not self.build_ok:
@@ -141,7 +142,7 @@ class PrResults:
             title=self.title(),
             build_ok=self.build_ok,
             build_error=self.build_error,
-            operators=[(o["operator"], "; ".join(o["reasons"])) for o in self.impact["operators"]],
+            operators=[(o.operator, "; ".join(o.reasons)) for o in self.impact.operators],
             table="\n\n".join([*notes, table.strip()]).strip(),
             xfail_diff=self.xfail_diff,
             counts=self.counts,
@@ -155,25 +156,19 @@ class PrResults:
         """check-math's table (or why it did not run), rendered here from data."""
         if self.math is None:
             return ""
-        found = math_from_json(self.math)
-        if isinstance(found, str):
-            return f"_check-math skipped: {render.escape_markdown(found)}_\n"
-        return math_markdown(found)
+        if isinstance(self.math, MathSkipped):
+            return f"_check-math skipped: {render.escape_markdown(self.math.reason)}_\n"
+        return math_markdown(self.math)
 
     def _sections(self) -> list[str]:
         """The review and speed sections, rendered here from data (also in --post-from)."""
         out = []
         if self.review is not None:
-            findings = [Finding.from_dict(f, f"results.json: review.findings[{i}]")
-                        for i, f in enumerate(self.review.get("findings") or [])]  # fmt: skip
-            out.append(review_markdown(findings, strings(self.review.get("notes", []), "notes")))
+            out.append(review_markdown(self.review.findings, self.review.notes))
         if self.speed is not None:
-            verdicts = [verdict_from_dict(v, f"speed.verdicts[{i}]")
-                        for i, v in enumerate(self.speed.get("verdicts") or [])]  # fmt: skip
-            out.append(speed_markdown(verdicts, str(self.speed.get("runner")),
-                                      float(self.speed.get("threshold", 1.1)),
-                                      int(self.speed.get("nights", 0)),
-                                      str(self.speed.get("device", "unknown"))))  # fmt: skip
+            speed = self.speed
+            out.append(speed_markdown(speed.verdicts, speed.runner, speed.threshold, speed.nights,
+                                      speed.device))  # fmt: skip
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -187,13 +182,13 @@ class PrResults:
             "head": self.head,
             "title": self.title(),
             "status": {"state": state, "description": description},
-            "impact": dict(self.impact),
-            "device": None if self.device is None else dict(self.device),
+            "impact": self.impact.to_dict(),
+            "device": None if self.device is None else self.device.to_dict(),
             "build": {
                 "needed": self.build_needed,
                 "ok": self.build_ok,
                 "error": self.build_error,
-                "check": None if self.build_check is None else dict(self.build_check),
+                "check": None if self.build_check is None else self.build_check.to_dict(),
             },
             "tests": {
                 "selectors": list(self.selectors),
@@ -203,81 +198,84 @@ class PrResults:
             },
             "table": None if self.table is None else self.table.to_dict(),
             "xfails": {
-                "decisions": [dict(d) for d in self.xfail_decisions],
+                "decisions": [d.to_dict() for d in self.xfail_decisions],
                 "diff": self.xfail_diff,
             },
             "baseline": self.judged.to_dict(),
-            "review": None if self.review is None else dict(self.review),
-            "speed": None if self.speed is None else dict(self.speed),
-            "math": None if self.math is None else dict(self.math),
+            "review": None if self.review is None else self.review.to_json(),
+            "speed": None if self.speed is None else self.speed.to_dict(),
+            "math": self._math_json(),
         }
+
+    def _math_json(self) -> dict[str, Any] | None:
+        if self.math is None:
+            return None
+        if isinstance(self.math, MathSkipped):
+            return self.math.to_dict()
+        return math_json(self.math)
 
     @classmethod
     def from_json(cls, data: Any, pr: int) -> PrResults:
-        """Read results.json back, checking every field used: it is data from another job,
-        which ran the PR's code. Refuses results of another PR."""
-        want(data, dict, "the top level")
-        if data.get("schema") != SCHEMA:
+        """Read results.json back, every key popped and checked, none left over: it is data
+        from another job, which ran the PR's code. Refuses results of another PR."""
+        f = Fields(data, "", RESULTS_JSON)
+        if f.pop("schema", int, type(None)) != SCHEMA:
             raise PipelineError(
                 f"results.json has schema {data.get('schema')!r}, this version reads {SCHEMA}: "
                 "write and post the results with the same mps-pipeline version"
             )
-        if want(data.get("pr"), int, "pr") != pr:
+        if f.pop("pr", int) != pr:
             raise PipelineError(
                 f"the results are for PR #{data['pr']}, not #{pr}; refusing to post them"
             )
-        base = commit_id(data.get("base"), "base")
-        head = None if data.get("head") is None else commit_id(data.get("head"), "head")
-        impact = want(data.get("impact"), dict, "impact")
-        for i, op in enumerate(want(impact.get("operators"), list, "impact.operators")):
-            want(op, dict, f"impact.operators[{i}]")
-            want(op.get("operator"), str, f"impact.operators[{i}].operator")
-            strings(op.get("reasons"), f"impact.operators[{i}].reasons")
-        want(impact.get("full_sweep"), bool, "impact.full_sweep")
-        strings(impact.get("full_sweep_reasons"), "impact.full_sweep_reasons")
-        want(impact.get("selected"), int, "impact.selected")
-        want(impact.get("total"), int, "impact.total")
-        build = want(data.get("build"), dict, "build")
-        tests = want(data.get("tests"), dict, "tests")
-        table = want(data.get("table"), (dict, type(None)), "table")
-        xfails = want(data.get("xfails"), dict, "xfails")
-        decisions = want(xfails.get("decisions"), list, "xfails.decisions")
-        for i, d in enumerate(decisions):
-            want(d, dict, f"xfails.decisions[{i}]")
-        table = None if table is None else table_from_json(table)
-        math = want(data.get("math"), (dict, type(None)), "math")
-        if math is not None:
-            math_from_json(math)  # refused now, before anything is posted
-        device = want(data.get("device"), (dict, type(None)), "device")
-        if device is not None:
-            Device.from_dict(device, "results.json: device")  # refused before posting
-        check = want(build.get("check"), (dict, type(None)), "build.check")
-        if check is not None:
-            try:
-                ShaderCheck.from_dict(check)
-            except ValueError as exc:
-                raise PipelineError(f"results.json: build.check: {exc}") from None
-        return cls(
+        f.pop("title", str)  # for readers: made again from the rest
+        f.pop("status", dict)
+        base = commit_id(f.pop("base", str), "base")
+        head = f.pop("head", str, type(None))
+        build, tests, xfails = f.obj("build"), f.obj("tests"), f.obj("xfails")
+        raw_table = f.pop("table", dict, type(None))
+        table = None if raw_table is None else table_from_json(raw_table)
+        decisions = tuple(XfailDecision.from_fields(d) for d in xfails.objs("decisions"))
+        review, speed = f.pop("review", dict, type(None)), f.pop("speed", dict, type(None))
+        math = f.pop("math", dict, type(None))
+        device = f.pop("device", dict, type(None))
+        check = build.pop("check", dict, type(None))
+        results = cls(
             pr=pr,
             base=base,
-            head=head,
-            impact=impact,
-            build_needed=want(build.get("needed"), bool, "build.needed"),
-            build_ok=want(build.get("ok"), bool, "build.ok"),
-            build_error=want(build.get("error"), (str, type(None)), "build.error"),
-            test_error=want(tests.get("error"), (str, type(None)), "tests.error"),
-            selectors=strings(tests.get("selectors"), "tests.selectors"),
-            run=want(tests.get("run"), (str, type(None)), "tests.run"),
+            head=None if head is None else commit_id(head, "head"),
+            impact=Impact.from_fields(f.obj("impact")),
+            build_needed=build.pop("needed", bool),
+            build_ok=build.pop("ok", bool),
+            build_error=build.pop("error", str, type(None)),
+            test_error=tests.pop("error", str, type(None)),
+            selectors=tests.strings("selectors"),
+            run=tests.pop("run", str, type(None)),
             table=table,
-            xfail_decisions=tuple(decisions),
-            xfail_diff=want(xfails.get("diff"), str, "xfails.diff"),
-            baseline=baseline_from_json(data.get("baseline"), table),
-            review=want(data.get("review"), (dict, type(None)), "review"),
-            speed=want(data.get("speed"), (dict, type(None)), "speed"),
-            math=math,
-            build_check=check,
-            device=device,
+            xfail_decisions=decisions,
+            xfail_diff=xfails.pop("diff", str),
+            baseline=baseline_from_json(f.pop("baseline", dict, type(None)), table),
+            review=None
+            if review is None
+            else ReviewDocument.from_fields(Fields(review, "review", RESULTS_JSON)),
+            speed=None
+            if speed is None
+            else SpeedReport.from_fields(Fields(speed, "speed", RESULTS_JSON)),
+            math=None if math is None else math_from_json(math),
+            build_check=None if check is None else _shader_check(check),
+            device=None if device is None else Device.from_dict(device, "results.json: device"),
         )
+        tests.pop("counts", dict)  # for readers: the table's
+        for fields in (f, build, tests, xfails):
+            fields.done()
+        return results
+
+
+def _shader_check(data: dict[str, object]) -> ShaderCheck:
+    try:
+        return ShaderCheck.from_dict(data)
+    except ValueError as exc:  # refused now, before anything is posted
+        raise DocumentError(RESULTS_JSON, "build.check", str(exc)) from None
 
 
 def first_line(text: str) -> str:

@@ -4,7 +4,7 @@
 fails the commit status) with the nightly history (:mod:`pipeline.results.history`):
 
 - **flaky**: its outcome flipped (changed and changed back) over the last
-  ``nightly.DEFAULT_FLAKY_WINDOW`` nightlies, or its attempts disagreed (a rerun passed) in
+  ``nightly.flaky_window`` nightlies (a setting), or its attempts disagreed (a rerun passed) in
   the nightly compared with;
 - **already failing on main**: it failed (fail, error or xpass) in the nightly too;
 - **new**: anything else: it passed, xfailed or was skipped there, or the nightly did not run
@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import state
+from pipeline.config import defaults
 from pipeline.errors import PipelineError
 from pipeline.results import history
 from pipeline.results.junit import FAILING, CaseResult, Outcome
-from pipeline.results.nightly import DEFAULT_FLAKY_WINDOW
 from pipeline.results.table import DtypeTable
 from pipeline.testid import TestId
 
@@ -146,6 +146,11 @@ def failing(table: DtypeTable | None) -> list[tuple[_Key, Outcome]]:
     ]
 
 
+def _default_window() -> int:
+    window: int = defaults()["nightly.flaky_window"]
+    return window
+
+
 def without_history(
     table: DtypeTable | None, runner: str | None = None, note: str = NO_BASELINE
 ) -> Baseline:
@@ -154,7 +159,7 @@ def without_history(
         Failure(stem, kind, dtype, outcome, NEW, NO_BASELINE, {})
         for (kind, stem, dtype), outcome in failing(table)
     )
-    return Baseline(runner, None, DEFAULT_FLAKY_WINDOW, note, failures)
+    return Baseline(runner, None, _default_window(), note, failures)
 
 
 def _runners(runners: Iterable[str]) -> str:
@@ -181,9 +186,11 @@ def compare(
     table: DtypeTable | None,
     *,
     runner: str | None = None,
-    window: int = DEFAULT_FLAKY_WINDOW,
+    window: int | None = None,
 ) -> Baseline:
-    """Classify the failing tests of ``table`` against the history in ``db``."""
+    """Classify the failing tests of ``table`` against the history in ``db``, looking back
+    ``window`` nightlies for flaky ones (None: the ``nightly.flaky_window`` default)."""
+    window = _default_window() if window is None else window
     latest = history.nightlies(db, 1)
     if not latest:
         return without_history(table, runner, f"{NO_BASELINE}: the history holds no nightly yet")
@@ -269,7 +276,7 @@ def classify(
     table: DtypeTable | None,
     *,
     runner: str | None = None,
-    window: int = DEFAULT_FLAKY_WINDOW,
+    window: int | None = None,
 ) -> Baseline:
     """:func:`compare` with the history at ``path``; no history (None): every failure new."""
     if path is None:

@@ -16,14 +16,36 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from enum import Enum
+from typing import Any, Protocol
 
 from pipeline.dtypes import sort_key
+from pipeline.fields import Fields
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
 
-# "move": the dtypes leave the entry for a macOS-version list (pipeline.results.macos)
-Action = Literal["keep", "drop_dtypes", "delete", "narrow_none", "move"]
+
+class XfailAction(str, Enum):
+    """What an xfail decision does to its entry (the glossary's five)."""
+
+    KEEP = "keep"
+    DROP_DTYPES = "drop_dtypes"  # some dtypes leave the entry's list
+    DELETE = "delete"  # the whole entry goes
+    NARROW_NONE = "narrow_none"  # an all-dtypes entry (None) lists the dtypes that still fail
+    MOVE = "move"  # the dtypes leave for a macOS-version list (pipeline.results.macos)
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, text: str) -> XfailAction:
+        """The action named ``text``; ValueError naming the five otherwise."""
+        try:
+            return cls(text)
+        except ValueError:
+            known = ", ".join(a.value for a in cls)
+            raise ValueError(f"{text!r} is no xfail action (one of {known})") from None
+
 
 # The modifier a list lives in says which consistency test its xfails decorate.
 _KIND_BY_FUNCTION = {
@@ -70,7 +92,7 @@ class XfailDecision:
     list: str
     function: str
     key: str
-    action: Action
+    action: XfailAction
     old_dtypes: tuple[str, ...] | None
     new_dtypes: tuple[str, ...] | None
     reason: str
@@ -85,6 +107,29 @@ class XfailDecision:
         going = set(dtypes) & set(self.dropped)
         return _dropping(self.list, self.function, self.key, old, judged, going, reason)
 
+    @classmethod
+    def from_fields(cls, f: Fields) -> XfailDecision:
+        """:meth:`to_dict` read back, every key checked."""
+
+        action = f.pop("action", str)
+        try:
+            parsed = XfailAction.parse(action)
+        except ValueError as exc:
+            raise f.error("action", str(exc)) from None
+        decision = cls(
+            list=f.pop("list", str),
+            function=f.pop("function", str),
+            key=f.pop("key", str),
+            action=parsed,
+            old_dtypes=f.strings_or_none("old_dtypes"),
+            new_dtypes=f.strings_or_none("new_dtypes"),
+            reason=f.pop("reason", str),
+            dropped=f.strings("dropped"),
+            to_list=f.pop("to_list", str, type(None)),
+        )
+        f.done()
+        return decision
+
     def to_dict(self) -> dict[str, Any]:
         """The decision as JSON data: every field, dtype tuples as lists (None = all dtypes)."""
         as_list = lambda dtypes: None if dtypes is None else list(dtypes)  # noqa: E731
@@ -92,7 +137,7 @@ class XfailDecision:
             "list": self.list,
             "function": self.function,
             "key": self.key,
-            "action": self.action,
+            "action": self.action.value,
             "reason": self.reason,
             "old_dtypes": as_list(self.old_dtypes),
             "new_dtypes": as_list(self.new_dtypes),
@@ -209,16 +254,15 @@ def _dropping(
     judged = tuple(judged)
     dropped = tuple(d for d in judged if d in gone)
     if not dropped:
-        return XfailDecision(list_name, function, key, "keep", old, old, reason)
+        return XfailDecision(list_name, function, key, XfailAction.KEEP, old, old, reason)
     remaining = tuple(d for d in judged if d not in gone)
-    action: Action
     if not remaining:
-        action = "delete"
+        action = XfailAction.DELETE
     elif old is None:
         remaining = tuple(sorted(remaining, key=sort_key))
-        action = "narrow_none"
+        action = XfailAction.NARROW_NONE
     else:
-        action = "drop_dtypes"
+        action = XfailAction.DROP_DTYPES
     return XfailDecision(list_name, function, key, action, old, remaining, reason, dropped)
 
 
@@ -226,7 +270,9 @@ def _decide(
     entry: XfailLike, info: OpInfoLike, table: DtypeTable, required: Sequence[str]
 ) -> XfailDecision:
     def keep(reason: str) -> XfailDecision:
-        return XfailDecision(entry.list, entry.function, entry.key, "keep", old, old, reason)
+        return XfailDecision(
+            entry.list, entry.function, entry.key, XfailAction.KEEP, old, old, reason
+        )
 
     old = entry.dtypes
     raw = getattr(entry, "raw", None)

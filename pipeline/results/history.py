@@ -54,14 +54,13 @@ from pipeline.results.history_disk import (  # noqa: F401 (re-exported)
     BACKUPS,
     backup,
     backups,
+    not_now,
 )
 from pipeline.results.history_file import (  # noqa: F401 (the history's API, re-exported)
     _COUNT_RUN,
-    DEFAULT_BACKUPS,
     FULL_CHECK_EVERY,
     SCHEMA_VERSION,
     SEAL,
-    DamagedHistoryError,
     HistoryCheck,
     backup_and_seal,
     check,

@@ -95,6 +95,17 @@ def check_writable(path: Path) -> None:
         )
 
 
+# SQLite's primary result codes (the low byte of the extended one) that say "not now": a
+# lock another connection holds, or a file made read-only. The environment, not a bug.
+_NOT_NOW = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_READONLY})
+
+
+def not_now(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused ``exc``'s statement for now (locked, busy, read-only), by its
+    result code rather than its message's words."""
+    return exc.sqlite_errorcode & 0xFF in _NOT_NOW
+
+
 def wait_for_write_lock(
     db: sqlite3.Connection, path: Path, wait: float, on_wait: Callable[[], None] | None
 ) -> None:
@@ -111,7 +122,7 @@ def wait_for_write_lock(
             db.rollback()
             break
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
+            if not not_now(exc):
                 raise
         if time.monotonic() >= deadline:
             raise PipelineError(

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.errors import DamagedHistoryError, PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.results.history_disk import (
     BACKUPS,
@@ -30,7 +30,6 @@ from pipeline.results.history_disk import (
 )
 
 SCHEMA_VERSION = 5
-DEFAULT_BACKUPS = 7
 _SQLITE_HEADER = b"SQLite format 3\x00"
 # what a history must have: table -> its columns (more are fine: a later migration's)
 _TABLES = {
@@ -113,18 +112,6 @@ _COUNT_RUN = (
     "INSERT OR REPLACE INTO run_outcomes (run_id, outcome, tests) "
     "SELECT run_id, outcome, COUNT(*) FROM results WHERE run_id = ? GROUP BY outcome"
 )
-
-
-class DamagedHistoryError(PipelineError):
-    """A file at the history's path that is not a valid history; it was not touched."""
-
-    def __init__(self, path: Path, why: str) -> None:
-        self.path = path
-        self.why = why
-        super().__init__(
-            f"{path}: not a valid mps-pipeline history ({why}): restore it from a backup, "
-            "or move it away to start a new history"
-        )
 
 
 @dataclass(frozen=True)

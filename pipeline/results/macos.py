@@ -31,14 +31,19 @@ from typing import TYPE_CHECKING
 
 from pipeline.dtypes import sort_key
 from pipeline.results import decide, history
-from pipeline.results.decide import Action, OpInfoLike, XfailDecision, XfailLike, show_version
+from pipeline.results.decide import (
+    OpInfoLike,
+    XfailAction,
+    XfailDecision,
+    XfailLike,
+    show_version,
+)
 from pipeline.results.junit import Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
 
 if TYPE_CHECKING:
     from pipeline.tree.index import TreeIndex
 
-MOVE: Action = "move"
 _GRAD_FUNCTION = "mps_ops_grad_modifier"
 
 
@@ -226,7 +231,7 @@ def decide_moves(
                     entry.list,
                     entry.function,
                     entry.key,
-                    MOVE,
+                    XfailAction.MOVE,
                     entry.dtypes,
                     tuple(d for d in judged if d not in moving),
                     reason,

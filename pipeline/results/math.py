@@ -87,7 +87,21 @@ class Kind(str, Enum):
         return self.value
 
 
-class Status(str, Enum):
+@dataclass(frozen=True)
+class MathSkipped:
+    """check-math did not run, and why (no functor, no compiler, no torch): the
+    ``{"schema", "skipped"}`` document the migrate chain's stage and results.json hold."""
+
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"schema": SCHEMA, "skipped": self.reason}
+
+
+class Agreement(str, Enum):
+    """Whether one dtype's kernel agrees with torch (a functor check's status; not the
+    checklist's pass/fail/unknown, :class:`pipeline.guide.checklist.Status`)."""
+
     OK = "ok"
     MISMATCH = "mismatch"
     KNOWN = "known"
@@ -212,12 +226,12 @@ class DtypeCheck:
         return self.precision + self.special + self.exact + self.crashes
 
     @property
-    def status(self) -> Status:
+    def status(self) -> Agreement:
         if self.no_reference is not None:
-            return Status.NO_REFERENCE
+            return Agreement.NO_REFERENCE
         if self.mismatched == 0 and not self.findings:
-            return Status.OK
-        return Status.KNOWN if self.known is not None else Status.MISMATCH
+            return Agreement.OK
+        return Agreement.KNOWN if self.known is not None else Agreement.MISMATCH
 
 
 def check_dtype(
@@ -358,7 +372,7 @@ class FunctorCheck:
         return (
             self.compile_error is not None
             or self.failure is not None
-            or any(d.status is Status.MISMATCH for d in self.dtypes)
+            or any(d.status is Agreement.MISMATCH for d in self.dtypes)
         )
 
 
@@ -374,7 +388,7 @@ class MathReport:
         return any(f.failed for f in self.functors)
 
     def counts(self) -> dict[str, int]:
-        out = {str(s): 0 for s in Status}
+        out = {str(s): 0 for s in Agreement}
         for f in self.functors:
             for d in f.dtypes:
                 out[str(d.status)] += 1

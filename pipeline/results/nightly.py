@@ -50,9 +50,6 @@ from pipeline.tree import paths
 from pipeline.tree.index import TreeIndex
 
 SCHEMA = 2  # of summary.json (2: plain table cells are just their outcome; shards)
-DEFAULT_MIN_PASSES = 3
-DEFAULT_FLAKY_WINDOW = 5
-DEFAULT_KEEP = 180
 CHART_NIGHTLIES = 60
 
 
@@ -214,7 +211,11 @@ def propose(
     stem_of = {info.key: info.stem for info in index.opinfos}
     entries = [e for e in index.xfails.entries if e.key in stem_of]
     tonight = decide.decide_xfails(entries, latest, required, opinfos=index.opinfos)
-    live = [(e, d) for e, d in zip(entries, tonight, strict=True) if d.action != "keep"]
+    live = [
+        (e, d)
+        for e, d in zip(entries, tonight, strict=True)
+        if d.action is not decide.XfailAction.KEEP
+    ]
     if not live:
         return Proposals((), (), "", starts, "nothing xpassed on every runner tonight")
     subset = [e for e, _ in live]

@@ -25,6 +25,7 @@ from pipeline.results.math import (
     FunctorCheck,
     Kind,
     MathReport,
+    MathSkipped,
 )
 
 SCHEMA = 1
@@ -183,7 +184,7 @@ def table_from_json(data: dict[str, Any]) -> tables.DtypeTable:
     )
 
 
-def math_from_json(data: Any) -> MathReport | str:
+def math_from_json(data: Any) -> MathReport | MathSkipped:
     """check-math's report back from its ``--json`` document (as results.json's ``math``),
     every field the comment renders checked; a dtype's ``status`` must be the one its
     counts give. A ``{"schema", "skipped"}`` document gives why check-math did not run."""
@@ -191,7 +192,7 @@ def math_from_json(data: Any) -> MathReport | str:
     if data.get("schema") != MATH_SCHEMA:
         raise PipelineError(f"results.json: math.schema is {data.get('schema')!r}, not 1")
     if "skipped" in data:
-        return str(want(data["skipped"], str, "math.skipped"))
+        return MathSkipped(want(data["skipped"], str, "math.skipped"))
     functors = []
     for i, f in enumerate(want(data.get("functors"), list, "math.functors")):
         at = f"math.functors[{i}]"

@@ -5,7 +5,7 @@ their durations and the previous night's plan; the ``shards`` command
 (:mod:`pipeline.commands.shards`) reads those from the tree and the history.
 
 **Estimates** (:func:`estimate`). A test weighs the median of its recorded seconds over the
-last :data:`DEFAULT_NIGHTS` nightlies, every runner's runs together (a median shrugs off
+last ``nightly.shard_nights`` nightlies, every runner's runs together (a median shrugs off
 one slow night or one slow Mac). A test without any gets the median of its operator's
 tests (same stem, both kinds), else the median of all tests. Without a single recorded
 duration above 0 s (no history, or reports that carry no times: every ``time="0"``) every
@@ -32,6 +32,7 @@ import heapq
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pipeline.errors import PipelineError
@@ -39,7 +40,6 @@ from pipeline.results.junit import parse_test_id
 from pipeline.testid import node_of
 
 SCHEMA = 1  # of the plan document (shards --json, the --out file)
-DEFAULT_NIGHTS = 7  # nightlies whose durations are taken
 TARGET = 1.05  # the slowest shard may take this times the mean shard
 _LAST = "\uffff"  # sorts after every test id
 
@@ -316,3 +316,21 @@ def from_json(doc: Any, where: str) -> list[list[str]]:
             raise bad(f"shard {n}: tests is not a list of test ids")
         shards.append(tests)
     return shards
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    """A plan as ``shards`` made it: the plan and how it was made (for :func:`to_json` and
+    the person's report, pipeline.report.shards)."""
+
+    plan: Plan
+    stability: Stability
+    estimates: Estimates
+    by_count: Plan  # the same suite by count: what --shard-id/--num-shards would give
+    source: str  # where the suite came from
+    history: Path
+    previous: Path | None  # the previous plan it started from
+    out: Path  # where it was written
+    nights: int
+    target: float
+    warnings: tuple[str, ...]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import PipelineError
+from pipeline.fields import Fields
 
 SPEED_JSON = "speed.json"  # in a runner's results folder, beside its JUnit reports
 SCHEMA_VERSION = 1  # of speed.json
@@ -93,6 +94,64 @@ def verdict_from_dict(d: Any, where: str) -> Verdict:
         return Verdict(key, float(d["pr_median"]), main, ratio, spread, Judgement(d["judgement"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise PipelineError(f"results.json: {where} is not a speed verdict ({exc})") from None
+
+
+@dataclass(frozen=True)
+class SpeedReport:
+    """A PR's kernel speed: its measurements on ``runner`` and each one's verdict against
+    main's figures (results.json's ``speed``). ``nights``: main's nights compared with (0:
+    no history here, every verdict "no baseline")."""
+
+    runner: str
+    measurements: tuple[Measurement, ...]
+    threshold: float
+    nights: int
+    verdicts: tuple[Verdict, ...]
+    # the device the measurements come from (Device.label(), or "DEVICE (unknown)")
+    device: str = "unknown"
+
+    @property
+    def slower(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.judgement is Judgement.SLOWER)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runner": self.runner,
+            "measurements": [
+                {
+                    "op": m.op,
+                    "dtype": m.dtype,
+                    "shape": m.shape,
+                    "layout": m.layout,
+                    "times": list(m.times),
+                }
+                for m in self.measurements
+            ],  # fmt: skip
+            "threshold": self.threshold,
+            "nights": self.nights,
+            "verdicts": [verdict_to_dict(v) for v in self.verdicts],
+            "device": self.device,
+        }
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> SpeedReport:
+        """:meth:`to_dict` read back, every key checked (it comes from another job)."""
+        where = f"{f.doc}: {f.where}.measurements"
+        _, measured = parse({"schema": SCHEMA_VERSION, "results": f.pop("measurements", list)},
+                            where)  # fmt: skip
+        verdicts = f.pop("verdicts", list)
+        report = cls(
+            runner=f.pop("runner", str),
+            measurements=measured,
+            threshold=float(f.pop("threshold", int, float)),
+            nights=f.pop("nights", int),
+            verdicts=tuple(
+                verdict_from_dict(v, f"{f.where}.verdicts[{i}]") for i, v in enumerate(verdicts)
+            ),
+            device=f.pop("device", str),
+        )
+        f.done()
+        return report
 
 
 def parse(data: Any, where: str) -> tuple[str, tuple[Measurement, ...]]:

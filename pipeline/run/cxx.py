@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, NoCompilerError
 from pipeline.fsio import write_atomic
 from pipeline.run import cxx_parts
 from pipeline.run.build import CompilerError
@@ -76,10 +76,6 @@ _DIAGNOSTIC = re.compile(
     r"^(?P<path>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<message>.*)$"
 )
 _LOCATION = re.compile(r"^(?P<path>[^:\n]+):(?P<line>\d+):(?:\d+:)? ")
-
-
-class NoCompilerError(ConfigError):
-    """No host C++ compiler to build functors with (exit 2)."""
 
 
 @dataclass(frozen=True)

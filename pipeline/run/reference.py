@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, NoTorchError
 from pipeline.fsio import write_atomic
 from pipeline.tree import opinfo
 from pipeline.tree.source import TreeSource
@@ -49,10 +49,6 @@ class Case:
             "alpha": self.alpha,
             "aten": list(self.aten),
         }
-
-
-class NoTorchError(ConfigError):
-    """The configured interpreter has no torch: no reference, no wheel headers (exit 2)."""
 
 
 def torch_package(source: TreeSource) -> Path:

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pipeline.errors import ConfigError, PipelineError
+from pipeline.errors import ConfigError, NoDeviceError, PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.results.device import Device
 from pipeline.results.speed import SPEED_JSON, Measurement, UpstreamFigure, read
@@ -145,21 +145,6 @@ env = {name: os.environ.get(name) for name in spec["env"]}
 json.dump({"schema": 1, "device": device, "torch": torch.__version__, "env": env,
            "results": results}, open(sys.argv[2], "w"), indent=1)
 '''
-
-
-class NoDeviceError(PipelineError):
-    """The interpreter's torch cannot use the device asked for; nothing was timed (exit 2,
-    as for any input that cannot work here). ``instead`` is what the command suggests."""
-
-    def __init__(self, device: str, reason: str, instead: str = "") -> None:
-        self.device = device
-        self.reason = reason
-        text = f"speed: no {device.upper()} device here: {reason}"
-        super().__init__(f"{text}; {instead}" if instead else text)
-
-    def suggesting(self, instead: str) -> NoDeviceError:
-        """The same error, with what the command that met it suggests doing."""
-        return NoDeviceError(self.device, self.reason, instead)
 
 
 @dataclass(frozen=True)

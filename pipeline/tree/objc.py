@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from pipeline.errors import ParseError
@@ -37,6 +38,29 @@ from pipeline.tree.span import Span, Unrecognised
 PATTERNS: tuple[str, ...] = (paths.OPERATIONS_MM,)
 
 DISPATCH_MACROS = ("REGISTER_DISPATCH", "REGISTER_MPS_DISPATCH")
+
+
+class ExecKind(str, Enum):
+    """The ``exec_KIND_kernel`` a migration writes, by the operator's Tensor inputs. What a
+    tree's own calls name stays text (``KernelFunction.exec_kind``): any kind may be there."""
+
+    UNARY = "unary"
+    BINARY = "binary"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def arity(self) -> int:
+        return 2 if self is ExecKind.BINARY else 1
+
+    @classmethod
+    def parse(cls, text: str) -> ExecKind:
+        """The kind named ``text``; ValueError naming the two otherwise."""
+        try:
+            return cls(text)
+        except ValueError:
+            raise ValueError(f"exec kind {text!r} is not 'unary' or 'binary'") from None
 
 
 @dataclass(frozen=True)

@@ -346,6 +346,37 @@ def test_a_crash_while_reporting_is_exit_70_not_1(settings, nights, capsys, monk
     assert "RuntimeError: a rendering bug" in err and "exit 70, not 1" in err
 
 
+def test_a_history_another_process_holds_is_exit_2_said_so_not_a_crash(
+    settings, nights, capsys, monkeypatch
+):
+    """SQLite's own result code says "locked" (SQLITE_BUSY), not a word in its message:
+    while waiting for the write lock, and for a statement that met the lock later on."""
+    state = ["--state-dir", str(settings.state_dir)]
+    assert main(["nightly", "--results", str(nights.results()), *state]) == 0
+    db_path = settings.state_dir / layout.HISTORY
+    monkeypatch.setenv("MPS_PIPELINE_LOCK_WAIT", "0.2")
+    holder = sqlite3.connect(db_path)
+    holder.execute("BEGIN EXCLUSIVE")
+
+    def meets_the_lock(*_args, **_kwargs):
+        sqlite3.connect(db_path, timeout=0).execute("BEGIN IMMEDIATE")
+
+    try:
+        capsys.readouterr()
+        waited = main(["nightly", "--results", str(nights.results()), *state, "--source", "x"])
+        waited_err = capsys.readouterr().err
+        monkeypatch.setattr(nightly, "run_nightly", meets_the_lock)
+        later = main(["nightly", "--results", str(nights.results()), *state, "--source", "y"])
+        later_err = capsys.readouterr().err
+    finally:
+        holder.rollback()
+        holder.close()
+    assert waited == 2 and "the history is locked by another process (waited 0.2 s" in waited_err
+    assert later == 2 and "Traceback" not in later_err
+    assert f"{db_path}: the history cannot be written now (database is locked)" in later_err
+    assert _nights_recorded(db_path) == 1
+
+
 def _damage(path: Path, form: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if form == "empty":

@@ -15,7 +15,7 @@ from pipeline.edit.macos_lists import XfailAddition, applies_list, apply_xfail_m
 from pipeline.edit.xfails import XfailChange
 from pipeline.errors import EditVerificationError
 from pipeline.guide import xfails as xfail_plan
-from pipeline.results.decide import XfailDecision
+from pipeline.results.decide import XfailAction, XfailDecision
 from pipeline.tree import common_mps, paths
 from tests.conftest import per_release
 
@@ -218,11 +218,11 @@ def test_a_removal_and_a_move_of_one_entry_make_one_edit(sandbox_tree) -> None:
     """atan2 loses int64 (xpassed everywhere) and int32 (xpassed on macOS 15 and later)."""
     atan2 = ("int64", "int32", "int16", "int8", "uint8", "bool")
     remove = XfailDecision(
-        "UNIMPLEMENTED_XFAILLIST", MOD, "atan2", "drop_dtypes", atan2,
+        "UNIMPLEMENTED_XFAILLIST", MOD, "atan2", XfailAction.DROP_DTYPES, atan2,
         atan2[1:], "xpass everywhere", ("int64",),
     )  # fmt: skip
     move = XfailDecision(
-        "UNIMPLEMENTED_XFAILLIST", MOD, "atan2", "move", atan2,
+        "UNIMPLEMENTED_XFAILLIST", MOD, "atan2", XfailAction.MOVE, atan2,
         (atan2[0], *atan2[2:]), "xfail on 14 only", ("int32",), to_list=NEW,
     )  # fmt: skip
     before = (sandbox_tree / REL).read_text()
@@ -267,12 +267,12 @@ def test_moves_in_the_real_file_compile_and_read_back(
         assert tuple(e.key for e in model.entries if e.list == NEW_GRAD) == grad_list
     decisions = [
         XfailDecision(
-            glu_entry.list, MOD, glu_entry.key, "move", glu_entry.dtypes,
+            glu_entry.list, MOD, glu_entry.key, XfailAction.MOVE, glu_entry.dtypes,
             tuple(d for d in glu_entry.dtypes or () if d != "int16"), "r", ("int16",),
             to_list=NEW,
         ),
-        XfailDecision(msort.list, GRAD, "msort", "move", msort.dtypes, (), "r", ("float16",),
-                      to_list=NEW_GRAD),
+        XfailDecision(msort.list, GRAD, "msort", XfailAction.MOVE, msort.dtypes, (), "r",
+                      ("float16",), to_list=NEW_GRAD),
     ]  # fmt: skip
     edit = xfail_plan.proposal_edit(root, decisions)
     assert edit is not None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.results.math import Kind, Known, Status
+from pipeline.results.math import Agreement, Kind, Known
 from tests.flows.math_helpers import by_dtype, run_flow, target
 
 pytestmark = pytest.mark.realdata
@@ -29,7 +29,7 @@ def test_right_functors_match_torch(tmp_path: Path, host_cxx, real_c10_include: 
     checks = by_dtype(atan2)
     assert set(checks) == {"float32", "float16", "bfloat16", "int32", "int64"}
     for check in atan2.dtypes + maximum.dtypes:
-        assert check.status is Status.OK, check
+        assert check.status is Agreement.OK, check
         assert check.checked > 100 and check.matched == check.checked
     # integer inputs go to float, as registered and as torch gives
     assert checks["int32"].output == checks["int32"].torch_dtype == "float32"
@@ -42,7 +42,7 @@ def test_swapped_arguments_are_caught(tmp_path: Path, host_cxx, real_c10_include
     )
     assert report.failed
     f32 = by_dtype(report.functors[0])["float32"]
-    assert f32.status is Status.MISMATCH
+    assert f32.status is Agreement.MISMATCH
     assert f32.precision > 100
     example = next(c for c in f32.counterexamples if c.kind is Kind.PRECISION)
     a, b = (float(x) for x in example.inputs)
@@ -65,13 +65,13 @@ def test_max_without_nan_propagation_is_caught(
     checks = by_dtype(report.functors[0])
     for dtype in ("float32", "float16"):
         check = checks[dtype]
-        assert check.status is Status.MISMATCH
+        assert check.status is Agreement.MISMATCH
         # caught as NaN handling, not as a precision miss
         assert check.special > 0 and check.precision == 0
         assert all(c.kind is Kind.SPECIAL for c in check.counterexamples)
         assert all("nan" in c.inputs for c in check.counterexamples)
         assert all(c.torch == "nan" and c.kernel != "nan" for c in check.counterexamples)
-    assert checks["int32"].status is Status.OK
+    assert checks["int32"].status is Agreement.OK
 
 
 @pytest.mark.slow
@@ -85,12 +85,12 @@ def test_integral_overload_returning_t_is_caught(
         [target(tmp_path, "wrong/int_returns_t.metal", "atan2")],
     )
     checks = by_dtype(report.functors[0])
-    assert checks["float32"].status is Status.OK
+    assert checks["float32"].status is Agreement.OK
     int32 = checks["int32"]
-    assert int32.status is Status.MISMATCH
+    assert int32.status is Agreement.MISMATCH
     assert int32.findings == ("registered int32 -> int32, but torch gives float32",)
     int64 = checks["int64"]
-    assert int64.status is Status.MISMATCH
+    assert int64.status is Agreement.MISMATCH
     assert "the functor returns int64" in int64.findings[0]
 
 
@@ -107,7 +107,7 @@ def test_known_deviation_is_reported_not_failed(
         known,
     )
     checks = by_dtype(report.functors[0])
-    assert checks["float32"].status is Status.KNOWN
+    assert checks["float32"].status is Agreement.KNOWN
     assert checks["float32"].known == "reviewed: fixture"
     assert not report.failed
 
@@ -124,7 +124,7 @@ def test_no_torch_counterpart_is_listed_not_failed(
     )
     assert not report.failed
     (check,) = report.functors[0].dtypes
-    assert check.status is Status.NO_REFERENCE
+    assert check.status is Agreement.NO_REFERENCE
     assert check.no_reference == "no OpInfo, torch function or aten operator of that name"
 
 
@@ -140,7 +140,7 @@ def test_alpha_kernel_is_checked_with_its_alpha(
     (functor,) = report.functors
     assert functor.reference == "aten.hardshrink.default"
     for check in functor.dtypes:
-        assert check.status is Status.OK, check
+        assert check.status is Agreement.OK, check
         # every input once per alpha value (0.5, 2.0, -1.5)
         assert check.checked == 3 * (check.edge + check.samples) > 100
 
@@ -156,7 +156,7 @@ def test_dropped_alpha_is_caught(tmp_path: Path, host_cxx, real_c10_include: Pat
     assert report.failed
     assert report.functors[0].reference == "aten.add.Tensor"
     f32 = by_dtype(report.functors[0])["float32"]
-    assert f32.status is Status.MISMATCH and f32.precision > 1000
+    assert f32.status is Agreement.MISMATCH and f32.precision > 1000
     example = f32.counterexamples[0]
     a, b, alpha = example.inputs
     scale = float(alpha.removeprefix("alpha="))
@@ -174,7 +174,7 @@ def test_backward_is_checked_through_aten(tmp_path: Path, host_cxx, real_c10_inc
     assert not report.failed
     assert report.functors[0].reference == "aten.silu_backward.default"
     for check in report.functors[0].dtypes:
-        assert check.status is Status.OK, check
+        assert check.status is Agreement.OK, check
         assert check.checked > 1000
 
 
@@ -189,7 +189,7 @@ def test_ambiguous_schema_stays_without_reference(
     )
     assert not report.failed
     (check,) = report.functors[0].dtypes
-    assert check.status is Status.NO_REFERENCE
+    assert check.status is Agreement.NO_REFERENCE
     assert check.no_reference is not None and check.no_reference.startswith("ambiguous")
     assert "aten.pow.Scalar" in check.no_reference
 
@@ -214,7 +214,7 @@ def test_a_broken_functor_leaves_the_others_of_its_file_checked(
     assert error is not None and error.startswith("broken.metal:15: ")
     assert "undeclared_thing" in error
     assert fine.compile_error is None and fine.set_aside == ("oops_functor",)
-    assert {d.status for d in fine.dtypes} == {Status.OK}
+    assert {d.status for d in fine.dtypes} == {Agreement.OK}
     assert not fine.failed
 
 
@@ -238,10 +238,11 @@ def test_current_shapes_check_against_the_newest_headers(tmp_path: Path, host_cx
     )
     maximum, eq, lane_sum = report.functors
     assert {d.dtype: d.status for d in maximum.dtypes} == {
-        "float32": Status.OK, "float16": Status.OK, "bfloat16": Status.OK, "int32": Status.OK
+        "float32": Agreement.OK, "float16": Agreement.OK, "bfloat16": Agreement.OK,
+        "int32": Agreement.OK,
     }  # fmt: skip
     assert {d.dtype: d.status for d in eq.dtypes} == {
-        "float32": Status.OK, "int32": Status.OK, "complex64": Status.OK
+        "float32": Agreement.OK, "int32": Agreement.OK, "complex64": Agreement.OK
     }  # fmt: skip
     assert lane_sum.not_modelled == ("simd_sum",) and lane_sum.dtypes == ()
     assert lane_sum.compile_error is None and not lane_sum.failed

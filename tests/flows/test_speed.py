@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.errors import DamagedHistoryError, NoDeviceError
 from pipeline.flows.speed import judge, measure
 from pipeline.report.speed import SPREAD_MEANING, not_timed_lines, render_markdown
 from pipeline.results import history
 from pipeline.results import speed as speeds
 from pipeline.results.history_file import SCHEMA_VERSION
 from pipeline.results.speed import Judgement, Measurement
-from pipeline.run.speed import BenchOp, NoDeviceError, SpeedRequest, run
+from pipeline.run.speed import BenchOp, SpeedRequest, run
 
 needs_torch = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="torch is not installed (nox installs it)"
@@ -178,7 +179,7 @@ def test_a_version_3_history_gets_the_speed_table_in_place(tmp_path):
         raw.execute("DROP TABLE speed")
     raw.close()
     with pytest.raises(
-        history.DamagedHistoryError, match=f"version {SCHEMA_VERSION}, but table speed lacks"
+        DamagedHistoryError, match=f"version {SCHEMA_VERSION}, but table speed lacks"
     ):
         history.check(path)
 

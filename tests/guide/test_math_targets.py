@@ -39,7 +39,8 @@ def test_a_prs_affected_operators_give_their_functors_once(sandbox_settings) -> 
     operator the PR removed, or one without a functor, adds nothing."""
     import pytest
 
-    from pipeline.flows.math import NothingToCheckError, select_targets
+    from pipeline.errors import NothingToCheckError
+    from pipeline.flows.math import select_targets
 
     index = load_index(sandbox_settings.tree)
     refs = sandbox_settings.math.references

@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import EditVerificationError, UnknownImplementationError, UnreadableFileError
+from pipeline.errors import (
+    EditVerificationError,
+    NotElementwiseError,
+    UnknownImplementationError,
+    UnreadableFileError,
+)
 from pipeline.guide import plan as migrate
-from pipeline.guide.families import NotElementwiseError
 from pipeline.sandbox import compile
 from pipeline.tree.index import load_index
 from tests.sandbox.edits import BINARY_KERNEL, BINARY_OPS_H, edit

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import EXIT_INPUT, PipelineError
+from pipeline.errors import EXIT_INPUT, NotElementwiseError, PipelineError
 from pipeline.guide.backlog import backlog
-from pipeline.guide.families import NotElementwiseError, partners
+from pipeline.guide.families import partners
 from pipeline.guide.plan import plan_edits
 from pipeline.tree import native_yaml, paths
 from pipeline.tree.index import load_index

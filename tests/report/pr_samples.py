@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipeline.impact.model import AffectedOp, Impact
 from pipeline.report.pr import PrResults
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import build_table
@@ -21,18 +22,16 @@ def sample(**changes) -> PrResults:
         "pr": 7,
         "base": "a" * 40,
         "head": "b" * 40,
-        "impact": {
-            "operators": [{"operator": "atan2", "reasons": ["BinaryKernel.mm:41 stub changed"]}],
-            "full_sweep": False,
-            "full_sweep_reasons": [],
-            "build_needed": True,
-            "ignored": [],
-            "selected": 9,
-            "total": 136,
-            "fraction": 0.066,
-            "test_ids": [],
-            "warnings": [],
-        },
+        "impact": Impact(
+            operators=(AffectedOp("atan2", ("BinaryKernel.mm:41 stub changed",)),),
+            full_sweep=False,
+            full_sweep_reasons=(),
+            build_needed=True,
+            ignored=(),
+            test_ids=(),
+            selected=9,
+            total=136,
+        ),
         "build_needed": True,
         "build_ok": True,
         "build_error": None,

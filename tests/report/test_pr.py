@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from pipeline.errors import PipelineError
+from pipeline.impact.model import AffectedOp
 from pipeline.report.clip import MAX_LINE_CHARS
 from pipeline.report.pr import PrResults
 from pipeline.report.pr_comment import GITHUB_COMMENT_LIMIT, MARKER, commit_status_for
@@ -84,12 +85,12 @@ def test_a_200_kb_line_of_test_output_is_capped_in_the_comment_and_the_status():
     results = sample(test_error=f"{huge}\n  full log: x", table=None)
     results = replace(
         results,
-        impact=results.impact
-        | {
-            "operators": [{"operator": huge, "reasons": [huge]}],
-            "full_sweep": True,
-            "full_sweep_reasons": [huge],
-        },
+        impact=replace(
+            results.impact,
+            operators=(AffectedOp(huge, (huge,)),),
+            full_sweep=True,
+            full_sweep_reasons=(huge,),
+        ),
     )
     body = results.comment()
     assert body.startswith(MARKER + "\n") and len(body) <= GITHUB_COMMENT_LIMIT
@@ -115,10 +116,9 @@ def test_a_huge_table_row_is_capped_before_it_is_defused():
 def test_check_math_table_is_in_results_json_and_rendered_from_it_in_the_comment():
     """The functor math goes into results.json as check-math's document; the comment (also
     from --post-from) renders it from that data, every field checked on the way in."""
-    from pipeline.report.math import to_json as math_json
     from tests.report.test_math_report import REPORT
 
-    results = sample(math=math_json(REPORT))
+    results = sample(math=REPORT)
     data = json.loads(json.dumps(results.to_json()))
     assert data["math"]["functors"][0]["dtypes"][1]["status"] == "mismatch"
     back = PrResults.from_json(data, 7)
@@ -144,10 +144,9 @@ def test_check_math_table_is_in_results_json_and_rendered_from_it_in_the_comment
 
 
 def test_a_tampered_math_document_cannot_put_mentions_or_html_in_the_comment():
-    from pipeline.report.math import to_json as math_json
     from tests.report.test_math_report import REPORT
 
-    data = json.loads(json.dumps(sample(math=math_json(REPORT)).to_json()))
+    data = json.loads(json.dumps(sample(math=REPORT).to_json()))
     functor = data["math"]["functors"][0]
     functor["kernel"] = "max`<img src=x>` @maintainer"
     functor["dtypes"][1]["findings"] = ["<script>x</script> cc @org/team #12"]
@@ -157,3 +156,19 @@ def test_a_tampered_math_document_cannot_put_mentions_or_html_in_the_comment():
     assert "<script" not in body and "@org/team" not in body
     # the name stays one code span (GitHub renders and links nothing in code), in its cell
     assert "| ``max`<img src=x>` @maintainer`` | float16 |" in body
+
+
+def test_results_json_is_read_key_by_key_and_a_key_it_does_not_know_is_refused():
+    """torchgen's from_yaml: every key popped and checked where the file is read, none left."""
+    from pipeline.errors import DocumentError
+
+    data = json.loads(json.dumps(sample().to_json()))
+    assert PrResults.from_json(data, 7).impact == sample().impact
+    for path, value, message in [
+        (("impact", "extra"), 1, r"impact has unknown key\(s\) 'extra'"),
+        (("build", "ok"), "yes", "build.ok must be bool, got str"),
+        (("impact", "operators", 0, "reasons"), None, r"impact.operators\[0\].reasons must be"),
+        (("surprise",), {}, r"the top level has unknown key\(s\) 'surprise'"),
+    ]:
+        with pytest.raises(DocumentError, match=message):
+            PrResults.from_json(tampered(data, path, value), 7)

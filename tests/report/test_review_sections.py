@@ -10,10 +10,10 @@ import pytest
 from rich.console import Console
 
 from pipeline.errors import PipelineError
-from pipeline.guide.review import to_json
+from pipeline.guide.review import ReviewDocument
 from pipeline.guide.review.base import Finding, Severity
 from pipeline.report.review import render_terminal
-from pipeline.results.speed import Judgement, Verdict, verdict_to_dict
+from pipeline.results.speed import Judgement, SpeedReport, Verdict
 from tests.report.pr_samples import sample
 
 FINDINGS = (
@@ -26,12 +26,11 @@ VERDICTS = (
     Verdict(("atan2", "float16", "large", "strided"), 2.4e-4, 1.6e-4, 1.5, 1.03, Judgement.SLOWER),
     Verdict(("atan2", "float32", "small", "contiguous"), 3.0e-6, 2.9e-6, 1.03, 1.2, Judgement.OK),
 )
-SPEED = {"runner": "macos-m2-15", "threshold": 1.1, "nights": 7,
-         "verdicts": [verdict_to_dict(v) for v in VERDICTS]}  # fmt: skip
+SPEED = SpeedReport("macos-m2-15", (), 1.1, 7, VERDICTS)
 
 
 def test_the_comment_has_both_sections_defused():
-    results = sample(review=to_json(FINDINGS, ["bare-minmax", "mpsgraph-left"], ["a note"]),
+    results = sample(review=ReviewDocument(FINDINGS, ("bare-minmax", "mpsgraph-left"), ("a note",)),
                      speed=SPEED)  # fmt: skip
     body = results.comment()
     assert "### Review checks" in body and "### Kernel speed against main" in body
@@ -46,7 +45,7 @@ def test_the_comment_has_both_sections_defused():
 
 
 def test_results_json_round_trips_the_sections():
-    results = sample(review=to_json(FINDINGS, ["bare-minmax"]), speed=SPEED)
+    results = sample(review=ReviewDocument(FINDINGS, ("bare-minmax",)), speed=SPEED)
     data = json.loads(json.dumps(results.to_json()))
     again = type(results).from_json(data, 7)
     assert again.comment() == results.comment()

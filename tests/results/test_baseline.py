@@ -11,12 +11,12 @@ import json
 import pytest
 
 from pipeline import state as layout
+from pipeline.config import defaults
 from pipeline.errors import PipelineError
 from pipeline.report.pr import PrResults
 from pipeline.results import baseline, history
 from pipeline.results.baseline import ALREADY_FAILING, FLAKY, NEW
 from pipeline.results.junit import CaseResult, Outcome
-from pipeline.results.nightly import DEFAULT_FLAKY_WINDOW
 from pipeline.results.table import build_table
 from tests.report.pr_samples import sample
 
@@ -84,7 +84,7 @@ def test_new_already_failing_and_not_in_the_nightly(db):
         "atan2 bool": (ALREADY_FAILING, f"failed on {M1}; errored on {M2} {at}"),
     }  # fmt: skip
     assert result.night == baseline.Night(history.timestamp("2026-03-02T03:17Z"), MAIN, (M1, M2))
-    assert result.note == "" and result.window == DEFAULT_FLAKY_WINDOW
+    assert result.note == "" and result.window == defaults()["nightly.flaky_window"]
     assert result.counts == {NEW: 3, ALREADY_FAILING: 2, FLAKY: 0}
     bool_case = next(f for f in result.failures if f.dtype == "bool")
     assert bool_case.main == {M1: F, M2: E} and bool_case.test == "test_output_match_atan2_mps_bool"

@@ -71,8 +71,8 @@ def test_the_pr_comment_says_which_device_the_tests_ran_on() -> None:
     from tests.report.pr_samples import sample
 
     vm = recorded("vm")
-    results = sample(device=vm.to_dict())
+    results = sample(device=vm)
     body = results.comment().replace("\\", "")  # the label's Markdown escapes
     assert f"Tested on {vm.label()} (a VM: its timings are not a Mac's)." in body
-    assert PrResults.from_json(results.to_json(), 7).device == vm.to_dict()
+    assert PrResults.from_json(results.to_json(), 7).device == vm
     assert "Tested on" not in sample().comment()  # off a Mac: nothing said

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import PipelineError
+from pipeline.errors import DamagedHistoryError, PipelineError
 from pipeline.results import history
 from pipeline.results.junit import CaseResult, Outcome
 
@@ -134,7 +134,7 @@ def test_damaged_histories_are_refused_and_left_untouched(tmp_path, form):
     make(path)
     before = _snapshot(path.parent)
     for attempt in (history.check, lambda p: history.check(p, thorough=True), history.connect):
-        with pytest.raises(history.DamagedHistoryError) as raised:
+        with pytest.raises(DamagedHistoryError) as raised:
             attempt(path)
         message = str(raised.value)
         assert message.startswith(f"{path}: not a valid mps-pipeline history (")
@@ -437,7 +437,7 @@ def test_version_2_without_seconds_is_another_schema(tmp_path):
     with raw:
         raw.execute("UPDATE schema_version SET version = 2")
     raw.close()
-    with pytest.raises(history.DamagedHistoryError, match="version 2, but table results lacks"):
+    with pytest.raises(DamagedHistoryError, match="version 2, but table results lacks"):
         history.connect(path)
 
 
@@ -537,7 +537,7 @@ def test_version_3_without_run_outcomes_is_another_schema(tmp_path):
     with raw:
         raw.execute("UPDATE schema_version SET version = 3")
     raw.close()
-    with pytest.raises(history.DamagedHistoryError, match="version 3, but table run_outcomes"):
+    with pytest.raises(DamagedHistoryError, match="version 3, but table run_outcomes"):
         history.check(path)
 
 

@@ -55,7 +55,10 @@ def test_xfail_before_15_and_xpass_from_15_on_for_three_nights_moves() -> None:
         "needs the xfail"
     )
     assert d.to_dict()["to_list"] == "MACOS_BEFORE_15_0_XFAILLIST"
-    assert "to_list" not in decide.XfailDecision("L", "f", "k", "keep", (), (), "").to_dict()
+    assert (
+        "to_list"
+        not in decide.XfailDecision("L", "f", "k", decide.XfailAction.KEEP, (), (), "").to_dict()
+    )
     assert got.held == ()
     # every dtype goes: the entry goes (new_dtypes empty)
     both = {r: {"int64": o["int64"], "int32": o["int64"]} for r, o in OLD_ONLY.items()}

@@ -10,6 +10,7 @@ import pytest
 
 from pipeline import state as layout
 from pipeline.config import load_settings
+from pipeline.errors import DamagedHistoryError
 from pipeline.results import history
 from pipeline.workspace import prepare
 from tests.results.nightly_runs import run
@@ -74,7 +75,7 @@ def test_a_damaged_history_with_a_stale_seal_is_refused(settings, nights, checks
     for page in range(4096, len(data), 4096):  # every b-tree page's header, damaged on disk
         data[page : page + 12] = b"\xff" * 12
     path.write_bytes(bytes(data))
-    with pytest.raises(history.DamagedHistoryError):
+    with pytest.raises(DamagedHistoryError):
         run(settings, nights.results(), started=night(2))
     assert checks == [str(path)]
     assert path.read_bytes() == bytes(data)  # untouched

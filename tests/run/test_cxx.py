@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import EXIT_INPUT
+from pipeline.errors import EXIT_INPUT, NoCompilerError
 from pipeline.run import cxx
 from tests.flows.math_helpers import FIXTURES
 
 
 def test_no_compiler_is_an_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
-    with pytest.raises(cxx.NoCompilerError) as info:
+    with pytest.raises(NoCompilerError) as info:
         cxx.find_compiler(None)
     assert info.value.exit_code == EXIT_INPUT
     assert "install clang or g++" in str(info.value)
-    with pytest.raises(cxx.NoCompilerError, match="math.cxx='my-cxx'"):
+    with pytest.raises(NoCompilerError, match="math.cxx='my-cxx'"):
         cxx.find_compiler("my-cxx")
 
 

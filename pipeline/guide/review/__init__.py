@@ -9,9 +9,11 @@ One module per check, each with the same ``check(review) -> Iterable[Finding]``,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 
 from pipeline.errors import ConfigError
+from pipeline.fields import Fields
 from pipeline.guide.review import (
     bare_minmax,
     check_math,
@@ -29,7 +31,10 @@ _MODULES: tuple[ModuleType, ...] = (
 CHECKS: dict[str, ModuleType] = {m.ID: m for m in _MODULES}
 SCHEMA_VERSION = 1  # of the review --json document
 
-__all__ = ["CHECKS", "Finding", "Review", "Severity", "enabled", "run_checks", "to_json"]
+__all__ = [
+    "CHECKS", "Finding", "Review", "ReviewDocument", "Severity", "enabled", "run_checks",
+    "to_json",
+]  # fmt: skip
 
 
 def enabled(disable: Sequence[str]) -> tuple[str, ...]:
@@ -65,3 +70,37 @@ def to_json(findings: Sequence[Finding], ran: Sequence[str], notes: Sequence[str
         "findings": [f.to_dict() for f in findings],
         "notes": list(notes),
     }
+
+
+@dataclass(frozen=True)
+class ReviewDocument:
+    """What the review checks found on a diff: ``review --json``'s document as a value
+    (results.json's ``review``)."""
+
+    findings: tuple[Finding, ...]
+    ran: tuple[str, ...]  # the checks that ran
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return to_json(self.findings, self.ran, self.notes)
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> ReviewDocument:
+        """:meth:`to_json` read back, every key checked (it comes from another job)."""
+        if f.pop("schema", int, type(None)) not in (None, SCHEMA_VERSION):
+            raise f.error("schema", f"is not {SCHEMA_VERSION}")
+        ran = []
+        for check in f.objs("checks"):
+            name = check.pop("id", str)
+            check.pop("severity", str)
+            check.pop("title", str)
+            if check.pop("ran", bool):
+                ran.append(name)
+            check.done()
+        findings = tuple(
+            Finding.from_dict(d, f"{f.doc}: {f.where}.findings[{i}]")
+            for i, d in enumerate(f.pop("findings", list))
+        )
+        document = cls(findings, tuple(ran), f.strings("notes"))
+        f.done()
+        return document

@@ -1,0 +1,108 @@
+"""What the migrate chain's stages hand each other through the operator's state folder:
+each file a frozen dataclass, written by one stage with ``to_json`` and read by the next
+with ``read`` (every key popped and checked, none left over: :class:`pipeline.fields.Fields`),
+so a renamed field fails where the file is read, not as a missing key further in.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import DocumentError
+from pipeline.fields import Fields
+from pipeline.results.decide import XfailDecision
+
+
+def _fields(path: Path) -> Fields:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DocumentError(str(path), "the file", f"is not JSON ({exc})") from None
+    return Fields(data, "", str(path))
+
+
+@dataclass(frozen=True)
+class EditedFile:
+    file: str  # tree-relative
+    summary: str
+
+
+@dataclass(frozen=True)
+class OldNameRef:
+    """A reference to a name the migration retired, left in the tree."""
+
+    name: str
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class EditRecord:
+    """``edit.json``: what the edit stage changed and what it leaves to a person."""
+
+    inputs: str  # state.edit_digest of the tree, body and host_body the plan was made from
+    edited: tuple[EditedFile, ...]
+    manual: tuple[str, ...]
+    old_name_refs: tuple[OldNameRef, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "inputs": self.inputs,
+            "edited": [{"file": e.file, "summary": e.summary} for e in self.edited],
+            "manual": list(self.manual),
+            "old_name_refs": [
+                {"name": r.name, "file": r.file, "line": r.line} for r in self.old_name_refs
+            ],
+        }
+
+    @classmethod
+    def read(cls, path: Path) -> EditRecord:
+        f = _fields(path)
+        edited = []
+        for e in f.objs("edited"):
+            edited.append(EditedFile(e.pop("file", str), e.pop("summary", str)))
+            e.done()
+        refs = []
+        for r in f.objs("old_name_refs"):
+            refs.append(OldNameRef(r.pop("name", str), r.pop("file", str), r.pop("line", int)))
+            r.done()
+        record = cls(f.pop("inputs", str), tuple(edited), f.strings("manual"), tuple(refs))
+        f.done()
+        return record
+
+
+@dataclass(frozen=True)
+class DropsRecord:
+    """``xfails.json``: the drop_xfails stage's decisions, its diff of common_mps.py, and the
+    re-run that verified the drops."""
+
+    decisions: tuple[XfailDecision, ...]
+    diff: str
+    verified: str | None  # the re-run's summary; None: nothing was dropped and re-run
+    verified_junit: str | None  # the re-run's report: what the tests say now
+    tested: str  # digest of the operator's report the decisions were made over
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "decisions": [d.to_dict() for d in self.decisions],
+            "diff": self.diff,
+            "verified": self.verified,
+            "verified_junit": self.verified_junit,
+            "tested": self.tested,
+        }
+
+    @classmethod
+    def read(cls, path: Path) -> DropsRecord:
+        f = _fields(path)
+        record = cls(
+            decisions=tuple(XfailDecision.from_fields(d) for d in f.objs("decisions")),
+            diff=f.pop("diff", str),
+            verified=f.pop("verified", str, type(None)),
+            verified_junit=f.pop("verified_junit", str, type(None)),
+            tested=f.pop("tested", str),
+        )
+        f.done()
+        return record
