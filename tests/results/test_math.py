@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from pipeline.results.math import Kind, Known, Status, check_dtype, compare_value, decode
+from pipeline.results.math import Agreement, Kind, Known, check_dtype, compare_value, decode
 
 
 def f32(*values: float) -> bytes:
@@ -52,7 +52,7 @@ def test_check_counts_and_counterexamples() -> None:
     assert (check.checked, check.matched, check.precision) == (4, 2, 1)
     # the subnormal input's disagreement is counted apart and does not fail
     assert check.subnormal == 1
-    assert check.status is Status.MISMATCH
+    assert check.status is Agreement.MISMATCH
     (example,) = check.counterexamples
     assert example.inputs == ("2.0",) and example.kernel == "2.5" and example.torch == "2.0"
 
@@ -66,7 +66,7 @@ def test_crash_is_a_finding_unless_torch_refuses_too() -> None:
         status=b"\0\x08\0\0",
         torch_errors={1: "ZeroDivisionError"},
     )
-    assert refused.crashes == 0 and refused.refused == 1 and refused.status is Status.OK
+    assert refused.crashes == 0 and refused.refused == 1 and refused.status is Agreement.OK
 
 
 def test_dtype_findings_and_known() -> None:
@@ -81,13 +81,13 @@ def test_dtype_findings_and_known() -> None:
         status=b"\0\0",
     )
     assert check.findings == ("registered int32 -> int32, but torch gives float32",)
-    assert check.status is Status.MISMATCH
+    assert check.status is Agreement.MISMATCH
     known = _check(known=[Known("op", "float32", "reviewed")])
-    assert known.status is Status.KNOWN and known.known == "reviewed"
+    assert known.status is Agreement.KNOWN and known.known == "reviewed"
     other = _check(known=[Known("op", "float16", "reviewed")])
-    assert other.status is Status.MISMATCH
+    assert other.status is Agreement.MISMATCH
 
 
 def test_no_reference_is_not_a_failure() -> None:
     check = _check(reference=None, torch_dtype=None, no_reference="no torch function")
-    assert check.status is Status.NO_REFERENCE
+    assert check.status is Agreement.NO_REFERENCE
