@@ -132,7 +132,7 @@ def fleet_child(spec: str) -> None:
     outcome = nightly.run_nightly(
         settings,
         Path(args["results"]),
-        history_path=Path(args["history"]),
+        history_at=Path(args["history"]),
         backlog_of=backlog,
         commit="",
         started="2026-03-01T03:17Z",

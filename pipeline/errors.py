@@ -148,3 +148,10 @@ class GitHubError(PipelineError):
     """The GitHub API refused a request (401/403/404/422...)."""
 
     status: int | None = None  # the HTTP status, when GitHub answered
+
+
+class HistoryServerError(PipelineError):
+    """The history server could not do what was asked: unreachable, gone mid-night, a
+    role without the right, a schema from a newer mps-pipeline, a lock another job holds.
+    The message names the server with its secrets hidden; nothing was half-recorded (a
+    night is one transaction, rolled back by the server when the connection goes)."""

@@ -31,7 +31,7 @@ from pipeline.flows.nightly import run_nightly
 from pipeline.guide.backlog import backlog
 from pipeline.report.console import terminal
 from pipeline.report.nightly import publish, render_terminal
-from pipeline.results import history
+from pipeline.results import history, history_pg
 from pipeline.results.nightly import DEFAULT_FLAKY_WINDOW, DEFAULT_KEEP, DEFAULT_MIN_PASSES
 
 
@@ -43,7 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "required unless --check-history",
     )
     parser.add_argument(
-        "--history", type=Path, help=f"SQLite history (default: <state_dir>/{state.HISTORY})"
+        "--history",
+        metavar="FILE_OR_URL",
+        help="the history: an SQLite file, or a postgresql:// URL (default: the history.url "
+        f"setting, else <state_dir>/{state.HISTORY})",
     )
     parser.add_argument(
         "--check-history",
@@ -102,16 +105,16 @@ class NightlyCrashed(PipelineError):
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Record the nightly, write the dashboard, print a report; 1 when there are regressions."""
-    history_path = args.history or state.history_path(settings.state_dir)
+    at = history.locate(args.history, settings)
     if args.check_history:
-        return report_history(history_path)
+        return report_server(at) if at.is_server else report_history(at.file)
     if args.results is None:
         raise PipelineError("nightly: --results DIR is required (or --check-history)")
     try:
         outcome = run_nightly(
             settings,
             args.results,
-            history_path=history_path,
+            history_at=at,
             dashboard_dir=args.dashboard,
             min_passes=args.min_passes,
             flaky_window=args.flaky_window,
@@ -133,9 +136,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if "locked" not in str(exc) and "readonly" not in str(exc):
             raise _crashed(exc) from exc
         # the environment, not a bug: another process's lock, a file made read-only
-        raise PipelineError(f"{history_path}: the history cannot be written now ({exc})") from exc
+        raise PipelineError(f"{at}: the history cannot be written now ({exc})") from exc
     except OSError as exc:  # a disk or permission error: the path and why, not a crash
-        where = exc.filename or history_path
+        where = exc.filename or at
         raise PipelineError(f"{where}: {exc.strerror or exc}") from exc
     except Exception as exc:
         raise _crashed(exc) from exc
@@ -169,5 +172,24 @@ def report_history(path: Path) -> int:
         f"  {found.nightlies} nightlies{span}\n"
         f"  {found.runs} runs, {found.tests} tests, {found.results} results\n"
         f"  {len(copies)} backup(s){': newest ' + copies[-1].name if copies else ''}"
+    )
+    return 0
+
+
+def report_server(at: history.HistoryLocation) -> int:
+    """``--check-history`` of a history server: its schema version and counts (read-only);
+    no history there, or a newer one, raises (exit 2). The server keeps its own integrity
+    and backups: this checks neither, and says so."""
+    db = history.reader(at)
+    try:
+        version, nights, first, last, runs, tests, results, size = history_pg.counts(db)
+    finally:
+        db.close()
+    span = f", {first} … {last}" if first else ""
+    print(
+        f"{at}: an mps-pipeline history on a PostgreSQL server (schema version {version}, "
+        f"{size / 1e6:.1f} MB; integrity and backups are the server's, not checked here)\n"
+        f"  {nights} nightlies{span}\n"
+        f"  {runs} runs, {tests} tests, {results} results"
     )
     return 0

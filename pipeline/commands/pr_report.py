@@ -61,8 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--history",
-        type=Path,
-        metavar="DB",
+        metavar="FILE_OR_URL",
         help="the nightly history to classify failing tests with: new, already failing on "
         f"main, flaky (default: <state_dir>/{state.HISTORY} if it exists; without "
         "one every failure is new). With --post-from: classify again here; without a "
@@ -174,7 +173,7 @@ def _judged(settings: Settings, args: argparse.Namespace, doc: dict[str, Any]) -
     from pipeline.results.speed import compare, parse, verdict_to_dict
 
     _, measured = parse({"schema": 1, "results": doc["measurements"]}, "results.json: speed")
-    path = baselines.history_file(settings.state_dir, args.history)
+    path = baselines.history_at(settings, args.history)
     review = settings.review
     if path is None or not doc["runner"]:
         verdicts = compare(measured, {}, threshold=review.speed_threshold, min_nights=1)

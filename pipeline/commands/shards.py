@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -43,7 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print the plan as JSON (schema: docs/machine-output.md)",
     )
     parser.add_argument(
-        "--history", type=Path, help=f"SQLite history (default: <state_dir>/{state.HISTORY})"
+        "--history",
+        metavar="FILE_OR_URL",
+        help="the history: an SQLite file, or a postgresql:// URL (default: the history.url "
+        f"setting, else <state_dir>/{state.HISTORY})",
     )
     parser.add_argument(
         "--out",
@@ -74,10 +76,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.nights < 1:
         raise PipelineError("shards: --nights must be at least 1")
-    history_path = args.history or state.history_path(settings.state_dir)
+    at = history.locate(args.history, settings)
     out = args.out or state.shard_plan(settings.state_dir)
     warnings: list[str] = []
-    samples = _samples(history_path, args.nights)
+    samples = _samples(at, args.nights)
     suite, source = _suite(settings, samples, warnings)
     previous, previous_path = _previous(args.previous, out, warnings)
     estimates = shards.estimate(suite, shards.medians(samples))
@@ -93,16 +95,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     count = shards.by_count(suite, estimates.seconds, args.num_shards)
-    print(_render(result, stability, estimates, count, source, history_path, previous_path, out,
+    print(_render(result, stability, estimates, count, source, at, previous_path, out,
                   args))  # fmt: skip
     return 0
 
 
-def _samples(path: Path, nights: int) -> dict[str, list[float]]:
-    """Test id -> its seconds in the last ``nights`` nightlies; {} without a history."""
-    if not os.path.lexists(path):
+def _samples(at: history.HistoryLocation, nights: int) -> dict[str, list[float]]:
+    """Test id -> its seconds in the last ``nights`` nightlies; {} without a history file."""
+    if not history.found(at):
         return {}
-    db = history.open_read_only(path)  # a damaged history: exit 2, untouched
+    db = history.reader(at)  # a damaged history: exit 2, untouched
     try:
         found = history.durations(db, nights)
     finally:
@@ -171,7 +173,7 @@ def _render(
     estimates: shards.Estimates,
     count: shards.Plan,
     source: str,
-    history_path: Path,
+    history_path: history.HistoryLocation,
     previous: Path | None,
     out: Path,
     args: argparse.Namespace,

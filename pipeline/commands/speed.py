@@ -21,7 +21,7 @@ from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, PipelineError, WorkLeftErro
 from pipeline.flows.speed import judge, measure
 from pipeline.report.console import terminal
 from pipeline.report.speed import not_timed_lines, render_figures, render_markdown
-from pipeline.results.baseline import RUNNER_ENV, history_file
+from pipeline.results.baseline import RUNNER_ENV, history_at
 from pipeline.run.speed import NoDeviceError
 
 
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--compare", action="store_true", help="judge against main's figures")
     parser.add_argument(
-        "--history", type=Path, metavar="DB",
+        "--history", metavar="FILE_OR_URL",
         help="the nightly history (default: the state directory's, as pr-report's)",
     )  # fmt: skip
     parser.add_argument(
@@ -69,9 +69,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
           file=sys.stderr)  # fmt: skip
     if not args.compare:
         return EXIT_OK
-    path = history_file(settings.state_dir, args.history)
+    path = history_at(settings, args.history)
     if path is None:
-        raise PipelineError("speed --compare: no nightly history here; pass --history DB")
+        raise PipelineError("speed --compare: no nightly history here; pass --history FILE_OR_URL")
     report = judge(settings, result.measurements, path, runner)
     sys.stdout.write(render_markdown(report.verdicts, runner, report.threshold, report.nights))
     return EXIT_WORK_LEFT if report.slower else EXIT_OK

@@ -1,4 +1,10 @@
-"""The nightly results history: one SQLite file, one run per runner configuration per night.
+"""The nightly results history: one run per runner configuration per night, in an SQLite
+file or on a PostgreSQL server.
+
+Both backends hold the same schema and answer the same queries, written once here against
+:class:`pipeline.results.history_db.HistoryDB`; :mod:`pipeline.results.history_access` says
+which history a command uses and opens it, :mod:`pipeline.results.history_pg` is the
+server's side. What follows about files, WAL, checks and backups is the SQLite file's.
 
 A *nightly* is the set of runs recorded together by ``python -m pipeline nightly``: they
 share ``runs.started`` (UTC, ISO 8601 with microseconds, so text order is time order). The
@@ -42,22 +48,27 @@ few nights beside it (``backups/``), made with SQLite's backup API.
 from __future__ import annotations
 
 import itertools
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pipeline.errors import PipelineError
+from pipeline.results.history_access import (  # noqa: F401 (re-exported)
+    for_comparing,
+    found,
+    locate,
+    reader,
+    writer,
+)
+from pipeline.results.history_db import Backend, HistoryDB, HistoryLocation  # noqa: F401
 from pipeline.results.history_disk import (  # noqa: F401 (re-exported)
     BACKUPS,
     backup,
     backups,
 )
 from pipeline.results.history_file import (  # noqa: F401 (the history's API, re-exported)
-    _COUNT_RUN,
     DEFAULT_BACKUPS,
     FULL_CHECK_EVERY,
-    SCHEMA_VERSION,
     SEAL,
     DamagedHistoryError,
     HistoryCheck,
@@ -69,6 +80,7 @@ from pipeline.results.history_file import (  # noqa: F401 (the history's API, re
     sealed,
     writes_on_open,
 )
+from pipeline.results.history_schema import COUNT_RUN, SCHEMA_VERSION  # noqa: F401
 from pipeline.results.junit import CaseResult, Outcome
 
 
@@ -147,36 +159,51 @@ def timestamp(when: datetime | str | None = None) -> str:
 
 
 def _insert_run(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     runner: str,
     commit: str,
     cases: Iterable[CaseResult],
     started: str,
     source: str,
 ) -> int:
-    cursor = db.execute(
-        'INSERT INTO runs (started, runner, "commit", source) VALUES (?, ?, ?, ?)',
+    (run_id,) = db.execute(
+        'INSERT INTO runs (started, runner, "commit", source) VALUES (?, ?, ?, ?) RETURNING id',
         (started, runner, commit, source),
-    )
-    run_id = cursor.lastrowid
-    assert run_id is not None
+    ).fetchone()
     cases = list(cases)
-    db.executemany(
-        "INSERT OR IGNORE INTO tests (classname, name, kind, stem, dtype) VALUES (?, ?, ?, ?, ?)",
-        ((c.classname, c.name, c.kind, c.stem, c.dtype) for c in cases),
-    )
-    ids = {(cls, name): i for i, cls, name in db.execute("SELECT id, classname, name FROM tests")}
+    ids = _test_ids(db)
+    # only the tests the history has not seen: after the first night, usually none (under
+    # the write lock, so no other writer adds one meanwhile)
+    new: dict[tuple[str, str], CaseResult] = {}
+    for c in cases:
+        if (c.classname, c.name) not in ids:
+            new.setdefault((c.classname, c.name), c)  # the first report of it names it
+    if new:
+        db.insert_rows(
+            "tests",
+            ("classname", "name", "kind", "stem", "dtype"),
+            ((c.classname, c.name, c.kind, c.stem, c.dtype) for c in new.values()),
+        )
+        ids = _test_ids(db)
     # one id reported twice in a run: the later row wins, as in junit.parse_reports
-    db.executemany(
-        "INSERT OR REPLACE INTO results (run_id, test_id, outcome, flaky, attempts, seconds) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            (run_id, ids[(c.classname, c.name)], Outcome(c.outcome).value, *_counts(c))
-            for c in cases
-        ),
+    rows = {
+        ids[(c.classname, c.name)]: (
+            run_id,
+            ids[(c.classname, c.name)],
+            Outcome(c.outcome).value,
+            *_counts(c),
+        )
+        for c in cases
+    }
+    db.insert_rows(
+        "results", ("run_id", "test_id", "outcome", "flaky", "attempts", "seconds"), rows.values()
     )
-    db.execute(_COUNT_RUN, (run_id,))
-    return run_id
+    db.execute(COUNT_RUN, (run_id,))
+    return int(run_id)
+
+
+def _test_ids(db: HistoryDB) -> dict[tuple[str, str], int]:
+    return {(cls, name): i for i, cls, name in db.execute("SELECT id, classname, name FROM tests")}
 
 
 def _counts(case: CaseResult) -> tuple[int, int, float]:
@@ -184,7 +211,7 @@ def _counts(case: CaseResult) -> tuple[int, int, float]:
 
 
 def record_nightly(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     runs: Mapping[str, Sequence[CaseResult]],
     *,
     commit: str,
@@ -209,12 +236,13 @@ def record_nightly(
 
 
 def _record(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     runs: Mapping[str, Sequence[CaseResult]],
     commit: str,
     started: str,
     source: str,
 ) -> None:
+    db.lock_writes()  # one night at a time: a re-run source is replaced, never doubled
     if source:
         db.execute("DELETE FROM runs WHERE source = ?", (source,))
     for runner, cases in runs.items():
@@ -225,7 +253,7 @@ def _runs(rows: Iterable[tuple]) -> tuple[Run, ...]:
     return tuple(Run(*row) for row in rows)
 
 
-def nightly(db: sqlite3.Connection, started: str) -> Nightly:
+def nightly(db: HistoryDB, started: str) -> Nightly:
     """The nightly recorded at ``started``."""
     rows = db.execute(
         'SELECT id, started, runner, "commit", source FROM runs WHERE started = ? ORDER BY id',
@@ -235,7 +263,7 @@ def nightly(db: sqlite3.Connection, started: str) -> Nightly:
 
 
 def nightlies(
-    db: sqlite3.Connection, last_n: int | None = None, *, until: str | None = None
+    db: HistoryDB, last_n: int | None = None, *, until: str | None = None
 ) -> tuple[Nightly, ...]:
     """The last ``last_n`` nightlies (all when None), newest first; with ``until``, only
     those that started then or earlier."""
@@ -247,7 +275,7 @@ def nightlies(
     return tuple(nightly(db, started) for (started,) in db.execute(query, params).fetchall())
 
 
-def previous_run(db: sqlite3.Connection, runner: str, before: str) -> Run | None:
+def previous_run(db: HistoryDB, runner: str, before: str) -> Run | None:
     """``runner``'s latest run from a nightly older than ``before``."""
     row = db.execute(
         'SELECT id, started, runner, "commit", source FROM runs '
@@ -258,7 +286,7 @@ def previous_run(db: sqlite3.Connection, runner: str, before: str) -> Run | None
 
 
 def run_cases(
-    db: sqlite3.Connection, run_id: int, *, stems: Iterable[str] | None = None
+    db: HistoryDB, run_id: int, *, stems: Iterable[str] | None = None
 ) -> tuple[CaseResult, ...]:
     """The stored results of one run as CaseResults (no message: not stored; time 0.0 where
     the history has no seconds).
@@ -278,14 +306,23 @@ def run_cases(
     rows = db.execute(query + " ORDER BY t.id", params)
     return tuple(
         CaseResult(
-            classname, name, kind, stem, dtype, Outcome(outcome), bool(flaky), attempts, "",
-            seconds or 0.0, source,
+            classname,
+            name,
+            kind,
+            stem,
+            dtype,
+            Outcome(outcome),
+            bool(flaky),
+            attempts,
+            "",
+            seconds or 0.0,
+            source,
         )  # fmt: skip
         for classname, name, kind, stem, dtype, outcome, flaky, attempts, seconds in rows
     )
 
 
-def transitions(db: sqlite3.Connection, before: int, after: int) -> tuple[Transition, ...]:
+def transitions(db: HistoryDB, before: int, after: int) -> tuple[Transition, ...]:
     """Tests whose outcome differs between run ``before`` and run ``after``."""
     rows = db.execute(
         "SELECT t.classname, t.name, t.kind, t.stem, t.dtype, p.outcome, c.outcome, c.flaky "
@@ -311,9 +348,7 @@ _ONLY_IN = (
 )
 
 
-def flipping(
-    db: sqlite3.Connection, last_n: int, *, min_changes: int = 2
-) -> tuple[OutcomeSeries, ...]:
+def flipping(db: HistoryDB, last_n: int, *, min_changes: int = 2) -> tuple[OutcomeSeries, ...]:
     """Tests whose outcome changed at least ``min_changes`` times on one runner over the
     last ``last_n`` nightlies (pass → fail → pass is two), with their outcome series.
 
@@ -389,13 +424,13 @@ def flipping(
     return tuple(sorted(series, key=lambda s: (s.classname, s.name, s.runner)))
 
 
-def durations(db: sqlite3.Connection, last_n: int) -> dict[tuple[str, str], list[float]]:
+def durations(db: HistoryDB, last_n: int) -> dict[tuple[str, str], list[float]]:
     """(classname, name) -> the test's recorded seconds in the last ``last_n`` nightlies,
     one per run that has them (every runner's), oldest first.
 
     A version 1 history (opened read-only, unmigrated) has none: ``{}``.
     """
-    if "seconds" not in {row[1] for row in db.execute("PRAGMA table_info(results)")}:
+    if "seconds" not in db.columns("results"):
         return {}
     runs = db.execute(
         "SELECT id FROM runs WHERE started IN (SELECT started FROM runs "
@@ -413,9 +448,7 @@ def durations(db: sqlite3.Connection, last_n: int) -> dict[tuple[str, str], list
     return {names[test]: seconds for test, seconds in by_id.items()}
 
 
-def outcome_counts(
-    db: sqlite3.Connection, last_n: int
-) -> tuple[tuple[str, str, dict[str, int]], ...]:
+def outcome_counts(db: HistoryDB, last_n: int) -> tuple[tuple[str, str, dict[str, int]], ...]:
     """(started, runner, {outcome: tests}) for every run of the last ``last_n`` nightlies,
     oldest first."""
     runs = db.execute(
@@ -434,16 +467,16 @@ def outcome_counts(
     return tuple((started, runner, counts) for (started, runner), counts in out.items())
 
 
-def prune(db: sqlite3.Connection, keep: int) -> int:
+def prune(db: HistoryDB, keep: int) -> int:
     """Delete all but the last ``keep`` nightlies (and tests no run refers to any more).
 
     Returns how many nightlies were deleted.
     """
     with db:
+        db.lock_writes()
         old = db.execute(
-            "SELECT started FROM runs GROUP BY started ORDER BY started DESC LIMIT -1 OFFSET ?",
-            (keep,),
-        ).fetchall()
+            "SELECT started FROM runs GROUP BY started ORDER BY started DESC"
+        ).fetchall()[keep:]
         if not old:
             return 0
         by_night = "SELECT id FROM runs WHERE started = ?"
