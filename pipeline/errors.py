@@ -155,3 +155,8 @@ class HistoryServerError(PipelineError):
     role without the right, a schema from a newer mps-pipeline, a lock another job holds.
     The message names the server with its secrets hidden; nothing was half-recorded (a
     night is one transaction, rolled back by the server when the connection goes)."""
+
+
+class CopyMismatchError(PipelineError):
+    """A history copied into another read back different: the copy was rolled back, the
+    target left as it was. The message names the table, the row's key and both values."""

@@ -103,6 +103,15 @@ class HistoryDB(ABC):
         how many."""
 
     @abstractmethod
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        """The rows of a query as they come, never all at once (a whole table's)."""
+
+    @abstractmethod
+    def follow_ids(self) -> None:
+        """After rows were inserted with their ids (a copy): the next new run or test takes
+        the id after the largest there."""
+
+    @abstractmethod
     def lock_writes(self) -> None:
         """Take the history's write lock for the current transaction (waiting as long as
         the connection was opened to wait): one night is recorded at a time."""
@@ -153,6 +162,12 @@ class SqliteDB(HistoryDB):
         marks = ", ".join("?" * len(columns))
         cursor = self.raw.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
         return cursor.rowcount
+
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        return iter(self.raw.execute(sql, params))  # sqlite3 steps through the rows
+
+    def follow_ids(self) -> None:
+        pass  # INTEGER PRIMARY KEY: the next id is always after the largest
 
     def lock_writes(self) -> None:
         pass  # the transaction's first write takes SQLite's lock

@@ -22,6 +22,7 @@ What the server changes, against the SQLite file:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
@@ -42,6 +43,7 @@ WRITE_LOCK = int.from_bytes(b"mpshist", "big")
 READER_ROLE = "mps_pipeline_reader"
 CONNECT_TIMEOUT = 10  # seconds
 _POLL = 0.25  # seconds between attempts at the write lock
+_cursors = itertools.count()  # names of server-side cursors
 _OBJECTS = ("schema_version", "runs", "tests", "results", "run_outcomes", "speed", "results_flat")
 
 
@@ -105,6 +107,20 @@ class PostgresDB(HistoryDB):
                 copy.write_row(row)
                 count += 1
         return count
+
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        # a server-side cursor, in the current transaction: a whole table is never in memory
+        with self._said(), self.conn.cursor(name=f"stream_{next(_cursors)}") as cursor:
+            cursor.itersize = 10_000
+            cursor.execute(_marks(sql), params)
+            yield from cursor
+
+    def follow_ids(self) -> None:
+        for table in ("runs", "tests"):
+            self.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                f"COALESCE(MAX(id), 0) + 1, false) FROM {table}"
+            )
 
     def lock_writes(self) -> None:
         deadline = time.monotonic() + max(self._wait, 0.0)
