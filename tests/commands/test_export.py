@@ -5,6 +5,7 @@ HUD-style query must give the answers our dashboard gives."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,14 @@ def test_history_rows_in_clickhouse_answer_as_the_dashboard(tmp_path, nights, ca
         db.close()
 
 
+def _documented_columns() -> list[str]:
+    """The columns of docs/machine-output.md's "export rows" table, in order."""
+    text = (Path(__file__).parents[2] / "docs" / "machine-output.md").read_text()
+    section = text[text.index("## export rows") :]
+    cells = re.findall(r"^\| ((?:`[a-z_]+`(?:, )?)+) \|", section, re.MULTILINE)
+    return [name for cell in cells for name in re.findall(r"`([a-z_]+)`", cell)]
+
+
 def test_a_nights_reports_export_one_row_per_case(tmp_path, nights, capsys, monkeypatch):
     settings = prepare(load_settings({"state_dir": str(tmp_path / "state")}, env={}))
     monkeypatch.setenv("GITHUB_RUN_ID", "12345")
@@ -181,3 +190,4 @@ def test_a_nights_reports_export_one_row_per_case(tmp_path, nights, capsys, monk
     rerun = next(r for r in rows if r["runner"] == "macos-m2-15" and r["operator"] == "sub")
     assert rerun["result"] == "pass" and rerun["rerun"] == [{"message": "", "text": ""}]
     assert {r["time_inserted"] for r in rows} == {"2026-11-09 01:02:03.000000"}
+    assert list(rows[0]) == _documented_columns()  # every column documented, in order

@@ -17,6 +17,7 @@ from pipeline.results import speed as speeds
 from pipeline.results.speed import Measurement
 from tests.postgres import PASSWORD
 from tests.results.test_history import XP, F, P, X, case, night
+from tests.test_machine_output import assert_valid
 
 OUTCOMES = (P, F, X, XP)
 
@@ -52,6 +53,7 @@ def test_a_file_is_copied_into_the_server_and_checked_row_by_row(tmp_path, pg_ur
     out = capsys.readouterr()
     assert PASSWORD not in out.out + out.err and "s3cr%3Aet" not in out.out + out.err
     doc = json.loads(out.out)
+    assert_valid("history copy --json", doc)
     assert doc["nightlies"] == 6 and doc["verified"] is True
     assert doc["rows"] == {"runs": 18, "tests": 39, "results": 18 * 39, "run_outcomes":
                            doc["rows"]["run_outcomes"], "speed": 6}  # fmt: skip
