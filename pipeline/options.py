@@ -32,14 +32,18 @@ class Option:
         spelled = f"{self.name}={'1' if self.switch else self.metavar}"
         return f"{spelled}: {self.help}" + (f" ({self.example})" if self.example else "")
 
-    def add_to(self, parser: argparse.ArgumentParser, *, positional: bool = False) -> None:
-        """Add this option to ``parser``: ``--flag`` (or ``name``, ``positional``)."""
+    def add_to(
+        self, parser: argparse.ArgumentParser, *, positional: bool = False, more: str = ""
+    ) -> None:
+        """Add this option to ``parser``: ``--flag`` (or ``name``, ``positional``); ``more``:
+        what it means to this command, after the shared help."""
+        text = f"{self.help}. {more}" if more else self.help
         if positional:
-            parser.add_argument(self.name, metavar=self.metavar, help=self.help)
+            parser.add_argument(self.name, metavar=self.metavar, help=text)
         elif self.switch:
-            parser.add_argument(self.flag, action="store_true", help=self.help)
+            parser.add_argument(self.flag, action="store_true", help=text)
         else:
-            parser.add_argument(self.flag, metavar=self.metavar, help=self.help)
+            parser.add_argument(self.flag, metavar=self.metavar, help=text)
 
 
 OPTIONS: dict[str, Option] = {
@@ -61,6 +65,14 @@ OPTIONS: dict[str, Option] = {
         Option("config", "a config file instead of the checkout's .mps-pipeline.yaml", "FILE"),
     )
 }
+# the nightly history a command reads or writes (nightly, shards, pr-report, speed, export):
+# a CLI flag only, never a doit variable of the migrate chain
+HISTORY = Option(
+    "history",
+    "the nightly history: an SQLite file or a postgresql:// URL (default: the history.url "
+    "setting, else the state directory's file)",
+    "FILE_OR_URL",
+)
 # the options every command and every stage's task takes: where the tree and its state are
 SETTINGS_OPTIONS: tuple[str, ...] = (
     "root", "python", "state_dir", "build_dir", "opinfo_table", "config",

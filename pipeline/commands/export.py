@@ -17,6 +17,7 @@ from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.flows.export import from_history, from_results
 from pipeline.fsio import write_atomic
+from pipeline.options import HISTORY
 from pipeline.results import history
 from pipeline.results.hud import CiRun
 
@@ -32,12 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument(
         "--nights", type=int, metavar="N", help="the last N nightlies of the history instead"
     )
-    parser.add_argument(
-        "--history",
-        metavar="FILE_OR_URL",
-        help="with --nights: the history (default: the history.url setting, else the state "
-        "directory's file)",
-    )
+    HISTORY.add_to(parser, more="With --nights")
     parser.add_argument(
         "--out",
         type=Path,

@@ -24,11 +24,11 @@ import sqlite3
 import traceback
 from pathlib import Path
 
-from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import EXIT_CRASHED, PipelineError
 from pipeline.flows.nightly import run_nightly
 from pipeline.guide.backlog import backlog
+from pipeline.options import HISTORY
 from pipeline.report.console import terminal
 from pipeline.report.nightly import publish, render_terminal
 from pipeline.results import history, history_pg
@@ -42,12 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="directory with one folder of JUnit files per runner (results/<runner>/*.xml); "
         "required unless --check-history",
     )
-    parser.add_argument(
-        "--history",
-        metavar="FILE_OR_URL",
-        help="the history: an SQLite file, or a postgresql:// URL (default: the history.url "
-        f"setting, else <state_dir>/{state.HISTORY})",
-    )
+    HISTORY.add_to(parser)
     parser.add_argument(
         "--check-history",
         action="store_true",
@@ -182,14 +177,15 @@ def report_server(at: history.HistoryLocation) -> int:
     and backups: this checks neither, and says so."""
     db = history.reader(at)
     try:
-        version, nights, first, last, runs, tests, results, size = history_pg.counts(db)
+        found = history_pg.counts(db)
     finally:
         db.close()
-    span = f", {first} … {last}" if first else ""
+    span = f", {found.first} … {found.last}" if found.first else ""
     print(
-        f"{at}: an mps-pipeline history on a PostgreSQL server (schema version {version}, "
-        f"{size / 1e6:.1f} MB; integrity and backups are the server's, not checked here)\n"
-        f"  {nights} nightlies{span}\n"
-        f"  {runs} runs, {tests} tests, {results} results"
+        f"{at}: an mps-pipeline history on a PostgreSQL server (schema version "
+        f"{found.schema_version}, {found.size / 1e6:.1f} MB; integrity and backups are the "
+        f"server's, not checked here)\n"
+        f"  {found.nightlies} nightlies{span}\n"
+        f"  {found.runs} runs, {found.tests} tests, {found.results} results"
     )
     return 0

@@ -17,9 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pipeline import state
 from pipeline.config import Settings
 from pipeline.flows.pr import report
+from pipeline.options import HISTORY
 from pipeline.report.pr import PrResults
 from pipeline.results import baseline as baselines
 from pipeline.results.baseline import RUNNER_ENV
@@ -59,13 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="commit to set the status on: the PR head that was tested (default: the PR's "
         "head when posting, which a push in between moves)",
     )
-    parser.add_argument(
-        "--history",
-        metavar="FILE_OR_URL",
-        help="the nightly history to classify failing tests with: new, already failing on "
-        f"main, flaky (default: <state_dir>/{state.HISTORY} if it exists; without "
-        "one every failure is new). With --post-from: classify again here; without a "
-        "history, the classes in results.json stand",
+    HISTORY.add_to(
+        parser,
+        more="Failing tests are classified with it: new, already failing on main, flaky (a "
+        "file only if it exists; without one every failure is new). With --post-from: "
+        "classify again here; without a history, the classes in results.json stand",
     )
     parser.add_argument(
         "--runner",

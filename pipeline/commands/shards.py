@@ -27,6 +27,7 @@ from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.fsio import write_atomic
+from pipeline.options import HISTORY
 from pipeline.results import history, shards
 from pipeline.results.junit import parse_test_id
 from pipeline.tree.opinfo import load_opinfos
@@ -41,12 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the plan as JSON (schema: docs/machine-output.md)",
     )
-    parser.add_argument(
-        "--history",
-        metavar="FILE_OR_URL",
-        help="the history: an SQLite file, or a postgresql:// URL (default: the history.url "
-        f"setting, else <state_dir>/{state.HISTORY})",
-    )
+    HISTORY.add_to(parser)
     parser.add_argument(
         "--out",
         type=Path,

@@ -19,6 +19,7 @@ from pathlib import Path
 from pipeline.config import Settings
 from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, PipelineError, WorkLeftError
 from pipeline.flows.speed import judge, measure
+from pipeline.options import HISTORY
 from pipeline.report.console import terminal
 from pipeline.report.speed import not_timed_lines, render_figures, render_markdown
 from pipeline.results.baseline import RUNNER_ENV, history_at
@@ -35,10 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--min-run-time", type=float, default=0.2, metavar="S", help="seconds per benchmark"
     )
     parser.add_argument("--compare", action="store_true", help="judge against main's figures")
-    parser.add_argument(
-        "--history", metavar="FILE_OR_URL",
-        help="the nightly history (default: the state directory's, as pr-report's)",
-    )  # fmt: skip
+    HISTORY.add_to(parser)
     parser.add_argument(
         "--runner", metavar="NAME", help=f"this runner's configuration (default: ${RUNNER_ENV})"
     )

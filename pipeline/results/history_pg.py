@@ -25,6 +25,7 @@ import contextlib
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -266,8 +267,23 @@ def _grant_readers(db: PostgresDB) -> None:
         db.execute(f"GRANT SELECT ON {', '.join(_OBJECTS)} TO {READER_ROLE}")
 
 
-def counts(db: HistoryDB) -> tuple[int, int, str | None, str | None, int, int, int, int]:
-    """(version, nightlies, first, last, runs, tests, results, bytes on disk)."""
+@dataclass(frozen=True)
+class ServerCheck:
+    """What ``nightly --check-history`` says of a history on a server (its integrity and
+    backups are the server's own: not checked here)."""
+
+    schema_version: int
+    nightlies: int
+    first: str | None  # started of the oldest and newest nightly
+    last: str | None
+    runs: int
+    tests: int
+    results: int
+    size: int  # bytes of its tables and indexes on the server
+
+
+def counts(db: HistoryDB) -> ServerCheck:
+    """The schema version and counts of the history open as ``db``."""
     (version,) = db.execute("SELECT version FROM schema_version").fetchone()
     nights, first, last = db.execute(
         "SELECT COUNT(DISTINCT started), MIN(started), MAX(started) FROM runs"
@@ -281,4 +297,4 @@ def counts(db: HistoryDB) -> tuple[int, int, str | None, str | None, int, int, i
         "AND c.relname = ANY(?)",
         (list(_OBJECTS),),
     ).fetchone()
-    return int(version), nights, first, last, runs, tests, results, int(size)
+    return ServerCheck(int(version), nights, first, last, runs, tests, results, int(size))
