@@ -109,6 +109,9 @@ _PG_RUN_OUTCOMES = f"""CREATE TABLE IF NOT EXISTS run_outcomes (
     PRIMARY KEY (run_id, outcome)
 )"""
 _PG_VIEW = VIEW.replace("CREATE VIEW IF NOT EXISTS", "CREATE OR REPLACE VIEW")
+# results_by_test: the server checks results' foreign key for every test a prune deletes;
+# without an index on test_id each check reads every result (SQLite's prune finds the
+# unused tests itself, by primary key, and deletes few)
 
 POSTGRESQL = f"""
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
