@@ -19,6 +19,9 @@ Benchmarks (``--only`` names):
   generation, one night's ingestion in a subprocess (time, peak RSS) with the history's
   integrity check and without it, alternately, the history's size, the analysis,
   ``shards`` planning, summary.json's and the dashboard's sizes (see :mod:`bench.fleet`);
+- ``server``: the history on a PostgreSQL server against the SQLite file at fleet size (3
+  runners × 20,000 results, 365 nights): one night on each, the dashboard's queries, four
+  aggregation jobs at once, one night's export (see :mod:`bench.server`);
 - ``dashboard``: index.html's size at 100,000 results a night;
 - ``selection``: tests selected for single-operator changes, sandbox and real yaml, and
   whether the changed operator was missed;
@@ -83,6 +86,7 @@ from bench.common import (
 from bench.fleet import FLEET_RUNNERS, bench_dashboard, bench_fleet  # noqa: F401 (FLEET_RUNNERS: re-exported)
 from bench.paths import bench_paths
 from bench.peers import bench_junit_peer, bench_yaml_peer
+from bench.server import bench_server
 from pipeline import sandbox
 from pipeline.config import Settings, load_settings
 from pipeline.errors import PipelineError
@@ -95,8 +99,8 @@ NATIVE_YAML = paths.NATIVE_YAML
 COMMON_MPS = paths.COMMON_MPS
 BENCHMARKS = (
     "index", "audit", "migrate", "transaction", "junit", "junit-peer", "yaml-peer", "shards",
-    "fleet", "dashboard", "suspects", "selection", "math", "kernel", "review", "tracker",
-    "paths", "shaders",
+    "fleet", "dashboard", "server", "suspects", "selection", "math", "kernel", "review",
+    "tracker", "paths", "shaders",
 )  # fmt: skip
 AUDIT_OP = "atan2"
 # real native_functions.yaml edits: the first MPS-specific entry of each is folded
@@ -1002,6 +1006,7 @@ RUNNERS: dict[str, Callable[[Context], Result]] = {
     "shards": bench_shards,
     "fleet": bench_fleet,
     "dashboard": bench_dashboard,
+    "server": bench_server,
     "suspects": bench_suspects,
     "selection": bench_selection,
     "math": bench_math,

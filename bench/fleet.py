@@ -132,8 +132,9 @@ def fleet_child(spec: str) -> None:
     outcome = nightly.run_nightly(
         settings,
         Path(args["results"]),
-        history_path=Path(args["history"]),
+        history_at=args["history"],  # a file's path or a server's URL
         backlog_of=backlog,
+        keep=args.get("keep", 180),
         commit="",
         started="2026-03-01T03:17Z",
         verify=args.get("verify", True),

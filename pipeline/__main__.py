@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("review", "the checks reviewers make by eye, on a diff: file:line, one reason"),
     "speed": ("speed", "time migrated and backlog kernels; compare with main's on this runner"),
     "tracker": ("tracker", "keep the migration tracker issue's section: backlog, claims"),
+    "export": ("export", "test results as JSON Lines rows PyTorch's HUD (ClickHouse) loads"),
+    "history": ("history", "the nightly history: copy one into a server, row by row checked"),
     "config": ("config", "every setting, its value and where it came from"),
     "demo": ("demo", "make a demo checkout (the bundled sandbox, built and committed) in DIR"),
     "doit": ("doit", "doit's task interface from anywhere: doit migrate_op op=atan2, doit list"),

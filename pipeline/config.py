@@ -96,7 +96,11 @@ TYPES: dict[str, tuple[type, ...]] = {
     "nightly.shard_nights": (int,),
     "tracker.query": (str,),
     "tracker.max_requests": (int,),
+    # null: the SQLite file in the state directory; a postgresql:// URL: a history server
+    "history.url": (str, _NONE),
 }
+# settings whose values hold a secret in part: `config` and every message show them redacted
+SECRET_SETTINGS = frozenset({"history.url"})
 SECTIONS = frozenset(key.partition(".")[0] for key in TYPES if "." in key)
 
 # origins that are not a file, a variable or a flag
@@ -171,6 +175,9 @@ class Settings:
     warnings: tuple[str, ...] = ()
     math: MathSettings = field(default_factory=MathSettings)
     looked_at: LookedAt = field(default_factory=LookedAt, compare=False, repr=False)
+    # the nightly history's place (``history.url``): None, the state directory's SQLite
+    # file; a path; or a postgresql:// URL, which may hold a password (never in the repr)
+    history_url: str | None = field(default=None, repr=False)
 
     @property
     def cache_dir(self) -> Path:
@@ -590,4 +597,5 @@ def load_settings(
         warnings=tuple(warnings),
         math=math(sources, defaults()["math.references"], math_cache),
         looked_at=trail.done(),
+        history_url=value["history.url"] or None,
     )

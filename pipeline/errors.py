@@ -349,3 +349,13 @@ def failure(exc: BaseException, *, where: str = "") -> Failure:
         f"traceback is above; please report it): exit {EXIT_CRASHED}, not 1 or 2, so it is "
         "never taken for failing tests or bad input",
     )
+class HistoryServerError(PipelineError):
+    """The history server could not do what was asked: unreachable, gone mid-night, a
+    role without the right, a schema from a newer mps-pipeline, a lock another job holds.
+    The message names the server with its secrets hidden; nothing was half-recorded (a
+    night is one transaction, rolled back by the server when the connection goes)."""
+
+
+class CopyMismatchError(PipelineError):
+    """A history copied into another read back different: the copy was rolled back, the
+    target left as it was. The message names the table, the row's key and both values."""

@@ -40,17 +40,24 @@ class Option:
         return f"{spelled}: {self.help}" + (f" ({self.example})" if self.example else "")
 
     def add_to(
-        self, parser: argparse.ArgumentParser, *, positional: bool = False, optional: bool = False
+        self,
+        parser: argparse.ArgumentParser,
+        *,
+        positional: bool = False,
+        optional: bool = False,
+        more: str = "",
     ) -> None:
         """Add this option to ``parser``: ``--flag`` (or ``name``, ``positional``; one that
-        may be left out, ``optional``)."""
+        may be left out, ``optional``); ``more``: what it means to this command, after the
+        shared help."""
+        text = f"{self.help}. {more}" if more else self.help
         if positional:
             nargs = "?" if optional else None
-            parser.add_argument(self.name, nargs=nargs, metavar=self.metavar, help=self.help)
+            parser.add_argument(self.name, nargs=nargs, metavar=self.metavar, help=text)
         elif self.switch:
-            parser.add_argument(self.flag, action="store_true", help=self.help)
+            parser.add_argument(self.flag, action="store_true", help=text)
         else:
-            parser.add_argument(self.flag, metavar=self.metavar, help=self.help)
+            parser.add_argument(self.flag, metavar=self.metavar, help=text)
 
 
 OPTIONS: dict[str, Option] = {
@@ -81,5 +88,14 @@ OPTIONS: dict[str, Option] = {
 }
 # the settings a command line may set (config.load_settings refuses any other)
 OVERRIDABLE: tuple[str, ...] = ("root", "python", "state_dir", "build_dir", "opinfo_table")
+# the nightly history a command reads or writes (nightly, shards, pr-report, speed, export):
+# a CLI flag only, never a doit variable of the migrate chain
+HISTORY = Option(
+    "history",
+    "the nightly history: an SQLite file or a postgresql:// URL (default: the history.url "
+    "setting, else the state directory's file)",
+    "FILE_OR_URL",
+    doit=False,
+)
 # the options every command and every stage's task takes: where the tree and its state are
 SETTINGS_OPTIONS: tuple[str, ...] = (*OVERRIDABLE, "config")

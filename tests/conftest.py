@@ -312,3 +312,26 @@ def outside_a_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple
     monkeypatch.chdir(here)
     monkeypatch.setenv("XDG_STATE_HOME", str(home))
     return here, home
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server of the session's own (tests/postgres.py), on 127.0.0.1.
+    Absent binaries skip the tests that need it, except under CI, whose .ci/run installs
+    Debian's postgresql."""
+    from tests.postgres import PostgresUnavailable, start
+
+    try:
+        server = start()
+    except PostgresUnavailable as exc:
+        if in_ci():
+            pytest.fail(f"no PostgreSQL server for the tests: {exc} (see .ci/run)", pytrace=False)
+        pytest.skip(f"no PostgreSQL server for the tests: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """A fresh, empty database on the session's server: its URL (as the superuser)."""
+    return pg_server.new_database()

@@ -23,6 +23,7 @@ from pipeline import sandbox
 from pipeline import state as layout
 from pipeline.__main__ import main
 from pipeline.commands import config as config_command
+from pipeline.commands import history as history_command
 from pipeline.config import load_settings
 from pipeline.guide import backlog, checklist, exec_paths
 from pipeline.guide import review as review_checks
@@ -63,6 +64,7 @@ OUTPUTS = {
     "review --json": review_checks.SCHEMA_VERSION,
     "backlog --claims --json": 1,
     "speed.json": speeds.SCHEMA_VERSION,
+    "history copy --json": history_command.SCHEMA,
 }
 _HEADING = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
 _JSON_BLOCK = re.compile(r"^```json\n(.*?)^```$", re.MULTILINE | re.DOTALL)

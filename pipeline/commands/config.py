@@ -10,8 +10,9 @@ import argparse
 import json
 import sys
 
-from pipeline.config import TYPES, Settings
+from pipeline.config import SECRET_SETTINGS, TYPES, Resolved, Settings
 from pipeline.options import OPTIONS
+from pipeline.redact import redact
 
 # listing the settings must work on any root, a wrong one included: it is how you find out
 PREPARES_TREE = False
@@ -24,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Print the resolved settings; exit 0."""
-    listed = {key: settings.sources[key] for key in TYPES}
+    listed = {key: _shown(key, settings.sources[key]) for key in TYPES}
     if args.json:
         out = {
             "schema": SCHEMA,
@@ -41,3 +42,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     for warning in settings.warnings:
         print(f"warning: {warning}")
     return 0
+
+
+def _shown(key: str, source: Resolved) -> Resolved:
+    """``source`` as it may be printed: a secret setting's value redacted."""
+    if key in SECRET_SETTINGS and isinstance(source.value, str):
+        return Resolved(redact(source.value), source.origin)
+    return source

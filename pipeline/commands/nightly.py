@@ -23,15 +23,14 @@ import os
 import sqlite3
 from pathlib import Path
 
-from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import DamagedHistoryError, HistoryBusyError, PipelineError
 from pipeline.flows.nightly import run_nightly
 from pipeline.guide.backlog import backlog
-from pipeline.options import OPTIONS
+from pipeline.options import HISTORY, OPTIONS
 from pipeline.report.console import terminal
 from pipeline.report.nightly import publish, render_terminal
-from pipeline.results import history
+from pipeline.results import history, history_pg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="directory with one folder of JUnit files per runner (results/<runner>/*.xml); "
         "required unless --check-history",
     )
-    parser.add_argument(
-        "--history", type=Path, help=f"SQLite history (default: <state_dir>/{state.HISTORY})"
-    )
+    HISTORY.add_to(parser)
     parser.add_argument(
         "--check-history",
         action="store_true",
@@ -88,16 +85,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Record the nightly, write the dashboard, print a report; 1 when there are regressions."""
-    history_path = args.history or state.history_path(settings.state_dir)
+    at = history.locate(args.history, settings)
     if args.check_history:
-        return report_history(history_path)
+        return report_server(at) if at.is_server else report_history(at.file)
     if args.results is None:
         raise PipelineError("nightly: --results DIR is required (or --check-history)")
     try:
         outcome = run_nightly(
             settings,
             args.results,
-            history_path=history_path,
+            history_at=at,
             dashboard_dir=args.dashboard,
             min_passes=args.min_passes,
             flaky_window=args.flaky_window,
@@ -112,7 +109,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         # other SQLite error is one (pipeline.errors.failure: exit 70, never 1)
         if not history.not_now(exc):
             raise
-        raise HistoryBusyError(history_path, str(exc)) from exc
+        raise HistoryBusyError(at.file, str(exc)) from exc
     files = publish(outcome)
     if args.json:
         print(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
@@ -140,5 +137,25 @@ def report_history(path: Path) -> int:
         f"  {found.nightlies} nightlies{span}\n"
         f"  {found.runs} runs, {found.tests} tests, {found.results} results\n"
         f"  {len(copies)} backup(s){': newest ' + copies[-1].name if copies else ''}"
+    )
+    return 0
+
+
+def report_server(at: history.HistoryLocation) -> int:
+    """``--check-history`` of a history server: its schema version and counts (read-only);
+    no history there, or a newer one, raises (exit 2). The server keeps its own integrity
+    and backups: this checks neither, and says so."""
+    db = history.reader(at)
+    try:
+        found = history_pg.counts(db)
+    finally:
+        db.close()
+    span = f", {found.first} … {found.last}" if found.first else ""
+    print(
+        f"{at}: an mps-pipeline history on a PostgreSQL server (schema version "
+        f"{found.schema_version}, {found.size / 1e6:.1f} MB; integrity and backups are the "
+        f"server's, not checked here)\n"
+        f"  {found.nightlies} nightlies{span}\n"
+        f"  {found.runs} runs, {found.tests} tests, {found.results} results"
     )
     return 0

@@ -14,10 +14,10 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from pipeline import state
 from pipeline.config import Settings
 from pipeline.flows.pr import report
 from pipeline.flows.pr_sections import Sections, annotator
+from pipeline.options import HISTORY
 from pipeline.results.baseline import RUNNER_ENV
 from pipeline.tree.git import BASE_BRANCHES
 
@@ -55,14 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="commit to set the status on: the PR head that was tested (default: the PR's "
         "head when posting, which a push in between moves)",
     )
-    parser.add_argument(
-        "--history",
-        type=Path,
-        metavar="DB",
-        help="the nightly history to classify failing tests with: new, already failing on "
-        f"main, flaky (default: <state_dir>/{state.HISTORY} if it exists; without "
-        "one every failure is new). With --post-from: classify again here; without a "
-        "history, the classes in results.json stand",
+    HISTORY.add_to(
+        parser,
+        more="Failing tests are classified with it: new, already failing on main, flaky (a "
+        "file only if it exists; without one every failure is new). With --post-from: "
+        "classify again here; without a history, the classes in results.json stand",
     )
     parser.add_argument(
         "--runner",

@@ -26,7 +26,7 @@ from pathlib import Path
 from pipeline import state
 from pipeline.config import Settings
 from pipeline.flows.shards import ShardRequest, plan_shards
-from pipeline.options import OPTIONS
+from pipeline.options import HISTORY, OPTIONS
 from pipeline.report.shards import render_plan
 from pipeline.results import shards
 
@@ -36,9 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--num-shards", type=int, required=True, help="how many shards the sweep runs in"
     )
     OPTIONS["json"].add_to(parser)
-    parser.add_argument(
-        "--history", type=Path, help=f"SQLite history (default: <state_dir>/{state.HISTORY})"
-    )
+    HISTORY.add_to(parser)
     parser.add_argument(
         "--out",
         type=Path,

@@ -19,6 +19,7 @@ from pathlib import Path
 from pipeline.config import Settings
 from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT, NoDeviceError, PipelineError, WorkLeftError
 from pipeline.flows.speed import judge, measure
+from pipeline.options import HISTORY
 from pipeline.report.console import terminal
 from pipeline.report.speed import (
     not_timed_lines,
@@ -27,7 +28,7 @@ from pipeline.report.speed import (
     render_paths,
     render_upstream,
 )
-from pipeline.results.baseline import RUNNER_ENV, history_file
+from pipeline.results.baseline import RUNNER_ENV, history_at
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,10 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--min-run-time", type=float, default=0.2, metavar="S", help="seconds per benchmark"
     )
     parser.add_argument("--compare", action="store_true", help="judge against main's figures")
-    parser.add_argument(
-        "--history", type=Path, metavar="DB",
-        help="the nightly history (default: the state directory's, as pr-report's)",
-    )  # fmt: skip
+    HISTORY.add_to(parser)
     parser.add_argument(
         "--runner", metavar="NAME", help=f"this runner's configuration (default: ${RUNNER_ENV})"
     )
@@ -82,9 +80,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
           file=sys.stderr)  # fmt: skip
     if not args.compare:
         return EXIT_OK
-    path = history_file(settings.state_dir, args.history)
+    path = history_at(settings, args.history)
     if path is None:
-        raise PipelineError("speed --compare: no nightly history here; pass --history DB")
+        raise PipelineError("speed --compare: no nightly history here; pass --history FILE_OR_URL")
     report = judge(settings, result.measurements, path, runner)
     label = result.machine.label() if result.machine is not None else "unknown"
     sys.stdout.write(

@@ -205,7 +205,7 @@ def run_nightly(
     settings: Settings,
     results: Path,
     *,
-    history_path: Path | None = None,
+    history_at: history.HistoryLocation | Path | None = None,
     dashboard_dir: Path | None = None,
     min_passes: int | None = None,
     flaky_window: int | None = None,
@@ -226,7 +226,10 @@ def run_nightly(
     ``<state_dir>/dashboard``); the rest of the dashboard is the report layer's
     (:func:`pipeline.report.nightly.publish`).
 
-    Order: the history is checked (a damaged one is an input error and stays untouched)
+    The history is ``history_at`` (an SQLite file or a server), else the one the settings
+    name (:func:`pipeline.results.history.locate`).
+
+    Order: the history file is checked (a damaged one is an input error and stays untouched)
     beside the work: while every report is read and merged, the night recorded in one
     transaction and analysed. That transaction is committed only once the check has passed
     (a damaged history raises, the transaction is rolled back, the file never changed), and
@@ -234,6 +237,9 @@ def run_nightly(
     ``backups/`` folder, made with its seal (:func:`pipeline.results.history.backup_and_seal`).
     ``verify`` False skips the check (for the benchmark that shows its cost).
     ``min_passes``, ``flaky_window``, ``keep``, ``backups``: None is the setting's.
+    A history
+    server has no file to check, back up or seal: it keeps its own, and its transaction is
+    what keeps a failed night out.
     """
     r = _rules(
         settings, min_passes=min_passes, flaky_window=flaky_window, keep=keep, backups=backups
@@ -248,16 +254,17 @@ def run_nightly(
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="mps-pipeline-nightly-"))
         scratch = Path(tmp)
-        history_path = history_path or state.history_path(settings.state_dir)
+        at = history.locate(history_at, settings)
+        history_path = None if at.is_server else at.file
         dashboard_dir = dashboard_dir or state.dashboard_dir(settings.state_dir)
-        checked = os.path.lexists(history_path)
+        checked = history_path is not None and os.path.lexists(history_path)
         # A damaged history stops the night before anything is committed to it: the full
         # integrity_check (about 0.1 s for 30 nights of 21,000 results, 1.5 s for 180 nights of
         # 3 × 20,000, in SQLite, without the GIL) runs in a thread, on the file as it was, while
         # this one does the night's work; connect() then does not check again. In WAL mode what
         # the night writes stays in the -wal file until it is committed, so the check reads a
         # file nothing changes under it.
-        check = _HistoryCheck(history_path) if checked and verify else None
+        check = _HistoryCheck(history_path) if history_path and checked and verify else None
         checker = check  # what the check was, once it is done
         try:
             reports, warnings, cases, skipped, walls, n_reports = _read_reports(settings, results)
@@ -277,7 +284,7 @@ def run_nightly(
             # dashboard behind; they are put in place once the night is recorded
             merges = stack.enter_context(_Merges(reports, list(cases), scratch))
             merged = {out: dashboard_dir / "junit" / out.name for out in merges.made.values()}
-            if check is not None and history.writes_on_open(history_path):
+            if check is not None and history_path and history.writes_on_open(history_path):
                 check.result()  # a migration, or a switch to WAL, waits for the check (rare)
                 check = None
         except BaseException:
@@ -291,15 +298,13 @@ def run_nightly(
         def waiting() -> None:
             print(
                 f"waiting up to {settings.lock_wait:g} s for the history's write lock, held by "
-                f"another process: {history_path}",
+                f"another process: {at}",
                 file=sys.stderr,
                 flush=True,
             )
 
         try:
-            db = history.connect(
-                history_path, checked=checked, wait=settings.lock_wait, on_wait=waiting
-            )
+            db = history.writer(at, checked=checked, wait=settings.lock_wait, on_wait=waiting)
         except BaseException:
             if check is not None:
                 check.result()
@@ -360,7 +365,8 @@ def run_nightly(
             db.close()
         # closed, its WAL merged: the file as the next night should find it
         full = (checker is None or checker.full) if verify else None
-        history.backup_and_seal(history_path, night.started, backups, full=full)
+        if history_path is not None:
+            history.backup_and_seal(history_path, night.started, backups, full=full)
         for out, final in merged.items():
             _place(out, final)
         if regressions:

@@ -265,7 +265,7 @@ def report(
     results_only: bool = False,
     post_from: Path | None = None,
     status_sha: str | None = None,
-    history_path: Path | None = None,
+    history_path: str | Path | None = None,
     runner: str | None = None,
     annotate: Callable[[PrResults, bool], PrResults] | None = None,
     runners: Runners | None = None,
@@ -300,7 +300,7 @@ def report(
         f"{PR_PERMISSIONS}; --dry-run prints the comment without one"
     )
     token = token_from_env(settings.github.token_env, needs) if posting else None
-    db = baselines.history_file(settings.state_dir, history_path)
+    db = baselines.history_at(settings, history_path)
     if db is not None:
         baselines.refuse_unusable_history(db)
     window = settings.nightly.flaky_window

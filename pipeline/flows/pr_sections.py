@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.errors import (
@@ -33,7 +32,7 @@ class Sections:
     review: bool
     speed: str | None  # the device to time the kernels on; None: no speed section
     runner: str  # the runner configuration the tests run on; "": unknown
-    history: Path | None  # the nightly history given (None: the state dir's, if any)
+    history: str | None  # the nightly history given, a file or a URL (None: the setting's)
 
 
 def annotator(settings: Settings, sections: Sections) -> Callable[[PrResults, bool], PrResults]:
@@ -99,12 +98,12 @@ def measured(settings: Settings, sections: Sections, ops: list[str]) -> SpeedRep
 
 
 def judged(
-    settings: Settings, history: Path | None, runner: str, found: tuple[Measurement, ...]
+    settings: Settings, history: str | None, runner: str, found: tuple[Measurement, ...]
 ) -> SpeedReport:
     """``found`` against main's figures of ``runner``, when there is a history."""
     from pipeline.flows.speed import judge
 
-    path = baselines.history_file(settings.state_dir, history)
+    path = baselines.history_at(settings, history)
     threshold = settings.review.speed_threshold
     if path is not None and runner:
         return judge(settings, found, path, runner)

@@ -15,7 +15,6 @@ file or an empty suite is an input error (exit 2).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +33,7 @@ class ShardRequest:
 
     num_shards: int
     nights: int | None = None
-    history: Path | None = None
+    history: str | None = None  # a file or a postgresql:// URL (None: the setting's)
     out: Path | None = None
     previous: Path | None = None
     target: float = shards.TARGET
@@ -45,10 +44,10 @@ def plan_shards(settings: Settings, request: ShardRequest) -> shards.PlanRun:
     nights = settings.nightly.shard_nights if request.nights is None else request.nights
     if nights < 1:
         raise PipelineError("shards: --nights must be at least 1")
-    history_path = request.history or state.history_path(settings.state_dir)
+    at = history.locate(request.history, settings)
     out = request.out or state.shard_plan(settings.state_dir)
     warnings: list[str] = []
-    samples = _samples(history_path, nights)
+    samples = _samples(at, nights)
     suite, source = _suite(settings, samples, warnings)
     previous, previous_path = _previous(request.previous, out, warnings)
     estimates = shards.estimate(suite, shards.medians(samples))
@@ -64,7 +63,7 @@ def plan_shards(settings: Settings, request: ShardRequest) -> shards.PlanRun:
         estimates=estimates,
         by_count=shards.by_count(suite, estimates.seconds, request.num_shards),
         source=source,
-        history=history_path,
+        history=str(at),  # its secrets hidden
         previous=previous_path,
         out=out,
         nights=nights,
@@ -73,11 +72,11 @@ def plan_shards(settings: Settings, request: ShardRequest) -> shards.PlanRun:
     )
 
 
-def _samples(path: Path, nights: int) -> dict[str, list[float]]:
+def _samples(at: history.HistoryLocation, nights: int) -> dict[str, list[float]]:
     """Test id -> its seconds in the last ``nights`` nightlies; {} without a history."""
-    if not os.path.lexists(path):
+    if not history.found(at):
         return {}
-    db = history.open_read_only(path)  # a damaged history: exit 2, untouched
+    db = history.reader(at)  # a damaged history: exit 2, untouched
     try:
         found = history.durations(db, nights)
     finally:

@@ -129,11 +129,11 @@ def measure(
 def judge(
     settings: Settings,
     measured: Sequence[speeds.Measurement],
-    history_path: Path,
+    history_at: history.HistoryLocation | Path,
     runner: str,
 ) -> speeds.SpeedReport:
     """``measured`` (the PR's build) against main's nightly figures on ``runner``."""
-    db = history.open_read_only(history_path)
+    db = history.reader(history.HistoryLocation.of(history_at))
     try:
         main = speeds.nightly_medians(db, runner, last_n=7)
     finally:

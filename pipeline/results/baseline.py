@@ -23,16 +23,16 @@ and the status is what it was without a history.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline import state
-from pipeline.config import defaults
+from pipeline.config import Settings, defaults
 from pipeline.errors import PipelineError
 from pipeline.results import history
+from pipeline.results.history_db import HistoryDB
 from pipeline.results.junit import FAILING, CaseResult, Outcome
 from pipeline.results.table import DtypeTable
 from pipeline.testid import TestId
@@ -182,7 +182,7 @@ def _outcomes(results: Mapping[str, CaseResult]) -> str:
 
 
 def compare(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     table: DtypeTable | None,
     *,
     runner: str | None = None,
@@ -251,37 +251,39 @@ def compare(
     return Baseline(runner, compared, window, note, tuple(failures))
 
 
-def history_file(state_dir: Path, explicit: Path | None) -> Path | None:
-    """The history to compare with: ``explicit`` (``--history``, which must exist), else
-    ``<state_dir>/history/nightly.sqlite`` when there is one; None: no baseline."""
+def history_at(settings: Settings, explicit: str | Path | None) -> history.HistoryLocation | None:
+    """The history to compare with: ``explicit`` (``--history``: a file, which must exist, or
+    a server), else the one the settings name (``history.url``, else
+    ``<state_dir>/history/nightly.sqlite``) when there is one; None: no baseline."""
+    at = history.locate(explicit, settings)
+    if at.is_server or at.file.is_file():
+        return at
     if explicit is not None:
-        if not explicit.is_file():
-            raise PipelineError(
-                f"--history {explicit}: no such file; pass the nightly's history "
-                f"(<state_dir>/{state.HISTORY}, which `nightly` writes), or leave "
-                "--history out to report without a baseline"
-            )
-        return explicit
-    default = state.history_path(state_dir)
-    return default if default.is_file() else None
+        raise PipelineError(
+            f"--history {at}: no such file; pass the nightly's history "
+            f"(<state_dir>/{state.HISTORY}, which `nightly` writes, or its server's "
+            "postgresql:// URL), or leave --history out to report without a baseline"
+        )
+    return None
 
 
-def refuse_unusable_history(path: Path) -> None:
-    """Refuse now, before any build, a file that is no usable history database."""
-    history.connect(path).close()
+def refuse_unusable_history(at: history.HistoryLocation) -> None:
+    """Refuse now, before any build, a history that cannot be compared with (a damaged file,
+    a server that cannot be reached or holds no history)."""
+    history.for_comparing(at).close()
 
 
 def classify(
-    path: Path | None,
+    at: history.HistoryLocation | None,
     table: DtypeTable | None,
     *,
     runner: str | None = None,
     window: int | None = None,
 ) -> Baseline:
-    """:func:`compare` with the history at ``path``; no history (None): every failure new."""
-    if path is None:
+    """:func:`compare` with the history ``at``; no history (None): every failure new."""
+    if at is None:
         return without_history(table, runner)
-    db = history.connect(path)
+    db = history.for_comparing(at)
     try:
         return compare(db, table, runner=runner, window=window)
     finally:

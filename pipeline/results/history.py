@@ -1,4 +1,10 @@
-"""The nightly results history: one SQLite file, one run per runner configuration per night.
+"""The nightly results history: one run per runner configuration per night, in an SQLite
+file or on a PostgreSQL server.
+
+Both backends hold the same schema and answer the same queries, written once here against
+:class:`pipeline.results.history_db.HistoryDB`; :mod:`pipeline.results.history_access` says
+which history a command uses and opens it, :mod:`pipeline.results.history_pg` is the
+server's side. What follows about files, WAL, checks and backups is the SQLite file's.
 
 A *nightly* is the set of runs recorded together by ``python -m pipeline nightly``: they
 share ``runs.started`` (UTC, ISO 8601 with microseconds, so text order is time order). The
@@ -44,12 +50,19 @@ few nights beside it (``backups/``), made with SQLite's backup API.
 from __future__ import annotations
 
 import itertools
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pipeline.errors import PipelineError
+from pipeline.results.history_access import (  # noqa: F401 (re-exported)
+    for_comparing,
+    found,
+    locate,
+    reader,
+    writer,
+)
+from pipeline.results.history_db import Backend, HistoryDB, HistoryLocation  # noqa: F401
 from pipeline.results.history_disk import (  # noqa: F401 (re-exported)
     BACKUPS,
     backup,
@@ -57,9 +70,7 @@ from pipeline.results.history_disk import (  # noqa: F401 (re-exported)
     not_now,
 )
 from pipeline.results.history_file import (  # noqa: F401 (the history's API, re-exported)
-    _COUNT_RUN,
     FULL_CHECK_EVERY,
-    SCHEMA_VERSION,
     SEAL,
     HistoryCheck,
     backup_and_seal,
@@ -70,6 +81,7 @@ from pipeline.results.history_file import (  # noqa: F401 (the history's API, re
     sealed,
     writes_on_open,
 )
+from pipeline.results.history_schema import COUNT_RUN, SCHEMA_VERSION  # noqa: F401
 from pipeline.results.junit import CaseResult, Outcome
 
 
@@ -148,36 +160,51 @@ def timestamp(when: datetime | str | None = None) -> str:
 
 
 def _insert_run(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     runner: str,
     commit: str,
     cases: Iterable[CaseResult],
     started: str,
     source: str,
 ) -> int:
-    cursor = db.execute(
-        'INSERT INTO runs (started, runner, "commit", source) VALUES (?, ?, ?, ?)',
+    (run_id,) = db.execute(
+        'INSERT INTO runs (started, runner, "commit", source) VALUES (?, ?, ?, ?) RETURNING id',
         (started, runner, commit, source),
-    )
-    run_id = cursor.lastrowid
-    assert run_id is not None
+    ).fetchone()
     cases = list(cases)
-    db.executemany(
-        "INSERT OR IGNORE INTO tests (classname, name, kind, stem, dtype) VALUES (?, ?, ?, ?, ?)",
-        ((c.classname, c.name, c.kind, c.stem, c.dtype) for c in cases),
-    )
-    ids = {(cls, name): i for i, cls, name in db.execute("SELECT id, classname, name FROM tests")}
+    ids = _test_ids(db)
+    # only the tests the history has not seen: after the first night, usually none (under
+    # the write lock, so no other writer adds one meanwhile)
+    new: dict[tuple[str, str], CaseResult] = {}
+    for c in cases:
+        if (c.classname, c.name) not in ids:
+            new.setdefault((c.classname, c.name), c)  # the first report of it names it
+    if new:
+        db.insert_rows(
+            "tests",
+            ("classname", "name", "kind", "stem", "dtype"),
+            ((c.classname, c.name, c.kind, c.stem, c.dtype) for c in new.values()),
+        )
+        ids = _test_ids(db)
     # one id reported twice in a run: the later row wins, as in junit.parse_reports
-    db.executemany(
-        "INSERT OR REPLACE INTO results (run_id, test_id, outcome, flaky, attempts, seconds) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            (run_id, ids[(c.classname, c.name)], Outcome(c.outcome).value, *_counts(c))
-            for c in cases
-        ),
+    rows = {
+        ids[(c.classname, c.name)]: (
+            run_id,
+            ids[(c.classname, c.name)],
+            Outcome(c.outcome).value,
+            *_counts(c),
+        )
+        for c in cases
+    }
+    db.insert_rows(
+        "results", ("run_id", "test_id", "outcome", "flaky", "attempts", "seconds"), rows.values()
     )
-    db.execute(_COUNT_RUN, (run_id,))
-    return run_id
+    db.execute(COUNT_RUN, (run_id,))
+    return int(run_id)
+
+
+def _test_ids(db: HistoryDB) -> dict[tuple[str, str], int]:
+    return {(cls, name): i for i, cls, name in db.execute("SELECT id, classname, name FROM tests")}
 
 
 def _counts(case: CaseResult) -> tuple[int, int, float]:
@@ -185,7 +212,7 @@ def _counts(case: CaseResult) -> tuple[int, int, float]:
 
 
 def record_nightly(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     runs: Mapping[str, Sequence[CaseResult]],
     *,
     commit: str,
@@ -210,12 +237,13 @@ def record_nightly(
 
 
 def _record(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     runs: Mapping[str, Sequence[CaseResult]],
     commit: str,
     started: str,
     source: str,
 ) -> None:
+    db.lock_writes()  # one night at a time: a re-run source is replaced, never doubled
     if source:
         db.execute("DELETE FROM runs WHERE source = ?", (source,))
     for runner, cases in runs.items():
@@ -226,7 +254,7 @@ def _runs(rows: Iterable[tuple]) -> tuple[Run, ...]:
     return tuple(Run(*row) for row in rows)
 
 
-def nightly(db: sqlite3.Connection, started: str) -> Nightly:
+def nightly(db: HistoryDB, started: str) -> Nightly:
     """The nightly recorded at ``started``."""
     rows = db.execute(
         'SELECT id, started, runner, "commit", source FROM runs WHERE started = ? ORDER BY id',
@@ -236,7 +264,7 @@ def nightly(db: sqlite3.Connection, started: str) -> Nightly:
 
 
 def nightlies(
-    db: sqlite3.Connection, last_n: int | None = None, *, until: str | None = None
+    db: HistoryDB, last_n: int | None = None, *, until: str | None = None
 ) -> tuple[Nightly, ...]:
     """The last ``last_n`` nightlies (all when None), newest first; with ``until``, only
     those that started then or earlier."""
@@ -248,7 +276,7 @@ def nightlies(
     return tuple(nightly(db, started) for (started,) in db.execute(query, params).fetchall())
 
 
-def previous_run(db: sqlite3.Connection, runner: str, before: str) -> Run | None:
+def previous_run(db: HistoryDB, runner: str, before: str) -> Run | None:
     """``runner``'s latest run from a nightly older than ``before``."""
     row = db.execute(
         'SELECT id, started, runner, "commit", source FROM runs '
@@ -259,7 +287,7 @@ def previous_run(db: sqlite3.Connection, runner: str, before: str) -> Run | None
 
 
 def run_cases(
-    db: sqlite3.Connection, run_id: int, *, stems: Iterable[str] | None = None
+    db: HistoryDB, run_id: int, *, stems: Iterable[str] | None = None
 ) -> tuple[CaseResult, ...]:
     """The stored results of one run as CaseResults (no message: not stored; time 0.0 where
     the history has no seconds).
@@ -295,7 +323,7 @@ def run_cases(
     )
 
 
-def transitions(db: sqlite3.Connection, before: int, after: int) -> tuple[Transition, ...]:
+def transitions(db: HistoryDB, before: int, after: int) -> tuple[Transition, ...]:
     """Tests whose outcome differs between run ``before`` and run ``after``."""
     rows = db.execute(
         "SELECT t.classname, t.name, t.kind, t.stem, t.dtype, p.outcome, c.outcome, c.flaky "
@@ -321,9 +349,7 @@ _ONLY_IN = (
 )
 
 
-def flipping(
-    db: sqlite3.Connection, last_n: int, *, min_changes: int = 2
-) -> tuple[OutcomeSeries, ...]:
+def flipping(db: HistoryDB, last_n: int, *, min_changes: int = 2) -> tuple[OutcomeSeries, ...]:
     """Tests whose outcome changed at least ``min_changes`` times on one runner over the
     last ``last_n`` nightlies (pass → fail → pass is two), with their outcome series.
 
@@ -399,13 +425,13 @@ def flipping(
     return tuple(sorted(series, key=lambda s: (s.classname, s.name, s.runner)))
 
 
-def durations(db: sqlite3.Connection, last_n: int) -> dict[tuple[str, str], list[float]]:
+def durations(db: HistoryDB, last_n: int) -> dict[tuple[str, str], list[float]]:
     """(classname, name) -> the test's recorded seconds in the last ``last_n`` nightlies,
     one per run that has them (every runner's), oldest first.
 
     A version 1 history (opened read-only, unmigrated) has none: ``{}``.
     """
-    if "seconds" not in {row[1] for row in db.execute("PRAGMA table_info(results)")}:
+    if "seconds" not in db.columns("results"):
         return {}
     runs = db.execute(
         "SELECT id FROM runs WHERE started IN (SELECT started FROM runs "
@@ -423,9 +449,7 @@ def durations(db: sqlite3.Connection, last_n: int) -> dict[tuple[str, str], list
     return {names[test]: seconds for test, seconds in by_id.items()}
 
 
-def outcome_counts(
-    db: sqlite3.Connection, last_n: int
-) -> tuple[tuple[str, str, dict[str, int]], ...]:
+def outcome_counts(db: HistoryDB, last_n: int) -> tuple[tuple[str, str, dict[str, int]], ...]:
     """(started, runner, {outcome: tests}) for every run of the last ``last_n`` nightlies,
     oldest first."""
     runs = db.execute(
@@ -444,20 +468,20 @@ def outcome_counts(
     return tuple((started, runner, counts) for (started, runner), counts in out.items())
 
 
-def record_paths(db: sqlite3.Connection, run_ids: Iterable[int], counts: Mapping[str, int]) -> None:
+def record_paths(db: HistoryDB, run_ids: Iterable[int], counts: Mapping[str, int]) -> None:
     """Store the tree's overloads per MPS path with each run of the night (in the caller's
     transaction): pruned with its runs, read back by :func:`path_counts`."""
     db.executemany(
-        "INSERT OR REPLACE INTO exec_paths (run_id, path, overloads) VALUES (?, ?, ?)",
+        "INSERT INTO exec_paths (run_id, path, overloads) VALUES (?, ?, ?)",
         [(run, path, n) for run in run_ids for path, n in counts.items()],
     )
 
 
-def path_counts(db: sqlite3.Connection, last_n: int) -> tuple[tuple[str, dict[str, int]], ...]:
+def path_counts(db: HistoryDB, last_n: int) -> tuple[tuple[str, dict[str, int]], ...]:
     """(started, {path: overloads}) for the last ``last_n`` nightlies that recorded them,
     oldest first (every run of a night holds the same counts: the first run's are read). A
     read-only older history without the table has none."""
-    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'exec_paths'").fetchone() is None:
+    if not db.columns("exec_paths"):
         return ()
     rows = db.execute(
         "SELECT r.started, p.path, p.overloads FROM exec_paths AS p JOIN runs AS r "
@@ -472,16 +496,16 @@ def path_counts(db: sqlite3.Connection, last_n: int) -> tuple[tuple[str, dict[st
     return tuple(out.items())
 
 
-def prune(db: sqlite3.Connection, keep: int) -> int:
+def prune(db: HistoryDB, keep: int) -> int:
     """Delete all but the last ``keep`` nightlies (and tests no run refers to any more).
 
     Returns how many nightlies were deleted.
     """
     with db:
+        db.lock_writes()
         old = db.execute(
-            "SELECT started FROM runs GROUP BY started ORDER BY started DESC LIMIT -1 OFFSET ?",
-            (keep,),
-        ).fetchall()
+            "SELECT started FROM runs GROUP BY started ORDER BY started DESC"
+        ).fetchall()[keep:]
         if not old:
             return 0
         by_night = "SELECT id FROM runs WHERE started = ?"

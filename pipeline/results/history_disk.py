@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.results.history_db import SqliteDB
 
 __all__ = [
     "BACKUPS",
@@ -136,7 +137,7 @@ def wait_for_write_lock(
     db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
 
 
-def backup(db: sqlite3.Connection, path: str | Path, started: str, keep: int) -> Path | None:
+def backup(db: SqliteDB, path: str | Path, started: str, keep: int) -> Path | None:
     """Copy the history (open as ``db``, at ``path``) to ``backups/nightly-<date>-<time>.sqlite``
     beside it, named after the nightly's ``started``; keep the newest ``keep`` of them.
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from pipeline.errors import DamagedHistoryError, PipelineError
 from pipeline.fsio import write_atomic
+from pipeline.results import history_schema as schema
+from pipeline.results.history_db import SqliteDB
 from pipeline.results.history_disk import (
     BACKUPS,
     backup_name,
@@ -29,89 +31,9 @@ from pipeline.results.history_disk import (
     wait_for_write_lock,
 )
 
-SCHEMA_VERSION = 5
 _SQLITE_HEADER = b"SQLite format 3\x00"
-# what a history must have: table -> its columns (more are fine: a later migration's)
-_TABLES = {
-    "schema_version": ("version",),
-    "runs": ("id", "started", "runner", "commit", "source"),
-    "tests": ("id", "classname", "name", "kind", "stem", "dtype"),
-    "results": ("run_id", "test_id", "outcome", "flaky", "attempts"),
-}
-# what each later schema version added: version -> (table, column)
-_ADDED = {
-    2: ("results", "seconds"),
-    3: ("run_outcomes", "tests"),
-    4: ("speed", "median"),
-    5: ("exec_paths", "overloads"),
-}
-# version 4's table: one row per kernel micro-benchmark (operator, dtype, shape, layout) of a
-# run (pipeline.results.speed)
-_SPEED = """CREATE TABLE IF NOT EXISTS speed (
-    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    op TEXT NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL, layout TEXT NOT NULL,
-    median REAL NOT NULL, q25 REAL NOT NULL, q75 REAL NOT NULL, repeats INTEGER NOT NULL,
-    PRIMARY KEY (run_id, op, dtype, shape, layout)
-) WITHOUT ROWID"""
-
-# version 5's table: the tree's overloads per MPS path (pipeline.guide.exec_paths) on the night
-# of each run, so the dashboard shows the share of each path and how it moves night to night
-_EXEC_PATHS = """CREATE TABLE IF NOT EXISTS exec_paths (
-    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    path TEXT NOT NULL, overloads INTEGER NOT NULL,
-    PRIMARY KEY (run_id, path)
-) WITHOUT ROWID"""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    started TEXT NOT NULL,
-    runner TEXT NOT NULL,
-    "commit" TEXT NOT NULL DEFAULT '',
-    source TEXT NOT NULL DEFAULT '',
-    UNIQUE (started, runner)
-);
-CREATE TABLE IF NOT EXISTS tests (
-    id INTEGER PRIMARY KEY,
-    classname TEXT NOT NULL,
-    name TEXT NOT NULL,
-    kind TEXT,
-    stem TEXT,
-    dtype TEXT,
-    UNIQUE (classname, name)
-);
-CREATE TABLE IF NOT EXISTS results (
-    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    test_id INTEGER NOT NULL REFERENCES tests (id),
-    outcome TEXT NOT NULL,
-    flaky INTEGER NOT NULL,
-    attempts INTEGER NOT NULL,
-    seconds REAL,
-    PRIMARY KEY (run_id, test_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS run_outcomes (
-    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    outcome TEXT NOT NULL,
-    tests INTEGER NOT NULL,
-    PRIMARY KEY (run_id, outcome)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS runs_by_runner ON runs (runner, started);
-CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source);
-CREATE INDEX IF NOT EXISTS tests_by_stem ON tests (stem, kind, dtype);
-CREATE VIEW IF NOT EXISTS results_flat AS
-    SELECT r.run_id, t.classname, t.name, t.kind, t.stem, t.dtype, r.outcome, r.flaky,
-           r.attempts, r.seconds
-    FROM results AS r JOIN tests AS t ON t.id = r.test_id;
-"""
-_VIEW = _SCHEMA[_SCHEMA.index("CREATE VIEW") :]
-_SCHEMA += _SPEED + ";\n" + _EXEC_PATHS + ";\n"
-_RUN_OUTCOMES = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS run_outcomes") :].split(";")[0]
-# a run's counts, from its results (at the run's insert, and for older runs in the migration)
-_COUNT_RUN = (
-    "INSERT OR REPLACE INTO run_outcomes (run_id, outcome, tests) "
-    "SELECT run_id, outcome, COUNT(*) FROM results WHERE run_id = ? GROUP BY outcome"
-)
+_TABLES = schema.TABLES
+_ADDED = schema.ADDED
 
 
 @dataclass(frozen=True)
@@ -199,11 +121,11 @@ def check(path: str | Path, *, thorough: bool = False) -> HistoryCheck:
         if len(versions) != 1 or not isinstance(versions[0], int):
             raise DamagedHistoryError(path, f"schema_version holds {versions!r}, not one number")
         (version,) = versions
-        if version > SCHEMA_VERSION:
+        if version > schema.SCHEMA_VERSION:
             raise DamagedHistoryError(
                 path,
                 f"schema version {version} is newer than this mps-pipeline understands "
-                f"({SCHEMA_VERSION}); upgrade mps-pipeline",
+                f"({schema.SCHEMA_VERSION}); upgrade mps-pipeline",
             )
         if version < 1:
             raise DamagedHistoryError(path, f"unknown schema version {version}")
@@ -233,8 +155,10 @@ def _create(path: Path) -> None:
         try:
             db.execute("PRAGMA journal_mode = WAL")
             with db:
-                db.executescript(_SCHEMA)
-                db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+                db.executescript(schema.SQLITE)
+                db.execute(
+                    "INSERT INTO schema_version (version) VALUES (?)", (schema.SCHEMA_VERSION,)
+                )
         finally:
             db.close()  # the last connection: the WAL is checkpointed into the file, removed
         os.replace(tmp, path)
@@ -251,7 +175,7 @@ def connect(
     checked: bool = False,
     wait: float = 0.0,
     on_wait: Callable[[], None] | None = None,
-) -> sqlite3.Connection:
+) -> SqliteDB:
     """Open (creating it and its directory if there is no file) the history at ``path``.
 
     An existing file is checked first (:func:`check`, quick): one that is not a valid
@@ -280,9 +204,9 @@ def connect(
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable at checkpoints, never torn
         wait_for_write_lock(db, path, wait, on_wait)
-        _migrate(db)
+        _migrate(SqliteDB(db, path))
         with db:
-            db.executescript(_SCHEMA)  # indexes or views an older file may lack
+            db.executescript(schema.SQLITE)  # indexes or views an older file may lack
     except PipelineError:
         db.close()
         raise
@@ -292,7 +216,7 @@ def connect(
     except BaseException:
         db.close()
         raise
-    return db
+    return SqliteDB(db, path)
 
 
 def writes_on_open(path: str | Path) -> bool:
@@ -311,56 +235,21 @@ def writes_on_open(path: str | Path) -> bool:
             db.close()
     except (OSError, sqlite3.Error, TypeError, ValueError):
         return True
-    return bool(version != SCHEMA_VERSION)
+    return bool(version != schema.SCHEMA_VERSION)
 
 
-def _migrate(db: sqlite3.Connection) -> None:
-    """Bring a checked history to SCHEMA_VERSION in one transaction, or leave it as it was.
-
-    1 -> 2: ``results.seconds`` added (NULL for the results already there), ``results_flat``
-    recreated with it. 2 -> 3: ``run_outcomes`` made and filled, run by run along the
-    results' primary key (once: about as long as one night's counts took before, for 60
-    nights). 3 -> 4: the ``speed`` table, empty. 4 -> 5: the ``exec_paths`` table, empty.
-    The version is read again under the write lock, so two processes opening one older file
-    migrate it once; each step sets its version, and a step that fails names it.
+def _migrate(db: SqliteDB) -> None:
+    """Bring a checked history to the schema's version in one transaction, or leave it as it
+    was (:mod:`pipeline.results.history_schema` says what each step does). The version is
+    read again under the write lock, so two processes opening one older file migrate it
+    once; a step that fails names it.
     """
     (version,) = db.execute("SELECT version FROM schema_version").fetchone()
-    if version == SCHEMA_VERSION:
+    if version == schema.SCHEMA_VERSION:
         return
     db.execute("BEGIN IMMEDIATE")  # explicit: sqlite3 opens no transaction before DDL
     (start,) = db.execute("SELECT version FROM schema_version").fetchone()
-    version = start
-    try:
-        if version == 1:
-            db.execute("ALTER TABLE results ADD COLUMN seconds REAL")
-            db.execute("DROP VIEW IF EXISTS results_flat")
-            db.execute(_VIEW)
-            db.execute("UPDATE schema_version SET version = 2")
-            version = 2
-        if version == 2:
-            db.execute(_RUN_OUTCOMES)
-            runs = db.execute("SELECT id FROM runs ORDER BY id").fetchall()
-            db.executemany(_COUNT_RUN, runs)
-            db.execute("UPDATE schema_version SET version = 3")
-            version = 3
-        if version == 3:
-            db.execute(_SPEED)
-            db.execute("UPDATE schema_version SET version = 4")
-            version = 4
-        if version == 4:
-            db.execute(_EXEC_PATHS)
-            db.execute("UPDATE schema_version SET version = 5")
-            version = 5
-        db.commit()
-    except sqlite3.Error as exc:
-        db.rollback()
-        raise PipelineError(
-            f"cannot migrate the history from schema version {version} to {version + 1} "
-            f"({exc}); it was left as it was (version {start})"
-        ) from exc
-    except BaseException:
-        db.rollback()
-        raise
+    schema.migrate(db, start, (sqlite3.Error,))
 
 
 SEAL = ".seal"  # appended to the history's path
@@ -434,12 +323,12 @@ def sealed(path: str | Path, *, wal: bool | None = None) -> bool:
         return False
 
 
-def open_read_only(path: str | Path) -> sqlite3.Connection:
+def open_read_only(path: str | Path) -> SqliteDB:
     """The existing history at ``path``, checked (:func:`check`) and opened read-only: never
     migrated nor otherwise written (a version 1 file has no ``seconds``)."""
     path = Path(path)
     check(path)
-    return _read_only(path)
+    return SqliteDB(_read_only(path), path)
 
 
 def backup_and_seal(path: str | Path, started: str, keep: int, *, full: bool | None) -> None:

@@ -24,7 +24,6 @@ why, instead of proposed.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -38,6 +37,7 @@ from pipeline.results.decide import (
     XfailLike,
     show_version,
 )
+from pipeline.results.history_db import HistoryDB
 from pipeline.results.junit import Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
 
@@ -243,7 +243,7 @@ def decide_moves(
 
 
 def propose_moves(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     index: TreeIndex,
     latest: DtypeTable,
     window: Sequence[history.Nightly],

@@ -33,7 +33,6 @@ Then, from the history:
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,6 +43,7 @@ from pipeline.errors import PipelineError
 from pipeline.impact.suspects import CommitAnalysis, Suspect
 from pipeline.results import decide, history, junit
 from pipeline.results.device import UNKNOWN, Device
+from pipeline.results.history_db import HistoryDB
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, merge_runs
 from pipeline.tree import paths
@@ -199,7 +199,7 @@ def shard_balance(
 
 
 def propose(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     index: TreeIndex,
     latest: DtypeTable,
     window: Sequence[history.Nightly],
@@ -301,7 +301,7 @@ def _removal_reason(
 
 
 def find_regressions(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     night: history.Nightly,
     cases: Mapping[str, Sequence[CaseResult]],
 ) -> tuple[Regression, ...]:
@@ -352,7 +352,7 @@ def name_suspects(
 
 
 def find_flaky(
-    db: sqlite3.Connection, cases: Mapping[str, Sequence[CaseResult]], window: int
+    db: HistoryDB, cases: Mapping[str, Sequence[CaseResult]], window: int
 ) -> tuple[FlakyTest, ...]:
     """Tonight's disagreeing attempts, and outcomes flipping back and forth over ``window``."""
     found: dict[tuple[str, str, str], FlakyTest] = {}

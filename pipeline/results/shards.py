@@ -328,7 +328,7 @@ class PlanRun:
     estimates: Estimates
     by_count: Plan  # the same suite by count: what --shard-id/--num-shards would give
     source: str  # where the suite came from
-    history: Path
+    history: str  # where the durations came from, its secrets hidden
     previous: Path | None  # the previous plan it started from
     out: Path  # where it was written
     nights: int

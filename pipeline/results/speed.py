@@ -17,7 +17,6 @@ spread the history shows.
 from __future__ import annotations
 
 import json
-import sqlite3
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 
 from pipeline.errors import PipelineError
 from pipeline.fields import Fields
+from pipeline.results.history_db import HistoryDB
 
 SPEED_JSON = "speed.json"  # in a runner's results folder, beside its JUnit reports
 SCHEMA_VERSION = 1  # of speed.json
@@ -181,23 +181,25 @@ def read(path: Path) -> tuple[str, tuple[Measurement, ...]]:
     return parse(data, str(path))
 
 
-def _has_table(db: sqlite3.Connection) -> bool:
-    return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'speed'").fetchone() is not None
+def _has_table(db: HistoryDB) -> bool:
+    return bool(db.columns("speed"))
 
 
-def record(db: sqlite3.Connection, run_id: int, measurements: Iterable[Measurement]) -> int:
+def record(db: HistoryDB, run_id: int, measurements: Iterable[Measurement]) -> int:
     """Store a run's measurements (in the caller's transaction); how many."""
     rows = [(run_id, *m.key, m.median, *m.quartiles(), len(m.times)) for m in measurements]
     db.executemany(
-        "INSERT OR REPLACE INTO speed (run_id, op, dtype, shape, layout, median, q25, q75, "
-        "repeats) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO speed (run_id, op, dtype, shape, layout, median, q25, q75, repeats) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, op, dtype, shape, layout) "
+        "DO UPDATE SET median = excluded.median, q25 = excluded.q25, q75 = excluded.q75, "
+        "repeats = excluded.repeats",
         rows,
     )
     return len(rows)
 
 
 def record_night(
-    db: sqlite3.Connection,
+    db: HistoryDB,
     runs: Mapping[str, int],
     results: Path,
     refused: Mapping[str, str] | None = None,
@@ -224,7 +226,7 @@ def record_night(
     return warnings
 
 
-def nightly_medians(db: sqlite3.Connection, runner: str, last_n: int) -> dict[Key, list[float]]:
+def nightly_medians(db: HistoryDB, runner: str, last_n: int) -> dict[Key, list[float]]:
     """Each benchmark's median on ``runner`` over its last ``last_n`` nights with figures,
     oldest first. A history without the speed table (read-only, older) has none."""
     if not _has_table(db):
@@ -232,8 +234,9 @@ def nightly_medians(db: sqlite3.Connection, runner: str, last_n: int) -> dict[Ke
     rows = db.execute(
         "SELECT s.op, s.dtype, s.shape, s.layout, s.median FROM speed AS s "
         "JOIN runs AS r ON r.id = s.run_id WHERE r.runner = ? AND r.id IN ("
-        "  SELECT DISTINCT s2.run_id FROM speed AS s2 JOIN runs AS r2 ON r2.id = s2.run_id"
-        "  WHERE r2.runner = ? ORDER BY r2.started DESC LIMIT ?"
+        "  SELECT r2.id FROM runs AS r2 WHERE r2.runner = ? AND EXISTS ("
+        "    SELECT 1 FROM speed AS s2 WHERE s2.run_id = r2.id)"
+        "  ORDER BY r2.started DESC LIMIT ?"
         ") ORDER BY r.started",
         (runner, runner, last_n),
     )

@@ -322,7 +322,7 @@ def test_large_reports_are_merged_apart_as_they_are_here(settings, nights, tmp_p
             monkeypatch.setattr(nightly_flow, "MERGE_APART_BYTES", 0)
         outcome = nightly_flow.run_nightly(
             settings, results, backlog_of=lambda _: [], dashboard_dir=tmp_path / name,
-            history_path=tmp_path / f"{name}.sqlite", commit="", source="",
+            history_at=tmp_path / f"{name}.sqlite", commit="", source="",
         )  # fmt: skip
         merged[name] = (
             {p.name: p.read_bytes() for p in (tmp_path / name / "junit").iterdir()},
@@ -423,7 +423,7 @@ def test_backups_rotate_and_check_history_reads_them(settings, nights, capsys, t
     assert build_parser("nightly").parse_args(["nightly", "--backups", "3"]).backups == 3
     for day in range(1, 5):  # as `nightly --backups 3`, on given nights
         outcome = nightly_flow.run_nightly(
-            settings, nights.results(), history_path=db_path, backups=3,
+            settings, nights.results(), history_at=db_path, backups=3,
             started=history.timestamp(f"2026-03-0{day}T03:17:00Z"), backlog_of=lambda index: (),
         )  # fmt: skip
         assert outcome.summary["warnings"] == []

@@ -631,7 +631,7 @@ def record_nights(settings: Settings, db: Path, nights: list[dict[str, Path]], s
             (results / runner).mkdir(parents=True)
             (results / runner / "shard-1.xml").write_bytes(report.read_bytes())
         nightly_flow.run_nightly(
-            settings, results, history_path=db, commit=sha, source=f"night-{day}",
+            settings, results, history_at=db, commit=sha, source=f"night-{day}",
             started=history.timestamp(f"2026-03-{day:02d}T03:17:00Z"), backlog_of=backlog,
             dashboard_dir=results.with_name(results.name + "-dashboard"),
         )  # fmt: skip

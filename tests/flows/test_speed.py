@@ -21,7 +21,7 @@ from pipeline.flows.speed import judge, measure
 from pipeline.report.speed import SPREAD_MEANING, not_timed_lines, render_markdown
 from pipeline.results import history
 from pipeline.results import speed as speeds
-from pipeline.results.history_file import SCHEMA_VERSION
+from pipeline.results.history_schema import SCHEMA_VERSION
 from pipeline.results.speed import Judgement, Measurement
 from pipeline.run.speed import BenchOp, SpeedRequest, run
 

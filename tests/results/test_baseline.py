@@ -11,7 +11,7 @@ import json
 import pytest
 
 from pipeline import state as layout
-from pipeline.config import defaults
+from pipeline.config import defaults, load_settings
 from pipeline.errors import PipelineError
 from pipeline.report.pr import PrResults
 from pipeline.results import baseline, history
@@ -165,16 +165,19 @@ def test_no_history_no_nightly_no_failures(db, tmp_path):
 
 def test_which_history(tmp_path):
     state = tmp_path / "state"
-    assert baseline.history_file(state, None) is None  # and nothing is created
+    settings = load_settings({"root": "sandbox", "state_dir": str(state)}, env={})
+    assert baseline.history_at(settings, None) is None  # and nothing is created
     assert not state.exists()
     default = state / layout.HISTORY
     history.connect(default).close()
-    assert baseline.history_file(state, None) == default
+    assert baseline.history_at(settings, None) == history.HistoryLocation.parse(default)
     given = tmp_path / "given.sqlite"
     with pytest.raises(PipelineError, match="--history .*given.sqlite: no such file"):
-        baseline.history_file(state, given)
+        baseline.history_at(settings, str(given))
     given.write_bytes(default.read_bytes())
-    assert baseline.history_file(state, given) == given
+    assert baseline.history_at(settings, str(given)).path == given
+    server = "postgresql://pr:s3cret@127.0.0.1:1/h"  # a server is taken as named: it says
+    assert baseline.history_at(settings, server).is_server
 
 
 # -- results.json ---------------------------------------------------------------------------
