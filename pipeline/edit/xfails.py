@@ -224,7 +224,7 @@ class _Editor(cst.CSTTransformer):
         node = updated_node.with_changes(elements=elements)
         if not drops:
             return node
-        kept, opening, closing = _remove_elements(
+        kept, opening, closing = remove_elements(
             elements, node.lbrace.whitespace_after, node.rbrace.whitespace_before, drops
         )
         return node.with_changes(
@@ -239,7 +239,7 @@ class _Editor(cst.CSTTransformer):
             return cst.Name("None")
         old_dtypes = op.entry.dtypes or ()
         if isinstance(old, (cst.List, cst.Tuple)) and old_dtypes and set(new) <= set(old_dtypes):
-            return _filter_sequence(old, set(new))
+            return filter_sequence(old, set(new))
         own = {canonical(a): a for a in _torch_attrs(old)}
         ordered = [d for d in dict.fromkeys(old_dtypes) if d in new]
         ordered += sorted((d for d in set(new) - set(ordered)), key=sort_key)
@@ -289,7 +289,7 @@ def _file_spelling(text: str) -> dict[str, str]:
     return best
 
 
-def _filter_sequence(node: cst.List | cst.Tuple, keep: set[str]) -> cst.BaseExpression:
+def filter_sequence(node: cst.List | cst.Tuple, keep: set[str]) -> cst.BaseExpression:
     drops = {
         i: 0
         for i, el in enumerate(node.elements)
@@ -300,7 +300,7 @@ def _filter_sequence(node: cst.List | cst.Tuple, keep: set[str]) -> cst.BaseExpr
         )
     }
     if isinstance(node, cst.List):
-        elements, opening, closing = _remove_elements(
+        elements, opening, closing = remove_elements(
             list(node.elements),
             node.lbracket.whitespace_after,
             node.rbracket.whitespace_before,
@@ -312,7 +312,7 @@ def _filter_sequence(node: cst.List | cst.Tuple, keep: set[str]) -> cst.BaseExpr
             rbracket=node.rbracket.with_changes(whitespace_before=closing),
         )
     lpar, rpar = node.lpar[0], node.rpar[-1]
-    elements, opening, closing = _remove_elements(
+    elements, opening, closing = remove_elements(
         list(node.elements), lpar.whitespace_after, rpar.whitespace_before, drops
     )
     if len(elements) == 1 and not isinstance(elements[0].comma, cst.Comma):
@@ -324,7 +324,7 @@ def _filter_sequence(node: cst.List | cst.Tuple, keep: set[str]) -> cst.BaseExpr
     )
 
 
-def _remove_elements(elements: list, opening, closing, drops: dict[int, int]):
+def remove_elements(elements: list, opening, closing, drops: dict[int, int]):
     """Remove ``elements[i]`` for each ``i`` in ``drops`` from a bracketed sequence.
 
     ``drops[i]`` is how many comment lines directly above element ``i`` go with it. The

@@ -23,14 +23,13 @@ from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.guide.exec_paths import counts_to_json, operator_paths
-from pipeline.guide.xfails import proposal_edit
+from pipeline.guide.xfails import decoration_edits, proposal_edit
 from pipeline.results import decide, device, history, junit, macos, speed
 from pipeline.results.device import Device
 from pipeline.results.junit import CaseResult
 from pipeline.results.nightly import (
     CHART_NIGHTLIES,
     NightlyOutcome,
-    Proposals,
     build_summary,
     collect_reports,
     find_flaky,
@@ -49,9 +48,11 @@ if TYPE_CHECKING:
 
 
 def _diff(settings: Settings, decisions: Sequence[decide.XfailDecision]) -> str:
-    """The unified diff of common_mps.py that ``decisions`` make (the tree is not touched)."""
+    """The unified diff of common_mps.py and of the OpInfo files whose DecorateInfos
+    ``decisions`` drop (the tree is not touched)."""
     edit = proposal_edit(settings.root, decisions)
-    return edit.diff() if edit is not None else ""
+    edits = (*([edit] if edit is not None else []), *decoration_edits(settings.root, decisions))
+    return "".join(e.diff() for e in edits)
 
 
 class _HistoryCheck:
@@ -340,9 +341,7 @@ def run_nightly(
                 if proposals.decisions:
                     try:
                         diff = _diff(settings, proposals.decisions)
-                        proposals = Proposals(
-                            proposals.decisions, proposals.candidates, diff, proposals.nightlies, ""
-                        )
+                        proposals = replace(proposals, diff=diff, note="")
                     except PipelineError as exc:
                         warnings.append(f"could not write the xfail diff: {exc}")
             regressions = find_regressions(db, night, cases)

@@ -33,7 +33,7 @@ from pipeline.config import Settings
 from pipeline.errors import BuildError, PipelineError
 from pipeline.flows import stages
 from pipeline.github import PR_PERMISSIONS, GitHubClient, token_from_env
-from pipeline.guide.xfails import plan_xfail_changes
+from pipeline.guide.xfails import plan_decoration_changes, plan_xfail_changes
 from pipeline.impact import affected, selected_opinfos
 from pipeline.report.clip import LogCap, clip_line
 from pipeline.report.console import terminal
@@ -50,7 +50,7 @@ from pipeline.results.pr import (
 )
 from pipeline.run import shaders
 from pipeline.run.device import probe
-from pipeline.tree import common_mps, opinfo
+from pipeline.tree import common_mps, decorations, opinfo
 from pipeline.tree.git import default_base, resolve
 
 COMMENT_MD = "comment.md"
@@ -182,12 +182,17 @@ def collect(
     table = tables.build_table(report.cases, names=tables.display_names(chosen))
     entries = common_mps.read(root).entries
     decisions, edit = plan_xfail_changes(settings, entries, chosen, table)
+    # and the DecorateInfos of the chosen OpInfos outside common_mps.py (issue 31)
+    keys = {info.key for info in chosen}
+    reaching = [d for d in decorations.read(root).entries if d.key in keys or d.refers_to in keys]
+    outside, edits = plan_decoration_changes(settings, reaching, chosen, table)
+    diffs = [e.diff() for e in (*([edit] if edit is not None else []), *edits)]
     return replace(
         result,
         run=junit_path.parent.relative_to(settings.results_dir).as_posix(),
         table=table,
-        xfail_decisions=tuple(decisions),
-        xfail_diff=edit.diff() if edit is not None else "",
+        xfail_decisions=(*decisions, *outside),
+        xfail_diff="".join(diffs),
     )
 
 

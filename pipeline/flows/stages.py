@@ -28,7 +28,7 @@ from pipeline.flows.records import DropsRecord, EditedFile, EditRecord, OldNameR
 from pipeline.flows.request import Request
 from pipeline.guide import checklist, preflight
 from pipeline.guide.plan import EditPlan, plan_edits
-from pipeline.guide.xfails import plan_xfail_changes
+from pipeline.guide.xfails import plan_decoration_changes, plan_xfail_changes
 from pipeline.report import render
 from pipeline.report.summary import show
 from pipeline.results import junit
@@ -276,22 +276,35 @@ def drop_xfails(request: Request, console: Console) -> None:
     with tree_locked(settings, console):
         record, dtype_table, _ = load_table(settings, op)
         decisions, change = plan_xfail_changes(settings, record.xfails, record.opinfos, dtype_table)
+        # the DecorateInfos of its OpInfos that the same tests judge (issue 31)
+        outside, edits = plan_decoration_changes(
+            settings, record.decorations, record.opinfos, dtype_table
+        )
+        decisions += outside
+        changes = [*([change] if change is not None else []), *edits]
         for d in decisions:
+            where = f" ({d.at})" if d.at else ""
             console.print(
-                f"xfail {d.list}[{d.key!r}]: {d.action} — {d.reason}", markup=False, highlight=False
+                f"xfail {d.list}[{d.key!r}]{where}: {d.action} — {d.reason}",
+                markup=False,
+                highlight=False,
             )
         verified, verified_junit = None, None
-        if change is not None:
-            transaction.commit(settings.root, [change], force=request.force)
-            console.print(change.diff(), markup=False, highlight=False)
+        if changes:
+            transaction.commit(settings.root, changes, force=request.force)
+            for edit in changes:
+                console.print(edit.diff(), markup=False, highlight=False)
             junit_path, summary = _run_tests(settings, record)
             bad = [c for c in junit.parse_report(junit_path).cases if c.outcome in junit.FAILING]
             if bad:
-                revert = FileEdit(change.rel, change.after, change.before, "revert xfail removal")
-                transaction.commit(settings.root, [revert], force=True)
+                reverts = [
+                    FileEdit(c.rel, c.after, c.before, "revert xfail removal") for c in changes
+                ]
+                transaction.commit(settings.root, reverts, force=True)
+                edited = ", ".join(c.rel for c in changes)
                 raise WorkLeftError(
                     f"after removing the xfails, {len(bad)} test(s) did not pass "
-                    f"(first: {bad[0].name}); common_mps.py was restored. See {junit_path}"
+                    f"(first: {bad[0].name}); {edited} restored. See {junit_path}"
                 )
             verified, verified_junit = summary, str(junit_path)
             console.print(f"verified: {summary}", markup=False, highlight=False)
@@ -312,7 +325,7 @@ def drop_xfails(request: Request, console: Console) -> None:
             verified, verified_junit = last.verified, kept
     drops = DropsRecord(
         decisions=tuple(decisions),
-        diff=change.diff() if change else "",
+        diff="".join(edit.diff() for edit in changes),
         verified=verified,
         verified_junit=verified_junit,
         tested=tested,

@@ -6,7 +6,7 @@ the editor's input lives here, above both, so results and edit never know each o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,9 +14,11 @@ from pipeline.config import Settings
 from pipeline.edit.atomic import FileEdit
 from pipeline.results import decide
 from pipeline.results.decide import XfailAction, XfailDecision
+from pipeline.results.decorations import decide_decorations
 from pipeline.results.table import DtypeTable
 from pipeline.tree import paths
 from pipeline.tree.common_mps import XfailEntry
+from pipeline.tree.decorations import Decoration
 from pipeline.tree.opinfo import OpInfoRecord
 from pipeline.tree.text import read_text
 
@@ -34,6 +36,45 @@ def plan_xfail_changes(
     """Decide which ``entries`` of ``opinfos``' keys go given ``table``; the (unapplied) edit."""
     decisions = decide.decide_xfails(entries, table, opinfos=opinfos)
     return decisions, removal_edit(settings.root, decisions)
+
+
+def plan_decoration_changes(
+    settings: Settings,
+    decorations: Iterable[Decoration],
+    opinfos: Sequence[OpInfoRecord],
+    table: DtypeTable,
+) -> tuple[tuple[decide.XfailDecision, ...], tuple[FileEdit, ...]]:
+    """The MPS xfails of ``opinfos`` outside common_mps.py (their OpInfos' DecorateInfos, the
+    test files' decorators): a decision each, the judgeable ones by ``table``, and the
+    (unapplied, verified) edits of the files that hold those that go."""
+    decisions = decide_decorations(decorations, table, opinfos=opinfos)
+    return decisions, decoration_edits(settings.root, decisions)
+
+
+def decoration_edits(root: Path, decisions: Iterable[XfailDecision]) -> tuple[FileEdit, ...]:
+    """The edits, one per file, removing or narrowing the DecorateInfos ``decisions`` drop
+    dtypes from (those with an ``at``); common_mps.py's entries are not among them."""
+    by_path: dict[str, list[XfailDecision]] = {}
+    for d in decisions:
+        if d.at and d.action is not XfailAction.KEEP:
+            by_path.setdefault(d.at.rpartition(":")[0], []).append(d)
+    if not by_path:
+        return ()
+    from pipeline.edit.decorations import DecorationChange, apply_decoration_changes
+
+    edits = []
+    for path, going in sorted(by_path.items()):
+        changes = [
+            DecorationChange(
+                int(d.at.rpartition(":")[2]),
+                d.key,
+                None if d.action is XfailAction.DELETE else d.new_dtypes,
+                delete=d.action is XfailAction.DELETE,
+            )
+            for d in going
+        ]
+        edits.append(apply_decoration_changes(read_text(root / path, path), path, changes))
+    return tuple(edits)
 
 
 def to_changes(decisions: Iterable[XfailDecision]) -> tuple[XfailChange, ...]:
@@ -56,7 +97,7 @@ def to_changes(decisions: Iterable[XfailDecision]) -> tuple[XfailChange, ...]:
             delete=d.action is XfailAction.DELETE,
         )
         for d in decisions
-        if d.action is not XfailAction.KEEP
+        if d.action is not XfailAction.KEEP and not d.at
     )
 
 
@@ -81,7 +122,7 @@ def proposal_edit(root: Path, decisions: Iterable[XfailDecision]) -> FileEdit | 
     An entry that loses dtypes to several decisions (a removal and a move, two moves)
     keeps only the dtypes every one of them keeps.
     """
-    decisions = [d for d in decisions if d.action is not XfailAction.KEEP]
+    decisions = [d for d in decisions if d.action is not XfailAction.KEEP and not d.at]
     if not decisions:
         return None
     from pipeline.edit.macos_lists import XfailAddition, apply_xfail_moves

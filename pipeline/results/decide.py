@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Protocol
 
@@ -51,6 +51,9 @@ class XfailAction(str, Enum):
 _KIND_BY_FUNCTION = {
     "mps_ops_modifier": "output_match",
     "mps_ops_grad_modifier": "output_grad_match",
+    # an OpInfo's DecorateInfo names the test it decorates (pipeline.results.decorations)
+    "TestConsistency.test_output_match": "output_match",
+    "TestConsistency.test_output_grad_match": "output_grad_match",
 }
 _MACOS_BOUND = re.compile(r"MACOS_(BEFORE|AFTER)_(\d+)(?:_(\d+))?_")
 _VERSION = re.compile(r"^(\d+)(?:[._](\d+))?$")
@@ -98,6 +101,8 @@ class XfailDecision:
     reason: str
     dropped: tuple[str, ...] = ()
     to_list: str | None = None  # a "move"'s destination list (in the same function)
+    # file:line of an entry outside common_mps.py (an OpInfo's DecorateInfo); "" for a list's
+    at: str = ""
 
     def dropping_only(self, dtypes: Collection[str], reason: str) -> XfailDecision:
         """This entry's decision when only ``dtypes`` of ``dropped`` go (the rest stay)."""
@@ -105,7 +110,8 @@ class XfailDecision:
         # the dtypes this decision judged: for an all-dtypes entry, what stays plus what goes
         judged = old if old is not None else (*(self.new_dtypes or ()), *self.dropped)
         going = set(dtypes) & set(self.dropped)
-        return _dropping(self.list, self.function, self.key, old, judged, going, reason)
+        decision = _dropping(self.list, self.function, self.key, old, judged, going, reason)
+        return replace(decision, at=self.at)
 
     @classmethod
     def from_fields(cls, f: Fields) -> XfailDecision:
@@ -145,6 +151,8 @@ class XfailDecision:
         }
         if self.to_list is not None:
             out["to_list"] = self.to_list
+        if self.at:
+            out["at"] = self.at
         return out
 
 
@@ -343,7 +351,7 @@ def decide_xfails(
     by_key = {info.key: info for info in opinfos}
     required = tuple(required_runners)
     return tuple(
-        _decide(entry, by_key[entry.key], table, required)
+        replace(_decide(entry, by_key[entry.key], table, required), at=getattr(entry, "at", ""))
         for entry in entries
         if entry.key in by_key
     )

@@ -41,7 +41,7 @@ from typing import Any
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.impact.suspects import CommitAnalysis, Suspect
-from pipeline.results import decide, history, junit
+from pipeline.results import decide, decorations, history, junit
 from pipeline.results.device import UNKNOWN, Device
 from pipeline.results.history_db import HistoryDB
 from pipeline.results.junit import CaseResult, Outcome
@@ -112,6 +112,8 @@ class Proposals:
     diff: str
     nightlies: tuple[str, ...]  # the window judged, newest first
     note: str  # why there are none, when there are none
+    # xfails outside common_mps.py the consistency tests cannot judge, each with why
+    not_judged: tuple[decide.XfailDecision, ...] = ()
 
 
 # ---------------------------------------------------------------------------- results
@@ -209,7 +211,10 @@ def propose(
     """xfail removals confirmed over ``window`` (the last nightlies, newest = ``latest``)."""
     starts = tuple(n.started for n in window)
     stem_of = {info.key: info.stem for info in index.opinfos}
-    entries = [e for e in index.xfails.entries if e.key in stem_of]
+    # the OpInfos' DecorateInfos on the consistency tests are judged as common_mps.py's are
+    judged, not_judged = decorations.split(index.decorations.entries, stem_of)
+    entries: list[decide.XfailLike] = [e for e in index.xfails.entries if e.key in stem_of]
+    entries += judged
     tonight = decide.decide_xfails(entries, latest, required, opinfos=index.opinfos)
     live = [
         (e, d)
@@ -217,7 +222,8 @@ def propose(
         if d.action is not decide.XfailAction.KEEP
     ]
     if not live:
-        return Proposals((), (), "", starts, "nothing xpassed on every runner tonight")
+        note = "nothing xpassed on every runner tonight"
+        return Proposals((), (), "", starts, note, not_judged)
     subset = [e for e, _ in live]
     stems = {stem_of[e.key] for e in subset}
     gone = [[set(d.dropped) for _, d in live]]
@@ -250,7 +256,7 @@ def propose(
             if len(starts) < min_passes
             else f"no xpass held on every runner for {min_passes} nightlies in a row"
         )
-    return Proposals(tuple(proposals), tuple(candidates), "", starts, note)
+    return Proposals(tuple(proposals), tuple(candidates), "", starts, note, not_judged)
 
 
 # What a runner did, as the reasons say it.
@@ -448,6 +454,8 @@ def build_summary(
             for c in (proposals.candidates if proposals else ())
         ],
         "diff": proposals.diff if proposals else "",
+        # MPS xfails outside common_mps.py kept because no consistency test reaches them
+        "not_judged": [d.to_dict() for d in proposals.not_judged] if proposals else [],
         "regressions": [r.to_dict() for r in regressions],
         "flaky": [
             {**f.__dict__, "reasons": list(f.reasons), "outcomes": [o.value for o in f.outcomes]}

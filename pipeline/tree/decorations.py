@@ -156,7 +156,7 @@ def _dtypes(node: ast.AST | None) -> tuple[tuple[str, ...] | None, str | None]:
     return None, _text(node)
 
 
-def _callee(node: ast.Call) -> str:
+def callee(node: ast.Call) -> str:
     func = node.func
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
@@ -201,12 +201,12 @@ def _opinfo_decorations(tree: ast.AST, path: str) -> list[Decoration]:
 
     def visit(node: ast.AST, owner: tuple[str, str | None] | None) -> None:
         if isinstance(node, ast.Call):
-            callee = _callee(node)
-            if callee == "DecorateInfo":
+            name = callee(node)
+            if name == "DecorateInfo":
                 if owner is not None and (d := _decorate_info(node, owner, path)):
                     found.append(d)
                 return
-            if callee.endswith("Info") and (own := _opinfo_key(node)) is not None:
+            if name.endswith("Info") and (own := _opinfo_key(node)) is not None:
                 owner = own
         for child in ast.iter_child_nodes(node):
             visit(child, owner)
@@ -222,7 +222,7 @@ def _test_decorations(tree: ast.AST, path: str) -> list[Decoration]:
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             names = {
-                _callee(d) if isinstance(d, ast.Call) else _text(d).rsplit(".", 1)[-1]: d
+                callee(d) if isinstance(d, ast.Call) else _text(d).rsplit(".", 1)[-1]: d
                 for d in fn.decorator_list
             }
             dtype_arg = names.get("dtypes")
@@ -250,6 +250,11 @@ def parse(text: str, path: str) -> DecorationFile:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
         raise ParseError(path, exc.lineno, f"not valid Python: {exc.msg}") from None
+    return from_tree(tree, path)
+
+
+def from_tree(tree: ast.AST, path: str) -> DecorationFile:
+    """:func:`parse` of an already parsed file (an editor parses it once for both uses)."""
     if path.startswith("test/"):
         return DecorationFile(path, tuple(_test_decorations(tree, path)))
     return DecorationFile(path, tuple(_opinfo_decorations(tree, path)))

@@ -11,6 +11,7 @@ from pipeline.guide import xfails as xfail_plan
 from pipeline.results import decide, history, macos, nightly
 from pipeline.results.junit import Outcome
 from pipeline.results.table import merge_runs
+from pipeline.tree.decorations import Decorations
 from tests.results.test_decide import entry, info, results
 
 M1, M2, M2_26 = "macos-m1-14", "macos-m2-15", "macos-m2-26"
@@ -167,7 +168,9 @@ def test_a_version_list_that_now_xpasses_on_its_runners_is_a_plain_removal(tmp_p
     tables = [merge_runs(runs)] * 3
     assert moves(e, tables, opinfo=opinfo).decisions == ()
 
-    index = SimpleNamespace(opinfos=(opinfo,), xfails=SimpleNamespace(entries=(e,)))
+    index = SimpleNamespace(
+        opinfos=(opinfo,), xfails=SimpleNamespace(entries=(e,)), decorations=Decorations(())
+    )
     db = history.connect(tmp_path / "h.sqlite")
     try:
         for day in (1, 2, 3):
@@ -184,7 +187,9 @@ def test_a_version_list_that_now_xpasses_on_its_runners_is_a_plain_removal(tmp_p
 
 def test_propose_moves_reads_the_earlier_nights_from_the_history(tmp_path) -> None:
     e = entry("atan2", ("int64", "int32"))
-    index = SimpleNamespace(opinfos=(ATAN2,), xfails=SimpleNamespace(entries=(e,)))
+    index = SimpleNamespace(
+        opinfos=(ATAN2,), xfails=SimpleNamespace(entries=(e,)), decorations=Decorations(())
+    )
     old_only = {r: results("atan2", o) for r, o in OLD_ONLY.items()}
     everywhere = {r: results("atan2", {"int64": XF, "int32": XF}) for r in RUNNERS}
     db = history.connect(tmp_path / "h.sqlite")

@@ -25,11 +25,14 @@ from pipeline.results import history, nightly
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import merge_runs
 from pipeline.sandbox import backend
-from pipeline.tree import common_mps
+from pipeline.tree import common_mps, decorations
+from pipeline.tree.decorations import Decorations
 from pipeline.tree.opinfo import OpInfoRecord
 from pipeline.workspace import prepare
 from tests.conftest import per_release
 from tests.results.nightly_runs import RUNNERS, proposed, run, sandbox_sweep
+
+NONE = Decorations(())  # a tree with no MPS decorations outside common_mps.py
 
 
 @pytest.fixture
@@ -275,7 +278,7 @@ def test_proposals_on_the_real_common_mps(real_common_mps, real_release, tmp_pat
     text = real_common_mps.read_text()
     cases = per_release(REAL_PROPOSALS, real_release)
     infos = tuple(OpInfoRecord(name, "", aten, (), dtypes) for name, aten, _, _, dtypes in cases)
-    index = SimpleNamespace(opinfos=infos, xfails=common_mps.parse(text, rel))
+    index = SimpleNamespace(opinfos=infos, xfails=common_mps.parse(text, rel), decorations=NONE)
     (none, none_kind), (grad, grad_kind), (macos, macos_kind) = (
         (info, kind) for info, (*_, kind, _) in zip(infos, cases, strict=True)
     )
@@ -303,7 +306,7 @@ def test_proposals_on_the_real_common_mps(real_common_mps, real_release, tmp_pat
         got = nightly.propose(db, index, merge_runs(runs), window, RUNNERS, 3)
         # the None entry's OpInfo also tested for complex64, which never ran: it narrows
         wider = (replace(none, dtypes=(*none.dtypes, "complex64")), *infos[1:])
-        index = SimpleNamespace(opinfos=wider, xfails=index.xfails)
+        index = SimpleNamespace(opinfos=wider, xfails=index.xfails, decorations=NONE)
         narrowed = nightly.propose(db, index, merge_runs(runs), window, RUNNERS, 3)
     finally:
         db.close()
@@ -351,7 +354,7 @@ def test_a_macos_list_reason_names_the_runners_it_applies_to_and_apart_the_other
     text = (TREE / paths.COMMON_MPS).read_text()
     rel = common_mps.PATTERNS[0]
     info = OpInfoRecord("maximum", "", "maximum", (), ("float32", "bfloat16"))
-    index = SimpleNamespace(opinfos=(info,), xfails=common_mps.parse(text, rel))
+    index = SimpleNamespace(opinfos=(info,), xfails=common_mps.parse(text, rel), decorations=NONE)
     runners = ("macos-m1-13", "macos-m1-14.2", "macos-m2-15", "macos-m4-26")
     tonight = {"macos-m1-13": Outcome.XPASS, "macos-m1-14.2": Outcome.XPASS,
                "macos-m2-15": Outcome.PASS, "macos-m4-26": Outcome.FAIL}  # fmt: skip
@@ -373,13 +376,41 @@ def test_a_macos_list_reason_names_the_runners_it_applies_to_and_apart_the_other
 
     # a plain list still counts every configured runner
     info = OpInfoRecord("hypot", "", "hypot", (), ("float32",))
-    index = SimpleNamespace(opinfos=(info,), xfails=index.xfails)
+    index = SimpleNamespace(opinfos=(info,), xfails=index.xfails, decorations=NONE)
     runs = {r: [_case("output_match", "hypot", "float32", Outcome.XPASS)] for r in runners}
     hypot = next(d for d in _three_nights(tmp_path / "plain", index, runs, runners).decisions
                  if d.list == "UNIMPLEMENTED_XFAILLIST")  # fmt: skip
     assert hypot.reason == (
         f"float32: xpassed on {', '.join(runners)} in each of the last 3 nightlies "
         "(2026-03-01 … 2026-03-03)"
+    )
+
+
+def test_an_opinfo_decorate_info_is_proposed_with_its_diff_and_the_others_kept(tmp_path):
+    """Issue 31: atan2's DecorateInfo on test_output_match (tests/fixtures/decorations)
+    xpassed on every runner three nights running: proposed, with the diff of
+    common_methods_invocations.py; the entries no consistency test reaches are kept, each
+    with why."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "decorations"
+    info = OpInfoRecord("atan2", "", "atan2", (), ("float32", "int64", "int32"))
+    index = SimpleNamespace(
+        opinfos=(info,), xfails=common_mps.parse("", "x.py"), decorations=decorations.read(fixture)
+    )
+    runs = {
+        r: [_case("output_match", "atan2", d, Outcome.XPASS) for d in ("int64", "int32")]
+        for r in RUNNERS
+    }
+    got = _three_nights(tmp_path, index, runs, RUNNERS)
+    (decision,) = got.decisions
+    cmi = "torch/testing/_internal/common_methods_invocations.py"
+    assert (decision.key, decision.action, decision.at) == ("atan2", "delete", f"{cmi}:21")
+    assert decision.reason.startswith("int32, int64: xpassed on " + ", ".join(RUNNERS))
+    kept = {d.at.rsplit(":", 1)[1]: d.reason for d in got.not_judged}
+    assert kept["38"] == "decorates TestCommon.test_dtypes, which the tool does not run"
+    (edit,) = xfail_plan.decoration_edits(fixture, got.decisions)
+    assert edit.rel == cmi and edit.before != edit.after
+    assert "-                        DecorateInfo(unittest.expectedFailure, 'TestConsistency'" in (
+        edit.diff()
     )
 
 
