@@ -38,7 +38,8 @@ SCRIPT = Path(reference.__file__).with_name("kernel_torch.py")
 MAX_SAMPLES = 4  # OpInfo samples per kernel, on top of the bug-exposing inputs
 POISON = 0xFF  # an output's bytes before the kernel writes it: NaN, or -1
 
-ReferenceFn = Callable[[dict[str, Any]], dict[str, Any]]
+# kernel_torch.py's answers for cases, by case id (cached: :func:`pipeline.run.reference.cached`)
+ReferenceFn = Callable[[list[dict[str, Any]]], dict[str, Any]]
 
 
 class NoKernelFileError(PipelineError):
@@ -122,7 +123,7 @@ def _run_all(
         assert found is not None
         case, dtype = found
         cases.append(_case_json(k.decl.host_name, case, dtype, listing))
-    answers = runners.references({"cases": cases})["cases"]
+    answers = runners.references(cases)
     out = {}
     driver = runners.builder.driver()
     for k in kernels:
@@ -257,10 +258,11 @@ def runners_for(settings: Settings) -> KernelRunners:
     compiler = cxx.find_compiler(settings.math.cxx)
     package = reference.torch_package(settings.tree)
     headers = cxx.find_c10_headers(settings.root, package)
-    builder = KernelBuilder(compiler, headers, settings.root, settings.cache_dir / "kernel")
+    cache = settings.cache_dir / "kernel"
+    builder = KernelBuilder(compiler, headers, settings.root, cache)
 
-    def references(request: dict[str, Any]) -> dict[str, Any]:
-        return reference.run_script(settings.tree, SCRIPT, request)
+    def references(cases: list[dict[str, Any]]) -> dict[str, Any]:
+        return reference.cached(settings.tree, SCRIPT, cases, cache, {})
 
     return KernelRunners(builder, references)
 

@@ -66,8 +66,8 @@ def check(
         test_kinds=("output_match",),
     )  # fmt: skip
 
-    def references(request: dict) -> dict:
-        return reference.run_script(source, flow.SCRIPT, request)
+    def references(cases: list[dict]) -> dict:
+        return reference.cached(source, flow.SCRIPT, cases, tmp / "cache" / "kernel", {})
 
     spec_path = root / "specs" / f"{name}.yaml"
     return flow.check_file(
@@ -88,6 +88,17 @@ def test_right_kernels_pass(tmp_path, compiler, headers, name):
     for k in checked:
         assert k.status is KernelStatus.OK, (k.kernel, k.findings, k.detail)
         assert k.inputs >= 10
+
+
+def test_a_second_check_asks_torch_nothing(tmp_path, compiler, headers, monkeypatch):
+    first = check(tmp_path, compiler, headers, "Reduction")
+
+    def no_run(*args: object) -> dict:
+        raise AssertionError(f"{args[1]} ran for {args[2]}")
+
+    monkeypatch.setattr(reference, "run_script", no_run)
+    again = check(tmp_path, compiler, headers, "Reduction")
+    assert status(again) == status(first) and KernelStatus.OK in status(first).values()
 
 
 def test_a_missing_barrier_is_a_race(tmp_path, compiler, headers):
