@@ -16,7 +16,7 @@ from pipeline.report.kernel import to_json
 from pipeline.results.kernel import KernelFileReport, KernelStatus
 from pipeline.run import cxx, reference
 from pipeline.run.kernel_build import KernelBuilder
-from pipeline.tree import launch
+from pipeline.tree import host_launch, launch
 from pipeline.tree.source import TreeSource
 from tests.conftest import fetched
 from tests.releases import NEWEST
@@ -73,6 +73,7 @@ def check(
     return flow.check_file(
         metal, launch.read_spec(spec_path), spec_path, flow.KernelRunners(builder, references),
         root=root, scratch=tmp / "run", kernels=kernels,
+        launches=host_launch.read_launches(root),
     )  # fmt: skip
 
 
