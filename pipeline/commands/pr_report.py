@@ -83,7 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-math", action="store_true",
         help="leave check-math's per-dtype table of the affected operators' functors (the "
-        "functor math, compiled on the host and compared with torch on CPU) out",
+        "functor math, compiled on the host and compared with torch on CPU) and check-kernel's "
+        "of the changed kernel files out",
     )  # fmt: skip
     parser.add_argument(
         "--speed", choices=("mps", "cpu"), metavar="DEVICE",
@@ -109,6 +110,8 @@ def _annotate(
 
         if not args.no_math and results.impact["operators"]:
             results = replace(results, math=_math(settings, results))
+        if not args.no_math:
+            results = replace(results, kernels=_kernels(settings, results))
         if not args.no_review:
             found = review(settings, results.base, results.head)
             results = replace(results, review=to_json(found.findings, found.ran, found.notes))
@@ -135,6 +138,19 @@ def _math(settings: Settings, results: PrResults) -> dict[str, Any]:
     except (NothingToCheckError, NoCompilerError, NoTorchError) as exc:
         return {"schema": SCHEMA, "skipped": str(exc)}
     return math_json(report)
+
+
+def _kernels(settings: Settings, results: PrResults) -> dict[str, Any] | None:
+    """check-kernel of the kernel files the PR changes (None: it changes none)."""
+    from pipeline.flows.kernel_checks import for_files
+    from pipeline.impact import changed_files
+    from pipeline.tree.paths import KERNELS_DIR
+
+    changed = [
+        settings.root / c.path for c in changed_files(settings.root, results.base, results.head)
+        if c.status != "D" and c.path.startswith(f"{KERNELS_DIR}/") and c.path.endswith(".metal")
+    ]  # fmt: skip
+    return for_files(settings, changed) if changed else None
 
 
 def _measured(

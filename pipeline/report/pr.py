@@ -15,6 +15,8 @@ from typing import Any
 from pipeline.errors import PipelineError
 from pipeline.guide.review.base import Finding
 from pipeline.report import render
+from pipeline.report.kernel import from_json as kernel_from_json
+from pipeline.report.kernel import render_markdown as kernel_markdown
 from pipeline.report.math import render_markdown as math_markdown
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
 from pipeline.report.review import render_markdown as review_markdown
@@ -65,6 +67,9 @@ class PrResults:
     speed: Mapping[str, Any] | None = None
     # check-math of the changed kernels files (``check-math --json``'s document); None: not run
     math: Mapping[str, Any] | None = None
+    # check-kernel of the changed kernel files: {"schema", "files": [check-kernel documents],
+    # "errors"}, or {"schema", "skipped"}; None: not run
+    kernels: Mapping[str, Any] | None = None
     # the build's shader check and toolchain (ShaderCheck.to_dict()); None: no build ran
     build_check: Mapping[str, Any] | None = None
     # the device the tests ran on (Device.to_dict()); None: not a Mac, or no tests ran
@@ -149,7 +154,20 @@ class PrResults:
             footer=" · ".join(line for line in lines if line),
             sections=self._sections(),
             math=self._math(),
+            kernels=self._kernels(),
         )
+
+    def _kernels(self) -> str:
+        """check-kernel's tables of the changed kernel files (or why it did not run)."""
+        if self.kernels is None:
+            return ""
+        if "skipped" in self.kernels:
+            return (
+                f"_check-kernel skipped: {render.escape_markdown(str(self.kernels['skipped']))}_\n"
+            )
+        reports = [kernel_from_json(d) for d in self.kernels["files"]]
+        errors = [f"- not checked: {render.escape_markdown(e)}" for e in self.kernels["errors"]]
+        return "\n".join([kernel_markdown(reports) if reports else "", *errors]).strip() + "\n"
 
     def _math(self) -> str:
         """check-math's table (or why it did not run), rendered here from data."""
@@ -210,6 +228,7 @@ class PrResults:
             "review": None if self.review is None else dict(self.review),
             "speed": None if self.speed is None else dict(self.speed),
             "math": None if self.math is None else dict(self.math),
+            "kernels": None if self.kernels is None else dict(self.kernels),
         }
 
     @classmethod
@@ -248,6 +267,14 @@ class PrResults:
         math = want(data.get("math"), (dict, type(None)), "math")
         if math is not None:
             math_from_json(math)  # refused now, before anything is posted
+        kernels = want(data.get("kernels"), (dict, type(None)), "kernels")
+        if kernels is not None and "skipped" not in kernels:
+            strings(kernels.get("errors"), "kernels.errors")
+            for i, doc in enumerate(want(kernels.get("files"), list, "kernels.files")):
+                try:
+                    kernel_from_json(want(doc, dict, f"kernels.files[{i}]"))
+                except ValueError as exc:  # refused now, before anything is posted
+                    raise PipelineError(f"results.json: kernels.files[{i}]: {exc}") from None
         device = want(data.get("device"), (dict, type(None)), "device")
         if device is not None:
             Device.from_dict(device, "results.json: device")  # refused before posting
@@ -275,6 +302,7 @@ class PrResults:
             review=want(data.get("review"), (dict, type(None)), "review"),
             speed=want(data.get("speed"), (dict, type(None)), "speed"),
             math=math,
+            kernels=kernels,
             build_check=check,
             device=device,
         )

@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pipeline.tree import paths
 from pipeline.tree.launch import ERROR_BUFFER, OUTPUT, GridKind, LaunchCase, StructArg
 
-HOST_DIR = "aten/src/ATen/native/mps"
+HOST_DIR = paths.MPS_DIR
 TYPE_PART = "[A-Za-z0-9]+"  # scalarToMetalTypeString's part of a host name
 
 _PSO = re.compile(r"(\w+)\s*=\s*(?:[\w:]+(?:\.|->))?getPipelineStateForFunc\(")
