@@ -141,7 +141,7 @@ def _math(settings: Settings, results: PrResults) -> dict[str, Any]:
 
 
 def _kernels(settings: Settings, results: PrResults) -> dict[str, Any] | None:
-    """check-kernel of the kernel files the PR changes (None: it changes none)."""
+    """check-kernel of the kernel files the PR changes that have a launch spec (None: none)."""
     from pipeline.flows.kernel_checks import for_files
     from pipeline.impact import changed_files
     from pipeline.tree.paths import KERNELS_DIR

@@ -103,10 +103,15 @@ def stage(request: Request, console: Console, no_functor: str) -> None:
         )
 
 
-def for_files(settings: Settings, metals: Sequence[Path]) -> dict[str, Any]:
-    """check-kernel of ``metals`` (a PR's changed kernel files), as pr-report's results.json
-    keeps it: ``{"schema", "files": [check-kernel documents], "errors": [file: why]}``, or
-    ``{"schema", "skipped"}`` when it cannot run here at all (no torch, no compiler)."""
+def for_files(settings: Settings, metals: Sequence[Path]) -> dict[str, Any] | None:
+    """check-kernel of those of ``metals`` (a PR's changed kernel files) that have a launch
+    spec, as pr-report's results.json keeps it: ``{"schema", "files": [check-kernel
+    documents], "errors": [file: why]}``; ``{"schema", "skipped"}`` when it cannot run here
+    at all (no torch, no compiler); None when no file has a spec (an element-wise file's
+    functors are check-math's)."""
+    metals = [m for m in metals if launch.spec_path(settings.kernel_specs, m).is_file()]
+    if not metals:
+        return None
     try:
         runners = kernel.runners_for(settings)
     except ConfigError as exc:

@@ -104,9 +104,22 @@ def test_all_kernel_files_and_the_findings_new_since_the_last_run(tmp_path: Path
         {"root": str(tree), "state_dir": str(state)}, env=settings_env(), cwd=tmp_path
     )
     kept = for_files(settings, [metal])
-    assert kept["errors"] == []
+    assert kept is not None and kept["errors"] == []
     reports = [from_json(d) for d in json.loads(json.dumps(kept))["files"]]
     assert "| `row_max_float` | failed |" in render_markdown(reports)
+
+
+def test_a_changed_file_without_a_launch_spec_is_check_maths(tmp_path: Path) -> None:
+    from pipeline.config import load_settings
+    from pipeline.flows.kernel_checks import for_files
+    from tests.conftest import settings_env
+
+    metal = plant(tmp_path / "tree", None)
+    settings = load_settings(
+        {"root": str(tmp_path / "tree"), "state_dir": str(tmp_path / "state")},
+        env=settings_env(), cwd=tmp_path,
+    )  # fmt: skip
+    assert for_files(settings, [metal]) is None
 
 
 def test_a_tree_without_kernel_files_checks_none(tmp_path: Path) -> None:
