@@ -108,11 +108,10 @@ def read_file(path: Path) -> list[HostLaunch]:
 
 def _launch(path: Path, text: str, m: re.Match[str], pso: str, pattern: str) -> HostLaunch:
     line = text.count("\n", 0, m.start()) + 1
-    scope = text[_function_start(text, m.start()) : m.start()]
     kernel, problem = (pattern, None) if not pattern.startswith("!") else ("", pattern[1:])
     d = _DISPATCH.search(text, m.end())
     if d is None:
-        return HostLaunch(path, line, kernel, pso, (), None, (), (), "no dispatch follows", scope)
+        return HostLaunch(path, line, kernel, pso, (), None, (), (), "no dispatch follows", "")
     between = text[m.end() : d.start()]
     scope = text[_function_start(text, m.start()) : d.start()]
     kind: GridKind | None = None
@@ -280,8 +279,7 @@ def complete(case: LaunchCase, host: HostLaunch) -> LaunchCase:
     if host.problem is not None:
         raise NotReadError(f"{host.where}: {host.problem}")
     inputs = {i.name for i in case.inputs}
-    like = None if case.output_shape else case.output_like
-    translate = _Translator(inputs, case.output_host, like, host.pso, host.scope)
+    translate = _Translator(inputs, host.pso, host.scope)
     buffers, structs = case.buffers, case.structs
     if not buffers:
         named = {s.name for s in structs}
@@ -326,9 +324,8 @@ def _three(sizes: Sequence[str]) -> tuple[str, str, str]:
 
 @dataclass(frozen=True)
 class _Translator:
+    # the output's sizes are not read: its shape is torch's result's, known only next to torch
     inputs: set[str]
-    output: str
-    like: str | None  # the input the output's shape is, if any
     pso: str
     scope: str
 
@@ -369,9 +366,8 @@ class _Translator:
             elif t == self.pso and tokens[i : i + 2] == [".", "maxTotalThreadsPerThreadgroup"]:
                 out.append("max_threads")
                 i += 2
-            elif t in self.inputs or (t == self.output and self.like is not None):
-                name = t if t in self.inputs else str(self.like)
-                i = self._method(name, tokens, i, out)
+            elif t in self.inputs:
+                i = self._method(t, tokens, i, out)
             elif re.fullmatch(r"[A-Za-z_]\w*", t):
                 local = _local(t, self.scope)
                 if local is None or local[0] not in (*_SCALARS, "auto") or depth > 8:

@@ -96,7 +96,9 @@ static void f(const Tensor& x, const Tensor& output) {{
     ("before", "args", "grid", "why"),
     [
         ("", "mtl_setArgs(enc, x, output);", "helper(x)", "`helper` is no input"),
-        ("", "mtl_setArgs(enc, x, output);", "output.numel() + x.foo()", "other than by size"),
+        ("", "mtl_setArgs(enc, x, output);", "x.numel() + x.foo()", "other than by size"),
+        # the output's shape is torch's result's (a reduction's is not its input's): not read
+        ("", "mtl_setArgs(enc, x, output);", "output.numel()", "`output` is no input"),
         ("", "mtl_setArgs(enc, x, output, n);", "x.numel()", "`n` is no input, output or struct"),
         ("auto n = x.numel();", "mtl_setArgs(enc, x, output, n);", "x.numel()", "integer local"),
         ("", "mtl_setArgs<1>(enc, output);", "x.numel()", "buffer indices [1] leave a gap"),
