@@ -76,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-math", action="store_true",
         help="leave check-math's per-dtype table of the affected operators' functors (the "
-        "functor math, compiled on the host and compared with torch on CPU) out",
+        "functor math, compiled on the host and compared with torch on CPU) and check-kernel's "
+        "of the changed kernel files out",
     )  # fmt: skip
     parser.add_argument(
         "--speed", choices=("mps", "cpu"), metavar="DEVICE",

@@ -2,7 +2,9 @@
 expose reduction bugs under several thread schedules, and compare with torch on CPU (see
 ``mps-pipeline check-kernel``).
 
-Steps: read the file's launch spec (:mod:`pipeline.tree.launch`); build the file's object
+Steps: read the file's launch spec (:mod:`pipeline.tree.launch`), its entries' buffers and
+sizes completed from the ``.mm`` host code where they leave them out
+(:mod:`pipeline.tree.host_launch`); build the file's object
 with the layout of the spec's parameter structs (:mod:`pipeline.run.kernel_build`); ask the
 interpreter for every launched kernel's inputs, launch sizes, struct values and references
 at once (``kernel_torch.py``); run each kernel's inputs under every schedule in a driver
@@ -13,6 +15,7 @@ process of its own (:mod:`pipeline.run.kernel_run`); judge
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,14 +34,16 @@ from pipeline.results.kernel import (
 from pipeline.run import cxx, kernel_run, reference
 from pipeline.run.kernel_build import FileBuild, KernelBuild, KernelBuilder, Probe
 from pipeline.run.kernel_run import SCHEDULES, Dispatch, Listing, Run, schedule_name
-from pipeline.tree import launch
+from pipeline.tree import host_launch, launch
+from pipeline.tree.host_launch import HostLaunch
 from pipeline.tree.launch import ERROR_BUFFER, OUTPUT, GridKind, LaunchCase, LaunchSpec
 
 SCRIPT = Path(reference.__file__).with_name("kernel_torch.py")
 MAX_SAMPLES = 4  # OpInfo samples per kernel, on top of the bug-exposing inputs
 POISON = 0xFF  # an output's bytes before the kernel writes it: NaN, or -1
 
-ReferenceFn = Callable[[dict[str, Any]], dict[str, Any]]
+# kernel_torch.py's answers for cases, by case id (cached: :func:`pipeline.run.reference.cached`)
+ReferenceFn = Callable[[list[dict[str, Any]]], dict[str, Any]]
 
 
 class NoKernelFileError(PipelineError):
@@ -52,12 +57,49 @@ class KernelRunners:
     run: Callable[[Path, Path, Sequence[Run], Path], kernel_run.Outcome] = kernel_run.run
 
 
-def _probes(spec: LaunchSpec | None) -> tuple[Probe, ...]:
-    if spec is None:
-        return ()
+# a kernel's launch entry, completed from the host code, and its dtype; else why there is none
+Resolved = Mapping[str, tuple[LaunchCase, str] | str]
+
+
+def resolve(spec: LaunchSpec | None, launches: Sequence[HostLaunch]) -> Resolved:
+    """Each host name the spec's entries launch -> (entry, dtype), the entry's buffers and
+    sizes completed from the host code where it leaves them out; or why they cannot be."""
+    out: dict[str, tuple[LaunchCase, str] | str] = {}
+    for case in spec.cases if spec else ():
+        for dtype in case.dtypes:
+            name = case.host_name(dtype)
+            if name not in out:
+                out[name] = _completed(case, dtype, name, launches)
+    return out
+
+
+def _completed(
+    case: LaunchCase, dtype: str, name: str, launches: Sequence[HostLaunch]
+) -> tuple[LaunchCase, str] | str:
+    if case.launched:
+        return case, dtype
+    hosts = [h for h in launches if h.kernel and re.fullmatch(h.kernel, name)]
+    if not hosts:
+        return "its entry gives no buffers and sizes, and no .mm launch of it was read"
+    done: list[LaunchCase] = []
+    for h in hosts:
+        try:
+            done.append(host_launch.complete(case, h))
+        except host_launch.NotReadError as exc:
+            return f"its launch in the host code is not read: {exc}"
+    if len({(c.buffers, c.structs, c.grid_kind, c.grid, c.threads_per_threadgroup)
+            for c in done}) > 1:  # fmt: skip
+        where = ", ".join(h.where for h in hosts)
+        return f"the host code launches it in more than one way ({where})"
+    return done[0], dtype
+
+
+def _probes(resolved: Resolved) -> tuple[Probe, ...]:
     found: dict[str, set[str]] = {}
-    for case in spec.cases:
-        for s in case.structs:
+    for entry in resolved.values():
+        if isinstance(entry, str):
+            continue
+        for s in entry[0].structs:
             found.setdefault(s.type, set()).update(f for f, _ in s.fields if f)
     return tuple(Probe(t, tuple(sorted(f))) for t, f in sorted(found.items()))
 
@@ -71,21 +113,23 @@ def check_file(
     root: Path,
     scratch: Path,
     kernels: Sequence[str] = (),
+    launches: Sequence[HostLaunch] = (),
 ) -> KernelFileReport:
     builder = runners.builder
-    build = builder.build(metal, _probes(spec))
+    resolved = resolve(spec, launches)
+    build = builder.build(metal, _probes(resolved))
     chosen = [k for k in build.kernels if not kernels or k.decl.host_name in kernels]
     runnable = []
     checks: dict[str, KernelCheck] = {}
     for k in chosen:
-        early = _not_run(k, spec, spec_path)
+        early = _not_run(k, resolved, spec_path)
         if early is not None:
             checks[k.decl.host_name] = early
         else:
             runnable.append(k)
     if runnable and build.library is not None:
         listing = kernel_run.list_object(builder.driver(), build.library)
-        checks.update(_run_all(build, runnable, spec, listing, runners, scratch))
+        checks.update(_run_all(build, runnable, resolved, listing, runners, scratch))
     ordered = tuple(checks[k.decl.host_name] for k in chosen if k.decl.host_name in checks)
     return KernelFileReport(
         cxx.relative(metal, root), ordered, builder.compiler.identity, builder.headers.origin,
@@ -93,42 +137,44 @@ def check_file(
     )  # fmt: skip
 
 
-def _not_run(k: KernelBuild, spec: LaunchSpec | None, spec_path: Path) -> KernelCheck | None:
+def _not_run(k: KernelBuild, resolved: Resolved, spec_path: Path) -> KernelCheck | None:
     name, line = k.decl.host_name, k.decl.line
     if k.not_modelled:
         return KernelCheck(name, line, KernelStatus.NOT_MODELLED, detail=", ".join(k.not_modelled))
     if not k.built:
         return KernelCheck(name, line, KernelStatus.COMPILE_ERROR, detail=str(k.error))
-    if spec is None or spec.find(name) is None:
+    entry = resolved.get(name)
+    if entry is None:
         return KernelCheck(
             name, line, KernelStatus.NO_LAUNCH_SPEC,
             detail=f"add it to {spec_path} (docs/check-kernel.md): grid, buffers, reference",
         )  # fmt: skip
+    if isinstance(entry, str):
+        detail = f"{entry}; give buffers and sizes in {spec_path} (docs/check-kernel.md)"
+        return KernelCheck(name, line, KernelStatus.NO_LAUNCH_SPEC, detail=detail)
     return None
 
 
 def _run_all(
     build: FileBuild,
     kernels: Sequence[KernelBuild],
-    spec: LaunchSpec | None,
+    resolved: Resolved,
     listing: Listing,
     runners: KernelRunners,
     scratch: Path,
 ) -> dict[str, KernelCheck]:
-    assert spec is not None and build.library is not None
-    cases = []
+    assert build.library is not None
+    entries = {}
     for k in kernels:
-        found = spec.find(k.decl.host_name)
-        assert found is not None
-        case, dtype = found
-        cases.append(_case_json(k.decl.host_name, case, dtype, listing))
-    answers = runners.references({"cases": cases})["cases"]
+        entry = resolved[k.decl.host_name]
+        assert not isinstance(entry, str)
+        entries[k.decl.host_name] = entry
+    cases = [_case_json(name, case, dtype, listing) for name, (case, dtype) in entries.items()]
+    answers = runners.references(cases)
     out = {}
     driver = runners.builder.driver()
     for k in kernels:
-        found = spec.find(k.decl.host_name)
-        assert found is not None
-        case, dtype = found
+        case, _ = entries[k.decl.host_name]
         out[k.decl.host_name] = _check_kernel(
             k, case, listing, answers[k.decl.host_name], build, driver, runners, scratch
         )
@@ -257,10 +303,11 @@ def runners_for(settings: Settings) -> KernelRunners:
     compiler = cxx.find_compiler(settings.math.cxx)
     package = reference.torch_package(settings.tree)
     headers = cxx.find_c10_headers(settings.root, package)
-    builder = KernelBuilder(compiler, headers, settings.root, settings.cache_dir / "kernel")
+    cache = settings.cache_dir / "kernel"
+    builder = KernelBuilder(compiler, headers, settings.root, cache)
 
-    def references(request: dict[str, Any]) -> dict[str, Any]:
-        return reference.run_script(settings.tree, SCRIPT, request)
+    def references(cases: list[dict[str, Any]]) -> dict[str, Any]:
+        return reference.cached(settings.tree, SCRIPT, cases, cache, {})
 
     return KernelRunners(builder, references)
 
@@ -279,4 +326,5 @@ def run_check(
     return check_file(
         metal, spec, spec_path, runners, root=settings.root,
         scratch=settings.cache_dir / "kernel" / "run", kernels=kernels,
+        launches=host_launch.read_launches(settings.root),
     )  # fmt: skip

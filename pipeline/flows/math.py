@@ -371,6 +371,8 @@ def run_check(
 
 def stage(request: Request, console: Console) -> None:
     """Check op's functors as the chain left them; a mismatch stops it before the build.
+    An operator without a functor (not element-wise) has its whole kernels checked instead
+    (:func:`pipeline.flows.kernel_checks.stage`).
 
     Skipped, saying so, when the operator has no functor yet or the interpreter has no torch
     (no reference, no wheel headers): the bundled sandbox runs without torch.
@@ -379,7 +381,12 @@ def stage(request: Request, console: Console) -> None:
     files = state.op_files(settings, request.op)
     try:
         report = run_check(settings, op=request.op)
-    except (NothingToCheckError, NoTorchError) as exc:
+    except NothingToCheckError as exc:
+        from pipeline.flows import kernel_checks  # not element-wise: its whole kernels
+
+        kernel_checks.stage(request, console, str(exc))
+        return
+    except NoTorchError as exc:
         note = f"check-math skipped: {exc}"
         console.print(note, markup=False, highlight=False)
         state.write_text(files.math_json, json.dumps({"schema": 1, "skipped": str(exc)}))

@@ -145,13 +145,21 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "check_math",
-        "Compile op=NAME's Metal functors on the host and compare them with torch on CPU.",
+        "Compile op=NAME's Metal functors (or, without one, its whole kernels: check-kernel)"
+        " on the host and compare them with torch on CPU.",
         lambda r, c: _math().stage(r, c),
         # in the chain, the functors as the edit left them (body= may have written one);
         # `doit check_math` alone checks the tree as it is
         after=lambda r: ("edit",) if r.past_edit and not r.dry_run else (),
         # what the functors are compiled from: the kernels and the checkout's c10/metal
-        inputs=lambda r: files(r.settings.root, (paths.KERNELS_METAL, "c10/metal/*.h")),
+        # (and, for check-kernel, the host code launching them and the launch specs)
+        inputs=lambda r: (
+            files(
+                r.settings.root,
+                (paths.KERNELS_METAL, "c10/metal/*.h", f"{paths.MPS_DIR}/operations/*.mm"),
+            )
+            + sorted(r.settings.kernel_specs.glob("*.yaml"))
+        ),
         outputs=lambda r: [_op(r).math_json],
         uptodate=lambda r: [_math_settings_changed(r)],
     ),

@@ -20,6 +20,7 @@ from pipeline.errors import (
 )
 from pipeline.report.pr import PrResults
 from pipeline.results import baseline as baselines
+from pipeline.results.kernel import KernelsSection
 from pipeline.results.math import MathReport, MathSkipped
 from pipeline.results.speed import Measurement, SpeedReport, compare
 
@@ -52,6 +53,8 @@ def annotator(settings: Settings, sections: Sections) -> Callable[[PrResults, bo
         ops = [o.operator for o in results.impact.operators]
         if sections.math and ops:
             results = replace(results, math=check_math(settings, ops))
+        if sections.math:
+            results = replace(results, kernels=changed_kernels(settings, results))
         if sections.review:
             found = review(settings, results.base, results.head)
             document = ReviewDocument(found.findings, found.ran, found.notes)
@@ -72,6 +75,19 @@ def check_math(settings: Settings, ops: list[str]) -> MathReport | MathSkipped:
         return run_check(settings, ops=ops)
     except (NothingToCheckError, NoCompilerError, NoTorchError) as exc:
         return MathSkipped(str(exc))
+
+
+def changed_kernels(settings: Settings, results: PrResults) -> KernelsSection | None:
+    """check-kernel of the kernel files the PR changes that have a launch spec (None: none)."""
+    from pipeline.flows.kernel_checks import for_files
+    from pipeline.impact import changed_files
+    from pipeline.tree.paths import KERNELS_DIR
+
+    changed = [
+        settings.root / c.path for c in changed_files(settings.root, results.base, results.head)
+        if c.status != "D" and c.path.startswith(f"{KERNELS_DIR}/") and c.path.endswith(".metal")
+    ]  # fmt: skip
+    return for_files(settings, changed) if changed else None
 
 
 def measured(settings: Settings, sections: Sections, ops: list[str]) -> SpeedReport | None:

@@ -447,9 +447,15 @@ def summary(request: Request, console: Console) -> None:
     if drops.verified:
         lines.append(f"- re-run after dropping xfails: {drops.verified}")
     lines.append("")
-    if files.math_md.is_file():  # check-math's table, as the stage wrote it
+    if files.math_md.is_file():  # check-math's (or check-kernel's) table, as the stage wrote it
         math_table = files.math_md.read_text(encoding="utf-8").strip()
-        lines += ["Functor math on the host (check-math):", "", math_table, ""]
+        whole = "kernels" in json.loads(files.math_json.read_text(encoding="utf-8"))
+        head = (
+            "Whole kernels on the host (check-kernel)"
+            if whole
+            else "Functor math on the host (check-math)"
+        )
+        lines += [f"{head}:", "", math_table, ""]
     if failing:
         lines.append(f"Failing tests ({len(failing)}):")
         for case in failing[:FIRST_FAILURES]:

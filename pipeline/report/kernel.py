@@ -1,11 +1,17 @@
-"""check-kernel's report: one line per kernel, its findings under it; and its JSON."""
+"""check-kernel's report: one line per kernel, its findings under it; a Markdown table (the
+migrate summary, the PR comment); and its JSON, written and read back."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.results.kernel import SCHEMA, KernelFileReport, KernelStatus
+from pipeline.report.pr_comment import code_span
+from pipeline.report.render import escape_markdown
+from pipeline.results.kernel import SCHEMA, Finding, KernelCheck, KernelFileReport, KernelStatus
 from pipeline.run.kernel_run import SCHEDULES, schedule_name
+
+SHOWN_FINDINGS = 3  # per kernel in the Markdown table
 
 
 def render_lines(report: KernelFileReport) -> list[str]:
@@ -55,3 +61,54 @@ def to_json(report: KernelFileReport) -> dict[str, Any]:
             for k in report.kernels
         ],
     }
+
+
+def from_json(doc: Mapping[str, Any]) -> KernelFileReport:
+    """A ``check-kernel --json`` document read back (pr-report's --post-from): every field
+    rendered is checked; ValueError names the first that is wrong."""
+    if doc.get("schema") != SCHEMA:
+        raise ValueError(f"check-kernel document of schema {doc.get('schema')!r}, not {SCHEMA}")
+    try:
+        kernels = tuple(
+            KernelCheck(
+                str(k["kernel"]),
+                int(k["line"]),
+                KernelStatus(k["status"]),
+                tuple(Finding(str(f["input"]), str(f["message"])) for f in k["findings"]),
+                int(k["inputs"]),
+                str(k["detail"]),
+                tuple(str(m) for m in k["reported"]),
+            )  # fmt: skip
+            for k in doc["kernels"]
+        )
+        return KernelFileReport(
+            str(doc["file"]), kernels, str(doc["compiler"]), str(doc["headers"]),
+            float(doc["seconds"]), bool(doc["cached"]),
+            None if doc["spec"] is None else str(doc["spec"]),
+            tuple(str(s) for s in doc["set_aside"]),
+        )  # fmt: skip
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"check-kernel document: {exc!r} missing or wrong") from exc
+
+
+def render_markdown(reports: Sequence[KernelFileReport]) -> str:
+    """The table of the migrate summary and the PR comment: one row per kernel checked or
+    not, its findings (the first few) beside it."""
+    lines = []
+    for report in reports:
+        lines += [
+            f"**{escape_markdown(report.file)}**: {len(report.kernels)} kernel(s), "
+            f"{report.checked} checked _({escape_markdown(report.compiler)}; headers: "
+            f"{escape_markdown(report.headers)})_",
+            "",
+            "| kernel | status | inputs | findings |",
+            "|---|---|---|---|",
+        ]
+        for k in report.kernels:
+            shown = [f"{f.input}: {f.message}" for f in k.findings[:SHOWN_FINDINGS]]
+            if len(k.findings) > SHOWN_FINDINGS:
+                shown.append(f"{len(k.findings) - SHOWN_FINDINGS} more")
+            what = "; ".join(escape_markdown(x) for x in shown or ([k.detail] if k.detail else []))
+            lines.append(f"| {code_span(k.kernel)} | {k.status.value} | {k.inputs} | {what} |")
+        lines.append("")
+    return "\n".join(lines).strip() + "\n"

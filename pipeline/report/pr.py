@@ -16,6 +16,9 @@ from pipeline.fields import Fields
 from pipeline.guide.review import ReviewDocument
 from pipeline.impact.model import Impact
 from pipeline.report import render
+from pipeline.report.kernel import from_json as kernel_from_json
+from pipeline.report.kernel import render_markdown as kernel_markdown
+from pipeline.report.kernel import to_json as kernel_to_json
 from pipeline.report.math import render_markdown as math_markdown
 from pipeline.report.math import to_json as math_json
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
@@ -25,6 +28,8 @@ from pipeline.results import baseline as baselines
 from pipeline.results import table as tables
 from pipeline.results.decide import XfailDecision
 from pipeline.results.device import Device
+from pipeline.results.kernel import SCHEMA as KERNEL_SCHEMA
+from pipeline.results.kernel import KernelsSection
 from pipeline.results.math import MathReport, MathSkipped
 from pipeline.results.pr import (
     RESULTS_JSON,
@@ -72,6 +77,8 @@ class PrResults:
     build_check: ShaderCheck | None = None
     # the device the tests ran on; None: not a Mac, or no tests ran
     device: Device | None = None
+    # check-kernel of the changed kernel files with a launch spec; None: not run
+    kernels: KernelsSection | None = None
 
     @property
     def judged(self) -> baselines.Baseline:
@@ -150,7 +157,18 @@ class PrResults:
             footer=" · ".join(line for line in lines if line),
             sections=self._sections(),
             math=self._math(),
+            kernels=self._kernels(),
         )
+
+    def _kernels(self) -> str:
+        """check-kernel's tables of the changed kernel files (or why it did not run)."""
+        if self.kernels is None:
+            return ""
+        if self.kernels.skipped is not None:
+            return f"_check-kernel skipped: {render.escape_markdown(self.kernels.skipped)}_\n"
+        errors = [f"- not checked: {render.escape_markdown(e)}" for e in self.kernels.errors]
+        tables = kernel_markdown(self.kernels.files) if self.kernels.files else ""
+        return "\n".join([tables, *errors]).strip() + "\n"
 
     def _math(self) -> str:
         """check-math's table (or why it did not run), rendered here from data."""
@@ -205,6 +223,7 @@ class PrResults:
             "review": None if self.review is None else self.review.to_json(),
             "speed": None if self.speed is None else self.speed.to_dict(),
             "math": self._math_json(),
+            "kernels": None if self.kernels is None else _kernels_json(self.kernels),
         }
 
     def _math_json(self) -> dict[str, Any] | None:
@@ -238,6 +257,7 @@ class PrResults:
         decisions = tuple(XfailDecision.from_fields(d) for d in xfails.objs("decisions"))
         review, speed = f.pop("review", dict, type(None)), f.pop("speed", dict, type(None))
         math = f.pop("math", dict, type(None))
+        kernels = f.pop("kernels", dict, type(None))
         device = f.pop("device", dict, type(None))
         check = build.pop("check", dict, type(None))
         results = cls(
@@ -264,11 +284,42 @@ class PrResults:
             math=None if math is None else math_from_json(math),
             build_check=None if check is None else _shader_check(check),
             device=None if device is None else Device.from_dict(device, "results.json: device"),
+            kernels=None if kernels is None else _kernels_from(kernels),
         )
         tests.pop("counts", dict)  # for readers: the table's
         for fields in (f, build, tests, xfails):
             fields.done()
         return results
+
+
+def _kernels_json(section: KernelsSection) -> dict[str, Any]:
+    if section.skipped is not None:
+        return {"schema": KERNEL_SCHEMA, "skipped": section.skipped}
+    files = [kernel_to_json(r) for r in section.files]
+    return {"schema": KERNEL_SCHEMA, "files": files, "errors": list(section.errors)}
+
+
+def _kernels_from(data: dict[str, Any]) -> KernelsSection:
+    """results.json's ``kernels`` read back, every key checked before anything is posted."""
+    f = Fields(data, "kernels", RESULTS_JSON)
+    schema = f.pop("schema", int)
+    if schema != KERNEL_SCHEMA:
+        raise f.error("schema", f"schema {schema}, not {KERNEL_SCHEMA}")
+    skipped = f.pop("skipped", str, type(None))
+    if skipped is not None:
+        f.done()
+        return KernelsSection(skipped=skipped)
+    reports = []
+    for i, doc in enumerate(f.pop("files", list)):
+        try:
+            if not isinstance(doc, dict):
+                raise ValueError(f"must be dict, got {type(doc).__name__}")
+            reports.append(kernel_from_json(doc))
+        except ValueError as exc:
+            raise DocumentError(RESULTS_JSON, f"kernels.files[{i}]", str(exc)) from None
+    section = KernelsSection(tuple(reports), f.strings("errors"))
+    f.done()
+    return section
 
 
 def _shader_check(data: dict[str, object]) -> ShaderCheck:

@@ -120,6 +120,7 @@ def build_comment(
     budget: int = DEFAULT_BUDGET,
     math: str = "",
     sections: Sequence[str] = (),
+    kernels: str = "",
 ) -> str:
     """Assemble the PR comment.
 
@@ -130,12 +131,15 @@ def build_comment(
     (pass fail error xfail xpass skip); ``baseline`` the failing tests classified against
     the nightly history, listed right after the head, new ones first; ``footer`` trusted
     Markdown (links to the run); ``math`` check-math's table
-    (:func:`pipeline.report.math.render_markdown`), shown after the test tables;
+    (:func:`pipeline.report.math.render_markdown`), shown after the test tables, and
+    ``kernels`` check-kernel's (:func:`pipeline.report.kernel.render_markdown`) after it;
     ``sections`` more Markdown sections after the failing tests (the review checks, kernel
     speed), defused. The result is at most ``budget`` characters.
     """
     if math.strip():
         table = f"{table.strip()}\n\n#### Functor math on the host\n\n{math.strip()}".strip()
+    if kernels.strip():
+        table = f"{table.strip()}\n\n#### Whole kernels on the host\n\n{kernels.strip()}".strip()
     # Long lines are cut before anything is escaped or defused: a cut that leaves a code
     # span open then cannot expose its text undefused.
     state = _State(

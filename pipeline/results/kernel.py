@@ -73,6 +73,17 @@ class KernelFileReport:
 
 
 @dataclass(frozen=True)
+class KernelsSection:
+    """check-kernel of a PR's changed kernel files (results.json's ``kernels``): each file's
+    report and the files that could not be checked (``file: why``); or, with ``skipped``,
+    why it could not run here at all (no torch, no compiler)."""
+
+    files: tuple[KernelFileReport, ...] = ()
+    errors: tuple[str, ...] = ()
+    skipped: str | None = None
+
+
+@dataclass(frozen=True)
 class ScheduledRun:
     """One input's run under one schedule, as the driver left it."""
 

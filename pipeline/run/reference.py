@@ -1,11 +1,12 @@
-"""check-math's inputs and torch references: ``math_torch.py`` in a subprocess, cached.
+"""Torch's inputs and references for check-math (``math_torch.py``) and check-kernel
+(``kernel_torch.py``), in a subprocess, cached.
 
 The script runs under the configured interpreter (``settings.python``) as a copy in a scratch
 directory, as :mod:`pipeline.tree.opinfo` runs ``opinfo_dump.py``. Each (kernel, dtype)'s
-answer is cached in ``math.cache``, named by a digest of the case, the script and the
-interpreter's torch (its ``version.py`` and the OpInfo sources): a second check of the same
-functor and dtypes starts no Python at all, and a file's check after one functor changed asks
-torch only for what that functor registers anew.
+answer is cached (``math.cache``, ``cache/kernel``), named by a digest of the case, the
+script and the interpreter's torch (its ``version.py`` and the OpInfo sources): a second
+check of the same kernels and dtypes starts no Python at all, and a file's check after one
+kernel changed asks torch only for what that kernel registers anew.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,44 +72,52 @@ def torch_package(source: TreeSource) -> Path:
 def references(
     source: TreeSource, cases: list[Case], cache_dir: Path, *, max_samples: int = MAX_SAMPLES
 ) -> dict[str, Any]:
-    """The script's answer for ``cases`` (see math_torch.py for its shape). Each case's
-    answer is kept in ``cache_dir`` under a digest of the case (its id aside), the script,
-    ``max_samples`` and the interpreter's torch; the script runs for the cases not kept
-    yet, and not at all when every one is."""
+    """math_torch.py's answer for ``cases`` (see that script for its shape), kept per case
+    (see :func:`cached`)."""
+    request = {"max_samples": max_samples}
+    return {"cases": cached(source, SCRIPT, [c.to_json() for c in cases], cache_dir, request)}
+
+
+def cached(
+    source: TreeSource,
+    script: Path,
+    cases: Sequence[Mapping[str, Any]],
+    cache_dir: Path,
+    request: Mapping[str, Any],
+) -> dict[str, Any]:
+    """``script``'s answer for each case (``{"id", "opinfo", ...}``), by id, in the order
+    asked. Each is kept in ``cache_dir`` under a digest of the case (its id aside), the
+    script, the rest of the ``request`` and the interpreter's torch (and the OpInfo sources
+    when the case names an OpInfo); the script runs for the cases not kept yet, and not at
+    all when every one is."""
     package = torch_package(source)
-    common = hashlib.sha256(SCRIPT.read_bytes())
-    common.update(f"{source.python}\0{max_samples}\0".encode())
+    common = hashlib.sha256(script.read_bytes())
+    common.update(f"{source.python}\0{json.dumps(request, sort_keys=True)}\0".encode())
     version = package / "version.py"
     if version.is_file():
         common.update(version.read_bytes())
     sources = None
     answers: dict[str, Any] = {}
-    missing: dict[str, tuple[Case, Path]] = {}
+    missing: dict[str, tuple[Mapping[str, Any], Path]] = {}
     for case in cases:
         digest = common.copy()
-        digest.update(json.dumps({**case.to_json(), "id": None}, sort_keys=True).encode())
-        if case.opinfo:  # the OpInfo's samples come from its sources
+        digest.update(json.dumps({**case, "id": None}, sort_keys=True).encode())
+        if case.get("opinfo"):  # the OpInfo's samples come from its sources
             sources = sources or opinfo._source_hash(opinfo._source_dir(source))  # noqa: SLF001
             digest.update(sources.encode())
         path = cache_dir / f"reference-{digest.hexdigest()[:24]}.json"
         try:
-            answers[case.id] = json.loads(path.read_text(encoding="utf-8"))
+            answers[case["id"]] = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):  # none yet, or a damaged one: computed again
-            missing[case.id] = (case, path)
+            missing[case["id"]] = (case, path)
     if missing:
-        found = _run_script(source, [c for c, _ in missing.values()], max_samples)
+        asked = {**request, "cases": [c for c, _ in missing.values()]}
+        found = run_script(source, script, asked)["cases"]
         cache_dir.mkdir(parents=True, exist_ok=True)
         for case_id, (_, path) in missing.items():
             write_atomic(path, json.dumps(found[case_id]))
             answers[case_id] = found[case_id]
-    return {"cases": {c.id: answers[c.id] for c in cases}}
-
-
-def _run_script(source: TreeSource, cases: list[Case], max_samples: int) -> dict[str, Any]:
-    """math_torch.py's answers for ``cases``, by case id."""
-    request = {"max_samples": max_samples, "cases": [c.to_json() for c in cases]}
-    found: dict[str, Any] = run_script(source, SCRIPT, request)["cases"]
-    return found
+    return {c["id"]: answers[c["id"]] for c in cases}
 
 
 def run_script(source: TreeSource, script: Path, request: dict[str, Any]) -> dict[str, Any]:

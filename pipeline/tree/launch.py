@@ -1,7 +1,9 @@
 """Launch specs: how the host code launches a ``.metal`` file's kernels, for check-kernel.
 
 A kernel needs its grid, threadgroup size, buffers and parameter struct, which the ``.mm``
-host code computes. A contributor writes them once per kernel file, in
+host code computes (read from it where it follows the common patterns:
+:mod:`pipeline.tree.host_launch`; an entry's own buffers and sizes win). A contributor writes
+the rest (the reference, the inputs, the structs' fields) once per kernel file, in
 ``<state_dir>/kernels/<File>.yaml`` (``.mps-pipeline/kernels/SoftMax.yaml`` in a checkout;
 the format is documented in docs/check-kernel.md). Each entry is read once here into frozen
 models; every key is popped, and one left over is an error naming it.
@@ -110,11 +112,19 @@ class LaunchCase:
     # the output's shape (expressions) when it is no input's; else torch's result's, and
     # ``output_like``'s when torch refuses the input
     output_shape: tuple[str, ...] | None
-    buffers: tuple[str, ...]  # input, struct, "output" or "error" names, by buffer index
+    # input, struct, "output" or "error" names, by buffer index; () for the host code's
+    buffers: tuple[str, ...]
     structs: tuple[StructArg, ...]
-    grid_kind: GridKind
-    grid: tuple[str, str, str]
-    threads_per_threadgroup: tuple[str, str, str]
+    grid_kind: GridKind | None  # None, with grid (), for the host code's
+    grid: tuple[str, ...]  # 3 expressions, or () for the host code's
+    threads_per_threadgroup: tuple[str, ...]  # 3 expressions, or () for the host code's
+    output_host: str = OUTPUT  # the output's variable in the host code
+    launch_from: str | None = None  # the host code the launch was read from (File.mm:LINE)
+
+    @property
+    def launched(self) -> bool:
+        """Whether buffers, grid and threadgroup size are all known."""
+        return bool(self.buffers and self.grid and self.threads_per_threadgroup)
 
     def host_name(self, dtype: str) -> str:
         return self.kernel.replace("{T}", DTYPE_TO_METAL.get(dtype, dtype))
@@ -136,12 +146,10 @@ class LaunchCase:
         groups = data.pop("threadgroups", None)
         tptg = data.pop("threads_per_threadgroup", None)
         _leftover(data, where)
-        if not isinstance(reference, str) or not isinstance(buffers, list):
-            raise LaunchSpecError(f"{where}: reference: and buffers: are required")
-        if (threads is None) == (groups is None) or tptg is None:
-            raise LaunchSpecError(
-                f"{where}: give threads: or threadgroups: (one), and threads_per_threadgroup:"
-            )
+        if not isinstance(reference, str) or not isinstance(buffers, list | None):
+            raise LaunchSpecError(f"{where}: reference: is required, buffers: a list")
+        if threads is not None and groups is not None:
+            raise LaunchSpecError(f"{where}: give threads: or threadgroups:, not both")
         parsed_inputs = tuple(
             TensorInput.from_yaml(str(k), dict(v or {}), where) for k, v in inputs.items()
         )
@@ -149,12 +157,13 @@ class LaunchCase:
         like = str(output.pop("like", parsed_inputs[0].name if parsed_inputs else ""))
         out_dtype = output.pop("dtype", None)
         out_shape = output.pop("shape", None)
+        out_host = str(output.pop("host", OUTPUT))
         _leftover(output, f"{where}: output")
         parsed_structs = tuple(
             StructArg.from_yaml(str(k), dict(v or {}), where) for k, v in structs.items()
         )
         known = names | {s.name for s in parsed_structs} | {OUTPUT, ERROR_BUFFER}
-        unknown = [b for b in buffers if b not in known]
+        unknown = [b for b in buffers or () if b not in known]
         if unknown or like not in names:
             raise LaunchSpecError(
                 f"{where}: buffers name inputs, structs, output or error ({', '.join(unknown)} "
@@ -164,10 +173,11 @@ class LaunchCase:
             kernel, dtypes, reference, opinfo, parsed_inputs, like,
             TORCH_ALIASES[out_dtype] if out_dtype else None,
             tuple(str(s) for s in out_shape) if isinstance(out_shape, list) else None,
-            tuple(str(b) for b in buffers),
-            parsed_structs, GridKind.THREADS if threads is not None else GridKind.THREADGROUPS,
+            tuple(str(b) for b in buffers or ()), parsed_structs,
+            GridKind.THREADS if threads is not None else
+            GridKind.THREADGROUPS if groups is not None else None,
             _three(threads if threads is not None else groups, where),
-            _three(tptg, where),
+            _three(tptg, where), out_host,
         )  # fmt: skip
 
 
@@ -185,7 +195,9 @@ class LaunchSpec:
         return None
 
 
-def _three(value: Any, where: str) -> tuple[str, str, str]:
+def _three(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()  # the host code's
     if not isinstance(value, list) or not 1 <= len(value) <= 3:
         raise LaunchSpecError(f"{where}: a size is a list of 1 to 3 expressions")
     padded = [str(v) for v in value] + ["1"] * (3 - len(value))

@@ -172,3 +172,42 @@ def test_results_json_is_read_key_by_key_and_a_key_it_does_not_know_is_refused()
     ]:
         with pytest.raises(DocumentError, match=message):
             PrResults.from_json(tampered(data, path, value), 7)
+
+
+def test_check_kernel_of_the_changed_kernel_files_is_a_section_rendered_from_results_json():
+    from pipeline.results.kernel import (
+        Finding,
+        KernelCheck,
+        KernelFileReport,
+        KernelsSection,
+        KernelStatus,
+    )
+
+    race = Finding("length 1025", "a race: missing barrier? forward and reverse differ")
+    report = KernelFileReport(
+        "aten/src/ATen/native/mps/kernels/SoftMax.metal",
+        (KernelCheck("softmax_tree_float_int", 41, KernelStatus.FAILED, (race,), 12),
+         KernelCheck("softmax_rows_float_int", 11, KernelStatus.OK, (), 14)),
+        "g++ 12", "torch 2.15.0's c10/metal", 1.5, False, "SoftMax.yaml",
+    )  # fmt: skip
+    kernels = KernelsSection((report,), ("Scan.metal: bad spec",))
+    results = sample(kernels=kernels)
+    data = json.loads(json.dumps(results.to_json()))
+    back = PrResults.from_json(data, 7)
+    assert back == replace(results, baseline=results.judged)
+    body = back.comment()
+    assert "#### Whole kernels on the host" in body
+    assert (
+        "| `softmax_tree_float_int` | failed | 12 | length 1025: a race: missing barrier?" in body
+    )
+    assert "- not checked: Scan.metal: bad spec" in body
+    skipped = sample(kernels=KernelsSection(skipped="no torch")).comment()
+    assert "_check-kernel skipped: no torch_" in skipped
+    assert "Whole kernels" not in sample().comment()  # no kernel file changed: no section
+    for path, value, message in [
+        (("kernels", "files", 0, "kernels", 0, "status"), "fine", "kernels.files\\[0\\]"),
+        (("kernels", "files", 0, "schema"), 2, "schema 2"),
+        (("kernels", "errors"), "x", "kernels.errors"),
+    ]:
+        with pytest.raises(PipelineError, match=message):
+            PrResults.from_json(tampered(data, path, value), 7)

@@ -36,9 +36,9 @@ def test_answers_are_kept_per_case_and_a_kept_case_starts_no_python(
 
     # every case kept: the script does not run
     def no_run(*args: object) -> dict:
-        raise AssertionError(f"math_torch.py ran for {args[1]}")
+        raise AssertionError(f"{args[1]} ran for {args[2]}")
 
-    monkeypatch.setattr(reference, "_run_script", no_run)
+    monkeypatch.setattr(reference, "run_script", no_run)
     renamed = replace(HYPOT, id="other/float32")  # the id is not part of the answer
     again = reference.references(source, [renamed, EXP2], cache)["cases"]
     assert again == {"other/float32": first["hypot/float32"], "exp2/float16": both["exp2/float16"]}
