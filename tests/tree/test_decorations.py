@@ -103,6 +103,7 @@ def test_audit_lists_each_with_file_line_test_and_dtypes(tmp_path):
     )
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @pytest.mark.realdata
 def test_the_newest_wheel_ships_mps_xfails_outside_common_mps():
     root = fetched(NEWEST).root
