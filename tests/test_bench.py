@@ -185,6 +185,7 @@ def test_tracker_counts_its_requests_first_and_unchanged(ctx: bench.Context) -> 
     assert result.figures[0].label.startswith("tracker, 300 operators × 200 open PRs")
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @pytest.mark.realdata  # the newest release's native_functions.yaml (tests/releases.py)
 def test_paths_counts_every_overload_of_the_newest_yaml(ctx: bench.Context) -> None:
     from tests.conftest import fetched

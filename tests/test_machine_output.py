@@ -273,6 +273,7 @@ def test_nightly_summary_json(capsys, sandbox_settings, nights) -> None:
     assert errors("nightly summary.json", broken)  # and only a move does
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_shards_json(capsys, sandbox_settings, nights) -> None:
     """A plan by count (no history yet), then one by the durations of a real nightly."""
     state = ["--state-dir", str(sandbox_settings.state_dir)]

@@ -20,9 +20,10 @@ The interface is :class:`pipeline.tree.reader.Reader` and the readers are regist
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from pipeline.errors import UnreadableFileError
 from pipeline.tree.text import read_text
@@ -52,8 +53,17 @@ def parse_each(
                     raise
                 gaps.append(f"{exc} (skipped)")
                 continue
-            results.append(parse(text, rel))
+            results.append(cast(T, _parsed(parse, text, rel)))
     return results, gaps
+
+
+# The readers' parses are pure and their results frozen, so a file whose text is unchanged
+# is not parsed again: an edit changes two or three files of the hundreds an index reads,
+# and the index is read again after it (the edit stage's re-check, a sweep over a backlog:
+# its headers' lexing was a third of each rebuild). Keyed by text, never by path or mtime.
+@functools.lru_cache(maxsize=1024)
+def _parsed(parse: Callable[[str, str], object], text: str, rel: str) -> object:
+    return parse(text, rel)
 
 
 def files(root: Path, patterns: Iterable[str]) -> list[Path]:

@@ -260,20 +260,19 @@ def from_tree(tree: ast.AST, path: str) -> DecorationFile:
     return DecorationFile(path, tuple(_opinfo_decorations(tree, path)))
 
 
+def _parse_or_warning(text: str, path: str) -> tuple[DecorationFile, str]:
+    """:func:`parse`, or an empty file and the warning saying why (module-level, so that
+    :func:`pipeline.tree.parse_each` keeps its result for an unchanged text)."""
+    try:
+        return parse(text, path), ""
+    except ParseError as exc:
+        return DecorationFile(path, ()), f"{exc} (skipped)"
+
+
 def read(root: Path) -> Decorations:
     """Every file of ``PATTERNS`` under ``root``; a missing test file is no gap (a wheel
     ships none), a missing OpInfo file is; one that is not valid Python is a warning."""
-    files: list[DecorationFile] = []
-    warnings: list[str] = []
-
-    def safe(text: str, path: str) -> DecorationFile:
-        try:
-            return parse(text, path)
-        except ParseError as exc:
-            warnings.append(f"{exc} (skipped)")
-            return DecorationFile(path, ())
-
-    found, gaps = parse_each(root, PATTERNS, safe)
-    files += found
+    found, gaps = parse_each(root, PATTERNS, _parse_or_warning)
     gaps = [g for g in gaps if not any(t in g for t in TEST_FILES)]
-    return Decorations(tuple(files), tuple(warnings), tuple(gaps))
+    files = tuple(f for f, _ in found)
+    return Decorations(files, tuple(w for _, w in found if w), tuple(gaps))

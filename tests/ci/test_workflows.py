@@ -73,6 +73,7 @@ def test_there_are_the_two_workflows():
 # -- linters -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_zizmor_finds_nothing():
     zizmor = _require("zizmor", "pip install zizmor")
     for persona in ("regular", "pedantic"):

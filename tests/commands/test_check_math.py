@@ -87,6 +87,7 @@ def test_known_deviation_from_the_config_passes(capsys, tmp_path: Path, host_cxx
     assert "Not covered: subnormal flushing on the GPU" in out
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @pytest.mark.realdata
 def test_math_cache_keeps_objects_and_answers_where_it_says(
     capsys, tmp_path: Path, host_cxx, monkeypatch: pytest.MonkeyPatch
@@ -143,6 +144,7 @@ def test_without_torch_the_command_exits_2(capsys, tmp_path: Path) -> None:
     assert code == 2 and "cannot import torch, which check-math needs" in err
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_without_torch_the_migrate_stage_skips_saying_so(tmp_path: Path) -> None:
     from tests.doit_runs import doit
 

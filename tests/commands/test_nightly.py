@@ -130,6 +130,7 @@ def test_a_regression_names_the_commits_that_can_affect_its_operator(settings, n
     assert "docs: MPS notes" not in html
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_a_checkout_lacking_last_nights_commit_says_so(settings, nights, capsys):
     state = ["--state-dir", str(settings.state_dir)]
     gone = "0123456789abcdef0123456789abcdef01234567"
@@ -145,6 +146,7 @@ def test_a_checkout_lacking_last_nights_commit_says_so(settings, nights, capsys)
     assert f"  - {note}" in (dash / "summary.md").read_text()
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_cli_paths_and_history_file(settings, nights, tmp_path, capsys):
     db_path = tmp_path / "elsewhere" / "h.sqlite"
     code = main(["nightly", "--results", str(nights.results()), "--history", str(db_path),

@@ -90,6 +90,7 @@ def test_a_new_list_is_created_and_applied_like_the_existing_one(text) -> None:
     )
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_the_grad_modifier_gets_a_grad_list_in_the_same_shape(text) -> None:
     """mps_ops_grad_modifier has no macOS list to copy: the block is written out, without
     xfail_exclusion (not an argument there), after the loop's last xfail block."""

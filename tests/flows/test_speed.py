@@ -88,6 +88,7 @@ def _history(tmp_path: Path, found, factors: list[float], runner: str = RUNNER) 
     return path
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @needs_torch
 def test_a_pr_is_judged_against_the_night_to_night_spread(measured, tmp_path, sandbox_settings):
     _, found, _ = measured
@@ -105,6 +106,7 @@ def test_a_pr_is_judged_against_the_night_to_night_spread(measured, tmp_path, sa
     assert {v.judgement for v in few.verdicts} == {Judgement.TOO_FEW}
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @needs_torch
 def test_a_ratio_inside_main_s_noisy_nights_is_not_flagged(measured, tmp_path, sandbox_settings):
     _, found, _ = measured
@@ -120,6 +122,7 @@ def test_a_ratio_inside_main_s_noisy_nights_is_not_flagged(measured, tmp_path, s
     }
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @needs_torch
 def test_the_comment_section_shows_ratios_per_shape_and_dtype(measured, tmp_path,
                                                               sandbox_settings):  # fmt: skip
@@ -136,6 +139,7 @@ def test_the_comment_section_shows_ratios_per_shape_and_dtype(measured, tmp_path
     assert "last 3 nights" in text
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @needs_torch
 def test_the_nightly_records_each_runner_s_speed_json(measured, tmp_path):
     path, found, _ = measured
@@ -314,6 +318,7 @@ def test_without_an_mps_device_speed_says_so_once_and_suggests_the_cpu(tmp_path)
     assert not (tmp_path / "state" / "speed" / speeds.SPEED_JSON).exists()
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_the_run_raises_the_typed_error_without_the_device(tmp_path):
     _no_mps()
     request = SpeedRequest(sys.executable, (BenchOp("atan2", "atan2", 2, ("float32",)),),
@@ -324,6 +329,7 @@ def test_the_run_raises_the_typed_error_without_the_device(tmp_path):
     assert "(--device cpu)" in str(info.value.suggesting("(--device cpu)"))
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @needs_torch
 def test_what_the_device_cannot_run_is_said_once_per_dtype(tmp_path):
     """atan2 has no complex kernel on CPU: its five benchmarks (the 1-D shape in two layouts,

@@ -320,6 +320,7 @@ def expected(pair) -> dict:
     return EXPECTED[key]
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @pytest.mark.realdata
 def test_upstreams_dispatch_changes_replay_from_the_yaml_alone(pair, expected, tmp_path) -> None:
     older, newer = pair
@@ -350,6 +351,7 @@ def test_upstreams_dispatch_changes_replay_from_the_yaml_alone(pair, expected, t
     }
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @pytest.mark.realdata
 def test_upstreams_xfail_removals_replay_from_common_mps_alone(pair, expected) -> None:
     older, newer = pair

@@ -48,6 +48,7 @@ def data_block(page: str) -> dict:
     return json.loads(html.unescape(text))
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_a_large_heatmap_is_a_data_block_and_the_one_script_the_policy_allows():
     table = large_table()
     page = dashboard.render_html(summary(table=table, runners=list(RUNNERS)))

@@ -49,6 +49,7 @@ def ingest(work: Path, data: bytes) -> None:
     assert parse_report(work / "merged.xml").warnings == ()
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @BOUNDED
 @given(data=st.binary(max_size=4096))
 def test_random_bytes(work: Path, data: bytes) -> None:

@@ -271,6 +271,7 @@ def _result(tag: str, message: str | None, kind: str | None, text: str | None) -
     split=st.integers(0, 12),
     indent=st.sampled_from(["", "\n  ", " \t"]),
 )
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_generated_pytest_reports_are_scanned_as_expat_reads_them(
     tmp_path_factory, tests: list, split: int, indent: str
 ) -> None:

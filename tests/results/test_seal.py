@@ -68,6 +68,7 @@ def test_a_history_changed_since_its_seal_is_checked_whole(settings, nights, che
     assert checks == [str(path)]
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_a_damaged_history_with_a_stale_seal_is_refused(settings, nights, checks):
     path = settings.state_dir / layout.HISTORY
     run(settings, nights.results(), started=night(1))

@@ -19,6 +19,7 @@ HYPOT = Case("hypot/float32", "float32", 2, None, "hypot")
 EXP2 = Case("exp2/float16", "float16", 1, None, "exp2")
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_answers_are_kept_per_case_and_a_kept_case_starts_no_python(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

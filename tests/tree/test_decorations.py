@@ -77,9 +77,10 @@ def test_a_file_that_is_not_python_is_a_warning_and_no_opinfo_file_a_gap(tmp_pat
     shutil.copytree(FIXTURE, root)
     (root / "test/test_mps.py").write_text("def broken(:\n")
     (root / CMI).unlink()
-    read = decorations.read(root)
-    assert any("test/test_mps.py:1" in w and "not valid Python" in w for w in read.warnings)
-    assert any("common_methods_invocations.py" in g for g in read.gaps)
+    for _ in range(2):  # read again, its parse kept (pipeline.tree.parse_each): still said
+        read = decorations.read(root)
+        assert any("test/test_mps.py:1" in w and "not valid Python" in w for w in read.warnings)
+        assert any("common_methods_invocations.py" in g for g in read.gaps)
 
 
 def test_audit_lists_each_with_file_line_test_and_dtypes(tmp_path):
@@ -102,6 +103,7 @@ def test_audit_lists_each_with_file_line_test_and_dtypes(tmp_path):
     )
 
 
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 @pytest.mark.realdata
 def test_the_newest_wheel_ships_mps_xfails_outside_common_mps():
     root = fetched(NEWEST).root
