@@ -18,7 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import EXIT_INPUT, NotElementwiseError, PipelineError
+from pipeline.errors import (
+    EXIT_INPUT,
+    NotElementwiseError,
+    PipelineError,
+    UnknownImplementationError,
+)
 from pipeline.guide.backlog import backlog
 from pipeline.guide.families import partners
 from pipeline.guide.plan import plan_edits
@@ -73,6 +78,10 @@ def test_every_backlog_preview_completes_and_folds_only_its_own_mps_rows(real_tr
     for item in items:
         try:
             plan = plan_edits(index, item.op)
+        except UnknownImplementationError:
+            # issue 27: a stub the wheel's tree (no native/*.cpp) cannot show is unknown
+            outcomes["unknown"] += 1
+            continue
         except PipelineError as exc:
             # issue 18: what is not element-wise is refused (exit 2), on purpose
             assert exc.exit_code != EXIT_INPUT or isinstance(exc, NotElementwiseError), item.op
