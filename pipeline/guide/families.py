@@ -182,8 +182,9 @@ def refusal(index: TreeIndex, record: OperatorRecord) -> str | None:
                 f"{op}: its kernel is behind {', '.join(variants)}, not {stub}, which the "
                 f"guide's one-stub recipe does not cover: {tail}"
             )
-        if index.sources is None or not index.sources.present:
-            # {stub} is only the operator's name: the stub its implementation calls
+        cpu = any(e.kernel_for("CPU") for e in entries)
+        if cpu and (index.sources is None or not index.sources.present):
+            # {stub} is only the operator's name: the stub its CPU implementation calls
             # (huber_loss -> huber_stub) can be declared all the same
             raise UnknownImplementationError(
                 f"{op}: its stub is unknown: no {paths.NATIVE_SOURCES} in the tree to read "
