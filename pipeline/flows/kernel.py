@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
-from pipeline.errors import PipelineError
+from pipeline.errors import NoKernelFileError
 from pipeline.results.kernel import (
     Finding,
     KernelCheck,
@@ -39,10 +39,6 @@ MAX_SAMPLES = 4  # OpInfo samples per kernel, on top of the bug-exposing inputs
 POISON = 0xFF  # an output's bytes before the kernel writes it: NaN, or -1
 
 ReferenceFn = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-class NoKernelFileError(PipelineError):
-    """No such .metal file (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -250,7 +246,7 @@ def find_metal(settings: Settings, file: str) -> Path:
     for candidate in (folder / file, folder / f"{file}.metal"):
         if candidate.is_file():
             return candidate.resolve()
-    raise NoKernelFileError(f"{file}: no such .metal file (looked in {folder} too)")
+    raise NoKernelFileError(file, folder)
 
 
 def runners_for(settings: Settings) -> KernelRunners:
