@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -453,42 +453,33 @@ def override_origin(key: str, via: str) -> str:
     return f"{key}=" if via == "doit" else "--" + key.replace("_", "-")
 
 
-def load_settings(
-    overrides: Mapping[str, str | None] | None = None,
-    *,
-    via: str = "flag",
-    config_path: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-) -> Settings:
-    """Resolve every setting from its sources (see the module docstring).
-
-    ``overrides`` are flags (``via="flag"``) or doit variables (``via="doit"``) by key; None or
-    "" means not given. ``root == "sandbox"`` selects the bundled tree's working copy under the
-    state directory.
-    """
-    env = os.environ if env is None else env
-    trail = _Trail()
-    cwd = trail.resolve(cwd or Path.cwd())
-    trail.read.append(DEFAULTS_FILE)
-
+def _given_layer(overrides: Mapping[str, str | None], via: str) -> dict[str, Resolved]:
+    """The flags or doit variables given (None or "": not given), each with its origin."""
     given: dict[str, Resolved] = {}
-    for key, given_value in (overrides or {}).items():
+    for key, given_value in overrides.items():
         if given_value in (None, ""):
             continue
         if key not in OVERRIDABLE:
             raise ConfigError(f"cannot override config key {key!r} from the command line")
         given[key] = Resolved(given_value, override_origin(key, via))
-    env_layer, warnings = _env_layer(env)
+    return given
 
-    # The checkout decides which config file is read, so it comes from the layers above it.
-    named_root = (given.get("root") or env_layer.get("root") or Resolved(None, "")).value
-    if named_root is not None and named_root != SANDBOX:
-        checkout: Path | None = trail.resolve(cwd / os.path.expanduser(named_root))
-    else:
-        checkout = None if named_root == SANDBOX else find_checkout(cwd, trail)
-    user_path = _user_file(config_path, env, checkout, cwd, trail)
 
+def _checkout(named_root: str | None, cwd: Path, trail: _Trail) -> Path | None:
+    """The checkout the root named above the config file points at, else the one around
+    ``cwd``; None for the sandbox (named, or no checkout around)."""
+    if named_root == SANDBOX:
+        return None
+    if named_root is not None:
+        return trail.resolve(cwd / os.path.expanduser(named_root))
+    return find_checkout(cwd, trail)
+
+
+def _layered(
+    user_path: Path | None, layers: Sequence[Mapping[str, Resolved]], cwd: Path, trail: _Trail
+) -> tuple[dict[str, Resolved], dict[str, Path]]:
+    """Every setting from the highest layer that gives it (defaults, the user's file, then
+    ``layers``), and the folder each path setting is relative to: its file's, else ``cwd``."""
     sources = {key: Resolved(value, DEFAULT) for key, value in defaults().items()}
     bases = dict.fromkeys(_PATH_KEYS, cwd)
     if user_path is not None:
@@ -500,19 +491,22 @@ def load_settings(
             sources[key] = Resolved(value, origin)
             if key in _PATH_KEYS:
                 bases[key] = user_path.resolve().parent
-    for layer in (env_layer, given):
+    for layer in layers:
         for key, source in layer.items():
             sources[key] = source
             if key in _PATH_KEYS:
                 bases[key] = cwd
+    return sources, bases
 
+
+def _check_values(sources: Mapping[str, Resolved]) -> None:
+    """The checks a type cannot make: test kinds we know, times that can be waited."""
     for kind in sources["test.kinds"].value:
         if kind not in TEST_KINDS:
             raise ConfigError(
                 f"config key 'test.kinds' ({sources['test.kinds'].origin}): {kind!r} is not "
                 f"one of {TEST_KINDS}"
             )
-
     for key in ("test.timeout", "lock_wait"):
         number = float(sources[key].value)
         if not (number > 0 if key == "test.timeout" else number >= 0) or number != number:
@@ -521,6 +515,16 @@ def load_settings(
                 f"config key {key!r} ({sources[key].origin}): {sources[key].value!r} is not {least}"
             )
 
+
+def _placed(
+    sources: dict[str, Resolved],
+    bases: Mapping[str, Path],
+    checkout: Path | None,
+    env: Mapping[str, str],
+    trail: _Trail,
+) -> tuple[Path, Path, bool]:
+    """The tree's root, the state directory and whether the tree is the sandbox; ``sources``
+    get the paths as resolved, each with its origin (what `mps-pipeline config` shows)."""
     root_value = sources["root"].value
     if root_value is None:  # no source named a root: `checkout` is the one around cwd
         is_sandbox = checkout is None
@@ -550,10 +554,39 @@ def load_settings(
         if state_source.value is None:
             state_dir = root / STATE_DIR_NAME
             sources["state_dir"] = Resolved(None, "default: inside the checkout")
-    # what `mps-pipeline config` shows: the paths as resolved, each with its origin
-    if not is_sandbox:
         sources["root"] = Resolved(str(root), sources["root"].origin)
     sources["state_dir"] = Resolved(str(state_dir), sources["state_dir"].origin)
+    return root, state_dir, is_sandbox
+
+
+def load_settings(
+    overrides: Mapping[str, str | None] | None = None,
+    *,
+    via: str = "flag",
+    config_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Settings:
+    """Resolve every setting from its sources (see the module docstring).
+
+    ``overrides`` are flags (``via="flag"``) or doit variables (``via="doit"``) by key; None or
+    "" means not given. ``root == "sandbox"`` selects the bundled tree's working copy under the
+    state directory.
+    """
+    env = os.environ if env is None else env
+    trail = _Trail()
+    cwd = trail.resolve(cwd or Path.cwd())
+    trail.read.append(DEFAULTS_FILE)
+    given = _given_layer(overrides or {}, via)
+    env_layer, warnings = _env_layer(env)
+    # The checkout decides which config file is read, so it comes from the layers above it.
+    named_root = (given.get("root") or env_layer.get("root") or Resolved(None, "")).value
+    checkout = _checkout(named_root, cwd, trail)
+    user_path = _user_file(config_path, env, checkout, cwd, trail)
+    sources, bases = _layered(user_path, (env_layer, given), cwd, trail)
+    _check_values(sources)
+    root, state_dir, is_sandbox = _placed(sources, bases, checkout, env, trail)
+
     if sources["python"].value is None:
         sources["python"] = Resolved(sys.executable, "default: the interpreter running this")
     elif sources["python"].value.startswith("~"):

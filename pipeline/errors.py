@@ -297,6 +297,32 @@ class StaleShaderError(BuildError):
         super().__init__(f"stale shader: {findings[0]}{more}{fix}")
 
 
+class NoKernelFileError(PipelineError):
+    """check-kernel was given a ``.metal`` file that is neither a path nor a file of the
+    tree's kernels folder (exit 2)."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, file: str, folder: Path) -> None:
+        self.file = file
+        super().__init__(
+            f"{file}: no such .metal file (looked in {folder} too); give a path to one, "
+            "or the name or stem of a file in that folder"
+        )
+
+
+class LaunchSpecError(ConfigError):
+    """A check-kernel launch spec that cannot be read: the message names the file, the
+    entry and the key, and where the format is described (exit 2)."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(
+            f'{problem}; fix the launch spec (its format: docs/check-kernel.md, "The launch spec")'
+        )
+
+
 class DeviceRefusedError(PipelineError):
     """Timings asked for on a device whose figures mean nothing for a Mac (a VM's
     paravirtual GPU): refused before anything is timed, with the reason (exit 2)."""
@@ -349,6 +375,8 @@ def failure(exc: BaseException, *, where: str = "") -> Failure:
         f"traceback is above; please report it): exit {EXIT_CRASHED}, not 1 or 2, so it is "
         "never taken for failing tests or bad input",
     )
+
+
 class HistoryServerError(PipelineError):
     """The history server could not do what was asked: unreachable, gone mid-night, a
     role without the right, a schema from a newer mps-pipeline, a lock another job holds.

@@ -14,6 +14,7 @@ import json
 
 from pipeline.config import Settings
 from pipeline.errors import ConfigError
+from pipeline.options import OPTIONS
 from pipeline.results.history_copy import copy
 from pipeline.results.history_db import HistoryLocation
 
@@ -34,9 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="an empty history: a postgresql:// URL, an SQLite file, or '-' for the "
         "history.url setting (so the URL's password stays in the environment)",
     )
-    copying.add_argument(
-        "--json", action="store_true", help="print JSON (schema: docs/machine-output.md)"
-    )
+    OPTIONS["json"].add_to(copying)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

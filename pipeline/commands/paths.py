@@ -12,6 +12,7 @@ import sys
 
 from pipeline.config import Settings
 from pipeline.guide.exec_paths import operator_paths, to_json
+from pipeline.options import OPTIONS
 from pipeline.report.console import terminal
 from pipeline.report.guide import render_paths
 from pipeline.tree.index import load_index
@@ -19,11 +20,7 @@ from pipeline.tree.index import load_index
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ops", nargs="*", metavar="OP", help="operators (default: every one)")
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print JSON instead of tables (schema: docs/machine-output.md)",
-    )
+    OPTIONS["json"].add_to(parser)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
-from pipeline.errors import PipelineError
+from pipeline.errors import NoKernelFileError
 from pipeline.results.kernel import (
     Finding,
     KernelCheck,
@@ -44,10 +44,6 @@ POISON = 0xFF  # an output's bytes before the kernel writes it: NaN, or -1
 
 # kernel_torch.py's answers for cases, by case id (cached: :func:`pipeline.run.reference.cached`)
 ReferenceFn = Callable[[list[dict[str, Any]]], dict[str, Any]]
-
-
-class NoKernelFileError(PipelineError):
-    """No such .metal file (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -296,7 +292,7 @@ def find_metal(settings: Settings, file: str) -> Path:
     for candidate in (folder / file, folder / f"{file}.metal"):
         if candidate.is_file():
             return candidate.resolve()
-    raise NoKernelFileError(f"{file}: no such .metal file (looked in {folder} too)")
+    raise NoKernelFileError(file, folder)
 
 
 def runners_for(settings: Settings) -> KernelRunners:

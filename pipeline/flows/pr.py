@@ -108,6 +108,24 @@ class Runners:
         return cls(stages.run_build, stages.run_consistency_tests)
 
 
+def _build(
+    settings: Settings, run: Runners, console: Console, say: _Say, result: PrResults
+) -> PrResults:
+    """``result`` with the build's outcome: failed (with its first error), or done with the
+    shader check it recorded. ``say``: the run's capped output, shared with the tests'."""
+    check = state.build_check(settings)
+    check.unlink(missing_ok=True)  # what this build's check says, or nothing
+    try:
+        run.build(settings, console)
+    except BuildError as exc:
+        say(str(exc), "build failed:", "red")
+        return replace(result, build_ok=False, build_error=_build_error(settings, exc))
+    if check.is_file():
+        recorded = json.loads(check.read_text(encoding="utf-8"))
+        result = replace(result, build_check=shaders.ShaderCheck.from_dict(recorded))
+    return result
+
+
 def collect(
     settings: Settings,
     pr: int,
@@ -151,16 +169,9 @@ def collect(
         xfail_diff="",
     )
     if impact.build_needed:
-        check = state.build_check(settings)
-        check.unlink(missing_ok=True)  # what this build's check says, or nothing
-        try:
-            run.build(settings, console)
-        except BuildError as exc:
-            say(str(exc), "build failed:", "red")
-            return replace(result, build_ok=False, build_error=_build_error(settings, exc))
-        if check.is_file():
-            recorded = json.loads(check.read_text(encoding="utf-8"))
-            result = replace(result, build_check=shaders.ShaderCheck.from_dict(recorded))
+        result = _build(settings, run, console, say, result)
+        if not result.build_ok:
+            return result
     if not chosen:
         return result
     if impact.full_sweep:

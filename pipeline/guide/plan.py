@@ -486,18 +486,43 @@ def _plan_one(
         # only while the migration is under way: a finished operator's dtypes are the
         # tests' to report, never registered behind the contributor's back
         _registrations(record, kind, read, edits, notes, blockers)
+    _fold_dispatch(index, record, read, edits, notes, models)
+    _remove_mpsgraph(index, record, read, edits, blockers)
+    if needs_stub:
+        _stub(index, record, kind, fam, host_body, read, edits, notes, blockers)
 
+
+def _fold_dispatch(
+    index: TreeIndex,
+    record: OperatorRecord,
+    read: Callable[[str], str],
+    edits: dict[str, FileEdit],
+    notes: list[str],
+    models: dict[str, native_yaml.NativeFunctions],
+) -> None:
+    """The operator's MPS rows of native_functions.yaml folded into the shared kernel's."""
     yaml_rel = paths.NATIVE_YAML
     # the index parsed this very file, unless a partner of the unit edited it first
     text = read(yaml_rel)
     model = models.get(text) if yaml_rel in edits else index.native
     add = native_yaml.adds_mps(o.kind for o in record.overloads)
-    fold = yaml_edit.fold_mps_dispatch(text, yaml_rel, op, model=model, add=add)
+    fold = yaml_edit.fold_mps_dispatch(text, yaml_rel, record.op, model=model, add=add)
     if fold.parsed is not None:
         models[fold.edit.after] = fold.parsed
     _chain(edits, fold.edit)
     notes += [f"{name}: {reason}" for name, reason in fold.manual]
 
+
+def _remove_mpsgraph(
+    index: TreeIndex,
+    record: OperatorRecord,
+    read: Callable[[str], str],
+    edits: dict[str, FileEdit],
+    blockers: list[Blocker],
+) -> None:
+    """The operator's MPSGraph code gone: its implementations, the include they needed, and
+    the registration of its stub to them."""
+    op = record.op
     for impl in record.mpsgraph:
         rel = impl.span.path
         others = [i.name for i in record.mpsgraph if i.span.path == rel]
@@ -523,27 +548,47 @@ def _plan_one(
             blockers.append(
                 Blocker(f"{exc}: remove the MPSGraph registration of {stub_name}", rel, "")
             )
-    if not needs_stub:
-        return
+
+
+def _new_host_file(
+    record: OperatorRecord, kind: ExecKind, fam: families.Family, kernel: str
+) -> Blocker:
+    """The family's host file, which the tree lacks: its skeleton, to create by hand."""
+    registration = host_kernel_skeleton(record, kind, kernel) if record.stub_decl else ""
+    library = PurePosixPath(fam.kernels).stem
+    header = PurePosixPath(fam.header or "").name
+    skeleton = NEW_HOST_HEAD.format(header=header, library=library) + registration
+    skeleton += "\n} // namespace at::native\n"
+    return Blocker(
+        f"{record.op}: no host file registers the stubs of {fam.header} yet: create "
+        f"{fam.host}, loading the library {fam.kernels}",
+        fam.host,
+        skeleton,
+        FileEdit(fam.host, "", skeleton, f"create {fam.host}"),
+    )
+
+
+def _stub(
+    index: TreeIndex,
+    record: OperatorRecord,
+    kind: ExecKind,
+    fam: families.Family,
+    host_body: str | None,
+    read: Callable[[str], str],
+    edits: dict[str, FileEdit],
+    notes: list[str],
+    blockers: list[Blocker],
+) -> None:
+    """The stub registered to the Metal kernel in the family's host file: by the file's own
+    macro, or a new host kernel (one written by hand when the stub takes more parameters),
+    or the host file itself to create."""
+    stub_name = record.stub
     stub_file = fam.host
     param_type, stub_notes = stub_param_type(record)
     notes += stub_notes
     kernel = record.functors[0].name if record.functors else stub_name.removesuffix("_stub")
     if not fam.host_exists:
-        registration = host_kernel_skeleton(record, kind, kernel) if record.stub_decl else ""
-        library = PurePosixPath(fam.kernels).stem
-        header = PurePosixPath(fam.header or "").name
-        skeleton = NEW_HOST_HEAD.format(header=header, library=library) + registration
-        skeleton += "\n} // namespace at::native\n"
-        blockers.append(
-            Blocker(
-                f"{op}: no host file registers the stubs of {fam.header} yet: create "
-                f"{stub_file}, loading the library {fam.kernels}",
-                stub_file,
-                skeleton,
-                FileEdit(stub_file, "", skeleton, f"create {stub_file}"),
-            )
-        )
+        blockers.append(_new_host_file(record, kind, fam, kernel))
         return
     if param_type is None:
         decl = record.stub_decl

@@ -316,9 +316,8 @@ def _devices_html(devices: Mapping[str, Any]) -> list[str]:
     return ["<h2>Devices</h2>", f"<ul>{''.join(items)}</ul>"] if items else []
 
 
-def render_html(summary: Mapping[str, Any]) -> str:
-    """The dashboard page for one nightly summary (schema 2; a schema 1 one, which spells
-    out every cell and has no ``shards``, is drawn too)."""
+def _head(summary: Mapping[str, Any], large: bool) -> list[str]:
+    """The page's head, its title and its cards: what a glance at the night should tell."""
     started = summary["started"][:16].replace("T", " ")
     commit = summary.get("commit") or "unknown"
     regressions, flaky = summary["regressions"], summary["flaky"]
@@ -333,11 +332,9 @@ def render_html(summary: Mapping[str, Any]) -> str:
         cards.append(_card(f"pass rate {runner}", f"{rate:.1%}" if rate is not None else "–"))
     for runner in summary["missing_runners"]:
         cards.append(_card(f"{runner}: no results", "✗", "bad"))
-
     # a large heatmap is drawn by one script, which the policy allows by its hash alone
-    large = heatmap_canvas.cell_count(summary["table"]) > heatmap_canvas.SVG_MAX_CELLS
     script = f" script-src {heatmap_canvas.SCRIPT_SOURCE};" if large else ""
-    parts = [
+    return [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta http-equiv="Content-Security-Policy" '
@@ -351,13 +348,14 @@ def render_html(summary: Mapping[str, Any]) -> str:
         + "</p>",
         f'<div class="cards">{"".join(cards)}</div>',
         *_devices_html(summary.get("devices") or {}),
-        "<h2>Pass rate</h2>",
-        pass_rate_chart(summary["history"]),
-        '<p class="caption">Share of the tests that ran (skips left out) whose operator worked '
-        "on MPS: pass or xpass. One line per runner configuration; hover a point for its "
-        "counts.</p>",
-        f"<h2>Regressions ({len(regressions)})</h2>",
     ]
+
+
+def _changes(summary: Mapping[str, Any]) -> list[str]:
+    """What changed since each runner's previous run: regressions (with their suspects)
+    and flaky tests."""
+    regressions, flaky = summary["regressions"], summary["flaky"]
+    parts = [f"<h2>Regressions ({len(regressions)})</h2>"]
     if regressions:
         parts.append(
             _table(
@@ -390,8 +388,14 @@ def render_html(summary: Mapping[str, Any]) -> str:
         )
     else:
         parts.append("<p>None.</p>")
+    return parts
 
-    parts.append(f"<h2>xfail removals ({len(proposals)})</h2>")
+
+def _xfail_removals(summary: Mapping[str, Any]) -> list[str]:
+    """The xfail entries the night proposes to drop, the diff that does it, and those
+    still waiting for enough nightlies in a row."""
+    proposals = summary["proposals"]
+    parts = [f"<h2>xfail removals ({len(proposals)})</h2>"]
     if proposals:
         parts.append(
             _table(
@@ -421,7 +425,59 @@ def render_html(summary: Mapping[str, Any]) -> str:
             streaks = ", ".join(f"{d} {n}/{need}" for d, n in c["streaks"].items())
             rows.append((c["list"], c["key"], streaks))
         parts.append(_table(["list", "key", "dtypes (nightlies so far)"], rows))
+    return parts
 
+
+def _backlog(backlog: Mapping[str, Any]) -> list[str]:
+    """The migration backlog by workflow, and its easiest items (or why it is missing)."""
+    parts = [f"<h2>Migration backlog ({backlog['total']})</h2>"]
+    if backlog["error"]:
+        parts.append(f'<p class="warn">Unavailable: {_e(backlog["error"])}</p>')
+        return parts
+    parts.append(bar_chart(backlog["counts"], WORKFLOW_LABELS))
+    parts.append("<p>Easiest first:</p>")
+    parts.append(
+        _table(
+            [
+                "operator",
+                "workflow",
+                "overloads",
+                "xfail dtypes",
+                "functor",
+                "paths",
+                "MPS kernels",
+            ],  # fmt: skip
+            [
+                (
+                    i["op"],
+                    i["workflow"],
+                    i["overloads"],
+                    xfail_cell(i["xfail_dtypes"], i["has_opinfo"]),
+                    "✓" if i["has_functor"] else "",
+                    ", ".join(f"{p} {n}" for p, n in i.get("paths", {}).items() if n),
+                    ", ".join(i["mps_kernels"]),
+                )
+                for i in backlog["items"][:15]
+            ],
+        )
+    )
+    return parts
+
+
+def render_html(summary: Mapping[str, Any]) -> str:
+    """The dashboard page for one nightly summary (schema 2; a schema 1 one, which spells
+    out every cell and has no ``shards``, is drawn too)."""
+    large = heatmap_canvas.cell_count(summary["table"]) > heatmap_canvas.SVG_MAX_CELLS
+    parts = _head(summary, large)
+    parts += [
+        "<h2>Pass rate</h2>",
+        pass_rate_chart(summary["history"]),
+        '<p class="caption">Share of the tests that ran (skips left out) whose operator worked '
+        "on MPS: pass or xpass. One line per runner configuration; hover a point for its "
+        "counts.</p>",
+    ]
+    parts += _changes(summary)
+    parts += _xfail_removals(summary)
     parts.append("<h2>Shard balance</h2>")
     parts.append(shard_balance(summary.get("shards", {})))
     parts.append(
@@ -433,38 +489,7 @@ def render_html(summary: Mapping[str, Any]) -> str:
     parts.append("<h2>Latest results: operator × dtype</h2>")
     drawn = large_heatmap(summary["table"]) if large else heatmap(summary["table"])
     parts.append(f'<div class="scroll">{drawn}</div>')
-
-    parts.append(f"<h2>Migration backlog ({backlog['total']})</h2>")
-    if backlog["error"]:
-        parts.append(f'<p class="warn">Unavailable: {_e(backlog["error"])}</p>')
-    else:
-        parts.append(bar_chart(backlog["counts"], WORKFLOW_LABELS))
-        parts.append("<p>Easiest first:</p>")
-        parts.append(
-            _table(
-                [
-                    "operator",
-                    "workflow",
-                    "overloads",
-                    "xfail dtypes",
-                    "functor",
-                    "paths",
-                    "MPS kernels",
-                ],  # fmt: skip
-                [
-                    (
-                        i["op"],
-                        i["workflow"],
-                        i["overloads"],
-                        xfail_cell(i["xfail_dtypes"], i["has_opinfo"]),
-                        "✓" if i["has_functor"] else "",
-                        ", ".join(f"{p} {n}" for p, n in i.get("paths", {}).items() if n),
-                        ", ".join(i["mps_kernels"]),
-                    )
-                    for i in backlog["items"][:15]
-                ],
-            )
-        )
+    parts += _backlog(summary["backlog"])
     parts.append(paths_section(summary.get("paths", []), summary["started"]))
     if summary["warnings"]:
         parts.append("<h2>Warnings</h2><ul>")

@@ -8,9 +8,10 @@ Two readers, one collector (:func:`_collector`, where a testcase becomes a resul
   On the 100,000-testcase report of ``bench/synthetic.py`` its process takes 0.45x the time
   of junitparser's ``JUnitXml.fromfile`` plus a walk over every case, in 0.6x the memory
   (``python -m bench --only junit-peer`` measures both side by side);
-- else :func:`_stream`, a streaming state machine on expat's own start/end handlers: no
-  element tree is built and nothing of an element is kept after its end. Its per-element
-  Python callbacks cost as much as reading the results (0.6x junitparser's time).
+- else :mod:`pipeline.results.junit_expat`, a streaming state machine on expat's own
+  start/end handlers: no element tree is built and nothing of an element is kept after its
+  end. Its per-element Python callbacks cost as much as reading the results (0.6x
+  junitparser's time).
 
 What the scanner accepts it reads exactly as expat does (tests compare the two on fixtures,
 generated and damaged files); what it declines, expat reads and judges. Expat's handlers
@@ -53,9 +54,8 @@ from xml.parsers import expat
 
 # one id format, spelled in pipeline.testid; re-exported here for the readers of results
 from pipeline.heap import collector_paused
-from pipeline.results import junit_plain
+from pipeline.results import junit_expat, junit_plain
 from pipeline.results.junit_limits import (
-    MAX_DEPTH,
     MAX_SECONDS,
     deep_warning,
     refused_warning,
@@ -169,7 +169,6 @@ _XPASS_SKIP_MESSAGE = "xfail-marked test passes unexpectedly"
 # in a testcase that passed in the end; rerun* ones in a testcase whose failure is final.
 _RERUN_TAGS = frozenset({"rerun", "flakyFailure", "flakyError", "rerunFailure", "rerunError"})
 _FINAL_TAGS = frozenset({"failure", "error", "skipped"})
-_CHUNK = 1 << 20
 
 
 # A test id: its name alone when its classname is the report's first (one tuple fewer per
@@ -247,25 +246,8 @@ def _summarise(children: list[_Child], suite: int, time: float) -> _Summary:
     return suite, _classify(final), _message(final), time, tuple(reruns), markers
 
 
-class _TooDeep(Exception):
-    """The file nests elements deeper than MAX_DEPTH (raised at the first one too deep)."""
-
-
-class _Refused(Exception):
-    """The file's DOCTYPE declares entities or names an external DTD."""
-
-
-def _refuse_doctype(name: str, system_id: str | None, public_id: str | None, _: int) -> None:
-    if system_id or public_id:
-        raise _Refused(f"its DOCTYPE names an external DTD ({system_id or public_id})")
-
-
-def _refuse_entity(name: str, *_: object) -> None:
-    raise _Refused(f"its DOCTYPE declares the entity {name!r}")
-
-
 class _Read:
-    """What :func:`_stream` found: the results, and what the report's root says."""
+    """What a reader found: the results, and what the report's root says."""
 
     __slots__ = ("attempts", "cases", "wall")
 
@@ -279,25 +261,68 @@ class _Read:
         return len(self.cases) + sum(len(found) - 1 for found in self.attempts.values())
 
 
-def _attr(attrs: list[str], name: str) -> str | None:
-    """The value of attribute ``name`` in expat's ordered ``[name, value, ...]`` list."""
-    try:
-        return attrs[2 * attrs[::2].index(name) + 1]
-    except ValueError:
-        return None
-
-
-# A tag, classname or name no XML can hold (it has no NUL): start(_FLUSH, []) reads the last
-# testcase once the file has ended (see _stream); _NO_NAME matches no classname or name.
-_FLUSH = _NO_NAME = "\x00"
+# A classname or name no XML can hold (it has no NUL): it matches no testcase's
+_NO_NAME = "\x00"
 _TIMES_KEPT = 4096  # distinct ``time`` strings whose float is shared (pytest writes "%.3f")
 _UNSEEN = object()  # a head not parsed yet (None: parsed, no consistency test)
 
 
+class _Firsts:
+    """What the first attempt of an id said that its CaseResult does not, kept only where it
+    matters (rare): what folding its attempts needs once a second one turns up."""
+
+    __slots__ = ("common", "other_suite", "summaries")
+
+    def __init__(self) -> None:
+        self.common = -1  # the first testcase's container number
+        self.summaries: dict[_Key, _Summary] = {}  # first attempts with reruns or xpass markers
+        self.other_suite: dict[_Key, int] = {}  # first attempts outside the common container
+
+
+def _another_attempt(read: _Read, key: _Key, summary: _Summary, firsts: _Firsts) -> None:
+    """Another attempt of a known id (rare): the first one's summary, then this one."""
+    found = read.attempts.get(key)
+    if found is None:
+        first = firsts.summaries.get(key)
+        if first is None:  # one result, no rerun inside: the case says it all
+            case = read.cases[key]
+            first = (firsts.other_suite.get(key, firsts.common), case.outcome, case.message,
+                     case.time, (), 0)  # fmt: skip
+        found = read.attempts[key] = [first]
+    found.append(summary)
+
+
+def _head_of(text: str, heads: dict[str, Any], stems: dict[str, str]) -> tuple[str, str] | None:
+    """parse_head(text), kept in ``heads`` (an operator's dtypes share it), its stem one
+    string of ``stems``."""
+    found = parse_head(text)
+    if found:
+        found = (found[0], stems.setdefault(found[1], found[1]))
+    heads[text] = found
+    return found
+
+
+def _seconds_of(written: str | None, times: dict[str | None, float]) -> float:
+    """junit_limits.seconds, kept in ``times`` for each distinct string (up to _TIMES_KEPT)."""
+    seconds = 0.0
+    if written:
+        try:
+            seconds = float(written)
+        except ValueError:
+            pass
+        else:
+            if not 0.0 <= seconds <= MAX_SECONDS:
+                seconds = 0.0
+    if len(times) < _TIMES_KEPT:
+        times[written] = seconds
+    return seconds
+
+
 def _collector(read: _Read, source: str) -> AddRows:
-    """The one place a testcase becomes a result in ``read``: the expat stream below and
-    the plain-subset scanner (:mod:`pipeline.results.junit_plain`) hand what this returns
-    their testcases, one at a time or as runs of them.
+    """The one place a testcase becomes a result in ``read``: the expat stream
+    (:mod:`pipeline.results.junit_expat`) and the plain-subset scanner
+    (:mod:`pipeline.results.junit_plain`) hand what this returns their testcases, one at a
+    time or as runs of them.
 
     Repeated ids (reruns) are rare: only the first attempt of each id keeps what it said
     (``summaries`` when it had reruns inside, its suite when not the common one; the
@@ -305,10 +330,8 @@ def _collector(read: _Read, source: str) -> AddRows:
     up; :func:`_fold_attempts` folds them at the end.
     """
     cases = read.cases
-    summaries: dict[_Key, _Summary] = {}  # first attempts with reruns or xpass markers
-    other_suite: dict[_Key, int] = {}  # first attempts outside the first case's container
-    attempts = read.attempts  # ids seen more than once: their attempts in file order
-    common = -1  # the first testcase's container number
+    firsts = _Firsts()
+    summaries, other_suite = firsts.summaries, firsts.other_suite
     passed = Outcome.PASS
     dtypes = {dtype: dtype for dtype in _DTYPES}  # get(): the one string of each name
     classnames: dict[str, str] = {}  # one string for a class's 10,000 results, not one each
@@ -317,39 +340,17 @@ def _collector(read: _Read, source: str) -> AddRows:
     heads: dict[str, Any] = {}  # a name's head (before its last _mps_) -> parse_head of it
     stems: dict[str, str] = {}  # one string per stem
     times: dict[str | None, float] = {}  # one float for each time string
-    new, max_seconds, case_class = tuple.__new__, MAX_SECONDS, CaseResult
-    summarise, fold = _summarise, _fold
-
-    def head(text: str) -> tuple[str, str] | None:
-        """parse_head(text), once per head (an operator's dtypes share it)."""
-        found = parse_head(text)
-        if found:
-            found = (found[0], stems.setdefault(found[1], found[1]))
-        heads[text] = found
-        return found
-
-    def seconds_of(written: str | None) -> float:
-        """junit_limits.seconds, once per distinct time string (up to _TIMES_KEPT)."""
-        seconds = 0.0
-        if written:
-            try:
-                seconds = float(written)
-            except ValueError:
-                pass
-            else:
-                if not 0.0 <= seconds <= max_seconds:
-                    seconds = 0.0
-        if len(times) < _TIMES_KEPT:
-            times[written] = seconds
-        return seconds
+    new, case_class = tuple.__new__, CaseResult
+    summarise, fold, seconds_of, head_of = _summarise, _fold, _seconds_of, _head_of
 
     def add_rows(rows: Iterable[Row], suite: int) -> None:
         """Testcases of one container, in file order. The common case first: a test id
         seen once, with one result element or none. One Python loop for a run of them:
         a call per testcase was a fifth of the reading."""
-        nonlocal common, last, first_class
-        if common < 0:
-            common = suite
+        nonlocal last, first_class
+        if firsts.common < 0:
+            firsts.common = suite
+        common = firsts.common
         for classname, name, written, children in rows:
             if classname != last:
                 last = classnames.setdefault(classname, classname)
@@ -358,12 +359,12 @@ def _collector(read: _Read, source: str) -> AddRows:
             key = name if last is first_class else (last, name)
             seconds = times.get(written)
             if seconds is None:
-                seconds = seconds_of(written)
+                seconds = seconds_of(written, times)
             outcome = passed
             message = ""
             if key in cases:
-                _attempt(key, summarise(children, suite, seconds) if children
-                          else (suite, passed, "", seconds, (), 0))  # fmt: skip
+                _another_attempt(read, key, summarise(children, suite, seconds) if children
+                                 else (suite, passed, "", seconds, (), 0), firsts)  # fmt: skip
                 continue
             if children:
                 summary = summarise(children, suite, seconds)
@@ -375,7 +376,7 @@ def _collector(read: _Read, source: str) -> AddRows:
             text, _, dtype = name.rpartition("_mps_")
             parsed = heads.get(text, _UNSEEN)
             if parsed is _UNSEEN:
-                parsed = head(text)
+                parsed = head_of(text, heads, stems)
             found = dtypes.get(dtype)
             if parsed and found:
                 kind, stem = parsed
@@ -386,18 +387,6 @@ def _collector(read: _Read, source: str) -> AddRows:
             if suite != common:
                 other_suite[key] = suite
 
-    def _attempt(key: _Key, summary: _Summary) -> None:
-        """Another attempt of a known id (rare): the first one's summary, then this one."""
-        found = attempts.get(key)
-        if found is None:
-            first = summaries.get(key)
-            if first is None:  # one result, no rerun inside: the case says it all
-                case = cases[key]
-                first = (other_suite.get(key, common), case.outcome, case.message, case.time,
-                         (), 0)  # fmt: skip
-            found = attempts[key] = [first]
-        found.append(summary)
-
     return add_rows
 
 
@@ -407,121 +396,6 @@ def _fold_attempts(read: _Read, source: str) -> None:
     for key, found in read.attempts.items():
         first = cases[key]
         cases[key] = _fold(first.classname, first.name, found, source)
-
-
-def _stream(path: Path, source: str, read: _Read) -> None:
-    """Read ``path`` with expat, one event at a time, into ``read``; raise at damage.
-
-    A state machine over the start events, with no Python call at an element's end: the
-    open elements' tags are a list the start handler appends to, expat's end callback is
-    its ``remove`` (of any equal tag: only the count matters), its length the depth. A file
-    deeper than MAX_DEPTH raises _TooDeep at its first element too deep. A <testcase> is
-    read at the next start outside it (it has closed then) or after the last event: one
-    Python call per element in all, nothing kept of an element but a testcase's result.
-    Only the result elements directly inside a testcase (<failure>, <rerun>...) are looked
-    at, their text only when they have no ``message`` (then expat calls back with text, and
-    at ends, until that element closes). A DOCTYPE that declares an entity or names an
-    external DTD raises _Refused before the first element (expat calls back as the
-    declaration is read, never expanding it).
-
-    Containers (any element outside a testcase) are numbered in document order; a testcase
-    belongs to its parent's number (0 for a root testcase), which tells the two rerun shapes
-    apart in :func:`_fold`.
-    """
-    # no interning of names: each would cost a hash and a lookup, for a few comparisons
-    parser = expat.ParserCreate(intern=None)
-    parser.buffer_text = True
-    parser.ordered_attributes = True  # a list per element: cheaper than a dict
-    add_rows = _collector(read, source)
-    opened: list[str] = []  # the open elements' tags
-    push, close = opened.append, opened.remove
-    numbers = [0] * (MAX_DEPTH + 1)  # the number of the container opened last at each depth
-    containers = 0
-    found_case = False
-    case_depth = 0  # depth of the last <testcase> not read yet, 0 when none
-    case_attrs: list[str] = []
-    case_suite = 0  # its container's number
-    children: list[_Child] = []  # its result elements
-    root: list[str | None] = ["", None]  # the root's tag and time
-    suite_times: list[str] = []  # time of each <testsuite> directly in a <testsuites> root
-    result_tags = _RERUN_TAGS | _FINAL_TAGS
-    flush = _FLUSH
-
-    def start(tag: str, attrs: list[str]) -> None:
-        nonlocal case_depth, case_attrs, case_suite, containers, children, found_case
-        push(tag)
-        depth = len(opened)
-        if depth > MAX_DEPTH:
-            raise _TooDeep
-        if case_depth:
-            if depth > case_depth:  # inside the testcase
-                if depth == case_depth + 1 and tag in result_tags:
-                    _result(tag, attrs)
-                return
-            # the last testcase has closed: its result
-            case_depth = 0
-            a = case_attrs
-            if len(a) >= 6 and a[0] == "classname" and a[2] == "name" and a[-2] == "time":
-                row: Row = (a[1], a[3], a[-1], children)  # as pytest writes them
-            else:
-                row = (_attr(a, "classname") or "", _attr(a, "name") or "", _attr(a, "time"),
-                       children)  # fmt: skip
-            add_rows((row,), case_suite)
-            if children:
-                children = []
-            if tag is flush:
-                return
-        if tag == "testcase":
-            case_depth = depth
-            case_attrs = attrs
-            case_suite = numbers[depth - 1]
-            if depth == 1 and not found_case:
-                root[0] = tag
-            found_case = True
-        else:
-            containers += 1
-            numbers[depth] = containers
-            if depth == 1:
-                root[0], root[1] = tag, _attr(attrs, "time")
-            elif depth == 2 and tag == "testsuite" and root[0] == "testsuites":
-                time = _attr(attrs, "time")
-                if time is not None:
-                    suite_times.append(time)
-
-    def _result(tag: str, attrs: list[str]) -> None:
-        """A result element directly inside the testcase: kept for its end."""
-        message = _attr(attrs, "message")
-        child: _Child = [tag, message, _attr(attrs, "type"), None]
-        if message is None:
-            text: list[str] = []
-            child[3] = text
-            parser.CharacterDataHandler = text.append
-            parser.EndElementHandler = _result_end
-        children.append(child)
-
-    def _result_end(tag: str) -> None:
-        close(tag)
-        if len(opened) == case_depth:  # the result element itself has closed
-            parser.CharacterDataHandler = None
-            parser.EndElementHandler = close
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = close
-    parser.StartDoctypeDeclHandler = _refuse_doctype
-    parser.EntityDeclHandler = _refuse_entity
-    try:
-        with open(path, "rb") as f:
-            while chunk := f.read(_CHUNK):
-                parser.Parse(chunk, False)
-            parser.Parse(b"", True)
-    finally:
-        # the parser and its handlers form a cycle holding every result: break it, so that
-        # they are freed with the report and not by a collection (the collector is off)
-        parser.StartElementHandler = parser.EndElementHandler = None
-        parser.CharacterDataHandler = None
-        if case_depth and len(opened) < case_depth:  # the last testcase closed: read it
-            start(flush, [])
-    read.wall = _suite_time(root[0] or "", root[1], suite_times)
 
 
 def _suite_time(tag: str, time: str | None, suites: Sequence[str]) -> float | None:
@@ -602,10 +476,11 @@ def _parse(path: Path, plain: bool = True) -> ParsedReport:
         read = _Read()  # outside the subset: expat reads it, and says what is wrong
     warnings: list[str] = []
     try:
-        _stream(path, source, read)
-    except _Refused as exc:
+        said = junit_expat.stream(path, _collector(read, source), _RERUN_TAGS | _FINAL_TAGS)
+        read.wall = _suite_time(said.tag, said.time, said.suite_times)
+    except junit_expat.Refused as exc:
         return ParsedReport((), (refused_warning(path, str(exc)),), (source,))
-    except _TooDeep:
+    except junit_expat.TooDeep:
         return ParsedReport((), (deep_warning(path),), (source,))
     except (expat.ExpatError, LookupError, ValueError) as exc:
         # LookupError, ValueError: an unknown or multi-byte encoding in the XML declaration

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from pipeline.dtypes import DTYPE_TO_METAL, TORCH_ALIASES
-from pipeline.errors import ConfigError
+from pipeline.errors import LaunchSpecError
 
 SPEC_DIR = "kernels"
 # the buffer name of c10/metal/error.h's ErrorMessages, which TORCH_REPORT_ERROR writes
@@ -37,10 +37,6 @@ class GridKind(str, Enum):
 
     THREADS = "threads"
     THREADGROUPS = "threadgroups"
-
-
-class LaunchSpecError(ConfigError):
-    """A launch spec that cannot be read (exit 2)."""
 
 
 @dataclass(frozen=True)

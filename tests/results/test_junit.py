@@ -18,7 +18,6 @@ import pytest
 
 from bench.synthetic import make_report
 from pipeline.results.junit import (
-    MAX_DEPTH,
     CaseResult,
     Outcome,
     combine_results,
@@ -27,6 +26,7 @@ from pipeline.results.junit import (
     parse_reports,
     parse_test_id,
 )
+from pipeline.results.junit_limits import MAX_DEPTH
 from pipeline.sandbox import TEST_ENV
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "junit"

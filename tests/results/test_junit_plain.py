@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from bench.synthetic import make_report
 from pipeline.results import junit, junit_plain
-from pipeline.results.junit import MAX_DEPTH, ParsedReport, parse_report
+from pipeline.results.junit import ParsedReport, parse_report
+from pipeline.results.junit_limits import MAX_DEPTH
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "junit"
 # the fixtures as pytest writes them: without the comments that explain them
