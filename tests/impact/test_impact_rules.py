@@ -17,6 +17,7 @@ from pipeline.impact import (
     changes_from_list,
     load_view,
 )
+from pipeline.report.impact import render_text
 from pipeline.tree.opinfo import OpInfoRecord
 from tests.conftest import FIXTURES, git_init
 
@@ -338,6 +339,9 @@ def test_c10_metal_header_no_functor_includes_selects_inductor(tree: Path) -> No
         "c10/metal/unused_ish.h:6 no functor includes c10/metal/unused_ish.h: no consistency "
         "test reaches it, and Inductor's generated Metal code can",
     )
+    text = render_text(impact).splitlines()
+    assert text[1] == "Inductor MPS tests: " + ", ".join(INDUCTOR_TESTS)
+    assert text[2:4] == [f"  - {reason}" for reason in impact.inductor_reasons]
 
 
 def test_inductor_codegen_change_selects_inductor_tests(tree: Path) -> None:
