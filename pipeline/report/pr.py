@@ -16,6 +16,8 @@ from pipeline.fields import Fields
 from pipeline.guide.review import ReviewDocument
 from pipeline.impact.model import Impact
 from pipeline.report import render
+from pipeline.report.inductor import render_markdown as inductor_markdown
+from pipeline.report.inductor import summary as inductor_summary
 from pipeline.report.math import render_markdown as math_markdown
 from pipeline.report.math import to_json as math_json
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
@@ -25,6 +27,7 @@ from pipeline.results import baseline as baselines
 from pipeline.results import table as tables
 from pipeline.results.decide import XfailDecision
 from pipeline.results.device import Device
+from pipeline.results.inductor import InductorRun
 from pipeline.results.math import MathReport, MathSkipped
 from pipeline.results.pr import (
     RESULTS_JSON,
@@ -72,6 +75,8 @@ class PrResults:
     build_check: ShaderCheck | None = None
     # the device the tests ran on; None: not a Mac, or no tests ran
     device: Device | None = None
+    # the Inductor MPS tests impact.inductor_tests selected; None: none selected, or not run
+    inductor: InductorRun | None = None
 
     @property
     def judged(self) -> baselines.Baseline:
@@ -97,7 +102,16 @@ class PrResults:
             return "error", description
         judged = self.judged
         classes = None if judged.night is None else judged.counts
-        return commit_status_for(self.counts, self.build_ok, classes)
+        state, description = commit_status_for(self.counts, self.build_ok, classes)
+        inductor = self.inductor
+        if state != "success" or inductor is None:
+            return state, description
+        if not inductor.ok:  # a failing or unrun Inductor test is never a pass
+            return "failure", f"Inductor MPS tests: {inductor_summary(inductor)}"[:140]
+        if not self.counts:
+            lead = "no MPS consistency test affected; "
+            return state, f"{lead}Inductor MPS tests: {inductor_summary(inductor)}"[:140]
+        return state, description
 
     def title(self) -> str:
         """The comment's heading: what was selected, of how many consistency tests."""
@@ -163,6 +177,9 @@ class PrResults:
     def _sections(self) -> list[str]:
         """The review and speed sections, rendered here from data (also in --post-from)."""
         out = []
+        if self.impact.inductor_tests:
+            why_not = "the build failed" if not self.build_ok else "no result recorded"
+            out.append(inductor_markdown(self.impact.inductor_reasons, self.inductor, why_not))
         if self.review is not None:
             out.append(review_markdown(self.review.findings, self.review.notes))
         if self.speed is not None:
@@ -205,6 +222,7 @@ class PrResults:
             "review": None if self.review is None else self.review.to_json(),
             "speed": None if self.speed is None else self.speed.to_dict(),
             "math": self._math_json(),
+            "inductor": None if self.inductor is None else self.inductor.to_dict(),
         }
 
     def _math_json(self) -> dict[str, Any] | None:
@@ -239,6 +257,7 @@ class PrResults:
         review, speed = f.pop("review", dict, type(None)), f.pop("speed", dict, type(None))
         math = f.pop("math", dict, type(None))
         device = f.pop("device", dict, type(None))
+        inductor = f.pop("inductor", dict, type(None))
         check = build.pop("check", dict, type(None))
         results = cls(
             pr=pr,
@@ -264,6 +283,9 @@ class PrResults:
             math=None if math is None else math_from_json(math),
             build_check=None if check is None else _shader_check(check),
             device=None if device is None else Device.from_dict(device, "results.json: device"),
+            inductor=None
+            if inductor is None
+            else InductorRun.from_fields(Fields(inductor, "inductor", RESULTS_JSON)),
         )
         tests.pop("counts", dict)  # for readers: the table's
         for fields in (f, build, tests, xfails):

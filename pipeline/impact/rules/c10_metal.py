@@ -100,6 +100,8 @@ def rule(change: ChangedFile, ctx: Context) -> None:
     if not lines and change.status != "D" and (change.new_ranges or change.old_ranges):
         return  # comments only
     where = f"{path}:{lines[0][1] if lines else 1}"
+    # the build installs the headers Inductor's kernels include at run time
+    ctx.found.build = True
     includers = sorted(ctx.old.includers(path) | ctx.new.includers(path))
     reaches = {h: _reach((ctx.new, ctx.old), h) for h in helpers or {}}
     _inductor(ctx, path, where, helpers, reaches)
