@@ -32,6 +32,7 @@ from pipeline import state, testid
 from pipeline.config import Settings
 from pipeline.errors import BuildError, PipelineError
 from pipeline.flows import stages
+from pipeline.flows.inductor import run_inductor_tests
 from pipeline.github import PR_PERMISSIONS, GitHubClient, token_from_env
 from pipeline.guide.xfails import plan_decoration_changes, plan_xfail_changes
 from pipeline.impact import affected, selected_opinfos
@@ -43,6 +44,7 @@ from pipeline.report.pr_comment import MARKER
 from pipeline.results import baseline as baselines
 from pipeline.results import junit
 from pipeline.results import table as tables
+from pipeline.results.inductor import InductorRun
 from pipeline.results.pr import (
     RESULTS_JSON,
     read_results_json,
@@ -102,10 +104,11 @@ class Runners:
 
     build: Callable[[Settings, Console], object]
     tests: Callable[[Settings, tuple[str, ...], str], tuple[Path, str]]
+    inductor: Callable[[Settings, tuple[str, ...], str], InductorRun] = run_inductor_tests
 
     @classmethod
     def default(cls) -> Runners:
-        return cls(stages.run_build, stages.run_consistency_tests)
+        return cls(stages.run_build, stages.run_consistency_tests, run_inductor_tests)
 
 
 def _build(
@@ -172,6 +175,10 @@ def collect(
         result = _build(settings, run, console, say, result)
         if not result.build_ok:
             return result
+    if impact.inductor_tests:
+        inductor = run.inductor(settings, impact.inductor_tests, f"pr-{pr}-inductor")
+        console.print(f"Inductor tests: {_inductor_line(inductor)}", markup=False, highlight=False)
+        result = replace(result, inductor=inductor)
     if not chosen:
         return result
     if impact.full_sweep:
@@ -205,6 +212,13 @@ def collect(
         xfail_decisions=(*decisions, *outside),
         xfail_diff="".join(diffs),
     )
+
+
+def _inductor_line(run: InductorRun) -> str:
+    if run.error is not None:
+        return run.error
+    counts = ", ".join(f"{k} {n}" for k, n in run.counts.items()) or "no test collected"
+    return counts + (f"; not in the tree: {', '.join(run.missing)}" if run.missing else "")
 
 
 def write_results(results: PrResults, folder: Path) -> Path:

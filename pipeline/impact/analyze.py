@@ -74,14 +74,19 @@ __all__ = [
 
 def classify(path: str, test_file: str = paths.TEST_MPS) -> str:
     """Which rule handles ``path`` (``test_file`` is the ``test.file`` setting, the file whose
-    change may affect every consistency test): yaml, metal, header, host, mps_other,
+    change may affect every consistency test): yaml, metal, c10_metal, header,
+    inductor_codegen, host, mps_other,
     shared_cpp, shared_header, common_mps, opinfo, test_mps, testing or ignored."""
     if path == NATIVE_YAML:
         return "yaml"
     if path.startswith(KERNELS_DIR) and path.endswith(".metal"):
         return "metal"
+    if path.startswith(C10_METAL_DIR) and path.endswith(".h"):
+        return "c10_metal"
     if is_kernel_header(path):
         return "header"
+    if path == paths.INDUCTOR_MPS_CODEGEN:
+        return "inductor_codegen"
     if path.startswith(OPERATIONS_DIR) and path.endswith(".mm"):
         return "host"
     if path.startswith((MPS_DIR, C10_METAL_DIR, MPS_RUNTIME_DIR)):
@@ -168,6 +173,8 @@ def analyze(
         selected=len(test_ids),
         total=len(everything),
         warnings=tuple(found.warnings),
+        inductor_tests=paths.INDUCTOR_MPS_TESTS if found.inductor else (),
+        inductor_reasons=tuple(found.inductor),
     )
 
 

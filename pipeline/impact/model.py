@@ -77,6 +77,10 @@ class Impact:
     selected: int
     total: int
     warnings: tuple[str, ...] = ()
+    # the Inductor test files (paths.INDUCTOR_MPS_TESTS) a change of c10/metal or of
+    # Inductor's Metal codegen selects, whole, and why; outside the consistency suite's counts
+    inductor_tests: tuple[str, ...] = ()
+    inductor_reasons: tuple[str, ...] = ()
 
     @property
     def fraction(self) -> float:
@@ -102,6 +106,8 @@ class Impact:
             "fraction": round(self.fraction, 6),
             "test_ids": list(self.test_ids),
             "warnings": list(self.warnings),
+            "inductor_tests": list(self.inductor_tests),
+            "inductor_reasons": list(self.inductor_reasons),
         }
 
     @classmethod
@@ -122,6 +128,9 @@ class Impact:
             selected=f.pop("selected", int),
             total=f.pop("total", int),
             warnings=f.strings("warnings"),
+            # absent from an older writer's document: it selected no Inductor test
+            inductor_tests=f.strings_or_none("inductor_tests") or (),
+            inductor_reasons=f.strings_or_none("inductor_reasons") or (),
         )
         f.pop("fraction", int, float)  # derived from selected and total
         f.done()
@@ -144,6 +153,8 @@ class Findings:
     build: bool = False
     ignored: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # why the Inductor MPS tests are selected (none: they are not)
+    inductor: dict[str, None] = field(default_factory=dict)
     # (operator, construct) pairs already given a reason: an edited functor shows up in
     # both versions of its file, and one reason is enough
     said: set[tuple[str, tuple]] = field(default_factory=set)

@@ -20,6 +20,8 @@ from pipeline.impact import cscan
 from pipeline.impact.changes import _read_disk, list_revision, read_revision
 from pipeline.tree import metal, native_yaml, objc, paths
 from pipeline.tree.includes import includes
+from pipeline.tree.inductor import InductorMetal
+from pipeline.tree.inductor import parse as parse_inductor
 from pipeline.tree.metal import MetalFile
 from pipeline.tree.native_yaml import NativeFunctions
 from pipeline.tree.objc import ObjcFile
@@ -31,7 +33,8 @@ MPS_DIR = paths.MPS_DIR + "/"
 KERNELS_DIR = paths.KERNELS_DIR + "/"
 OPERATIONS_DIR = paths.OPERATIONS_DIR + "/"
 C10_METAL_DIR = paths.C10_METAL_DIR + "/"
-VIEW_PREFIXES = (NATIVE_YAML, MPS_DIR, C10_METAL_DIR)
+INDUCTOR_MPS_CODEGEN = paths.INDUCTOR_MPS_CODEGEN
+VIEW_PREFIXES = (NATIVE_YAML, MPS_DIR, C10_METAL_DIR, INDUCTOR_MPS_CODEGEN)
 _SOURCE_SUFFIXES = (".metal", ".h", ".mm", ".yaml")
 # name endings that separate an implementation/stub/kernel name from its operator
 _SUFFIXES = ("_functor", "_stub", "_mps_kernel", "_kernel", "_out_mps", "_mps", "_out")
@@ -61,6 +64,8 @@ def is_kernel_header(path: str) -> bool:
 
 
 def _wanted(path: str) -> bool:
+    if path == INDUCTOR_MPS_CODEGEN:
+        return True
     return path.startswith(VIEW_PREFIXES) and path.endswith(_SOURCE_SUFFIXES)
 
 
@@ -99,13 +104,19 @@ class TreeView:
         headers = [p for p in self.texts if p.endswith(".h")]
         graph: dict[str, set[str]] = {h: set() for h in headers}
         for path, text in self.texts.items():
-            if path.endswith(".yaml"):
+            if path.endswith((".yaml", ".py")):
                 continue
             for target in includes(text):
                 for header in headers:
                     if header != path and cscan.include_matches(target, header):
                         graph[header].add(path)
         return MappingProxyType({h: frozenset(s) for h, s in graph.items()})
+
+    @cached_property
+    def inductor(self) -> InductorMetal | None:
+        """What Inductor's generated Metal code uses of c10/metal (None: no codegen file)."""
+        text = self.texts.get(INDUCTOR_MPS_CODEGEN)
+        return None if text is None else parse_inductor(text, INDUCTOR_MPS_CODEGEN)
 
     def includers(self, header: str) -> frozenset[str]:
         """Every file that includes ``header``, directly or through other headers."""
@@ -181,8 +192,11 @@ def load_view(root: Path, rev: str | None = None) -> TreeView:
         found = [
             p.relative_to(root).as_posix()
             for prefix in VIEW_PREFIXES
+            # a single file (the yaml, the Inductor codegen) or a directory's files
             for p in (
-                [root / prefix] if prefix.endswith(".yaml") else sorted((root / prefix).rglob("*"))
+                [root / prefix]
+                if prefix.endswith((".yaml", ".py"))
+                else sorted((root / prefix).rglob("*"))
             )
             if p.is_file()
         ]

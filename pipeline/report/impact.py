@@ -21,6 +21,9 @@ def render_text(impact: Impact, *, show_tests: bool = False, warnings: bool = Tr
     if impact.full_sweep_reasons:
         out.append("full sweep because:")
         out.extend(f"  - {reason}" for reason in impact.full_sweep_reasons)
+    if impact.inductor_tests:
+        out.append("Inductor MPS tests: " + ", ".join(impact.inductor_tests))
+        out.extend(f"  - {reason}" for reason in impact.inductor_reasons)
     if impact.ignored:
         out.append("ignored (no effect on MPS): " + ", ".join(impact.ignored))
     if warnings:

@@ -16,6 +16,8 @@ from pipeline.fields import Fields
 from pipeline.guide.review import ReviewDocument
 from pipeline.impact.model import Impact
 from pipeline.report import render
+from pipeline.report.inductor import render_markdown as inductor_markdown
+from pipeline.report.inductor import summary as inductor_summary
 from pipeline.report.kernel import from_json as kernel_from_json
 from pipeline.report.kernel import render_markdown as kernel_markdown
 from pipeline.report.kernel import to_json as kernel_to_json
@@ -28,6 +30,7 @@ from pipeline.results import baseline as baselines
 from pipeline.results import table as tables
 from pipeline.results.decide import XfailDecision
 from pipeline.results.device import Device
+from pipeline.results.inductor import InductorRun
 from pipeline.results.kernel import SCHEMA as KERNEL_SCHEMA
 from pipeline.results.kernel import KernelsSection
 from pipeline.results.math import MathReport, MathSkipped
@@ -79,6 +82,8 @@ class PrResults:
     device: Device | None = None
     # check-kernel of the changed kernel files with a launch spec; None: not run
     kernels: KernelsSection | None = None
+    # the Inductor MPS tests impact.inductor_tests selected; None: none selected, or not run
+    inductor: InductorRun | None = None
 
     @property
     def judged(self) -> baselines.Baseline:
@@ -104,7 +109,16 @@ class PrResults:
             return "error", description
         judged = self.judged
         classes = None if judged.night is None else judged.counts
-        return commit_status_for(self.counts, self.build_ok, classes)
+        state, description = commit_status_for(self.counts, self.build_ok, classes)
+        inductor = self.inductor
+        if state != "success" or inductor is None:
+            return state, description
+        if not inductor.ok:  # a failing or unrun Inductor test is never a pass
+            return "failure", f"Inductor MPS tests: {inductor_summary(inductor)}"[:140]
+        if not self.counts:
+            lead = "no MPS consistency test affected; "
+            return state, f"{lead}Inductor MPS tests: {inductor_summary(inductor)}"[:140]
+        return state, description
 
     def title(self) -> str:
         """The comment's heading: what was selected, of how many consistency tests."""
@@ -181,6 +195,9 @@ class PrResults:
     def _sections(self) -> list[str]:
         """The review and speed sections, rendered here from data (also in --post-from)."""
         out = []
+        if self.impact.inductor_tests:
+            why_not = "the build failed" if not self.build_ok else "no result recorded"
+            out.append(inductor_markdown(self.impact.inductor_reasons, self.inductor, why_not))
         if self.review is not None:
             out.append(review_markdown(self.review.findings, self.review.notes))
         if self.speed is not None:
@@ -224,6 +241,7 @@ class PrResults:
             "speed": None if self.speed is None else self.speed.to_dict(),
             "math": self._math_json(),
             "kernels": None if self.kernels is None else _kernels_json(self.kernels),
+            "inductor": None if self.inductor is None else self.inductor.to_dict(),
         }
 
     def _math_json(self) -> dict[str, Any] | None:
@@ -259,6 +277,7 @@ class PrResults:
         math = f.pop("math", dict, type(None))
         kernels = f.pop("kernels", dict, type(None))
         device = f.pop("device", dict, type(None))
+        inductor = f.pop("inductor", dict, type(None))
         check = build.pop("check", dict, type(None))
         results = cls(
             pr=pr,
@@ -285,6 +304,9 @@ class PrResults:
             build_check=None if check is None else _shader_check(check),
             device=None if device is None else Device.from_dict(device, "results.json: device"),
             kernels=None if kernels is None else _kernels_from(kernels),
+            inductor=None
+            if inductor is None
+            else InductorRun.from_fields(Fields(inductor, "inductor", RESULTS_JSON)),
         )
         tests.pop("counts", dict)  # for readers: the table's
         for fields in (f, build, tests, xfails):

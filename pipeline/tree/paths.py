@@ -13,6 +13,15 @@ OPERATIONS_DIR = f"{MPS_DIR}/operations"
 # Metal headers the kernels include (indexing.h's REGISTER_* macros, utils.h...)
 C10_METAL_DIR = "c10/metal"
 TESTING_INTERNAL_DIR = "torch/testing/_internal"
+# Inductor's Metal code generator: the c10::metal functions and headers its kernels use
+INDUCTOR_MPS_CODEGEN = "torch/_inductor/codegen/mps.py"
+# The Inductor test files upstream runs on MPS (test/run_test.py's --mps selection)
+INDUCTOR_MPS_TESTS = (
+    "test/inductor/test_mps_basic.py",
+    "test/inductor/test_torchinductor.py",
+    "test/inductor/test_torchinductor_dynamic_shapes.py",
+    "test/inductor/test_aot_inductor.py",
+)
 
 NATIVE_YAML = f"{NATIVE_DIR}/native_functions.yaml"
 KERNELS_METAL = f"{KERNELS_DIR}/*.metal"

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.impact import Impact, analyze, changed_files, changes_from_list, load_view
+from pipeline.impact import (
+    ChangedFile,
+    Impact,
+    analyze,
+    changed_files,
+    changes_from_list,
+    load_view,
+)
+from pipeline.report.impact import render_text
 from pipeline.tree.opinfo import OpInfoRecord
 from tests.conftest import FIXTURES, git_init
 
@@ -201,7 +209,7 @@ def test_shared_helper_fans_out_to_its_users_only(tree: Path) -> None:
     )
     assert ops(impact) == {"hypot"}
     assert "shared helper sq changed" in reasons(impact)
-    impact = commit(tree, {BINARY_METAL: ("return b == 0 ? 0 : a / b;", "return a / b;")})
+    impact = commit(tree, {BINARY_METAL: ("c10::metal::safe_div(a, b);", "a / b;")})
     assert ops(impact) == {"div"}
 
 
@@ -253,19 +261,110 @@ def test_removed_functor_is_found_in_the_old_version(tree: Path) -> None:
 # --- headers -----------------------------------------------------------------------------
 
 
-def test_c10_metal_header_fans_out_to_every_includer(tree: Path) -> None:
-    impact = commit(tree, {"c10/metal/mathish.h": ("return x + x;", "return x * 2;")})
-    assert ops(impact) == {
-        "atan2",
-        "hypot",
-        "div",
-        "gcd",
-        "lcm",
-        "erf",
-        "logaddexp",
-        "smooth_l1_loss",
-    }
+MATHISH = "c10/metal/mathish.h"
+CODEGEN = "torch/_inductor/codegen/mps.py"
+INDUCTOR_TESTS = (
+    "test/inductor/test_mps_basic.py",
+    "test/inductor/test_torchinductor.py",
+    "test/inductor/test_torchinductor_dynamic_shapes.py",
+    "test/inductor/test_aot_inductor.py",
+)
+
+
+def test_c10_metal_helper_reaches_the_functors_calling_it(tree: Path) -> None:
+    # safe_div is called by Binary.metal's safe_ratio, which div_true_functor calls, and by
+    # remainder in the same header, which Inductor's generated code calls
+    impact = commit(tree, {MATHISH: ("a / b;\n}", "a * (T(1) / b);\n}")})
+    assert ops(impact) == {"div"}
+    assert "c10/metal/mathish.h:13 c10::metal::safe_div changed, called in Binary.metal" in (
+        reasons(impact)
+    )
     assert impact.build_needed and not impact.full_sweep
+    assert impact.test_ids == tuple(
+        f"TestConsistencyMPS::test_output_match_div_{v}_mps_{d}"
+        for v in ("no_rounding_mode", "trunc_rounding")
+        for d in DTYPES
+    )
+    assert impact.inductor_tests == INDUCTOR_TESTS
+    assert impact.inductor_reasons == (
+        "c10/metal/mathish.h: c10::metal::safe_div is called by Inductor's generated Metal "
+        "code, as remainder -> safe_div (torch/_inductor/codegen/mps.py: "
+        "c10::metal::remainder)",
+    )
+
+
+def test_c10_metal_helper_no_functor_calls_selects_inductor_alone(tree: Path) -> None:
+    impact = commit(tree, {MATHISH: ("return x + x;", "return x * 2;")})
+    assert impact.operators == () and not impact.full_sweep
+    assert impact.test_ids == () and impact.inductor_tests == INDUCTOR_TESTS
+    assert impact.inductor_reasons == (
+        "c10/metal/mathish.h:7 twice changed in c10/metal/mathish.h, which Inductor's "
+        "generated Metal code includes (torch/_inductor/codegen/mps.py); no call to it found "
+        "by name",
+    )
+
+
+def test_c10_metal_helper_called_by_name_from_a_list(tree: Path) -> None:
+    impact = commit(tree, {MATHISH: ("0.886226925f", "0.8862269f")})
+    assert impact.operators == ()
+    assert impact.inductor_reasons == (
+        "c10/metal/mathish.h: c10::metal::erfinv is called by Inductor's generated Metal code "
+        '(torch/_inductor/codegen/mps.py: c10::metal::{name} with "erfinv")',
+    )
+
+
+def test_c10_metal_change_outside_helpers_fans_out_to_every_includer(tree: Path) -> None:
+    impact = commit(tree, {MATHISH: ("#pragma once", "#pragma once\n#include <metal_stdlib>")})
+    assert ops(impact) == {
+        "atan2", "hypot", "div", "gcd", "lcm", "erf", "logaddexp", "smooth_l1_loss",
+    }  # fmt: skip
+    assert impact.build_needed and not impact.full_sweep
+    assert impact.inductor_tests == INDUCTOR_TESTS
+    assert (
+        "c10/metal/mathish.h:2 header changed outside any helper (included by Binary.metal)"
+        in reasons(impact)
+    )
+    assert "code outside any helper changed in c10/metal/mathish.h" in impact.inductor_reasons[0]
+
+
+def test_c10_metal_header_no_functor_includes_selects_inductor(tree: Path) -> None:
+    impact = commit(tree, {"c10/metal/unused_ish.h": ("4294967296.0f", "4294967295.0f")})
+    assert impact.operators == () and not impact.full_sweep and impact.test_ids == ()
+    assert impact.inductor_tests == INDUCTOR_TESTS
+    assert impact.inductor_reasons == (
+        "c10/metal/unused_ish.h:6 philox_ish changed; Inductor's generated Metal code "
+        "(torch/_inductor/codegen/mps.py) neither includes the header nor calls it by name, "
+        "but c10::metal is shared with generated code outside the tree (Helion's Metal "
+        "backend)",
+        "c10/metal/unused_ish.h:6 no functor includes c10/metal/unused_ish.h: no consistency "
+        "test reaches it, and Inductor's generated Metal code can",
+    )
+    text = render_text(impact).splitlines()
+    assert text[1] == "Inductor MPS tests: " + ", ".join(INDUCTOR_TESTS)
+    assert text[2:4] == [f"  - {reason}" for reason in impact.inductor_reasons]
+
+
+def test_inductor_codegen_change_selects_inductor_tests(tree: Path) -> None:
+    impact = commit(tree, {CODEGEN: ('["erfinv", "i0"]', '["erfinv", "i0", "i1"]')})
+    assert impact.operators == () and impact.test_ids == () and not impact.build_needed
+    assert impact.inductor_tests == INDUCTOR_TESTS
+    assert impact.inductor_reasons == (
+        "torch/_inductor/codegen/mps.py changed: Inductor's generated Metal code",
+    )
+
+
+def test_c10_metal_without_the_codegen_says_unknown() -> None:
+    text = (FIXTURES / "impact" / "tree" / MATHISH).read_text()
+    change = ChangedFile(MATHISH, "M", text, text.replace("x + x", "x * 2"), ((7, 7),), ((7, 7),))
+    impact = analyze([change], opinfos=OPINFOS)
+    assert impact.inductor_tests == INDUCTOR_TESTS
+    assert impact.inductor_reasons == (
+        "c10/metal/mathish.h:7 c10/metal/mathish.h changed; which c10::metal functions "
+        "Inductor's generated Metal code calls is unknown (torch/_inductor/codegen/mps.py is "
+        "not in the tree)",
+        "c10/metal/mathish.h:7 no functor includes c10/metal/mathish.h: no consistency test "
+        "reaches it, and Inductor's generated Metal code can",
+    )
 
 
 def test_kernel_header_reaches_metal_and_host_includers(tree: Path) -> None:
@@ -281,12 +380,14 @@ def test_kernel_header_reaches_metal_and_host_includers(tree: Path) -> None:
 def test_header_comment_only_affects_nothing(tree: Path) -> None:
     impact = commit(tree, {"c10/metal/mathish.h": ("// Fixture stand-in", "// A stand-in")})
     assert impact.operators == () and not impact.full_sweep and not impact.build_needed
+    assert impact.inductor_tests == ()
 
 
 def test_header_that_does_not_lex_means_full_sweep(tree: Path) -> None:
     impact = commit(tree, {"c10/metal/mathish.h": ("// Fixture stand-in", "/* Fixture stand-in")})
     assert impact.full_sweep and impact.build_needed
     assert impact.full_sweep_reasons[0].startswith("c10/metal/mathish.h:2: unterminated /*")
+    assert impact.inductor_tests == INDUCTOR_TESTS
 
 
 # --- .mm host code -----------------------------------------------------------------------

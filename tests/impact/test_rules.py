@@ -52,6 +52,7 @@ PLACES = (
     OPINFO_DEFINITIONS[1] + "definitions/linalg.py",
     paths.TEST_MPS,
     TESTING_DIR + "_comparison.py",
+    paths.INDUCTOR_MPS_CODEGEN,
     "docs/source/mps.rst",
 )
 
@@ -68,20 +69,22 @@ def test_the_registry_has_one_rule_for_each_kind_classify_returns() -> None:
     kinds = {classify(path) for path in (*PLACES, *_sandbox_files())}
     documented = set(re.findall(r"\w+", classify.__doc__.split("):", 1)[1])) - {"or"}  # type: ignore[union-attr]
     assert kinds == documented == set(RULES)
-    assert len(RULES) == 12
+    assert len(RULES) == 14
 
 
 def test_every_rule_module_registers_its_rule() -> None:
     registered = set(RULES.values())
     modules = [m.name for m in pkgutil.iter_modules(rules.__path__)]
-    assert len(modules) == 9
+    assert len(modules) == 10
     for name in modules:
         module = importlib.import_module(f"{rules.__name__}.{name}")
         if name == "simple":
-            assert {RULES[k] for k in ("mps_other", "test_mps", "testing", "ignored")} == {
+            kinds = ("mps_other", "test_mps", "testing", "inductor_codegen", "ignored")
+            assert {RULES[k] for k in kinds} == {
                 module.mps_other,
                 module.test_mps,
                 module.testing,
+                module.inductor_codegen,
                 module.ignored,
             }
         else:

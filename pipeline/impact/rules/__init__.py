@@ -7,12 +7,15 @@ lists the file as ignored. Rules import :mod:`pipeline.impact.model`, never ``an
 
 - ``native_yaml``: ``native_functions.yaml`` (kind ``yaml``)
 - ``metal``: ``.metal`` kernel sources
-- ``header``: headers under ``kernels/`` and ``c10/metal/``
+- ``c10_metal``: headers under ``c10/metal/``: the functors calling a changed helper, and
+  the Inductor MPS tests
+- ``header``: headers under ``kernels/``
 - ``host``: ``.mm`` host files under ``native/mps/operations/``
 - ``common_mps``: the xfail lists
 - ``opinfo``: OpInfo definitions
 - ``shared_cpp``, ``shared_header``: backend-shared ``native/*.cpp`` and ``native/*.h``
-- ``simple``: ``mps_other``, ``test_mps``, ``testing`` and ``ignored``, which read nothing
+- ``simple``: ``mps_other``, ``test_mps``, ``testing``, ``inductor_codegen`` and
+  ``ignored``, which read nothing
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Protocol
 from pipeline.impact.changes import ChangedFile
 from pipeline.impact.model import Context
 from pipeline.impact.rules import (
+    c10_metal,
     common_mps,
     header,
     host,
@@ -43,7 +47,9 @@ class Rule(Protocol):
 RULES: dict[str, Rule] = {
     "yaml": native_yaml.rule,
     "metal": metal.rule,
+    "c10_metal": c10_metal.rule,
     "header": header.rule,
+    "inductor_codegen": simple.inductor_codegen,
     "host": host.rule,
     "mps_other": simple.mps_other,
     "shared_cpp": shared_cpp.rule,

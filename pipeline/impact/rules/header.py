@@ -36,10 +36,17 @@ def rule(change: ChangedFile, ctx: Context) -> None:
         if change.status != "A":  # a new header nobody includes cannot change a kernel
             ctx.found.full(f"{where} header changed and no file including it was found", build=True)
         return
+    fan_out(ctx, where, includers)
+
+
+def fan_out(ctx: Context, where: str, includers: list[str], what: str = "header changed") -> None:
+    """Every operator of each includer: all kernels of a .metal file, all operators of a
+    host file; the full sweep for an includer outside the kernels and host files. A reason
+    reads ``{where} {what} (included by {includer})``."""
     for includer in includers:
         inc_name = posixpath.basename(includer)
         view = ctx.new if includer in ctx.new.texts else ctx.old
-        reason = f"{where} header changed (included by {inc_name})"
+        reason = f"{where} {what} (included by {inc_name})"
         if includer.endswith(".metal"):
             mfile = metal_units(view, includer, view.texts[includer])
             if mfile is None:

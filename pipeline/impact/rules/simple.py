@@ -1,5 +1,6 @@
 """The kinds of file that need no reading: shared MPS infrastructure and test
-infrastructure ask for the full sweep; any other file is ignored."""
+infrastructure ask for the full sweep, Inductor's Metal code generator for the Inductor MPS
+tests; any other file is ignored."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ def test_mps(change: ChangedFile, ctx: Context) -> None:
 def testing(change: ChangedFile, ctx: Context) -> None:
     """Other Python under ``torch/testing/``."""
     ctx.found.full(f"{change.path} changed: shared test infrastructure", build=False)
+
+
+def inductor_codegen(change: ChangedFile, ctx: Context) -> None:
+    """Inductor's Metal code generator: no eager kernel, but every kernel Inductor writes."""
+    ctx.found.inductor[f"{change.path} changed: Inductor's generated Metal code"] = None
 
 
 def ignored(change: ChangedFile, ctx: Context) -> None:

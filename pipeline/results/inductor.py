@@ -1,0 +1,78 @@
+"""A PR's run of the Inductor MPS tests: which files ran, what each test did, or why none ran.
+
+The consistency table is per operator and dtype; Inductor's tests are neither, so they are
+kept apart: counts per outcome and the tests that failed, read from their JUnit report.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from pipeline.fields import Fields
+from pipeline.results.junit import DISPLAY_ORDER, FAILING, CaseResult, Outcome
+
+
+@dataclass(frozen=True)
+class InductorRun:
+    """The Inductor MPS test files a PR ran, and their results.
+
+    ``missing`` are selected files the tree does not have (not run, never counted as
+    passed); ``error`` says why the files that exist gave no results (None: they did).
+    """
+
+    files: tuple[str, ...]  # the files run
+    missing: tuple[str, ...] = ()
+    counts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    failed: tuple[str, ...] = ()  # classname::name of each failing test (fail, error, xpass)
+    error: str | None = None
+    run: str | None = None  # the run's folder under the results directory
+
+    @classmethod
+    def from_cases(
+        cls, files: tuple[str, ...], missing: tuple[str, ...], cases: Iterable[CaseResult], run: str
+    ) -> InductorRun:
+        cases = tuple(cases)
+        tally = Counter(c.outcome for c in cases)
+        counts = {o.value: tally[o] for o in DISPLAY_ORDER if tally[o]}
+        failed = tuple(f"{c.classname}::{c.name}" for c in cases if c.outcome in FAILING)
+        return cls(files, missing, MappingProxyType(counts), failed, None, run)
+
+    @property
+    def ok(self) -> bool:
+        """Every selected file ran and no test failed."""
+        return self.error is None and not self.missing and not self.failed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": list(self.files),
+            "missing": list(self.missing),
+            "counts": dict(self.counts),
+            "failed": list(self.failed),
+            "error": self.error,
+            "run": self.run,
+        }
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> InductorRun:
+        counts = f.pop("counts", dict)
+        for outcome, n in counts.items():
+            if (
+                outcome not in {o.value for o in Outcome}
+                or isinstance(n, bool)
+                or not (isinstance(n, int) and n >= 0)
+            ):
+                raise f.error("counts", f"{outcome!r}: {n!r} is not an outcome's count")
+        run = cls(
+            files=f.strings("files"),
+            missing=f.strings("missing"),
+            counts=MappingProxyType(dict(counts)),
+            failed=f.strings("failed"),
+            error=f.pop("error", str, type(None)),
+            run=f.pop("run", str, type(None)),
+        )
+        f.done()
+        return run
