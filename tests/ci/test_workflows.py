@@ -196,6 +196,7 @@ PATHS_CLASSIFY_SEES = (
     "torch/testing/_internal/common_utils.py",
     "torch/testing/_comparison.py",
     "test/test_mps.py",
+    "torch/_inductor/codegen/mps.py",
 )
 PATHS_CLASSIFY_IGNORES = (
     "aten/src/ATen/native/cpu/Activation.cpp",
