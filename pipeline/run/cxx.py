@@ -342,25 +342,34 @@ class Builder:
 
     def driver(self) -> Path:
         """The driver executable, built once per compiler and driver source."""
-        key = digest([CACHE_VERSION, self.compiler.identity, DRIVER_SOURCE.read_text()])
-        exe = self.cache_dir / f"mps_math_driver-{key[:16]}"
-        if exe.is_file():
-            return exe
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = exe.with_name(exe.name + f".{os.getpid()}")
-        command = [self.compiler.path, "-std=c++17", "-O1", f"-I{SHIM_DIR}"]
-        command += ["-o", str(tmp), str(DRIVER_SOURCE), "-ldl"]
-        proc = subprocess.run(command, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise ConfigError(
-                f"{self.compiler.name} cannot build the check-math driver: "
-                + "\n".join(proc.stderr.strip().splitlines()[-3:])
-            )
-        os.replace(tmp, exe)
-        return exe
+        return build_driver(
+            self.compiler, self.cache_dir, DRIVER_SOURCE, CACHE_VERSION, "check-math"
+        )
 
     def _rel(self, path: Path) -> str:
         return relative(path, self.root)
+
+
+def build_driver(
+    compiler: Compiler, cache_dir: Path, source: Path, version: str, tool: str
+) -> Path:
+    """``source`` built into an executable in ``cache_dir``, once per compiler and source
+    text (``version``: its cache's); a ConfigError with the compiler's last lines if not."""
+    key = digest([version, compiler.identity, source.read_text()])
+    exe = cache_dir / f"{source.stem}-{key[:16]}"
+    if exe.is_file():
+        return exe
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = exe.with_name(exe.name + f".{os.getpid()}")
+    command = [compiler.path, "-std=c++17", "-O1", f"-I{SHIM_DIR}", "-o", str(tmp), str(source)]
+    proc = subprocess.run([*command, "-ldl"], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ConfigError(
+            f"{compiler.name} cannot build the {tool} driver: "
+            + "\n".join(proc.stderr.strip().splitlines()[-3:])
+        )
+    os.replace(tmp, exe)
+    return exe
 
 
 def _part_names(layout: cxx_parts.Layout, parts: Collection[int]) -> tuple[str, ...]:

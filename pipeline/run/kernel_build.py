@@ -298,22 +298,9 @@ class KernelBuilder:
 
     def driver(self) -> Path:
         """The driver executable, built once per compiler and driver source."""
-        key = cxx.digest([CACHE_VERSION, self.compiler.identity, DRIVER_SOURCE.read_text()])
-        exe = self.cache_dir / f"mps_kernel_driver-{key[:16]}"
-        if exe.is_file():
-            return exe
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = exe.with_name(exe.name + f".{os.getpid()}")
-        command = [self.compiler.path, "-std=c++17", "-O1", f"-I{cxx.SHIM_DIR}"]
-        command += ["-o", str(tmp), str(DRIVER_SOURCE), "-ldl"]
-        proc = subprocess.run(command, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise ConfigError(
-                f"{self.compiler.name} cannot build the check-kernel driver: "
-                + "\n".join(proc.stderr.strip().splitlines()[-3:])
-            )
-        os.replace(tmp, exe)
-        return exe
+        return cxx.build_driver(
+            self.compiler, self.cache_dir, DRIVER_SOURCE, CACHE_VERSION, "check-kernel"
+        )
 
 
 # the generated unit: its first kernel line, then two lines per kernel; the struct probes
