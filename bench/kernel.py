@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.math import _c10_include
+from bench.math import wheel_build
 from pipeline.run import cxx, kernel_run
 from pipeline.run.kernel_build import KernelBuilder, Probe
 
@@ -74,11 +74,7 @@ def _upstream_share(compiler: cxx.Compiler, headers: cxx.Headers, folder: Path, 
 
 
 def run(ctx: Any, figure: Callable[..., Any], result: Callable[..., Any]) -> Any:
-    include = _c10_include()
-    if include is None:
-        raise RuntimeError("torch is not installed: no c10/metal headers to compile against")
-    compiler = cxx.find_compiler(None)
-    headers = cxx.Headers(include, "the torch wheel")
+    compiler, headers = wheel_build()
     work = ctx.work / "kernel"
     root = work / "tree"
     shutil.copytree(FIXTURES, root)

@@ -50,6 +50,14 @@ def _c10_include() -> Path | None:
     return include if (include / "c10" / "metal" / "indexing.h").is_file() else None
 
 
+def wheel_build() -> tuple[cxx.Compiler, cxx.Headers]:
+    """The compiler and the installed torch wheel's c10/metal headers the benchmarks build with."""
+    include = _c10_include()
+    if include is None:
+        raise RuntimeError("torch is not installed: no c10/metal headers to compile against")
+    return cxx.find_compiler(None), cxx.Headers(include, "the torch wheel")
+
+
 def generated_file(n: int) -> str:
     """A .metal file of ``n`` functors, each registered for float, half, bfloat and int."""
     lines = [
@@ -90,11 +98,7 @@ def generated_file(n: int) -> str:
 
 
 def run(ctx: Any, figure: Callable[..., Any], result: Callable[..., Any]) -> Any:
-    include = _c10_include()
-    if include is None:
-        raise RuntimeError("torch is not installed: no c10/metal headers to compile against")
-    compiler = cxx.find_compiler(None)
-    headers = cxx.Headers(include, "the torch wheel")
+    compiler, headers = wheel_build()
     work = ctx.work / "math"
     root = work / "tree"
     shutil.copytree(sandbox.TREE, root, ignore=shutil.ignore_patterns("__pycache__"))
