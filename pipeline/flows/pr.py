@@ -21,7 +21,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -44,6 +44,7 @@ from pipeline.report.pr_comment import MARKER
 from pipeline.results import baseline as baselines
 from pipeline.results import junit
 from pipeline.results import table as tables
+from pipeline.results.decide import XfailDecision
 from pipeline.results.inductor import InductorRun
 from pipeline.results.pr import (
     RESULTS_JSON,
@@ -54,6 +55,7 @@ from pipeline.run import shaders
 from pipeline.run.device import probe
 from pipeline.tree import common_mps, decorations, opinfo
 from pipeline.tree.git import default_base, resolve
+from pipeline.tree.opinfo import OpInfoRecord
 
 COMMENT_MD = "comment.md"
 _STATUS_SHA = re.compile(r"[0-9a-fA-F]{40}")
@@ -181,13 +183,27 @@ def collect(
         result = replace(result, inductor=inductor)
     if not chosen:
         return result
-    if impact.full_sweep:
+    return _run_selected(settings, run, console, say, result, chosen)
+
+
+def _run_selected(
+    settings: Settings,
+    run: Runners,
+    console: Console,
+    say: _Say,
+    result: PrResults,
+    chosen: Sequence[OpInfoRecord],
+) -> PrResults:
+    """Run the chosen OpInfos' tests and decide their xfails; a run without results is
+    recorded in the result, not raised."""
+    kinds = settings.test_kinds
+    if result.impact.full_sweep:
         selectors = tuple(testid.kind_selector(k) for k in kinds)
     else:
         selectors = stages.selectors(chosen, kinds)
     result = replace(result, selectors=selectors)
     try:
-        junit_path, summary = run.tests(settings, selectors, f"pr-{pr}")
+        junit_path, summary = run.tests(settings, selectors, f"pr-{result.pr}")
     except PipelineError as exc:
         say(str(exc), "tests:", "red")
         return replace(result, test_error=str(exc))
@@ -198,20 +214,29 @@ def collect(
     for warning in report.warnings:
         say(warning, "warning:", "yellow")
     table = tables.build_table(report.cases, names=tables.display_names(chosen))
-    entries = common_mps.read(root).entries
-    decisions, edit = plan_xfail_changes(settings, entries, chosen, table)
-    # and the DecorateInfos of the chosen OpInfos outside common_mps.py (issue 31)
-    keys = {info.key for info in chosen}
-    reaching = [d for d in decorations.read(root).entries if d.key in keys or d.refers_to in keys]
-    outside, edits = plan_decoration_changes(settings, reaching, chosen, table)
-    diffs = [e.diff() for e in (*([edit] if edit is not None else []), *edits)]
+    decisions, diff = _xfail_changes(settings, chosen, table)
     return replace(
         result,
         run=junit_path.parent.relative_to(settings.results_dir).as_posix(),
         table=table,
-        xfail_decisions=(*decisions, *outside),
-        xfail_diff="".join(diffs),
+        xfail_decisions=decisions,
+        xfail_diff=diff,
     )
+
+
+def _xfail_changes(
+    settings: Settings, chosen: Sequence[OpInfoRecord], table: tables.DtypeTable
+) -> tuple[tuple[XfailDecision, ...], str]:
+    """The xfail decisions for the chosen OpInfos, in common_mps.py and, for their
+    DecorateInfos, outside it (issue 31), and the diff that makes them."""
+    root = settings.root
+    entries = common_mps.read(root).entries
+    decisions, edit = plan_xfail_changes(settings, entries, chosen, table)
+    keys = {info.key for info in chosen}
+    reaching = [d for d in decorations.read(root).entries if d.key in keys or d.refers_to in keys]
+    outside, edits = plan_decoration_changes(settings, reaching, chosen, table)
+    diffs = [e.diff() for e in (*([edit] if edit is not None else []), *edits)]
+    return (*decisions, *outside), "".join(diffs)
 
 
 def _inductor_line(run: InductorRun) -> str:

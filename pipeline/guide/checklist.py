@@ -97,8 +97,28 @@ def _dtype_list(dtypes) -> str:
 
 def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
     """Evaluate the guide's checklist against the joined record."""
-    items: list[CheckItem] = []
+    composite = _composite_detail(record)
+    items = [
+        _dispatch(record),
+        *(_kernel_items(record) if composite is None else _composite_items(record, composite)),
+        _mpsgraph(record),
+        _old_names(record),
+        _xfails(record),
+        _decorators(record),
+    ]
+    if record.unrecognised:
+        items.append(
+            CheckItem(
+                "unrecognised",
+                Status.FAIL,
+                "lines the readers could not interpret near this operator",
+                tuple(Detail(f"{u.reason}: {u.text.strip()}", u.span) for u in record.unrecognised),
+            )
+        )
+    return tuple(items)
 
+
+def _dispatch(record: OperatorRecord) -> CheckItem:
     pending = record.pending_overloads
     dispatch = tuple(
         Detail(
@@ -114,92 +134,78 @@ def checklist(record: OperatorRecord) -> tuple[CheckItem, ...]:
     )
     if not record.overloads:
         dispatch = (Detail("no native_functions.yaml entry"),)
-    items.append(
-        _item(
-            record,
-            "dispatch",
-            not pending and bool(record.overloads),
-            "MPS dispatch on every overload (shared kernel, not a separate *_mps row)",
-            dispatch,
-        )
+    return _item(
+        record,
+        "dispatch",
+        not pending and bool(record.overloads),
+        "MPS dispatch on every overload (shared kernel, not a separate *_mps row)",
+        dispatch,
     )
 
-    composite = _composite_detail(record)
-    if composite is not None:  # its implementation runs other operators: no kernel of its own
-        items += [
-            _item(record, "functor", True, "Metal functor in kernels/*.metal", (composite,)),
-            _item(record, "dtypes", True, "dtypes: those of the operators it runs", (composite,)),
-            _item(record, "stub", True, "host stub: none, it calls no stub", (composite,)),
-        ]
-    items += _kernel_items(record) if composite is None else []
+
+def _composite_items(record: OperatorRecord, composite: Detail) -> list[CheckItem]:
+    """A composite's implementation runs other operators: no kernel of its own to check."""
+    return [
+        _item(record, "functor", True, "Metal functor in kernels/*.metal", (composite,)),
+        _item(record, "dtypes", True, "dtypes: those of the operators it runs", (composite,)),
+        _item(record, "stub", True, "host stub: none, it calls no stub", (composite,)),
+    ]
+
+
+def _mpsgraph(record: OperatorRecord) -> CheckItem:
     graph_stubs = [s for s in record.stubs if not s.native]
     implemented_in = {i.span.path for i in record.mpsgraph}
-    items.append(
-        _item(
-            record,
-            "mpsgraph",
-            not (record.mpsgraph or graph_stubs or record.leftover_includes),
-            "no MPSGraph implementation left",
-            tuple(Detail(f"{i.kind} {i.name}", i.span) for i in record.mpsgraph)
-            + tuple(
-                Detail(f"{s.macro}: {s.stub} registered with an MPSGraph body", s.span)
-                for s in graph_stubs
+    return _item(
+        record,
+        "mpsgraph",
+        not (record.mpsgraph or graph_stubs or record.leftover_includes),
+        "no MPSGraph implementation left",
+        tuple(Detail(f"{i.kind} {i.name}", i.span) for i in record.mpsgraph)
+        + tuple(
+            Detail(f"{s.macro}: {s.stub} registered with an MPSGraph body", s.span)
+            for s in graph_stubs
+        )
+        + tuple(
+            Detail(
+                f"#include <ATen/ops/{i.op}_native.h>"
+                + ("" if i.span.path in implemented_in else " left without an implementation"),
+                i.span,
             )
-            + tuple(
-                Detail(
-                    f"#include <ATen/ops/{i.op}_native.h>"
-                    + ("" if i.span.path in implemented_in else " left without an implementation"),
-                    i.span,
-                )
-                for i in record.leftover_includes
-            ),
-            pass_needs={TreePart.HOST},
-        )
+            for i in record.leftover_includes
+        ),
+        pass_needs={TreePart.HOST},
     )
 
-    items.append(
-        _item(
-            record,
-            "old_names",
-            not record.old_name_refs,
-            "no remaining reference to an old *_mps name",
-            tuple(Detail(name, span) for name, span in record.old_name_refs),
-            # the old names are those of the MPSGraph code found in the host files
-            pass_needs={TreePart.HOST},
-        )
+
+def _old_names(record: OperatorRecord) -> CheckItem:
+    return _item(
+        record,
+        "old_names",
+        not record.old_name_refs,
+        "no remaining reference to an old *_mps name",
+        tuple(Detail(name, span) for name, span in record.old_name_refs),
+        # the old names are those of the MPSGraph code found in the host files
+        pass_needs={TreePart.HOST},
     )
 
-    items.append(
-        _item(
-            record,
-            "xfails",
-            not record.xfails,
-            "no xfail/skip entries in common_mps.py",
-            tuple(
-                Detail(
-                    f"{e.list}[{e.key!r}]: "
-                    + ("all dtypes" if e.dtypes is None else _dtype_list(e.dtypes)),
-                    e.span,
-                )
-                for e in record.xfails
-            ),
-            # entries are keyed by the OpInfos' names: with none found, unknown
-            pass_needs={TreePart.XFAILS, TreePart.OPINFOS},
-        )
-    )
 
-    items.append(_decorators(record))
-
-    if record.unrecognised:
-        items.append(
-            CheckItem(
-                "unrecognised",
-                Status.FAIL,
-                "lines the readers could not interpret near this operator",
-                tuple(Detail(f"{u.reason}: {u.text.strip()}", u.span) for u in record.unrecognised),
+def _xfails(record: OperatorRecord) -> CheckItem:
+    return _item(
+        record,
+        "xfails",
+        not record.xfails,
+        "no xfail/skip entries in common_mps.py",
+        tuple(
+            Detail(
+                f"{e.list}[{e.key!r}]: "
+                + ("all dtypes" if e.dtypes is None else _dtype_list(e.dtypes)),
+                e.span,
             )
-        )
-    return tuple(items)
+            for e in record.xfails
+        ),
+        # entries are keyed by the OpInfos' names: with none found, unknown
+        pass_needs={TreePart.XFAILS, TreePart.OPINFOS},
+    )
 
 
 def _decorators(record: OperatorRecord) -> CheckItem:

@@ -234,6 +234,80 @@ class DtypeCheck:
         return Agreement.KNOWN if self.known is not None else Agreement.MISMATCH
 
 
+def _dtype_findings(dtype: str, registered: str, result: str, torch_dtype: str | None) -> list[str]:
+    """The registration's output dtype against what the functor returns and torch gives."""
+    findings = []
+    if result != registered:
+        findings.append(
+            f"registered {dtype} -> {registered}, but the functor returns {result} "
+            "(Metal's static_assert in REGISTER_* would not compile)"
+        )
+    if torch_dtype is not None and torch_dtype != registered:
+        findings.append(f"registered {dtype} -> {registered}, but torch gives {torch_dtype}")
+    return findings
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One registration's run, decoded: its inputs, the kernel's outputs and status, torch's."""
+
+    dtype: str  # the input dtype
+    compared_in: str  # the dtype whose tolerance applies
+    torch_dtype: str
+    args: list[list[Value]]
+    ours: list[Value]
+    theirs: list[Value]
+    status: bytes
+
+    def verdict(self, i: int) -> tuple[Kind | None, str]:
+        """Why element ``i`` disagrees (None when it matches), and the kernel's value shown."""
+        code = self.status[i] if i < len(self.status) else 0
+        if code:
+            return Kind.CRASH, SIGNALS.get(code, f"signal {code}")
+        if i >= len(self.ours):
+            return Kind.CRASH, "no output"
+        kind = compare_value(self.ours[i], self.theirs[i], self.compared_in)
+        if kind is not None and (
+            any(is_subnormal(a[i], self.dtype) for a in self.args if i < len(a))
+            or is_subnormal(self.theirs[i], self.torch_dtype)
+        ):
+            kind = Kind.SUBNORMAL
+        return kind, show(self.ours[i])
+
+
+@dataclass
+class _Tally:
+    """The element-by-element counts of one registration, built as the elements are read."""
+
+    counts: dict[Kind, int] = field(default_factory=lambda: {kind: 0 for kind in Kind})
+    examples: list[Counterexample] = field(default_factory=list)
+    checked: int = 0
+    matched: int = 0
+    refused: int = 0
+
+
+def _tally(run: _Run, torch_errors: Mapping[int, str], alphas: Sequence[str]) -> _Tally:
+    tally = _Tally()
+    n = len(run.theirs)
+    for i in range(n):
+        if i in torch_errors:
+            tally.refused += 1
+            continue
+        tally.checked += 1
+        kind, kernel_text = run.verdict(i)
+        if kind is None:
+            tally.matched += 1
+            continue
+        tally.counts[kind] += 1
+        if kind is Kind.SUBNORMAL or len(tally.examples) >= COUNTEREXAMPLES:
+            continue
+        shown = tuple(show(a[i]) for a in run.args if i < len(a))
+        if alphas:
+            shown += (f"alpha={alphas[i * len(alphas) // n]}",)
+        tally.examples.append(Counterexample(shown, kernel_text, show(run.theirs[i]), kind))
+    return tally
+
+
 def check_dtype(
     *,
     kernel: str,
@@ -264,85 +338,46 @@ def check_dtype(
     registered = metal_dtype(output_type)
     result = metal_dtype(result_type)
     reason = next((k.reason for k in known if k.covers(names, dtype)), None)
-    base = DtypeCheck(
-        kernel, dtype, registered, torch_dtype, known=reason, edge=edge, samples=samples
-    )
-    findings = []
-    if result != registered:
-        findings.append(
-            f"registered {dtype} -> {registered}, but the functor returns {result} "
-            "(Metal's static_assert in REGISTER_* would not compile)"
-        )
     if no_reference is not None or reference is None or torch_dtype is None:
         return DtypeCheck(
-            **{**base.__dict__, "findings": tuple(findings), "no_reference": no_reference or "none"}
+            kernel,
+            dtype,
+            registered,
+            torch_dtype,
+            edge=edge,
+            samples=samples,
+            findings=tuple(_dtype_findings(dtype, registered, result, None)),
+            no_reference=no_reference or "none",
+            known=reason,
         )
-    if torch_dtype != registered:
-        findings.append(f"registered {dtype} -> {registered}, but torch gives {torch_dtype}")
-    args = [decode(block, dtype) for block in inputs]
-    ours = decode(output, result) if result in _FORMATS or result == "bfloat16" else []
-    theirs = decode(reference, torch_dtype)
-    counts = {kind: 0 for kind in Kind}
-    examples: list[Counterexample] = []
-    checked = matched = refused = 0
-    n = len(theirs)
-    for i in range(n):
-        if i in torch_errors:
-            refused += 1
-            continue
-        checked += 1
-        code = status[i] if i < len(status) else 0
-        if code:
-            kind: Kind | None = Kind.CRASH
-            kernel_text = SIGNALS.get(code, f"signal {code}")
-        elif i >= len(ours):
-            kind, kernel_text = Kind.CRASH, "no output"
-        else:
-            kind = compare_value(
-                ours[i], theirs[i], torch_dtype if torch_dtype in TOLERANCES else registered
-            )
-            kernel_text = show(ours[i])
-            if kind is not None and (
-                any(is_subnormal(a[i], dtype) for a in args if i < len(a))
-                or is_subnormal(theirs[i], torch_dtype)
-            ):
-                kind = Kind.SUBNORMAL
-        if kind is None:
-            matched += 1
-            continue
-        counts[kind] += 1
-        if kind is Kind.SUBNORMAL:
-            continue
-        if len(examples) < COUNTEREXAMPLES:
-            shown = tuple(show(a[i]) for a in args if i < len(a))
-            if alphas:
-                shown += (f"alpha={alphas[i * len(alphas) // n]}",)
-            examples.append(
-                Counterexample(
-                    shown,
-                    kernel_text,
-                    show(theirs[i]),
-                    kind,
-                )
-            )
+    run = _Run(
+        dtype=dtype,
+        compared_in=torch_dtype if torch_dtype in TOLERANCES else registered,
+        torch_dtype=torch_dtype,
+        args=[decode(block, dtype) for block in inputs],
+        ours=decode(output, result) if result in _FORMATS or result == "bfloat16" else [],
+        theirs=decode(reference, torch_dtype),
+        status=status,
+    )
+    tally = _tally(run, torch_errors, alphas)
     return DtypeCheck(
         kernel,
         dtype,
         registered,
         torch_dtype,
-        checked=checked,
-        matched=matched,
-        precision=counts[Kind.PRECISION],
-        special=counts[Kind.SPECIAL],
-        exact=counts[Kind.EXACT],
-        crashes=counts[Kind.CRASH],
-        subnormal=counts[Kind.SUBNORMAL],
-        refused=refused,
+        checked=tally.checked,
+        matched=tally.matched,
+        precision=tally.counts[Kind.PRECISION],
+        special=tally.counts[Kind.SPECIAL],
+        exact=tally.counts[Kind.EXACT],
+        crashes=tally.counts[Kind.CRASH],
+        subnormal=tally.counts[Kind.SUBNORMAL],
+        refused=tally.refused,
         edge=edge,
         samples=samples,
         upcast=upcast,
-        counterexamples=tuple(examples),
-        findings=tuple(findings),
+        counterexamples=tuple(tally.examples),
+        findings=tuple(_dtype_findings(dtype, registered, result, torch_dtype)),
         known=reason,
     )
 

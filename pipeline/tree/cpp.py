@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline.errors import ParseError
 from pipeline.tree.span import Span
@@ -82,87 +82,115 @@ class CppText:
         return Span(self.path, self.line_of(start), self.line_of(max(start, end - 1)))
 
 
+@dataclass
+class _Lexer:
+    """The layers of one file as :func:`lex` builds them, one lexical event at a time: each
+    event's method appends the span it consumed to ``code`` and ``plain`` and returns its end."""
+
+    text: str
+    path: str
+    line_starts: tuple[int, ...]
+    code: list[str] = field(default_factory=list)
+    plain: list[str] = field(default_factory=list)
+    directives: list[tuple[int, int]] = field(default_factory=list)
+    directive_start: int | None = None  # inside a directive: where its line starts
+
+    def line(self, offset: int) -> int:
+        return bisect.bisect_right(self.line_starts, offset)
+
+    def keep(self, code: str, plain: str | None = None) -> None:
+        self.code.append(code)
+        self.plain.append(code if plain is None else plain)
+
+    def event(self, m: re.Match[str]) -> int:
+        start, token = m.start(), m.group()
+        if token == "//":
+            return self.line_comment(start)
+        if token == "/*":
+            return self.block_comment(start)
+        if token.endswith('R"'):
+            return self.raw_string(start)
+        if token == '"':
+            return self.string(start)
+        if token == "'":
+            return self.char(start)
+        if token == "\n" and self.directive_start is not None:
+            return self.end_directive(self.directive_start, start)
+        # '#' opening a directive, possibly after indentation
+        self.directive_start = start
+        self.keep(token)
+        return m.end()
+
+    def line_comment(self, start: int) -> int:
+        end = _end_of(_LINE_COMMENT, self.text, start)
+        self.keep(blank(self.text[start:end]))
+        return end
+
+    def block_comment(self, start: int) -> int:
+        close = self.text.find("*/", start + 2)
+        if close < 0:
+            raise ParseError(self.path, self.line(start), "unterminated /* comment")
+        end = close + 2
+        self.keep(blank(self.text[start:end]))
+        return end
+
+    def raw_string(self, start: int) -> int:
+        text = self.text
+        raw = _RAW_OPEN.match(text, start)
+        if raw is None:
+            raise ParseError(self.path, self.line(start), "malformed raw string literal")
+        close = text.find(f'){raw.group(1)}"', raw.end())
+        if close < 0:
+            raise ParseError(self.path, self.line(start), "unterminated raw string literal")
+        end = close + len(raw.group(1)) + 2
+        inner = blank(text[raw.end() - 1 : end - 1])
+        self.keep(text[start:end], blank(text[start : raw.end() - 1]) + inner + '"')
+        return end
+
+    def string(self, start: int) -> int:
+        lit = _STRING.match(self.text, start)
+        if lit is None:
+            if self.directive_start is not None:  # `#error don"t` is the directive's business
+                self.keep('"', " ")
+                return start + 1
+            raise ParseError(self.path, self.line(start), "unterminated string literal")
+        end = lit.end()
+        self.keep(self.text[start:end], '"' + blank(self.text[start + 1 : end - 1]) + '"')
+        return end
+
+    def char(self, start: int) -> int:
+        end = _char_literal_end(self.text, start)
+        inner = self.text[start + 1 : end - 1]
+        self.keep(self.text[start:end], "'" + blank(inner) + "'" if end - start > 1 else " ")
+        return end
+
+    def end_directive(self, directive_start: int, start: int) -> int:
+        self.directives.append((directive_start, start))
+        self.directive_start = None
+        self.keep("\n")
+        return start + 1
+
+
 def lex(text: str, path: str) -> CppText:
     """Split ``text`` into aligned layers; raise ParseError on unterminated comments/strings."""
-    code: list[str] = []
-    plain: list[str] = []
-    directives: list[tuple[int, int]] = []
     line_starts = (0, *(m.end() for m in re.finditer("\n", text)))
-
-    def line(offset: int) -> int:
-        return bisect.bisect_right(line_starts, offset)
-
+    lexer = _Lexer(text, path, line_starts)
     pos = 0
-    n = len(text)
-    directive_start: int | None = None
-    while pos < n:
-        pattern = _CODE_EVENT if directive_start is None else _DIRECTIVE_EVENT
+    while pos < len(text):
+        pattern = _CODE_EVENT if lexer.directive_start is None else _DIRECTIVE_EVENT
         m = pattern.search(text, pos)
         if m is None:
             break
-        start, token = m.start(), m.group()
-        code.append(text[pos:start])
-        plain.append(text[pos:start])
-        if token == "//":
-            end = _end_of(_LINE_COMMENT, text, start)
-            code.append(blank(text[start:end]))
-            plain.append(blank(text[start:end]))
-        elif token == "/*":
-            close = text.find("*/", start + 2)
-            if close < 0:
-                raise ParseError(path, line(start), "unterminated /* comment")
-            end = close + 2
-            code.append(blank(text[start:end]))
-            plain.append(blank(text[start:end]))
-        elif token.endswith('R"'):
-            raw = _RAW_OPEN.match(text, start)
-            if raw is None:
-                raise ParseError(path, line(start), "malformed raw string literal")
-            close = text.find(f'){raw.group(1)}"', raw.end())
-            if close < 0:
-                raise ParseError(path, line(start), "unterminated raw string literal")
-            end = close + len(raw.group(1)) + 2
-            code.append(text[start:end])
-            inner = blank(text[raw.end() - 1 : end - 1])
-            plain.append(blank(text[start : raw.end() - 1]) + inner + '"')
-        elif token == '"':
-            lit = _STRING.match(text, start)
-            if lit is None:
-                if directive_start is not None:  # `#error don"t` is the directive's business
-                    end = start + 1
-                    code.append('"')
-                    plain.append(" ")
-                    pos = end
-                    continue
-                raise ParseError(path, line(start), "unterminated string literal")
-            end = lit.end()
-            code.append(text[start:end])
-            plain.append('"' + blank(text[start + 1 : end - 1]) + '"')
-        elif token == "'":
-            end = _char_literal_end(text, start)
-            code.append(text[start:end])
-            plain.append("'" + blank(text[start + 1 : end - 1]) + "'" if end - start > 1 else " ")
-        elif token == "\n" and directive_start is not None:  # end of directive
-            directives.append((directive_start, start))
-            directive_start = None
-            end = start + 1
-            code.append("\n")
-            plain.append("\n")
-        else:  # '#' opening a directive, possibly after indentation
-            directive_start = start
-            end = m.end()
-            code.append(token)
-            plain.append(token)
-        pos = end
-    code.append(text[pos:])
-    plain.append(text[pos:])
-    if directive_start is not None:
-        directives.append((directive_start, n))
-    code_text = "".join(code)
-    plain_text = "".join(plain)
+        lexer.keep(text[pos : m.start()])
+        pos = lexer.event(m)
+    lexer.keep(text[pos:])
+    if lexer.directive_start is not None:
+        lexer.directives.append((lexer.directive_start, len(text)))
+    code_text = "".join(lexer.code)
+    plain_text = "".join(lexer.plain)
     masked: list[str] = []
     pos = 0
-    for s, e in directives:
+    for s, e in lexer.directives:
         masked += [plain_text[pos:s], blank(plain_text[s:e])]
         pos = e
     masked.append(plain_text[pos:])
@@ -170,11 +198,11 @@ def lex(text: str, path: str) -> CppText:
         Directive(
             s,
             e,
-            line(s),
-            line(max(s, e - 1)),
+            lexer.line(s),
+            lexer.line(max(s, e - 1)),
             " ".join(_CONTINUATION.sub(" ", code_text[s:e]).split()),
         )
-        for s, e in directives
+        for s, e in lexer.directives
     )
     return CppText(path, text, code_text, plain_text, "".join(masked), dirs, line_starts)
 

@@ -276,22 +276,6 @@ class TreeIndex:
         keys |= {e.key for e in self.xfails.entries if opinfo.operator_spelling(e.key) == op}
         xfails = tuple(e for e in self.xfails.entries if e.key in keys)
         refs = self._references(old_names) if find_references and old_names else ()
-        # Only lines that name one of the op's kernels, as a whole identifier: a real
-        # BinaryKernel.metal holds dozens of ops, and "tan" must not claim atan2's lines.
-        names = re.compile(
-            r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, kernel_names)) + r")(?![A-Za-z0-9])"
-        )
-        unrecognised = tuple(
-            u
-            for fileset in (self.kernels.files, self.host.files)
-            for f in fileset
-            for u in f.unrecognised
-            if names.search(u.text)
-        )
-        stub_word = re.compile(rf"\b{re.escape(stub)}\b")
-        unrecognised += tuple(
-            u for f in self.dispatch.files for u in f.unrecognised if stub_word.search(u.text)
-        )
         return OperatorRecord(
             op=op,
             overloads=overloads,
@@ -309,7 +293,7 @@ class TreeIndex:
             tests=tuple(
                 t for info in infos for kind in self.test_kinds for t in info.test_ids(kind)
             ),
-            unrecognised=unrecognised,
+            unrecognised=self._unrecognised(kernel_names, stub),
             stub_decl=self.dispatch.stub(stub),
             kernel_names=kernel_names,
             leftover_includes=leftover_includes,
@@ -319,6 +303,26 @@ class TreeIndex:
             implementations=impls,
             missing_implementations=missing,
             decorations=self.decorations.for_operator(op, frozenset(keys)),
+        )
+
+    def _unrecognised(self, kernel_names: Iterable[str], stub: str) -> tuple[Unrecognised, ...]:
+        """The lines the readers could not interpret that name one of the operator's kernels
+        or its stub."""
+        # Only lines that name one of the op's kernels, as a whole identifier: a real
+        # BinaryKernel.metal holds dozens of ops, and "tan" must not claim atan2's lines.
+        names = re.compile(
+            r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, kernel_names)) + r")(?![A-Za-z0-9])"
+        )
+        unrecognised = tuple(
+            u
+            for fileset in (self.kernels.files, self.host.files)
+            for f in fileset
+            for u in f.unrecognised
+            if names.search(u.text)
+        )
+        stub_word = re.compile(rf"\b{re.escape(stub)}\b")
+        return unrecognised + tuple(
+            u for f in self.dispatch.files for u in f.unrecognised if stub_word.search(u.text)
         )
 
     def _implementations(
