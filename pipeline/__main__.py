@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
 
-# Imported by main() only past the warm audit's replay (pipeline.guide.replay.cli_saved),
+# Imported by main() only past the warm audit's replay (pipeline.flows.audit_replay.cli_saved),
 # which needs none of them: argparse, the settings (yaml), the option table.
 
 # command -> (module in pipeline.commands implementing add_arguments() and run(), help)
@@ -144,11 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     typed = list(argv)
     if "audit" in argv:
         # a warm audit: what the last one wrote, while nothing it rests on changed
-        from pipeline.guide import replay
+        from pipeline.flows import audit_replay
 
-        saved = replay.cli_saved(typed)
+        saved = audit_replay.cli_saved(typed)
         if saved is not None:
-            return _guarded(lambda: replay.write_saved(saved))
+            return _guarded(lambda: audit_replay.write_saved(saved))
     import argparse
 
     argv, moved = _hoist(argv)

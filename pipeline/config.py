@@ -113,7 +113,7 @@ NO_CHECKOUT = "default: no PyTorch checkout contains the current directory"
 class LookedAt:
     """What resolving settings looked at, besides the command line, the current directory
     and the environment: while each path is as it was, they resolve alike again (what a
-    warm audit's replay is keyed on, :mod:`pipeline.guide.replay`)."""
+    warm audit's replay is keyed on, :mod:`pipeline.flows.audit_replay`)."""
 
     # paths probed only for being there and their kind (file, folder): the folders
     # searched for a checkout, the config files that might be there

@@ -1,6 +1,6 @@
 """Writing files so that a reader (or a crash) never sees half of one; and telling, from
 their status alone, whether paths are as they were (what a warm audit's replay and the
-settings' memo are keyed on: :mod:`pipeline.guide.replay`, :mod:`pipeline.workspace`).
+settings' memo are keyed on: :mod:`pipeline.flows.audit_replay`, :mod:`pipeline.workspace`).
 
 Light on purpose: the warm CLI audit imports this before anything else of the pipeline.
 """

@@ -107,9 +107,9 @@ def test_doit_start_up_neither_imports_yaml_nor_what_only_errors_need() -> None:
 
 
 def test_the_cli_replay_imports_nothing_of_the_settings() -> None:
-    # what `mps-pipeline audit OP` imports before its replay (pipeline.guide.replay): no
-    # argparse, no settings, no yaml, no typed errors (see test_replay_witness.py)
-    imported = _imported("import pipeline.__main__, pipeline.guide.replay, pipeline.fsio")
+    # what `mps-pipeline audit OP` imports before its replay (pipeline.flows.audit_replay): no
+    # argparse, no settings, no yaml, no typed errors (see tests/flows/test_audit_replay_witness.py)
+    imported = _imported("import pipeline.__main__, pipeline.flows.audit_replay, pipeline.fsio")
     heavy = {"argparse", "yaml", "pipeline.config", "pipeline.errors", "pipeline.state"}
     assert not heavy & imported
     assert not {"typing", "dataclasses", "hashlib", "tempfile"} & (imported - _imported("pass"))

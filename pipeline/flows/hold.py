@@ -2,7 +2,7 @@
 its last, and the recovery of an edit a killed run left.
 
 Light on purpose: every stage's task takes the hold before its action, the warm audit
-included, which must not import the stages, the readers or rich (see ``guide.replay``).
+included, which must not import the stages, the readers or rich (see ``flows.audit_replay``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The CLI audit's witness (pipeline/guide/replay.py): a warm `mps-pipeline audit` writes the
+"""The CLI audit's witness (pipeline/flows/audit_replay.py): a warm `mps-pipeline audit` writes the
 last output before resolving its settings, and never once anything it rests on changed.
 
 In-process runs count whether the settings were resolved (``load_settings`` called: the
@@ -21,7 +21,7 @@ import pytest
 
 import pipeline.config
 from pipeline.__main__ import main
-from pipeline.guide import replay
+from pipeline.flows import audit_replay as replay
 from tests.conftest import outside_a_checkout
 from tests.test_settings_memo import WAIT_NS, count_resolutions
 

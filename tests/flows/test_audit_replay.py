@@ -1,4 +1,4 @@
-"""pipeline/guide/replay.py: a warm `doit audit` writes what the last one wrote, without
+"""pipeline/flows/audit_replay.py: a warm `doit audit` writes what the last one wrote, without
 loading the index or rich, and renders afresh as soon as anything it rests on changed."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.guide import replay
+from pipeline.flows import audit_replay as replay
 from tests.doit_runs import doit, executed
 
 # What only rendering a checklist imports (the warm replay must not)

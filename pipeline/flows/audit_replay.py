@@ -185,7 +185,7 @@ def _process(argv: list[str]) -> dict[str, Any]:
 
 def witness(settings: Settings, argv: list[str], announced: str) -> dict[str, Any] | None:
     """What a CLI audit's output rests on beyond its inputs' digest, taken before it reads
-    them (:mod:`this module <pipeline.guide.replay>`), with what it said on stderr before
+    them (:mod:`this module <pipeline.flows.audit_replay>`), with what it said on stderr before
     the audit (``announced``); None when a path looked at changed too recently to be
     trusted (:func:`pipeline.fsio.racy`)."""
     from pipeline import state
