@@ -76,6 +76,6 @@ def test_the_budget_counts_retries_too(httpserver):
 def test_search_keeps_pull_requests_only(httpserver):
     items = [{"number": 1, "pull_request": {}}, {"number": 2}]  # 2 is an issue
     httpserver.expect_request("/search/issues").respond_with_json({"items": items})
-    assert [i["number"] for i in _client(httpserver).search_pulls("is:open")] == [1]
+    assert [i.number for i in _client(httpserver).search_pulls("is:open")] == [1]
     ((request, _),) = httpserver.log
     assert request.args["q"] == f"repo:{REPO} is:pr is:open"

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
-from pipeline.errors import GitHubError
 from pipeline.github import GitHubClient, Written
 from pipeline.guide.backlog import BacklogItem, backlog
 from pipeline.guide.claims import Claim, PullRequest, claims, identifiers, patch_words
@@ -106,29 +105,25 @@ def open_prs(client: GitHubClient, query: str, cache: Cache) -> tuple[PullReques
     ``cache.prs`` is replaced by theirs (closed ones drop out)."""
     fresh: dict[str, Any] = {}
     prs = []
-    for item in client.search_pulls(query):
-        number = item.get("number")
-        if not isinstance(number, int) or isinstance(number, bool):
-            raise GitHubError("GET /search/issues: a result without an integer `number`")
-        updated = str(item.get("updated_at") or "")
+    for found in client.search_pulls(query):
+        number, updated = found.number, found.updated_at
         known = cache.prs.get(str(number))
         if known and known.get("updated_at") == updated and updated:
             files, words = known["files"], known["words"]
         else:
             listed = client.pull_files(number)
-            files = [str(f.get("filename", "")) for f in listed]
-            words = sorted(set().union(*(patch_words(str(f.get("patch") or "")) for f in listed)))
+            files = [f.filename for f in listed]
+            words = sorted(set().union(*(patch_words(f.patch) for f in listed)))
             # the list's own ETag and patches are not kept: the words stand for them
             client.etags.pop(
                 f"{client.api_url}/repos/{client.repo}/pulls/{number}/files?per_page=100", None
             )
         fresh[str(number)] = {"updated_at": updated, "files": files, "words": words}
-        user = item.get("user")
         prs.append(
             PullRequest(
                 number=number,
-                title=str(item.get("title") or ""),
-                author=str(user.get("login", "")) if isinstance(user, dict) else "",
+                title=found.title,
+                author=found.author,
                 files=tuple(files),
                 words=frozenset(words),
             )

@@ -22,10 +22,14 @@ import requests
 from pipeline.errors import GitHubError
 from pipeline.github.answers import (
     _MISSING,
+    ChangedFile,
     Comment,
+    FoundPull,
     _backoff,
+    _changed_file,
     _comment,
     _errors,
+    _found_pull,
     _got,
     _integer,
     _json,
@@ -428,17 +432,21 @@ class GitHubClient:
             items.extend(page)
         return items
 
-    def search_pulls(self, query: str) -> list[dict[str, Any]]:
+    def search_pulls(self, query: str) -> list[FoundPull]:
         """Issues search for ``query`` within the repository, PRs only (GitHub caps a search
         at 1,000 results)."""
         q = quote(f"repo:{self.repo} is:pr {query}".strip())
         items = self.get_pages(f"/search/issues?q={q}&per_page={PER_PAGE}", "items")
-        return [i for i in items if isinstance(i, dict) and "pull_request" in i]
+        return [
+            _found_pull(i, "GET /search/issues")
+            for i in items
+            if isinstance(i, dict) and "pull_request" in i
+        ]
 
-    def pull_files(self, pr: int) -> list[dict[str, Any]]:
-        """The files PR ``pr`` changes (name, status, patch), every page."""
+    def pull_files(self, pr: int) -> list[ChangedFile]:
+        """The files PR ``pr`` changes (name and patch), every page."""
         path = f"/repos/{self.repo}/pulls/{int(pr)}/files?per_page={PER_PAGE}"
-        return [f for f in self.get_pages(path) if isinstance(f, dict)]
+        return [_changed_file(f) for f in self.get_pages(path) if isinstance(f, dict)]
 
     def issue_body(self, issue: int) -> str:
         """The body of issue ``issue`` (conditional GET: unchanged costs nothing)."""

@@ -35,6 +35,25 @@ class Comment:
     user: str
 
 
+@dataclass(frozen=True)
+class FoundPull:
+    """A pull request an issues search found, as much of it as the tracker needs."""
+
+    number: int
+    title: str
+    author: str  # "" when GitHub names no user
+    updated_at: str  # "" when GitHub gives none: never taken as unchanged
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    """One file a pull request changes: its name and its patch ("" for a binary or a
+    patch too large for GitHub to show)."""
+
+    filename: str
+    patch: str
+
+
 class _TooSlow(Exception):
     """A response not read in full within the request's total deadline."""
 
@@ -188,3 +207,20 @@ def _comment(item: Any, what: str, where: str = "the comment") -> Comment:
 def _normalise(body: str) -> str:
     # GitHub stores what the web editor sends, which may use CRLF line endings.
     return body.replace("\r\n", "\n").strip()
+
+
+def _found_pull(item: dict[str, object], what: str) -> FoundPull:
+    number = item.get("number")
+    if not isinstance(number, int) or isinstance(number, bool):
+        raise GitHubError(f"{what}: a result without an integer `number`")
+    user = item.get("user")
+    return FoundPull(
+        number=number,
+        title=str(item.get("title") or ""),
+        author=str(user.get("login", "")) if isinstance(user, dict) else "",
+        updated_at=str(item.get("updated_at") or ""),
+    )
+
+
+def _changed_file(item: dict[str, object]) -> ChangedFile:
+    return ChangedFile(str(item.get("filename", "")), str(item.get("patch") or ""))
