@@ -152,10 +152,10 @@ def fleet_child(spec: str) -> None:
                 "peak_rss_mb": peak_mb,
                 "phases_s": phases,
                 "files": {f.name: f.stat().st_size for f in files},
-                "regressions": len(summary["regressions"]),
-                "flaky": len(summary["flaky"]),
-                "rows": len(summary["table"]["rows"]),
-                "ratios": {r: s["ratio"] for r, s in summary["shards"].items()},
+                "regressions": len(summary.regressions),
+                "flaky": len(summary.flaky),
+                "rows": len(summary.table.rows),
+                "ratios": {r: s.ratio for r, s in summary.shards.items()},
             }
         )
     )

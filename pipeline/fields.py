@@ -6,11 +6,13 @@ the file is read, never a silent default further in.
 
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 
 from pipeline.errors import DocumentError
 
 _NULL = type(None)
+E = TypeVar("E", bound=Enum)
 
 
 def _names(kinds: tuple[type, ...]) -> str:
@@ -54,6 +56,23 @@ class Fields:
         if items is None:
             return None
         return tuple(self._want(v, (str,), f"{where}[{i}]") for i, v in enumerate(items))
+
+    def enum(self, key: str, kind: type[E]) -> E:
+        """The member of ``kind`` the string at ``key`` names."""
+        return self.member(key, kind, self.pop(key, str))
+
+    def member(self, key: str, kind: type[E], value: str) -> E:
+        """The member of ``kind`` whose value is ``value``, read at ``key``."""
+        try:
+            return kind(value)
+        except ValueError:
+            known = ", ".join(str(m.value) for m in kind)
+            raise self.error(key, f"is {value!r}, not one of {known}") from None
+
+    def names(self) -> tuple[str, ...]:
+        """The keys not read yet, in the document's order: an object keyed by names
+        (runners, dtypes) is read by popping each of them."""
+        return tuple(self._left)
 
     def obj(self, key: str) -> Fields:
         """The object at ``key``, as fields of its own."""

@@ -112,10 +112,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise HistoryBusyError(at.file, str(exc)) from exc
     files = publish(outcome)
     if args.json:
-        print(json.dumps(outcome.summary, indent=2, ensure_ascii=False))
+        print(json.dumps(outcome.summary.to_json(), indent=2, ensure_ascii=False))
     else:
         render_terminal(outcome.summary, files, terminal())
-    return 1 if outcome.summary["regressions"] else 0
+    return 1 if outcome.summary.regressions else 0
 
 
 def report_history(path: Path) -> int:

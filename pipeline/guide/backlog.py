@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from pipeline.fields import Fields
 from pipeline.guide.exec_paths import ExecPath, counts_to_json, operator_paths
 from pipeline.guide.workflow import Workflow, of_record
 from pipeline.tree.index import NO_OPINFO, TreeIndex
@@ -47,6 +48,24 @@ class BacklogItem:
             "mps_kernels": list(self.mps_kernels),
             "paths": counts_to_json(dict(self.paths)),
         }
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> BacklogItem:
+        """:meth:`to_dict` read back, every key checked."""
+        paths = f.obj("paths")
+        item = cls(
+            op=f.pop("op", str),
+            workflow=f.enum("workflow", Workflow),
+            overloads=f.pop("overloads", int),
+            mps_kernels=f.strings("mps_kernels"),
+            xfail_dtypes=f.pop("xfail_dtypes", int),
+            has_functor=f.pop("has_functor", bool),
+            has_opinfo=f.pop("has_opinfo", bool),
+            paths=tuple((paths.member(p, ExecPath, p), paths.pop(p, int)) for p in paths.names()),
+        )
+        for done in (paths, f):
+            done.done()
+        return item
 
 
 def paths_cell(paths: tuple[tuple[ExecPath, int], ...]) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import PipelineError
+from pipeline.fields import Fields
 from pipeline.impact.analyze import OWN, SHARED, Impact, analyze, classify
 from pipeline.impact.changes import changed_files
 from pipeline.impact.view import TreeView, load_view
@@ -53,6 +54,16 @@ class Suspect:
             "kind": self.kind,
             "reasons": list(self.reasons),
         }
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> Suspect:
+        """:meth:`to_dict` read back, every key checked."""
+        kind = f.pop("kind", str)
+        if kind not in KINDS:
+            raise f.error("kind", f"is {kind!r}, not one of {', '.join(KINDS)}")
+        found = cls(f.pop("commit", str), f.pop("title", str), kind, f.strings("reasons"))
+        f.done()
+        return found
 
 
 @dataclass(frozen=True)

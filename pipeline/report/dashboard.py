@@ -1,7 +1,8 @@
 """The nightly dashboard: one static HTML page with inline SVG charts.
 
-Everything is drawn from the nightly's summary (``summary.json``, built by
-``pipeline.results.nightly``), so a dashboard can be redrawn from that file alone:
+Everything is drawn from the nightly's summary (a
+:class:`~pipeline.report.nightly_summary.NightlySummary`, which ``summary.json`` holds
+exactly), so a dashboard can be redrawn from that file alone:
 
 - pass rate over time, one line per runner configuration;
 - a heatmap of operator × dtype outcomes for the latest nightly (:mod:`heatmap`: a skip
@@ -27,21 +28,28 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pipeline.fsio import write_atomic
-from pipeline.guide.backlog import xfail_cell
+from pipeline.guide.backlog import paths_cell, xfail_cell
 from pipeline.report import heatmap_canvas
 from pipeline.report.heatmap import OUTCOME_ORDER, heatmap, large_heatmap
+from pipeline.report.nightly_summary import (
+    SUMMARY_JSON,
+    Backlog,
+    NightlySummary,
+    NightPaths,
+    RunCounts,
+)
 from pipeline.report.svg import clip as _clip
 from pipeline.report.svg import empty as _empty
 from pipeline.report.svg import escape as _e
 from pipeline.report.svg import svg as _svg
+from pipeline.results.decide import XfailDecision
 from pipeline.results.device import Device
+from pipeline.results.nightly import Regression, ShardBalance
 
 INDEX = "index.html"
 SUMMARY_MD = "summary.md"
-SUMMARY_JSON = "summary.json"
 DIFF = "xfail-removals.diff"
 
 RUNNER_COLORS = ("#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e", "#57606a")
@@ -69,20 +77,18 @@ pre{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:8px;ov
 # ----------------------------------------------------------------------------- charts
 
 
-def pass_rate_chart(history: Sequence[Mapping[str, Any]]) -> str:
-    """Pass rate (0-1) per runner over nightlies: an SVG line chart.
-
-    ``history`` rows: ``{"started", "runner", "pass_rate", "counts"}`` (summary["history"]).
-    """
-    points = [h for h in history if h.get("pass_rate") is not None]
-    if not points:
+def pass_rate_chart(history: Sequence[RunCounts]) -> str:
+    """Pass rate (0-1) per runner over nightlies (the summary's ``history``): an SVG line
+    chart."""
+    rates = {(h.started, h.runner): rate for h in history if (rate := h.pass_rate) is not None}
+    if not rates:
         return _empty("no nightly history yet")
-    nights = sorted({h["started"] for h in history})
-    runners = list(dict.fromkeys(h["runner"] for h in history))
+    nights = sorted({h.started for h in history})
+    runners = list(dict.fromkeys(h.runner for h in history))
     width, height = 760, 280
     left, right, top, bottom = 52, 150, 16, 44
     plot_w, plot_h = width - left - right, height - top - bottom
-    low = min(h["pass_rate"] for h in points)
+    low = min(rates.values())
     floor = max(0.0, math.floor((low - 0.02) * 20) / 20)  # a 5% step below the lowest point
 
     def x(started: str) -> float:
@@ -114,24 +120,24 @@ def pass_rate_chart(history: Sequence[Mapping[str, Any]]) -> str:
     )
     for n, runner in enumerate(runners):
         color = RUNNER_COLORS[n % len(RUNNER_COLORS)]
-        rows = {h["started"]: h for h in history if h["runner"] == runner}
+        rows = {h.started: h for h in history if h.runner == runner}
         path, pen_down = [], False
         for started in nights:
-            row = rows.get(started)
-            if row is None or row.get("pass_rate") is None:
+            rate = rates.get((started, runner))
+            if rate is None:
                 pen_down = False  # a night the runner did not report: break the line
                 continue
-            path.append(f"{'L' if pen_down else 'M'}{x(started):.1f},{y(row['pass_rate']):.1f}")
+            path.append(f"{'L' if pen_down else 'M'}{x(started):.1f},{y(rate):.1f}")
             pen_down = True
         body.append(f'<path d="{" ".join(path)}" fill="none" stroke="{color}" stroke-width="2"/>')
         for started, row in rows.items():
-            if row.get("pass_rate") is None:
+            if (rate := rates.get((started, runner))) is None:
                 continue
-            counts = row.get("counts", {})
+            counts = row.counts
             detail = ", ".join(f"{o} {counts[o]}" for o in OUTCOME_ORDER if counts.get(o))
-            tip = f"{runner} {started[:16]}: {row['pass_rate']:.1%} ({detail})"
+            tip = f"{runner} {started[:16]}: {rate:.1%} ({detail})"
             body.append(
-                f'<circle cx="{x(started):.1f}" cy="{y(row["pass_rate"]):.1f}" r="3.5" '
+                f'<circle cx="{x(started):.1f}" cy="{y(rate):.1f}" r="3.5" '
                 f'fill="{color}"><title>{_e(tip)}</title></circle>'
             )
         ly = top + 14 + 18 * n
@@ -164,15 +170,15 @@ def bar_chart(counts: Mapping[str, int], labels: Mapping[str, str] | None = None
     return _svg(label_w + bar_w + 60, 16 + row_h * len(counts), "counts by category", body)
 
 
-def paths_section(nights: Sequence[Mapping[str, Any]], started: str) -> str:
+def paths_section(nights: Sequence[NightPaths], started: str) -> str:
     """The share of overloads per MPS path on the latest night that recorded it, and the
-    change from the night before (summary["paths"], oldest first)."""
+    change from the night before (the summary's ``paths``, oldest first)."""
     head = "<h2>MPS paths: overloads by the path they take</h2>"
     if not nights:
         return head + '<p class="warn">Unavailable: no night recorded the paths yet.</p>'
     latest = nights[-1]
-    counts = latest["counts"]
-    before = nights[-2]["counts"] if len(nights) > 1 else None
+    counts = latest.counts
+    before = nights[-2].counts if len(nights) > 1 else None
     total = sum(counts.values()) or 1
     total_before = (sum(before.values()) or 1) if before else 1
     rows = []
@@ -185,13 +191,13 @@ def paths_section(nights: Sequence[Mapping[str, Any]], started: str) -> str:
             points = 100 * (share - was / total_before)
             change = f"{n - was:+d} ({points:+.1f} points)"
         rows.append((path, n, f"{share:.1%}", change))
-    when = latest["started"][:16].replace("T", " ")
-    note = "" if latest["started"] == started else (
+    when = latest.started[:16].replace("T", " ")
+    note = "" if latest.started == started else (
         f'<p class="warn">From the night of {_e(when)} UTC: tonight\'s tree could not be '
         "read.</p>"
     )  # fmt: skip
     since = (
-        f"since {_e(nights[-2]['started'][:16].replace('T', ' '))} UTC"
+        f"since {_e(nights[-2].started[:16].replace('T', ' '))} UTC"
         if before is not None
         else "since the night before (none recorded)"
     )
@@ -208,32 +214,32 @@ def _seconds(value: float) -> str:
     return f"{int(minutes)} min {secs:02.0f} s" if minutes else f"{secs:.1f} s"
 
 
-def shard_balance(shards: Mapping[str, Mapping[str, Any]]) -> str:
-    """Last night's wall time per shard, per runner (summary["shards"]): a bar per shard,
-    scaled to the slowest shard of the night, with each runner's slowest / mean."""
+def shard_balance(shards: Mapping[str, ShardBalance]) -> str:
+    """Last night's wall time per shard, per runner (the summary's ``shards``): a bar per
+    shard, scaled to the slowest shard of the night, with each runner's slowest / mean."""
     if not shards:
-        return "<p>No shard times (a summary from before schema 2, or no report was read).</p>"
-    longest = max((r["seconds"] for s in shards.values() for r in s["reports"]), default=0)
+        return "<p>No shard times (no report was read).</p>"
+    longest = max((r.seconds for s in shards.values() for r in s.reports), default=0)
     rows = []
-    for runner, s in shards.items():
-        ratio = f"{s['ratio']:.2f}×" if s.get("ratio") is not None else "unknown (no times)"
-        for i, r in enumerate(s["reports"]):
-            share = r["seconds"] / longest if longest > 0 else 0
+    for n, (runner, s) in enumerate(shards.items()):
+        ratio = f"{s.ratio:.2f}×" if s.ratio is not None else "unknown (no times)"
+        for i, r in enumerate(s.reports):
+            share = r.seconds / longest if longest > 0 else 0
             bar = (
                 f'<svg xmlns="http://www.w3.org/2000/svg" width="204" height="12" '
-                f'role="img" aria-label="{_e(_seconds(r["seconds"]))}">'
+                f'role="img" aria-label="{_e(_seconds(r.seconds))}">'
                 f'<rect x="0" y="1" width="{max(1.0, 200 * share):.1f}" height="10" '
-                f'fill="{RUNNER_COLORS[list(shards).index(runner) % len(RUNNER_COLORS)]}"/></svg>'
+                f'fill="{RUNNER_COLORS[n % len(RUNNER_COLORS)]}"/></svg>'
             )
-            label = f"shard {r['shard']}" if r.get("shard") is not None else r["report"]
-            measured = "" if r.get("measured") == "suite" else " (sum of its tests)"
+            label = f"shard {r.shard}" if r.shard is not None else r.report
+            measured = "" if r.measured == "suite" else " (sum of its tests)"
             rows.append(
                 (
                     runner if i == 0 else "",
                     ratio if i == 0 else "",
                     label,
-                    _Html(f"{_e(_seconds(r['seconds']))}{_e(measured)}"),
-                    r["tests"],
+                    _Html(f"{_e(_seconds(r.seconds))}{_e(measured)}"),
+                    r.tests,
                     _Html(bar),
                 )
             )
@@ -270,10 +276,10 @@ def _diff_block(diff: str) -> str:
     return "<pre>" + "\n".join(lines) + "</pre>"
 
 
-def action_text(decision: Mapping[str, Any]) -> str:
+def action_text(decision: XfailDecision) -> str:
     """A proposal's action for people: ``delete``, ``move → MACOS_BEFORE_15_0_XFAILLIST``."""
-    to_list = decision.get("to_list")
-    return f"{decision['action']} → {to_list}" if to_list else decision["action"]
+    action = decision.action.value
+    return f"{action} → {decision.to_list}" if decision.to_list else action
 
 
 def suspects_more(count: int) -> str:
@@ -282,19 +288,19 @@ def suspects_more(count: int) -> str:
     return f"…and {more} more suspect{'s' * (more > 1)} (summary.json has all)" if more > 0 else ""
 
 
-def _suspects_cell(regression: Mapping[str, Any]) -> _Html:
+def _suspects_cell(regression: Regression) -> _Html:
     """A regression's ranked suspects (commit, kind, title, reasons) and its note."""
-    suspects = regression.get("suspects", [])
+    suspects = regression.suspects
     items = [
-        f"<li><code>{_e(s['commit'][:12])}</code> <b>{_e(s['kind'])}</b> {_e(_clip(s['title']))}"
-        f'<br><span class="caption">{_e(_clip("; ".join(s["reasons"])))}</span></li>'
+        f"<li><code>{_e(s.commit[:12])}</code> <b>{_e(s.kind)}</b> {_e(_clip(s.title))}"
+        f'<br><span class="caption">{_e(_clip("; ".join(s.reasons)))}</span></li>'
         for s in suspects[:MAX_SUSPECTS]
     ]
     parts = [f'<ol class="suspects">{"".join(items)}</ol>'] if items else []
     if more := suspects_more(len(suspects)):
         parts.append(f'<span class="caption">{_e(more)}</span>')
-    if regression.get("suspects_note"):
-        parts.append(f'<span class="caption">{_e(regression["suspects_note"])}</span>')
+    if regression.suspects_note:
+        parts.append(f'<span class="caption">{_e(regression.suspects_note)}</span>')
     return _Html("".join(parts) or "–")
 
 
@@ -302,35 +308,34 @@ def _card(label: str, value: object, tone: str = "") -> str:
     return f'<div class="card {tone}"><b>{_e(value)}</b>{_e(label)}</div>'
 
 
-def _devices_html(devices: Mapping[str, Any]) -> list[str]:
-    """Which device each runner's results came from (summary.json's ``devices``); a VM's
+def _devices_html(devices: Mapping[str, Device | None]) -> list[str]:
+    """Which device each runner's results came from (the summary's ``devices``); a VM's
     are marked: its pass/fail results count, its timings were not recorded."""
     items = []
-    for runner, found in devices.items():
-        if not isinstance(found, Mapping):
+    for runner, device in devices.items():
+        if device is None:
             items.append(f"<li>{_e(runner)}: device unknown (none recorded)</li>")
             continue
-        device = Device.from_dict(found, f"summary devices[{runner}]")
         vm = " — <strong>a VM: timings not recorded</strong>" if device.paravirtual else ""
         items.append(f"<li>{_e(runner)}: {_e(device.label())}{vm}</li>")
     return ["<h2>Devices</h2>", f"<ul>{''.join(items)}</ul>"] if items else []
 
 
-def _head(summary: Mapping[str, Any], large: bool) -> list[str]:
+def _head(summary: NightlySummary, large: bool) -> list[str]:
     """The page's head, its title and its cards: what a glance at the night should tell."""
-    started = summary["started"][:16].replace("T", " ")
-    commit = summary.get("commit") or "unknown"
-    regressions, flaky = summary["regressions"], summary["flaky"]
-    proposals, backlog = summary["proposals"], summary["backlog"]
+    started = summary.started[:16].replace("T", " ")
+    commit = summary.commit or "unknown"
+    regressions, flaky = summary.regressions, summary.flaky
+    proposals, backlog = summary.proposals, summary.backlog
     cards = [
         _card("regressions", len(regressions), "bad" if regressions else "good"),
         _card("flaky tests", len(flaky), "bad" if flaky else "good"),
         _card("xfail removals", len(proposals), "good" if proposals else ""),
-        _card("migration backlog", backlog["total"] if not backlog["error"] else "–"),
+        _card("migration backlog", len(backlog.items) if backlog.error is None else "–"),
     ]
-    for runner, rate in summary["pass_rate"].items():
+    for runner, rate in summary.pass_rate.items():
         cards.append(_card(f"pass rate {runner}", f"{rate:.1%}" if rate is not None else "–"))
-    for runner in summary["missing_runners"]:
+    for runner in summary.missing_runners:
         cards.append(_card(f"{runner}: no results", "✗", "bad"))
     # a large heatmap is drawn by one script, which the policy allows by its hash alone
     script = f" script-src {heatmap_canvas.SCRIPT_SOURCE};" if large else ""
@@ -343,18 +348,18 @@ def _head(summary: Mapping[str, Any], large: bool) -> list[str]:
         f"<title>MPS nightly {_e(started)} UTC</title><style>{_CSS}</style></head><body>",
         f"<h1>MPS nightly · {_e(started)} UTC</h1>",
         f'<p class="meta">commit <code>{_e(commit[:12])}</code> · runners '
-        f"{_e(', '.join(summary['runners']) or 'none')}"
-        + (f" · source {_e(summary['source'])}" if summary.get("source") else "")
+        f"{_e(', '.join(summary.runners) or 'none')}"
+        + (f" · source {_e(summary.source)}" if summary.source else "")
         + "</p>",
         f'<div class="cards">{"".join(cards)}</div>',
-        *_devices_html(summary.get("devices") or {}),
+        *_devices_html(summary.devices),
     ]
 
 
-def _changes(summary: Mapping[str, Any]) -> list[str]:
+def _changes(summary: NightlySummary) -> list[str]:
     """What changed since each runner's previous run: regressions (with their suspects)
     and flaky tests."""
-    regressions, flaky = summary["regressions"], summary["flaky"]
+    regressions, flaky = summary.regressions, summary.flaky
     parts = [f"<h2>Regressions ({len(regressions)})</h2>"]
     if regressions:
         parts.append(
@@ -362,11 +367,11 @@ def _changes(summary: Mapping[str, Any]) -> list[str]:
                 ["test", "runner", "was", "now", "message", "suspects (most likely first)"],
                 [
                     (
-                        r["name"],
-                        r["runner"],
-                        r["before"],
-                        r["after"] + (" (flaky)" if r["flaky"] else ""),
-                        _clip(r["message"]),
+                        r.name,
+                        r.runner,
+                        r.before.value,
+                        r.after.value + (" (flaky)" if r.flaky else ""),
+                        _clip(r.message),
                         _suspects_cell(r),
                     )
                     for r in regressions
@@ -381,7 +386,12 @@ def _changes(summary: Mapping[str, Any]) -> list[str]:
             _table(
                 ["test", "runner", "why", "outcomes (oldest first)"],
                 [
-                    (f["name"], f["runner"], "; ".join(f["reasons"]), " → ".join(f["outcomes"]))
+                    (
+                        f.name,
+                        f.runner,
+                        "; ".join(f.reasons),
+                        " → ".join(o.value for o in f.outcomes),
+                    )
                     for f in flaky
                 ],
             )
@@ -391,10 +401,10 @@ def _changes(summary: Mapping[str, Any]) -> list[str]:
     return parts
 
 
-def _xfail_removals(summary: Mapping[str, Any]) -> list[str]:
+def _xfail_removals(summary: NightlySummary) -> list[str]:
     """The xfail entries the night proposes to drop, the diff that does it, and those
     still waiting for enough nightlies in a row."""
-    proposals = summary["proposals"]
+    proposals = summary.proposals
     parts = [f"<h2>xfail removals ({len(proposals)})</h2>"]
     if proposals:
         parts.append(
@@ -402,39 +412,39 @@ def _xfail_removals(summary: Mapping[str, Any]) -> list[str]:
                 ["list", "key", "action", "dtypes after", "why"],
                 [
                     (
-                        d["list"],
-                        d["key"],
+                        d.list,
+                        d.key,
                         action_text(d),
-                        "all" if d["new_dtypes"] is None else ", ".join(d["new_dtypes"]) or "–",
-                        d["reason"],
+                        "all" if d.new_dtypes is None else ", ".join(d.new_dtypes) or "–",
+                        d.reason,
                     )
                     for d in proposals
                 ],
             )
         )
     else:
-        parts.append(f"<p>{_e(summary['proposal_note'])}.</p>")
-    if summary["diff"]:
+        parts.append(f"<p>{_e(summary.proposal_note)}.</p>")
+    if summary.diff:
         parts.append(f'<p>Ready to apply (<a href="{DIFF}">{DIFF}</a>):</p>')
-        parts.append(_diff_block(summary["diff"]))
-    if summary["candidates"]:
-        need = summary["min_passes"]
+        parts.append(_diff_block(summary.diff))
+    if summary.candidates:
+        need = summary.min_passes
         parts.append(f"<p>Xpassing everywhere, waiting for {need} nightlies in a row:</p>")
         rows = []
-        for c in summary["candidates"]:
-            streaks = ", ".join(f"{d} {n}/{need}" for d, n in c["streaks"].items())
-            rows.append((c["list"], c["key"], streaks))
+        for c in summary.candidates:
+            streaks = ", ".join(f"{d} {n}/{need}" for d, n in c.streaks.items())
+            rows.append((c.list, c.key, streaks))
         parts.append(_table(["list", "key", "dtypes (nightlies so far)"], rows))
     return parts
 
 
-def _backlog(backlog: Mapping[str, Any]) -> list[str]:
+def _backlog(backlog: Backlog) -> list[str]:
     """The migration backlog by workflow, and its easiest items (or why it is missing)."""
-    parts = [f"<h2>Migration backlog ({backlog['total']})</h2>"]
-    if backlog["error"]:
-        parts.append(f'<p class="warn">Unavailable: {_e(backlog["error"])}</p>')
+    parts = [f"<h2>Migration backlog ({len(backlog.items)})</h2>"]
+    if backlog.error is not None:
+        parts.append(f'<p class="warn">Unavailable: {_e(backlog.error)}</p>')
         return parts
-    parts.append(bar_chart(backlog["counts"], WORKFLOW_LABELS))
+    parts.append(bar_chart(backlog.counts, WORKFLOW_LABELS))
     parts.append("<p>Easiest first:</p>")
     parts.append(
         _table(
@@ -449,29 +459,30 @@ def _backlog(backlog: Mapping[str, Any]) -> list[str]:
             ],  # fmt: skip
             [
                 (
-                    i["op"],
-                    i["workflow"],
-                    i["overloads"],
-                    xfail_cell(i["xfail_dtypes"], i["has_opinfo"]),
-                    "✓" if i["has_functor"] else "",
-                    ", ".join(f"{p} {n}" for p, n in i.get("paths", {}).items() if n),
-                    ", ".join(i["mps_kernels"]),
+                    i.op,
+                    i.workflow.value,
+                    i.overloads,
+                    xfail_cell(i.xfail_dtypes, i.has_opinfo),
+                    "✓" if i.has_functor else "",
+                    paths_cell(i.paths),
+                    ", ".join(i.mps_kernels),
                 )
-                for i in backlog["items"][:15]
+                for i in backlog.items[:15]
             ],
         )
     )
     return parts
 
 
-def render_html(summary: Mapping[str, Any]) -> str:
-    """The dashboard page for one nightly summary (schema 2; a schema 1 one, which spells
-    out every cell and has no ``shards``, is drawn too)."""
-    large = heatmap_canvas.cell_count(summary["table"]) > heatmap_canvas.SVG_MAX_CELLS
+def render_html(summary: NightlySummary) -> str:
+    """The dashboard page for one nightly summary."""
+    # the heatmaps draw the table as summary.json spells it (a plain cell: its outcome)
+    table = summary.table.to_dict(compact=True)
+    large = heatmap_canvas.cell_count(table) > heatmap_canvas.SVG_MAX_CELLS
     parts = _head(summary, large)
     parts += [
         "<h2>Pass rate</h2>",
-        pass_rate_chart(summary["history"]),
+        pass_rate_chart(summary.history),
         '<p class="caption">Share of the tests that ran (skips left out) whose operator worked '
         "on MPS: pass or xpass. One line per runner configuration; hover a point for its "
         "counts.</p>",
@@ -479,7 +490,7 @@ def render_html(summary: Mapping[str, Any]) -> str:
     parts += _changes(summary)
     parts += _xfail_removals(summary)
     parts.append("<h2>Shard balance</h2>")
-    parts.append(shard_balance(summary.get("shards", {})))
+    parts.append(shard_balance(summary.shards))
     parts.append(
         '<p class="caption">Each shard\'s wall time last night, as its JUnit report records it '
         "(the testsuite time pytest writes: the whole session, collection included). "
@@ -487,13 +498,13 @@ def render_html(summary: Mapping[str, Any]) -> str:
         "for an even split; <code>mps-pipeline shards</code> plans balanced ones.</p>"
     )
     parts.append("<h2>Latest results: operator × dtype</h2>")
-    drawn = large_heatmap(summary["table"]) if large else heatmap(summary["table"])
+    drawn = large_heatmap(table) if large else heatmap(table)
     parts.append(f'<div class="scroll">{drawn}</div>')
-    parts += _backlog(summary["backlog"])
-    parts.append(paths_section(summary.get("paths", []), summary["started"]))
-    if summary["warnings"]:
+    parts += _backlog(summary.backlog)
+    parts.append(paths_section(summary.paths, summary.started))
+    if summary.warnings:
         parts.append("<h2>Warnings</h2><ul>")
-        parts += [f'<li class="warn">{_e(w)}</li>' for w in summary["warnings"]]
+        parts += [f'<li class="warn">{_e(w)}</li>' for w in summary.warnings]
         parts.append("</ul>")
     parts.append(
         f'<p class="caption">Also here: <a href="{SUMMARY_MD}">{SUMMARY_MD}</a> · '
@@ -503,7 +514,7 @@ def render_html(summary: Mapping[str, Any]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_dashboard(out_dir: Path, summary: Mapping[str, Any], markdown: str) -> tuple[Path, ...]:
+def write_dashboard(out_dir: Path, summary: NightlySummary, markdown: str) -> tuple[Path, ...]:
     """Write index.html, summary.md, summary.json and (when there is one) the xfail diff.
 
     Each file is replaced atomically; a diff left by an earlier night is removed when
@@ -514,10 +525,11 @@ def write_dashboard(out_dir: Path, summary: Mapping[str, Any], markdown: str) ->
         INDEX: render_html(summary),
         SUMMARY_MD: markdown,
         # compact: at fleet size the indentation alone was a third of the file
-        SUMMARY_JSON: json.dumps(summary, separators=(",", ":"), ensure_ascii=False) + "\n",
+        SUMMARY_JSON: json.dumps(summary.to_json(), separators=(",", ":"), ensure_ascii=False)
+        + "\n",
     }
-    if summary["diff"]:
-        files[DIFF] = summary["diff"]
+    if summary.diff:
+        files[DIFF] = summary.diff
     else:
         (out_dir / DIFF).unlink(missing_ok=True)
     written = []

@@ -26,8 +26,9 @@ Then, from the history:
   changed and changed back over the last ``flaky_window`` nightlies.
 - **migration backlog**: the ``backlog`` command's list, counted by workflow.
 
-:func:`run_nightly` does all of it and returns the night's ``summary.json`` data;
-:func:`pipeline.report.nightly.publish` turns that into the dashboard.
+:func:`pipeline.flows.nightly.run_nightly` does all of it and builds the night's
+:class:`~pipeline.report.nightly_summary.NightlySummary`; :func:`pipeline.report.nightly.publish`
+turns that into the dashboard.
 """
 
 from __future__ import annotations
@@ -38,11 +39,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import Settings
 from pipeline.errors import PipelineError
+from pipeline.fields import Fields
 from pipeline.impact.suspects import CommitAnalysis, Suspect
 from pipeline.results import decide, decorations, history, junit
-from pipeline.results.device import UNKNOWN, Device
 from pipeline.results.history_db import HistoryDB
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import DtypeTable, merge_runs
@@ -51,6 +51,7 @@ from pipeline.tree.index import TreeIndex
 
 SCHEMA = 2  # of summary.json (2: plain table cells are just their outcome; shards)
 CHART_NIGHTLIES = 60
+MEASURED = ("suite", "cases")  # how a report's wall time was measured (junit.ReportWall)
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,27 @@ class Regression:
             "suspects": [s.to_dict() for s in self.suspects],
         }
 
+    @classmethod
+    def from_fields(cls, f: Fields) -> Regression:
+        """:meth:`to_dict` read back, every key checked."""
+        found = cls(
+            runner=f.pop("runner", str),
+            classname=f.pop("classname", str),
+            name=f.pop("name", str),
+            stem=f.pop("stem", str, type(None)),
+            dtype=f.pop("dtype", str, type(None)),
+            before=f.enum("before", Outcome),
+            after=f.enum("after", Outcome),
+            flaky=f.pop("flaky", bool),
+            message=f.pop("message", str),
+            previous=f.pop("previous", str),
+            previous_commit=f.pop("previous_commit", str),
+            suspects=tuple(Suspect.from_fields(s) for s in f.objs("suspects")),
+            suspects_note=f.pop("suspects_note", str),
+        )
+        f.done()
+        return found
+
 
 @dataclass(frozen=True)
 class FlakyTest:
@@ -92,6 +114,28 @@ class FlakyTest:
     reasons: tuple[str, ...]
     outcomes: tuple[Outcome, ...]  # over the flaky window, oldest first (or tonight's only)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "reasons": list(self.reasons),
+            "outcomes": [o.value for o in self.outcomes],
+        }
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> FlakyTest:
+        """:meth:`to_dict` read back, every key checked."""
+        found = cls(
+            runner=f.pop("runner", str),
+            classname=f.pop("classname", str),
+            name=f.pop("name", str),
+            stem=f.pop("stem", str, type(None)),
+            dtype=f.pop("dtype", str, type(None)),
+            reasons=f.strings("reasons"),
+            outcomes=tuple(f.member("outcomes", Outcome, o) for o in f.strings("outcomes")),
+        )
+        f.done()
+        return found
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -101,6 +145,84 @@ class Candidate:
     function: str
     key: str
     streaks: dict[str, int]  # dtype -> consecutive nightlies, newest back, it would go
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"list": self.list, "function": self.function, "key": self.key,
+                "streaks": dict(self.streaks)}  # fmt: skip
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> Candidate:
+        """:meth:`to_dict` read back, every key checked."""
+        streaks = f.obj("streaks")
+        found = cls(f.pop("list", str), f.pop("function", str), f.pop("key", str),
+                    {dtype: streaks.pop(dtype, int) for dtype in streaks.names()})  # fmt: skip
+        for done in (streaks, f):
+            done.done()
+        return found
+
+
+@dataclass(frozen=True)
+class ShardReport:
+    """One JUnit report's wall time (a shard's, in the nightly workflow's layout)."""
+
+    report: str  # its path under --results
+    shard: int | None  # <n> of shard-<n>.xml
+    seconds: float
+    measured: str  # "suite" | "cases" (junit.ReportWall)
+    tests: int
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> ShardReport:
+        """:meth:`to_dict` read back, every key checked."""
+        measured = f.pop("measured", str)
+        if measured not in MEASURED:
+            raise f.error("measured", f"is {measured!r}, not one of {', '.join(MEASURED)}")
+        found = cls(f.pop("report", str), f.pop("shard", int, type(None)),
+                    f.pop("seconds", float, int), measured, f.pop("tests", int))  # fmt: skip
+        f.done()
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ShardBalance:
+    """One runner's reports' wall times, and the slowest over the mean."""
+
+    reports: tuple[ShardReport, ...]  # at least one
+
+    @property
+    def ratio(self) -> float | None:
+        """The slowest over the mean (None: every report took 0 s)."""
+        mean = sum(r.seconds for r in self.reports) / len(self.reports)
+        return round(self.max_seconds / mean, 4) if mean > 0 else None
+
+    @property
+    def max_seconds(self) -> float:
+        return max(r.seconds for r in self.reports)
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> ShardBalance:
+        """:meth:`to_dict` read back, every key checked (the figures are the reports')."""
+        found = cls(tuple(ShardReport.from_fields(r) for r in f.objs("reports")))
+        if not found.reports:
+            raise f.error("reports", "is empty")
+        for key in ("total_seconds", "max_seconds", "mean_seconds"):
+            f.pop(key, float, int)
+        f.pop("ratio", float, int, type(None))
+        f.done()
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        seconds = [r.seconds for r in self.reports]
+        return {
+            "reports": [r.to_dict() for r in self.reports],
+            "total_seconds": round(sum(seconds), 6),
+            "max_seconds": self.max_seconds,
+            "mean_seconds": round(sum(seconds) / len(seconds), 6),
+            "ratio": self.ratio,
+        }
 
 
 @dataclass(frozen=True)
@@ -164,36 +286,20 @@ _SHARD_NUMBER = re.compile(r"shard-(\d+)")
 
 def shard_balance(
     results: Path, walls: Mapping[str, Sequence[junit.ReportWall]]
-) -> dict[str, dict[str, Any]]:
-    """summary.json's ``shards``: per runner, each report's wall time (a shard's, in the
-    nightly workflow's layout) and the slowest shard over the mean."""
-    out: dict[str, dict[str, Any]] = {}
+) -> dict[str, ShardBalance]:
+    """summary.json's ``shards``: per runner, each report's wall time."""
+    out: dict[str, ShardBalance] = {}
     for runner, found in walls.items():
         if not found:
             continue
-        reports: list[dict[str, Any]] = []
+        reports = []
         for w in found:
             path = Path(w.source)
             rel = path.relative_to(results).as_posix() if path.is_relative_to(results) else w.source
             number = _SHARD_NUMBER.fullmatch(path.stem)
-            reports.append(
-                {
-                    "report": rel,
-                    "shard": int(number.group(1)) if number else None,
-                    "seconds": w.seconds,
-                    "measured": w.measured,
-                    "tests": w.tests,
-                }
-            )
-        seconds = [r["seconds"] for r in reports]
-        mean = sum(seconds) / len(seconds)
-        out[runner] = {
-            "reports": reports,
-            "total_seconds": round(sum(seconds), 6),
-            "max_seconds": max(seconds),
-            "mean_seconds": round(mean, 6),
-            "ratio": round(max(seconds) / mean, 4) if mean > 0 else None,
-        }
+            shard = int(number.group(1)) if number else None
+            reports.append(ShardReport(rel, shard, w.seconds, w.measured, w.tests))
+        out[runner] = ShardBalance(tuple(reports))
     return out
 
 
@@ -389,98 +495,3 @@ def pass_rate(counts: Mapping[str, int]) -> float | None:
     if ran <= 0:
         return None
     return (counts.get(Outcome.PASS.value, 0) + counts.get(Outcome.XPASS.value, 0)) / ran
-
-
-def _backlog_dict(items: Sequence[Any] | None, error: str) -> dict[str, Any]:
-    """summary.json's backlog: counts by workflow and the items, or why there are none."""
-    if items is None:
-        return {"error": error, "counts": {}, "total": 0, "items": []}
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item.workflow.value] = counts.get(item.workflow.value, 0) + 1
-    return {
-        "error": None,
-        "counts": counts,
-        "total": len(items),
-        "items": [item.to_dict() for item in items],
-    }
-
-
-def build_summary(
-    *,
-    night: history.Nightly,
-    settings: Settings,
-    table: DtypeTable,
-    proposals: Proposals | None,
-    regressions: Sequence[Regression],
-    flaky: Sequence[FlakyTest],
-    backlog_items: Sequence[Any] | None,
-    backlog_error: str,
-    trend: Sequence[tuple[str, str, dict[str, int]]],
-    min_passes: int,
-    reports: tuple[int, Sequence[str]],
-    warnings: Sequence[str],
-    shards: Mapping[str, Any] | None = None,
-    paths: Sequence[tuple[str, Mapping[str, int]]] = (),
-    devices: Mapping[str, Device | None] | None = None,
-) -> dict[str, Any]:
-    """The nightly's summary.json (schema ``SCHEMA``, documented in docs/machine-output.md):
-    what the dashboard and --json show."""
-    counts = {runner: table.counts(runner) for runner in night.runners}
-    return {
-        "schema": SCHEMA,
-        "started": night.started,
-        "commit": night.commit,
-        "source": night.runs[0].source if night.runs else "",
-        "runners": list(night.runners),
-        "required_runners": list(settings.runners),
-        "missing_runners": [r for r in settings.runners if r not in night.runners],
-        "min_passes": min_passes,
-        "counts": counts,
-        "pass_rate": {runner: pass_rate(c) for runner, c in counts.items()},
-        "table": table.to_dict(compact=True),
-        "shards": dict(shards or {}),
-        # each runner's device, "unknown" when its results recorded none
-        "devices": {
-            runner: d.to_dict() if d is not None else UNKNOWN
-            for runner in night.runners
-            for d in [(devices or {}).get(runner)]
-        },
-        "proposals": [d.to_dict() for d in proposals.decisions] if proposals else [],
-        "proposal_note": proposals.note if proposals else "needs the tree index (see warnings)",
-        "judged_nightlies": list(proposals.nightlies) if proposals else [],
-        "candidates": [
-            {"list": c.list, "function": c.function, "key": c.key, "streaks": c.streaks}
-            for c in (proposals.candidates if proposals else ())
-        ],
-        "diff": proposals.diff if proposals else "",
-        # MPS xfails outside common_mps.py kept because no consistency test reaches them
-        "not_judged": [d.to_dict() for d in proposals.not_judged] if proposals else [],
-        "regressions": [r.to_dict() for r in regressions],
-        "flaky": [
-            {**f.__dict__, "reasons": list(f.reasons), "outcomes": [o.value for o in f.outcomes]}
-            for f in flaky
-        ],
-        "backlog": _backlog_dict(backlog_items, backlog_error),
-        # the tree's overloads per MPS path, night by night (this night's last when read)
-        "paths": [{"started": started, "counts": dict(c)} for started, c in paths],
-        "history": [
-            {"started": started, "runner": runner, "counts": c, "pass_rate": pass_rate(c)}
-            for started, runner, c in trend
-        ],
-        "reports": {"total": reports[0], "skipped": list(reports[1])},
-        "warnings": list(warnings),
-    }
-
-
-# ------------------------------------------------------------------------------- run
-
-
-@dataclass(frozen=True)
-class NightlyOutcome:
-    """A recorded nightly: its summary.json data, its table, and where its dashboard goes."""
-
-    summary: dict[str, Any]
-    table: DtypeTable
-    dashboard_dir: Path
-    junit_files: tuple[Path, ...]  # one merged report per runner, in dashboard_dir/junit/

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pipeline.dtypes import TEST_KINDS, sort_key
+from pipeline.fields import Fields
 from pipeline.results.junit import CaseResult, Outcome, combine_results
 
 if TYPE_CHECKING:
@@ -174,6 +175,50 @@ class DtypeTable:
                 for row in self.rows
             ],
         }
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> DtypeTable:
+        """:meth:`to_dict` read back, in either form (a plain cell is every runner of the
+        table with its outcome, in one attempt), every key checked."""
+        runners, dtypes = f.strings("runners"), f.strings("dtypes")
+        ignored = f.pop("ignored", int)
+        f.pop("counts", dict)  # for readers: the cells'
+        f.pop("flaky", int)
+        rows = tuple(_row_from(r, runners) for r in f.objs("rows"))
+        f.done()
+        return cls(rows, dtypes, runners, ignored)
+
+
+def _row_from(f: Fields, runners: tuple[str, ...]) -> Row:
+    stem, kind, name = f.pop("stem", str), f.pop("kind", str), f.pop("name", str)
+    if kind not in TEST_KINDS:
+        raise f.error("kind", f"is {kind!r}, not one of {', '.join(TEST_KINDS)}")
+    cells, found = f.obj("cells"), []
+    for dtype in cells.names():
+        value = cells.pop(dtype, str, dict)
+        if isinstance(value, str):
+            outcome = cells.member(dtype, Outcome, value)
+            found.append(
+                Cell(dtype, tuple(RunnerResult(r, outcome, False, 1, "") for r in runners))
+            )
+            continue
+        cell = Fields(value, f"{cells.where}.{dtype}", f.doc)
+        cell.pop("outcome", str)  # for readers: the runners' (as are flaky and mixed)
+        cell.pop("flaky", bool)
+        cell.pop("mixed", bool)
+        each = cell.obj("runners")
+        results = []
+        for runner in each.names():
+            r = each.obj(runner)
+            results.append(RunnerResult(runner, r.enum("outcome", Outcome), r.pop("flaky", bool),
+                                        r.pop("attempts", int), r.pop("message", str)))  # fmt: skip
+            r.done()
+        for done in (each, cell):
+            done.done()
+        found.append(Cell(dtype, tuple(results)))
+    for done in (cells, f):
+        done.done()
+    return Row(stem, kind, name, tuple(found))
 
 
 def _plain(cell: Cell, runners: int) -> bool:

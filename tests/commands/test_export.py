@@ -120,7 +120,7 @@ def test_history_rows_in_clickhouse_answer_as_the_dashboard(tmp_path, nights, ca
             source=f"https://github.com/o/r/actions/runs/{900 + day}/attempts/2",
         )  # fmt: skip
         publish(outcome)
-        summaries.append(outcome.summary)
+        summaries.append(outcome.summary.to_json())
     out = tmp_path / "rows.jsonl"
     state = ["--state-dir", str(settings.state_dir)]
     assert main(["export", "--nights", "3", "--out", str(out), *state]) == 0

@@ -328,7 +328,7 @@ def test_large_reports_are_merged_apart_as_they_are_here(settings, nights, tmp_p
         )  # fmt: skip
         merged[name] = (
             {p.name: p.read_bytes() for p in (tmp_path / name / "junit").iterdir()},
-            outcome.summary["warnings"],
+            outcome.summary.warnings,
         )
     assert merged["apart"] == merged["here"] and len(merged["here"][0]) == len(RUNNERS)
     assert any("shard-9.xml" in w for w in merged["here"][1])
@@ -428,7 +428,7 @@ def test_backups_rotate_and_check_history_reads_them(settings, nights, capsys, t
             settings, nights.results(), history_at=db_path, backups=3,
             started=history.timestamp(f"2026-03-0{day}T03:17:00Z"), backlog_of=lambda index: (),
         )  # fmt: skip
-        assert outcome.summary["warnings"] == []
+        assert outcome.summary.warnings == ()
     names = [p.name for p in history.backups(db_path)]
     assert names == [f"nightly-2026-03-0{d}-031700.sqlite" for d in (2, 3, 4)]
     assert [_nights_recorded(p) for p in history.backups(db_path)] == [2, 3, 4]

@@ -62,7 +62,7 @@ def _record(settings, nights, at, dash: Path, before: str) -> list[tuple[dict, d
         )
         files = publish(outcome)
         shown = {f.name: f.read_bytes() for f in files if f.suffix != ".xml"}
-        out.append((outcome.summary, shown))
+        out.append((outcome.summary.to_json(), shown))
     return out
 
 

@@ -8,7 +8,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from pipeline.errors import PipelineError
 from pipeline.report import dashboard, heatmap
+from pipeline.report.nightly_summary import NightlySummary, RunCounts
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import merge_runs
 
@@ -38,9 +40,18 @@ def table_dict():
     return merge_runs(runs, {"atan2": "atan2 <b>"}).to_dict()
 
 
+def counts(**found: int) -> dict[str, int]:
+    """Tests per outcome, every outcome (as summary.json spells them)."""
+    return {o.value: found.get(o.value, 0) for o in Outcome}
+
+
+PATHS = {"metal": 0, "mpsgraph": 1, "composite": 0, "none": 0, "unknown": 0}
+
+
 def summary(**overrides):
+    """A summary.json document; ``missing_runners`` follows ``runners``."""
     data = {
-        "schema": 1,
+        "schema": 2,
         "started": "2026-03-02T03:17:00.000000Z",
         "commit": "0123456789abcdef",
         "source": "https://example.invalid/run/1?a=<x>",
@@ -48,9 +59,11 @@ def summary(**overrides):
         "required_runners": ["macos-m1-14", "macos-m2-15", "macos-m2-26"],
         "missing_runners": ["macos-m2-26"],
         "min_passes": 3,
-        "counts": {},
+        "counts": {"macos-m1-14": counts(**{"pass": 1, "fail": 1}), "macos-m2-15": counts(xpass=2)},
         "pass_rate": {"macos-m1-14": 0.5, "macos-m2-15": 1.0},
         "table": table_dict(),
+        "shards": {},
+        "devices": {},
         "proposals": [
             {
                 "list": "UNIMPLEMENTED_XFAILLIST",
@@ -59,6 +72,7 @@ def summary(**overrides):
                 "action": "drop_dtypes",
                 "old_dtypes": ["int64", "int32"],
                 "new_dtypes": ["int32"],
+                "dropped": ["int64"],
                 "reason": "int64: xpassed <everywhere>",
             }
         ],  # fmt: skip
@@ -68,6 +82,7 @@ def summary(**overrides):
             {"list": "ON_MPS_XFAILLIST", "function": "f", "key": "fmod", "streaks": {"float16": 2}}
         ],
         "diff": DIFF,
+        "not_judged": [],
         "regressions": [
             {
                 "runner": "macos-m1-14",
@@ -80,6 +95,9 @@ def summary(**overrides):
                 "flaky": False,
                 "message": EVIL,
                 "previous": "2026-03-01T03:17:00.000000Z",
+                "previous_commit": "",
+                "suspects": [],
+                "suspects_note": "",
             }
         ],  # fmt: skip
         "flaky": [
@@ -95,8 +113,8 @@ def summary(**overrides):
         ],  # fmt: skip
         "backlog": {
             "error": None,
-            "counts": {"migrate": 250, "add": 40},
-            "total": 290,
+            "counts": {"migrate": 1},
+            "total": 1,
             "items": [
                 {
                     "op": "atan2",
@@ -106,23 +124,33 @@ def summary(**overrides):
                     "xfail_dtypes": 6,
                     "has_functor": True,
                     "has_opinfo": True,
+                    "paths": PATHS,
                 }
             ],  # fmt: skip
         },
+        "paths": [],
         "history": [
             {
                 "started": f"2026-03-0{d}T03:17:00.000000Z",
                 "runner": r,
                 "pass_rate": rate,
-                "counts": {"pass": 9, "fail": 1},
+                "counts": counts(**{"pass": round(100 * rate), "fail": 100 - round(100 * rate)}),
             }
             for d, rates in ((1, (0.9, 0.95)), (2, (0.5, 1.0)))
             for r, rate in zip(("macos-m1-14", "macos-m2-15"), rates, strict=True)
         ],  # fmt: skip
+        "reports": {"total": 2, "skipped": []},
         "warnings": ["a <warning>"],
     }
     data.update(overrides)
+    if "missing_runners" not in overrides:
+        data["missing_runners"] = [r for r in data["required_runners"] if r not in data["runners"]]
     return data
+
+
+def model(**overrides) -> NightlySummary:
+    """:func:`summary`, read as summary.json is."""
+    return NightlySummary.from_json(summary(**overrides))
 
 
 def parse_svg(text: str) -> ET.Element:
@@ -132,7 +160,7 @@ def parse_svg(text: str) -> ET.Element:
 
 
 def test_page_has_svg_charts_and_escapes_every_message():
-    html = dashboard.render_html(summary())
+    html = dashboard.render_html(model())
     assert html.count("<svg") == 3  # pass rate, heatmap, backlog
     assert "<script" not in html
     assert (
@@ -149,11 +177,11 @@ def test_page_has_svg_charts_and_escapes_every_message():
 
 
 def test_every_chart_is_well_formed_svg():
-    data = summary()
+    data = model()
     for svg in (
-        dashboard.pass_rate_chart(data["history"]),
-        heatmap.heatmap(data["table"]),
-        dashboard.bar_chart(data["backlog"]["counts"], dashboard.WORKFLOW_LABELS),
+        dashboard.pass_rate_chart(data.history),
+        heatmap.heatmap(data.table.to_dict(compact=True)),
+        dashboard.bar_chart(data.backlog.counts, dashboard.WORKFLOW_LABELS),
     ):
         parse_svg(svg)
 
@@ -220,20 +248,18 @@ def test_a_skip_is_hatched_an_untested_cell_outlined_and_the_legend_shows_both()
 
 def test_pass_rate_chart_has_a_line_and_points_per_runner_and_breaks_on_gaps():
     history = [
-        {"started": "2026-03-01T03:17:00Z", "runner": "a", "pass_rate": 0.9, "counts": {}},
-        {"started": "2026-03-02T03:17:00Z", "runner": "a", "pass_rate": None, "counts": {}},
-        {"started": "2026-03-03T03:17:00Z", "runner": "a", "pass_rate": 0.8, "counts": {}},
-        {"started": "2026-03-01T03:17:00Z", "runner": "b", "pass_rate": 0.95, "counts": {}},
-        {"started": "2026-03-02T03:17:00Z", "runner": "b", "pass_rate": 0.97, "counts": {}},
-        {"started": "2026-03-03T03:17:00Z", "runner": "b", "pass_rate": 1.0, "counts": {}},
-    ]
+        RunCounts(f"2026-03-0{day}T03:17:00Z", runner, counts(**{"pass": ok, "fail": 100 - ok}))
+        for runner, day, ok in (("a", 1, 90), ("a", 3, 80), ("b", 1, 95), ("b", 2, 97),
+                                    ("b", 3, 100))
+    ]  # fmt: skip
+    history.insert(1, RunCounts("2026-03-02T03:17:00Z", "a", counts(skip=3)))  # none ran
     root = parse_svg(dashboard.pass_rate_chart(history))
     paths = [p.get("d") for p in root.iter(f"{SVG}path")]
     assert len(paths) == 2
     assert paths[0].count("M") == 2 and "L" not in paths[0]  # a's line breaks at the gap
     assert paths[1].count("M") == 1 and paths[1].count("L") == 2
     tips = [t.text for t in root.iter(f"{SVG}title")]
-    assert "a 2026-03-01T03:17: 90.0% ()" in tips and len(tips) == 5
+    assert "a 2026-03-01T03:17: 90.0% (pass 90, fail 10)" in tips and len(tips) == 5
     assert "03-02" in [t.text for t in root.iter(f"{SVG}text")]
 
 
@@ -243,7 +269,7 @@ def test_empty_inputs_draw_a_message():
         {"rows": [], "dtypes": [], "runners": []}
     )
     html = dashboard.render_html(
-        summary(
+        model(
             proposals=[], diff="", candidates=[], regressions=[], flaky=[], history=[],
             proposal_note="nothing xpassed", warnings=[],
             backlog={"error": "no torch <here>", "counts": {}, "total": 0, "items": []},
@@ -255,17 +281,20 @@ def test_empty_inputs_draw_a_message():
 
 def test_write_dashboard_writes_the_files_and_drops_a_stale_diff(tmp_path):
     out = tmp_path / "dash"
-    written = dashboard.write_dashboard(out, summary(), "# md\n")
+    written = dashboard.write_dashboard(out, model(), "# md\n")
     assert [p.name for p in written] == ["index.html", "summary.md", "summary.json", dashboard.DIFF]
     assert json.loads((out / "summary.json").read_text())["commit"] == "0123456789abcdef"
     assert (out / dashboard.DIFF).read_text().startswith("--- a/x.py")
-    dashboard.write_dashboard(out, summary(diff=""), "# md\n")
+    dashboard.write_dashboard(out, model(diff=""), "# md\n")
     assert not (out / dashboard.DIFF).exists()
 
 
 @pytest.mark.parametrize("rate", [0.0, 0.42, 1.0])
 def test_pass_rate_axis_covers_the_lowest_point(rate):
-    history = [{"started": "2026-03-01T03:17:00Z", "runner": "a", "pass_rate": rate, "counts": {}}]
+    worked = round(100 * rate)
+    history = [
+        RunCounts("2026-03-01T03:17:00Z", "a", counts(**{"pass": worked, "fail": 100 - worked}))
+    ]
     root = parse_svg(dashboard.pass_rate_chart(history))
     (point,) = root.iter(f"{SVG}circle")
     assert 0 <= float(point.get("cy")) <= float(root.get("height"))
@@ -283,10 +312,10 @@ def test_a_move_names_the_list_it_goes_to():
         "to_list": "MACOS_BEFORE_15_0_XFAILLIST",
         "reason": "bfloat16: xfail on macos-m1-14 (macOS 14.0) and xpass on macos-m2-15",
     }
-    html = dashboard.render_html(summary(proposals=[move]))
+    html = dashboard.render_html(model(proposals=[move]))
     assert "<td>move → MACOS_BEFORE_15_0_XFAILLIST</td>" in html
     assert "xfail on macos-m1-14 (macOS 14.0) and xpass on macos-m2-15" in html
-    assert dashboard.action_text(summary()["proposals"][0]) == "drop_dtypes"
+    assert dashboard.action_text(model().proposals[0]) == "drop_dtypes"
 
 
 def test_a_regression_lists_its_suspects_escaped_and_cut():
@@ -301,7 +330,7 @@ def test_a_regression_lists_its_suspects_escaped_and_cut():
     ]
     (regression,) = summary()["regressions"]
     regression.update(suspects=suspects, suspects_note="a <note>", previous_commit="")
-    html = dashboard.render_html(summary(regressions=[regression]))
+    html = dashboard.render_html(model(regressions=[regression]))
     row = html[html.index("<td>test_output_match_atan2_mps_float32</td>") :].split("</tr>")[0]
     assert "<script" not in row and "suspect 1 &lt;b&gt;mismatch &lt;script&gt;" in row
     assert row.index("<code>111111111111</code> <b>own</b>") < row.index("<b>shared</b>")
@@ -309,7 +338,7 @@ def test_a_regression_lists_its_suspects_escaped_and_cut():
     assert row.count("<li>") == dashboard.MAX_SUSPECTS and "…and 2 more suspects" in row
     assert "a &lt;note&gt;" in row
     # a summary.json written before suspects existed still draws
-    assert "<td>–</td>" in dashboard.render_html(summary())
+    assert "<td>–</td>" in dashboard.render_html(model())  # no suspects
 
 
 def test_plain_cells_and_the_shard_balance_of_a_schema_2_summary():
@@ -332,7 +361,7 @@ def test_plain_cells_and_the_shard_balance_of_a_schema_2_summary():
             "total_seconds": 120.0, "max_seconds": 90.0, "mean_seconds": 60.0, "ratio": 1.5,
         }
     }  # fmt: skip
-    page = dashboard.render_html(summary(schema=2, table=table, shards=shards))
+    page = dashboard.render_html(model(table=table, shards=shards))
     assert "atan2 float16: pass on every runner" in page
     assert "<h2>Shard balance</h2>" in page and "1.50×" in page
     assert "1 min 30 s" in page and "30.0 s (sum of its tests)" in page
@@ -341,9 +370,24 @@ def test_plain_cells_and_the_shard_balance_of_a_schema_2_summary():
         parse_svg(svg)
 
 
-def test_a_schema_1_summary_has_no_shard_times():
-    page = dashboard.render_html(summary())
-    assert "No shard times (a summary from before schema 2" in page
+def test_a_summary_without_shard_times_says_so():
+    assert "No shard times (no report was read)" in dashboard.render_html(model())
+
+
+def test_a_summary_is_read_with_every_key_checked():
+    # read and written again: the same document, its table compact
+    again = NightlySummary.from_json(summary()).to_json()
+    assert again == {**summary(), "table": model().table.to_dict(compact=True)}
+    with pytest.raises(PipelineError, match="schema 1; this version reads 2"):
+        NightlySummary.from_json(summary(schema=1))
+    with pytest.raises(PipelineError, match="unknown key"):
+        NightlySummary.from_json({**summary(), "extra": 1})
+    broken = summary()
+    broken["regressions"][0]["after"] = "melted"
+    with pytest.raises(PipelineError, match=r"regressions\[0\]\.after is 'melted'"):
+        NightlySummary.from_json(broken)
+    with pytest.raises(PipelineError, match="missing_runners"):
+        NightlySummary.from_json(summary(missing_runners=[]))
 
 
 def test_a_backlog_item_without_an_opinfo_says_its_xfails_are_unknown():
@@ -359,9 +403,9 @@ def test_a_backlog_item_without_an_opinfo_says_its_xfails_are_unknown():
                        False, False)  # fmt: skip
     data = summary()
     data["backlog"]["items"] = [item.to_dict()]
-    html = dashboard.render_html(data)
+    html = dashboard.render_html(NightlySummary.from_json(data))
     assert f"<td>? {NO_OPINFO}</td>" in html
-    markdown = render_summary_markdown({**data, "warnings": []}, merge_runs({}))
+    markdown = render_summary_markdown(NightlySummary.from_json({**data, "warnings": []}))
     line = next(x for x in markdown.splitlines() if x.startswith("- special\\_airy\\_ai:"))
     assert line.endswith(f"; {NO_OPINFO}")
     section = tracker.render_section([Claim(item.op, ClaimState.UNCLAIMED, (), item)], [])
@@ -376,5 +420,5 @@ def test_shards_without_times_have_an_unknown_balance_never_a_number():
             "total_seconds": 0.0, "max_seconds": 0.0, "mean_seconds": 0.0, "ratio": None,
         }
     }  # fmt: skip
-    html = dashboard.shard_balance(untimed)
+    html = dashboard.shard_balance(model(shards=untimed).shards)
     assert "<td>unknown (no times)</td>" in html and "×" not in html

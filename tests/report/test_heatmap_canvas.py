@@ -16,7 +16,7 @@ from pipeline.dtypes import MPS_TEST_DTYPES
 from pipeline.report import dashboard, heatmap, heatmap_canvas
 from pipeline.results.junit import Outcome
 from pipeline.results.table import merge_runs
-from tests.report.test_dashboard import EVIL, case, summary
+from tests.report.test_dashboard import EVIL, case, model
 
 RUNNERS = ("macos-m1-14", "macos-m2-15", "macos-m2-26")
 OUTCOMES = (Outcome.PASS, Outcome.XFAIL, Outcome.FAIL, Outcome.SKIP, Outcome.XPASS)
@@ -51,7 +51,7 @@ def data_block(page: str) -> dict:
 @pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
 def test_a_large_heatmap_is_a_data_block_and_the_one_script_the_policy_allows():
     table = large_table()
-    page = dashboard.render_html(summary(table=table, runners=list(RUNNERS)))
+    page = dashboard.render_html(model(table=table, runners=list(RUNNERS)))
     scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
     assert scripts == [heatmap_canvas.SCRIPT]
     digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
@@ -87,7 +87,7 @@ def test_a_large_heatmap_is_a_data_block_and_the_one_script_the_policy_allows():
 
 
 def test_a_small_heatmap_stays_svg_without_a_script():
-    page = dashboard.render_html(summary())
+    page = dashboard.render_html(model())
     assert "<script" not in page and 'id="heatmap-data"' not in page
     assert "script-src" not in page
 
@@ -125,7 +125,7 @@ console.log(JSON.stringify(canvases.map(c => ({first: +c.dataset.firstRow, top: 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_script_draws_every_tested_cell_in_its_outcomes_color(tmp_path):
     table = large_table()
-    page = dashboard.render_html(summary(table=table, runners=list(RUNNERS)))
+    page = dashboard.render_html(model(table=table, runners=list(RUNNERS)))
     data = data_block(page)
     (script,) = re.findall(r"<script>(.*?)</script>", page, re.S)
     (tmp_path / "heatmap.js").write_text(script)

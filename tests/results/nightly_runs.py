@@ -151,10 +151,10 @@ def sandbox_sweep(root: Path, results: Path, macos: dict[str, str], tests: str) 
 
 
 def run(settings, results: Path, **kw) -> dict:
-    """Record and publish a nightly as the command does; its summary."""
+    """Record and publish a nightly as the command does; its summary.json."""
     outcome = nightly.run_nightly(settings, results, backlog_of=backlog, **kw)
     publish(outcome)
-    return outcome.summary
+    return outcome.summary.to_json()
 
 
 def proposed(summary: dict) -> dict[str, tuple[str, list[str] | None]]:

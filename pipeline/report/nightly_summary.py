@@ -1,0 +1,270 @@
+"""A recorded nightly as the dashboard, summary.md and ``--json`` show it: :class:`NightlySummary`.
+
+``summary.json`` holds exactly this (:meth:`NightlySummary.to_json`, written by
+:func:`pipeline.report.dashboard.write_dashboard`; documented in docs/machine-output.md),
+and :meth:`NightlySummary.from_json` reads it back, every key popped and checked, nothing
+left over. The flow (:mod:`pipeline.flows.nightly`) builds it; the renderers take it.
+Figures the document spells out for its readers (``missing_runners``, ``pass_rate``, the
+table's and the backlog's counts, a shard's totals) are made from the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import PipelineError
+from pipeline.fields import Fields
+from pipeline.guide.backlog import BacklogItem
+from pipeline.guide.exec_paths import ExecPath
+from pipeline.results.decide import XfailDecision
+from pipeline.results.device import UNKNOWN, Device
+from pipeline.results.junit import Outcome
+from pipeline.results.nightly import (
+    SCHEMA,
+    Candidate,
+    FlakyTest,
+    Regression,
+    ShardBalance,
+    pass_rate,
+)
+from pipeline.results.table import DtypeTable
+
+SUMMARY_JSON = "summary.json"
+_NULL = type(None)
+
+
+def _counts(f: Fields, names: tuple[str, ...]) -> dict[str, int]:
+    """An object with one count per name (every outcome, every MPS path), nothing else."""
+    found = {name: f.pop(name, int) for name in names}
+    f.done()
+    return found
+
+
+_OUTCOMES = tuple(o.value for o in Outcome)
+_PATHS = tuple(p.value for p in ExecPath)
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """The ``backlog`` command's list for the tree, or why there is none (``error``)."""
+
+    items: tuple[BacklogItem, ...]
+    error: str | None = None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Operators per workflow, in the order the list first names them."""
+        counts: dict[str, int] = {}
+        for item in self.items:
+            counts[item.workflow.value] = counts.get(item.workflow.value, 0) + 1
+        return counts
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "error": self.error,
+            "counts": self.counts,
+            "total": len(self.items),
+            "items": [item.to_dict() for item in self.items],
+        }
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> Backlog:
+        found = cls(tuple(BacklogItem.from_fields(i) for i in f.objs("items")),
+                    f.pop("error", str, _NULL))  # fmt: skip
+        if f.pop("total", int) != len(found.items):
+            raise f.error("total", f"is not the {len(found.items)} items'")
+        f.pop("counts", dict)  # for readers: the items'
+        f.done()
+        return found
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """One run of the history's chart: a runner's tests per outcome on one night."""
+
+    started: str
+    runner: str
+    counts: Mapping[str, int]  # every outcome
+
+    @property
+    def pass_rate(self) -> float | None:
+        return pass_rate(self.counts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"started": self.started, "runner": self.runner, "counts": dict(self.counts),
+                "pass_rate": self.pass_rate}  # fmt: skip
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> RunCounts:
+        found = cls(
+            f.pop("started", str), f.pop("runner", str), _counts(f.obj("counts"), _OUTCOMES)
+        )
+        f.pop("pass_rate", float, int, _NULL)  # for readers: the counts'
+        f.done()
+        return found
+
+
+@dataclass(frozen=True)
+class NightPaths:
+    """The tree's overloads per MPS path on one night that recorded them."""
+
+    started: str
+    counts: Mapping[str, int]  # every path
+
+    def to_json(self) -> dict[str, Any]:
+        return {"started": self.started, "counts": dict(self.counts)}
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> NightPaths:
+        found = cls(f.pop("started", str), _counts(f.obj("counts"), _PATHS))
+        f.done()
+        return found
+
+
+@dataclass(frozen=True)
+class ReportsRead:
+    """The JUnit files found under --results, and those nothing could be read from."""
+
+    total: int
+    skipped: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NightlySummary:
+    """One recorded nightly: what summary.json, the dashboard and summary.md are made of."""
+
+    started: str  # names the nightly in the history
+    commit: str  # the PyTorch commit tested ("" when unknown)
+    source: str  # where the results came from ("" if not given)
+    runners: tuple[str, ...]  # that sent results, configured ones first
+    required_runners: tuple[str, ...]  # the configured ones
+    min_passes: int
+    counts: Mapping[str, Mapping[str, int]]  # runner -> tonight's tests per outcome
+    table: DtypeTable
+    shards: Mapping[str, ShardBalance]  # runner -> its reports' wall times
+    devices: Mapping[str, Device | None]  # runner -> its device (None: none recorded)
+    proposals: tuple[XfailDecision, ...]  # confirmed by history; never keep
+    proposal_note: str  # why there are none, when there are none
+    judged_nightlies: tuple[str, ...]  # newest first
+    candidates: tuple[Candidate, ...]
+    diff: str  # what the proposals make together; never applied
+    not_judged: tuple[XfailDecision, ...]  # MPS xfails no consistency test reaches
+    regressions: tuple[Regression, ...]
+    flaky: tuple[FlakyTest, ...]
+    backlog: Backlog
+    paths: tuple[NightPaths, ...]  # oldest first; tonight's last when the tree was read
+    history: tuple[RunCounts, ...]  # the chart's runs, oldest first
+    reports: ReportsRead
+    warnings: tuple[str, ...]
+
+    @property
+    def missing_runners(self) -> tuple[str, ...]:
+        """Configured runners that sent no results tonight."""
+        return tuple(r for r in self.required_runners if r not in self.runners)
+
+    @property
+    def pass_rate(self) -> dict[str, float | None]:
+        """Per runner, the share of the tests that ran that passed or xpassed."""
+        return {runner: pass_rate(c) for runner, c in self.counts.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        """summary.json (schema ``SCHEMA``, documented in docs/machine-output.md)."""
+        return {
+            "schema": SCHEMA,
+            "started": self.started,
+            "commit": self.commit,
+            "source": self.source,
+            "runners": list(self.runners),
+            "required_runners": list(self.required_runners),
+            "missing_runners": list(self.missing_runners),
+            "min_passes": self.min_passes,
+            "counts": {runner: dict(c) for runner, c in self.counts.items()},
+            "pass_rate": self.pass_rate,
+            "table": self.table.to_dict(compact=True),
+            "shards": {runner: s.to_dict() for runner, s in self.shards.items()},
+            "devices": {r: UNKNOWN if d is None else d.to_dict() for r, d in self.devices.items()},
+            "proposals": [d.to_dict() for d in self.proposals],
+            "proposal_note": self.proposal_note,
+            "judged_nightlies": list(self.judged_nightlies),
+            "candidates": [c.to_dict() for c in self.candidates],
+            "diff": self.diff,
+            "not_judged": [d.to_dict() for d in self.not_judged],
+            "regressions": [r.to_dict() for r in self.regressions],
+            "flaky": [f.to_dict() for f in self.flaky],
+            "backlog": self.backlog.to_json(),
+            "paths": [p.to_json() for p in self.paths],
+            "history": [h.to_json() for h in self.history],
+            "reports": {"total": self.reports.total, "skipped": list(self.reports.skipped)},
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_json(cls, data: object, doc: str = SUMMARY_JSON) -> NightlySummary:
+        """summary.json read back, every key popped and checked, none left over."""
+        f = Fields(data, "", doc)
+        schema = f.pop("schema", int, _NULL)
+        if schema != SCHEMA:
+            raise PipelineError(
+                f"{doc} has schema {schema!r}; this version reads {SCHEMA} "
+                "(run the nightly again with it)"
+            )
+        counts, shards, devices = f.obj("counts"), f.obj("shards"), f.obj("devices")
+        reports = f.obj("reports")
+        found = cls(
+            started=f.pop("started", str),
+            commit=f.pop("commit", str),
+            source=f.pop("source", str),
+            runners=f.strings("runners"),
+            required_runners=f.strings("required_runners"),
+            min_passes=f.pop("min_passes", int),
+            counts={r: _counts(counts.obj(r), _OUTCOMES) for r in counts.names()},
+            table=DtypeTable.from_fields(f.obj("table")),
+            shards={r: ShardBalance.from_fields(shards.obj(r)) for r in shards.names()},
+            devices={r: _device(devices, r) for r in devices.names()},
+            proposals=tuple(XfailDecision.from_fields(d) for d in f.objs("proposals")),
+            proposal_note=f.pop("proposal_note", str),
+            judged_nightlies=f.strings("judged_nightlies"),
+            candidates=tuple(Candidate.from_fields(c) for c in f.objs("candidates")),
+            diff=f.pop("diff", str),
+            not_judged=tuple(XfailDecision.from_fields(d) for d in f.objs("not_judged")),
+            regressions=tuple(Regression.from_fields(r) for r in f.objs("regressions")),
+            flaky=tuple(FlakyTest.from_fields(t) for t in f.objs("flaky")),
+            backlog=Backlog.from_fields(f.obj("backlog")),
+            paths=tuple(NightPaths.from_fields(p) for p in f.objs("paths")),
+            history=tuple(RunCounts.from_fields(h) for h in f.objs("history")),
+            reports=ReportsRead(reports.pop("total", int), reports.strings("skipped")),
+            warnings=f.strings("warnings"),
+        )
+        if f.strings("missing_runners") != found.missing_runners:
+            raise f.error("missing_runners", "are not the required runners without results")
+        rates = f.obj("pass_rate")  # for readers: the counts'
+        for runner in rates.names():
+            rates.pop(runner, float, int, _NULL)
+        for done in (rates, counts, shards, devices, reports, f):
+            done.done()
+        return found
+
+
+def _device(devices: Fields, runner: str) -> Device | None:
+    """A runner's device, or None for the string ``"unknown"`` (none recorded)."""
+    value = devices.pop(runner, str, dict)
+    if isinstance(value, str):
+        if value != UNKNOWN:
+            raise devices.error(runner, f"is {value!r}, not a device or {UNKNOWN!r}")
+        return None
+    try:
+        return Device.from_dict(value, f"{devices.doc}: devices.{runner}")
+    except PipelineError as exc:
+        raise devices.error(runner, str(exc)) from None
+
+
+@dataclass(frozen=True)
+class NightlyOutcome:
+    """A recorded nightly: its summary, and where its dashboard goes."""
+
+    summary: NightlySummary
+    dashboard_dir: Path
+    junit_files: tuple[Path, ...]  # one merged report per runner, in dashboard_dir/junit/
