@@ -13,8 +13,6 @@ import sys
 from pipeline.config import Settings
 from pipeline.guide.exec_paths import operator_paths, to_json
 from pipeline.options import OPTIONS
-from pipeline.report.console import terminal
-from pipeline.report.guide import render_paths
 from pipeline.tree.index import load_index
 
 
@@ -35,5 +33,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         # overloads against 0.02 s
         print(json.dumps(to_json(report), separators=(",", ":")))
     else:
+        # rich, only for the table: `--json` is what scripts and the benchmark call
+        from pipeline.report.console import terminal
+        from pipeline.report.guide import render_paths
+
         render_paths(report, terminal(), detail=bool(args.ops))
     return 0

@@ -8,6 +8,15 @@ work): a deleted entry's trailing comment goes with it, its neighbours' comments
 narrowed literal keeps its surviving elements as written. An entry that listed all dtypes
 gains ``dtypes=(torch.<dtype>, ...)``.
 
+The comment block directly above a deleted entry (contiguous comment lines, no blank line
+between) explains it (``# MPS: atan2 not implemented for int64``) and goes with it, as in
+upstream's hand-made removals. Upstream also writes one block over several MPS entries of
+one failure (``aten::max.unary_out`` over ``test_out`` and ``test_out_warning``): a block
+heads the MPS entries right after its own, up to a blank line, an entry with a comment of
+its own, or an entry that is not an MPS one; it goes only when every entry it heads goes.
+A comment after a blank line (a section's) stays, as does a block holding a commented-out
+``DecorateInfo(``: that is an entry, not an explanation.
+
 The result is verified before it is returned: its abstract syntax tree must be the old one
 with exactly these changes made (nothing else in the file moved), and the reader must find
 the MPS decorations it found before, less the deleted, with the narrowed ones' new dtypes.
@@ -16,6 +25,7 @@ the MPS decorations it found before, less the deleted, with the narrowed ones' n
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -25,9 +35,12 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from pipeline.dtypes import TORCH_ALIASES, canonical, sort_key
 from pipeline.edit.atomic import FileEdit, unplaced
-from pipeline.edit.xfails import filter_sequence, remove_elements
+from pipeline.edit.xfails import comments, filter_sequence, is_subsequence, remove_elements
 from pipeline.errors import EditVerificationError
 from pipeline.tree import decorations
+
+# a comment line that is an entry turned off, not an explanation of the next one
+_COMMENTED_OUT = re.compile(r"#\s*DecorateInfo\(")
 
 
 @dataclass(frozen=True)
@@ -73,16 +86,18 @@ def apply_decoration_changes(text: str, path: str, changes: Sequence[DecorationC
             )
     plan = {c.line: c for c in changes}
     lines = text.splitlines(keepends=True)
-    after, applied = text, set()
+    after, applied, comment_lines = text, set(), set()
     # Each OpInfo call is edited apart, last first so earlier offsets hold: libcst over the
     # whole 25,000-line common_methods_invocations.py takes a minute, over one OpInfo ms.
     for start, end, first in sorted(_owners(tree, plan, lines), reverse=True):
         snippet = after[start:end]
         wrapper = MetadataWrapper(cst.parse_module(snippet), unsafe_skip_copy=True)
         own = {line - first + 1: c for line, c in plan.items()}
-        editor = _Editor(own, wrapper.resolve(PositionProvider))
+        mps = {d.span.start - first + 1 for d in before.decorations}
+        editor = _Editor(own, mps, wrapper.resolve(PositionProvider))
         after = after[:start] + wrapper.module.visit(editor).code + after[end:]
         applied |= editor.applied  # the changes' own (file) lines
+        comment_lines |= {line + first - 1 for line in editor.comment_lines}
     missed = set(plan) - applied
     if missed:
         raise EditVerificationError(
@@ -91,6 +106,7 @@ def apply_decoration_changes(text: str, path: str, changes: Sequence[DecorationC
             "nothing was written"
         )
     _verify(tree, after, path, plan, before)
+    _verify_comments(text, after, path, plan, by_line, comment_lines)
     return FileEdit(path, text, after, _summary(path, plan, by_line))
 
 
@@ -132,11 +148,16 @@ def _is_decorate_info(node: cst.CSTNode) -> bool:
 
 
 class _Editor(cst.CSTTransformer):
-    def __init__(self, plan: dict[int, DecorationChange], positions) -> None:
+    """``plan`` and ``mps`` (the lines MPS DecorateInfos start on) count the snippet's lines;
+    ``comment_lines``: those of the comment blocks deleted with their entries."""
+
+    def __init__(self, plan: dict[int, DecorationChange], mps: set[int], positions) -> None:
         super().__init__()
         self.plan = plan
+        self.mps = mps
         self.positions = positions
         self.applied: set[int] = set()
+        self.comment_lines: set[int] = set()
 
     def _change(self, node: cst.CSTNode) -> DecorationChange | None:
         if not _is_decorate_info(node):
@@ -175,18 +196,36 @@ class _Editor(cst.CSTTransformer):
             args.append(new)
         return updated_node.with_changes(args=args)
 
-    def _drops(self, original: cst.List | cst.Tuple) -> dict[int, int]:
-        """The elements of ``original`` to delete (no comment lines above go with them)."""
-        drops = {}
-        for index, element in enumerate(original.elements):
+    def _drops(self, original: cst.List | cst.Tuple, opening) -> dict[int, int]:
+        """The elements of ``original`` to delete, each with how many comment lines above
+        it go too (see the module docs)."""
+        elements = original.elements
+        gaps = [opening, *(_after_comma(e) for e in elements[:-1])]
+        going = []
+        for element in elements:
             change = self._change(element.value)
+            going.append(change is not None and change.delete)
             if change is not None and change.delete:
-                drops[index] = 0
                 self.applied.add(change.line)
+        drops = {}
+        for index, gone in enumerate(going):
+            if not gone:
+                continue
+            block = _comment_block(gaps[index])
+            heads = index + 1
+            while (
+                heads < len(elements)
+                and not _empty_lines(gaps[heads])
+                and self.positions[elements[heads].value].start.line in self.mps
+            ):
+                heads += 1
+            drops[index] = len(block) if all(going[index:heads]) else 0
+            start = self.positions[elements[index].value].start.line
+            self.comment_lines.update(range(start - drops[index], start))
         return drops
 
     def leave_List(self, original_node: cst.List, updated_node: cst.List) -> cst.List:
-        drops = self._drops(original_node)
+        drops = self._drops(original_node, original_node.lbracket.whitespace_after)
         if not drops:
             return updated_node
         kept, opening, closing = remove_elements(
@@ -204,7 +243,7 @@ class _Editor(cst.CSTTransformer):
     def leave_Tuple(self, original_node: cst.Tuple, updated_node: cst.Tuple) -> cst.Tuple:
         if not updated_node.lpar:  # a bare tuple has no brackets to keep the layout of
             return updated_node
-        drops = self._drops(original_node)
+        drops = self._drops(original_node, original_node.lpar[0].whitespace_after)
         if not drops:
             return updated_node
         lpar, rpar = updated_node.lpar[0], updated_node.rpar[-1]
@@ -218,6 +257,29 @@ class _Editor(cst.CSTTransformer):
             lpar=[lpar.with_changes(whitespace_after=opening), *updated_node.lpar[1:]],
             rpar=[*updated_node.rpar[:-1], rpar.with_changes(whitespace_before=closing)],
         )
+
+
+def _after_comma(element: cst.BaseElement) -> cst.BaseParenthesizableWhitespace:
+    comma = element.comma
+    return comma.whitespace_after if isinstance(comma, cst.Comma) else cst.SimpleWhitespace("")
+
+
+def _empty_lines(gap: cst.BaseParenthesizableWhitespace) -> list[cst.EmptyLine]:
+    """The whole lines (blank or comment) between the last element and the next."""
+    return list(gap.empty_lines) if isinstance(gap, cst.ParenthesizedWhitespace) else []
+
+
+def _comment_block(gap: cst.BaseParenthesizableWhitespace) -> list[cst.EmptyLine]:
+    """The comment lines directly above the element ``gap`` precedes, none if they hold a
+    commented-out entry."""
+    block: list[cst.EmptyLine] = []
+    for line in reversed(_empty_lines(gap)):
+        if line.comment is None:
+            break
+        block.insert(0, line)
+    if any(_COMMENTED_OUT.match(line.comment.value) for line in block if line.comment):
+        return []
+    return block
 
 
 # --- verification ------------------------------------------------------------------------
@@ -291,6 +353,32 @@ def _verify(
             expected.append(replace(d, dtypes=change.new_dtypes))
     if _as_sets(read.decorations) != _as_sets(expected):
         raise fail("the MPS decorations read back are not the intended ones")
+
+
+def _verify_comments(
+    text: str,
+    after: str,
+    path: str,
+    plan: dict[int, DecorationChange],
+    by_line,
+    blocks: set[int],
+) -> None:
+    """The comments gone are the deleted blocks' and some of the deleted entries' own (a
+    trailing one on a line shared with a kept neighbour stays); the rest are kept in order."""
+    removable = set(blocks)
+    for line, change in plan.items():
+        if change.delete:
+            removable.update(range(line, by_line[line].span.end + 1))
+    old = comments(text)
+    new = [c for _, c in comments(after)]
+    kept = [c for line, c in old if line not in removable]
+    if not is_subsequence(kept, new) or not is_subsequence(
+        new, [c for line, c in old if line not in blocks]
+    ):
+        raise EditVerificationError(
+            f"{path}: edit verification failed, nothing was written: comments other than "
+            "the deleted entries' moved or changed"
+        )
 
 
 def _as_sets(found: Sequence[decorations.Decoration]) -> Counter:

@@ -466,12 +466,14 @@ def _verify(before: CommonMps, text: str, after_text: str, path: str, ops: list[
     _verify_outside(before, after, text, after_text, ops, fail)
 
 
-def _comments(text: str) -> list[tuple[int, str]]:
+def comments(text: str) -> list[tuple[int, str]]:
+    """``text``'s comments, each with its line."""
     tokens = tokenize.generate_tokens(io.StringIO(text).readline)
     return [(t.start[0], t.string) for t in tokens if t.type == tokenize.COMMENT]
 
 
-def _is_subsequence(small: list[str], big: list[str]) -> bool:
+def is_subsequence(small: list[str], big: list[str]) -> bool:
+    """True when ``big`` holds ``small``'s items in order (others between)."""
     it = iter(big)
     return all(item in it for item in small)
 
@@ -489,10 +491,10 @@ def _verify_comments(before: CommonMps, text: str, after_text: str, ops: list[_O
             removable.difference_update(range(entry.span.start, entry.span.end + 1))
     for decl in before.dicts:  # and so does the closing line of a dict
         removable.discard(decl.span.end)
-    old = _comments(text)
-    new = [c for _, c in _comments(after_text)]
+    old = comments(text)
+    new = [c for _, c in comments(after_text)]
     must_keep = [c for line, c in old if line not in removable]
-    if not _is_subsequence(must_keep, new) or not _is_subsequence(new, [c for _, c in old]):
+    if not is_subsequence(must_keep, new) or not is_subsequence(new, [c for _, c in old]):
         raise fail("comments outside the changed entries moved or changed")
 
 

@@ -132,7 +132,7 @@ class XfailDecision:
             reason=f.pop("reason", str),
             dropped=f.strings("dropped"),
             to_list=f.pop("to_list", str, type(None)),
-            at=f.pop("at", str, type(None)) or "",
+            at=f.pop("at", str, type(None)) or "",  # absent for a common_mps.py entry
         )
         f.done()
         return decision

@@ -28,6 +28,7 @@ def test_delete_removes_the_call_and_nothing_else():
     edit = apply_decoration_changes(TEXT, CMI, [DecorationChange(21, "atan2", None, delete=True)])
     gone, added = removed_and_added(edit)
     assert gone == [
+        "# MPS: integer inputs round differently",  # the comment that explained it
         "DecorateInfo(unittest.expectedFailure, 'TestConsistency', 'test_output_match',",
         "device_type='mps', dtypes=(torch.int64, torch.int32)),",
     ]
@@ -76,6 +77,101 @@ def test_an_edit_that_changes_more_than_intended_is_refused(monkeypatch):
 
     monkeypatch.setattr(editor, "remove_elements", greedy)
     with pytest.raises(EditVerificationError, match="not the old one with exactly"):
+        apply_decoration_changes(TEXT, CMI, [DecorationChange(21, "atan2", None, delete=True)])
+
+
+# --- the comment lines that go with a deleted entry ---------------------------------------
+
+OPINFO = """import unittest
+
+import torch
+from torch.testing._internal.opinfo.core import DecorateInfo, OpInfo
+
+op_db = [
+    OpInfo('atan2',
+           skips=(
+{body}
+           )),
+]
+"""
+
+
+def mps(test: str, comment: str = "") -> str:
+    line = f"DecorateInfo(unittest.expectedFailure, 'TestCommon', '{test}', device_type='mps'),"
+    return line + (f"  {comment}" if comment else "")
+
+
+def cuda(test: str, comment: str = "") -> str:
+    line = f"DecorateInfo(unittest.skip('Skipped!'), 'TestCommon', '{test}', device_type='cuda'),"
+    return line + (f"  {comment}" if comment else "")
+
+
+def drop(body: list[str], *tests: str) -> list[str]:
+    """The tuple's lines after deleting the MPS entries of ``tests`` (dedented)."""
+    text = OPINFO.format(body="\n".join(f"               {b}" if b else "" for b in body))
+    marks = [f"'{t}', device_type='mps'" for t in tests]
+    at = [n for n, line in enumerate(text.splitlines(), 1) for m in marks if m in line]
+    assert len(at) == len(tests)
+    changes = [DecorationChange(n, "atan2", None, delete=True) for n in at]
+    after = apply_decoration_changes(text, CMI, changes).after
+    compile(after, CMI, "exec")
+    assert not {d.test for d in decorations.parse(after, CMI).decorations} & {
+        f"TestCommon.{t}" for t in tests
+    }
+    out = after.splitlines()
+    inside = out[out.index("           skips=(") + 1 : out.index("           )),")]
+    return [line.strip() for line in inside]
+
+
+def test_the_comment_above_a_deleted_entry_goes_with_it_and_the_neighbours_stay():
+    body = ["# why a", cuda("test_a"), "# why b", mps("test_b"), "# why c", cuda("test_c")]
+    assert drop(body, "test_b") == ["# why a", cuda("test_a"), "# why c", cuda("test_c")]
+
+
+def test_a_trailing_comment_goes_and_the_previous_entrys_stays():
+    body = [cuda("test_a", "# a's own"), mps("test_b", "# b's own"), cuda("test_c")]
+    assert drop(body, "test_b") == [cuda("test_a", "# a's own"), cuda("test_c")]
+
+
+def test_a_comment_after_a_blank_line_is_a_sections_and_stays():
+    body = [cuda("test_a"), "", "# MPS failures", "", mps("test_b"), cuda("test_c")]
+    assert drop(body, "test_b") == [cuda("test_a"), "", "# MPS failures", "", cuda("test_c")]
+
+
+def test_the_first_and_the_last_entry_take_their_comments():
+    body = ["# why a", mps("test_a"), cuda("test_b"), "# why c", mps("test_c")]
+    assert drop(body, "test_a") == [cuda("test_b"), "# why c", mps("test_c")]
+    assert drop(body, "test_c") == ["# why a", mps("test_a"), cuda("test_b")]
+    assert drop(body, "test_a", "test_c") == [cuda("test_b")]
+
+
+def test_a_multi_line_block_goes_whole_and_a_comment_above_a_blank_line_stays():
+    body = [cuda("test_a"), "# section", "", "# RuntimeError: adaptive pool MPS: input sizes",
+            "# must be divisible by output sizes", mps("test_b"), cuda("test_c")]  # fmt: skip
+    assert drop(body, "test_b") == [cuda("test_a"), "# section", "", cuda("test_c")]
+
+
+def test_a_block_over_several_mps_entries_goes_only_with_all_of_them():
+    body = ["# aten::max.unary_out is not implemented for MPS", mps("test_out"),
+            mps("test_out_warning"), cuda("test_c")]  # fmt: skip
+    assert drop(body, "test_out") == [body[0], mps("test_out_warning"), cuda("test_c")]
+    assert drop(body, "test_out", "test_out_warning") == [cuda("test_c")]
+
+
+def test_a_commented_out_entry_above_is_not_an_explanation_and_stays():
+    body = [cuda("test_a"), "# DecorateInfo(unittest.skip('x'), 'TestCommon', 'test_z'),",
+            mps("test_b")]  # fmt: skip
+    assert drop(body, "test_b") == body[:2]
+
+
+def test_a_comment_that_should_go_but_stays_is_refused(monkeypatch):
+    original = editor.remove_elements
+
+    def keeps_comments(elements, opening, closing, drops):
+        return original(elements, opening, closing, dict.fromkeys(drops, 0))
+
+    monkeypatch.setattr(editor, "remove_elements", keeps_comments)
+    with pytest.raises(EditVerificationError, match="comments other than"):
         apply_decoration_changes(TEXT, CMI, [DecorationChange(21, "atan2", None, delete=True)])
 
 

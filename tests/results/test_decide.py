@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.edit.xfails import XfailChange, apply_xfail_changes
 from pipeline.guide.xfails import to_changes
-from pipeline.results.decide import XfailDecision, decide_xfails, runner_version
+from pipeline.results.decide import XfailAction, XfailDecision, decide_xfails, runner_version
 from pipeline.results.junit import CaseResult, Outcome, parse_report
 from pipeline.results.table import build_table, merge_runs
 from pipeline.tree.common_mps import XfailEntry, parse
@@ -452,3 +452,17 @@ def test_a_bare_major_version_is_that_release_point_zero() -> None:
     assert decide_one(e, runs, required=(M1, M2)).action == "delete"
     e = entry("fft.hfft2", ("complex64",), list_name="MACOS_BEFORE_15_1_XFAILLIST")
     assert decide_one(e, runs, required=(M1, M2)).action == "keep"
+
+
+def test_a_decision_reads_back_as_written_with_or_without_its_place() -> None:
+    """xfails.json holds drop_xfails' decisions; summary reads them back (issue 31: an
+    OpInfo DecorateInfo's carries its file:line, a common_mps.py entry's none)."""
+    from pipeline.fields import Fields
+
+    at = "torch/testing/_internal/common_methods_invocations.py:21"
+    for decision in (
+        XfailDecision("", "", "atan2", XfailAction.DELETE, ("int64",), (), "xpassed", at=at),
+        XfailDecision("X", "f", "atan2", XfailAction.DELETE, None, (), "xpassed"),
+    ):
+        data = decision.to_dict()
+        assert XfailDecision.from_fields(Fields(data, "", "xfails.json")) == decision

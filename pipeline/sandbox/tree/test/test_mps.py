@@ -8,7 +8,10 @@ OpInfo name with "." -> "_" plus "_<variant_test_name>". Expected failures and s
 from torch/testing/_internal/common_mps.py exactly as mps_ops_modifier /
 mps_ops_grad_modifier apply them (``unittest.expectedFailure`` for the XFAILLISTs and for
 complex dtypes of ops outside SUPPORTED_COMPLEX_OPS, ``unittest.skip`` for the SKIPLISTs),
-so an expected failure that now works is reported as "Unexpected success".
+so an expected failure that now works is reported as "Unexpected success". An OpInfo's MPS
+decorators are its record's in opinfo_table.yaml and, when the tree has a
+common_methods_invocations.py, the ``DecorateInfo(..., device_type='mps')`` entries of its
+``skips=``/``decorators=`` there, as upstream's OpInfo applies them.
 
 Each test runs the op on the simulated MPS device (pipeline.sandbox.backend), which follows
 what ``ninja -C build torch_cpu`` last built. Run one operator with
@@ -20,7 +23,7 @@ import unittest
 from pathlib import Path
 
 from pipeline.sandbox import OPINFO_TABLE, backend
-from pipeline.tree import common_mps
+from pipeline.tree import common_mps, decorations
 from pipeline.tree.opinfo import MPS_GRAD_DTYPES, load_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +35,7 @@ MODIFIERS = {
 _MACOS_LIST = re.compile(r"MACOS_BEFORE_(\d+)_(\d+)_XFAILLIST(?:_GRAD)?")
 
 
-def _expectations(lists, complex_ok, op, kind, dtype):
+def _expectations(lists, complex_ok, op, kind, dtype, decorators):
     """("skip" | "xfail" | None, reason) for one instantiated test."""
     verdict, reason = None, ""
     for entry in lists.for_key(op.key):
@@ -52,7 +55,7 @@ def _expectations(lists, complex_ok, op, kind, dtype):
     if kind == "output_match" and dtype in COMPLEX_DTYPES and op.key not in complex_ok:
         verdict, reason = "xfail", "not in SUPPORTED_COMPLEX_OPS"
     test = f"TestConsistency.test_{kind}"
-    for decorator in op.decorators:
+    for decorator in decorators:
         cls, _, name = (decorator.test or "*.*").partition(".")
         if cls not in ("*", "TestConsistency") or name not in ("*", f"test_{kind}"):
             continue
@@ -86,7 +89,12 @@ def _instantiate(cls):
         for s in lists.sets
         if s.list == "SUPPORTED_COMPLEX_OPS" and s.function == MODIFIERS["output_match"]
     }
+    in_tree = {}  # the sandbox simulates no active_if condition: device_type='mps' only
+    for d in decorations.read(ROOT).entries:
+        if d.place is decorations.Place.OPINFO and d.device_type == "mps" and not d.active_if:
+            in_tree.setdefault(d.key, []).append(d)
     for op in load_table(ROOT / OPINFO_TABLE):
+        decorators = (*op.decorators, *in_tree.get(op.key, ()))
         for kind in MODIFIERS:
             dtypes = op.dtypes
             if kind == "output_grad_match":
@@ -94,7 +102,7 @@ def _instantiate(cls):
             for dtype in dtypes:
                 test = _make_test(op, dtype, kind)
                 test.__name__ = f"test_{kind}_{op.stem}_mps_{dtype}"
-                verdict, reason = _expectations(lists, complex_ok, op, kind, dtype)
+                verdict, reason = _expectations(lists, complex_ok, op, kind, dtype, decorators)
                 if verdict == "xfail":
                     test = unittest.expectedFailure(test)
                 elif verdict == "skip":
