@@ -4,9 +4,9 @@ Without ``--compare`` (the nightly, on each Mac): time each operator (default: e
 backlog operator and every one with a Metal functor), write ``speed.json`` for the
 aggregation to record and print the figures. Without an MPS device (no Mac), say so once
 and exit 2: ``--device cpu`` times the kernels on the CPU. With ``--compare`` (the PR job,
-on the PR's build): judge the figures against main's from the nightly history on the same
-runner class; exit 1 when one is slower than ``speed.threshold`` and outside main's
-night-to-night spread.
+on the PR's build): judge the figures against main's in the nightly history from the same
+device class (none for ``--device cpu``: "no baseline"); exit 1 when one is slower than
+``speed.threshold`` and outside main's night-to-night spread.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from pipeline.config import Settings
@@ -83,9 +84,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     path = history_at(settings, args.history)
     if path is None:
         raise PipelineError("speed --compare: no nightly history here; pass --history FILE_OR_URL")
-    report = judge(settings, result.measurements, path, runner)
-    label = result.machine.label() if result.machine is not None else "unknown"
-    sys.stdout.write(
-        render_markdown(report.verdicts, runner, report.threshold, report.nights, label)
-    )
+    report = judge(settings, result.measurements, path, runner, result.machine)
+    label = result.machine.label() if result.machine is not None else f"{result.device} (unknown)"
+    sys.stdout.write(render_markdown(replace(report, device=label)))
     return EXIT_WORK_LEFT if report.slower else EXIT_OK
