@@ -26,7 +26,15 @@ from pipeline.results import speed as speeds
 from pipeline.results.device import Device, refuse_timings
 from pipeline.run import upstream_bench
 from pipeline.run.device import probe as device_probe
-from pipeline.run.speed import SHAPES, BenchOp, SpeedRequest, SpeedResult, run
+from pipeline.run.speed import (
+    MAX_RUN_TIME,
+    MIN_RUN_TIME,
+    SHAPES,
+    BenchOp,
+    SpeedRequest,
+    SpeedResult,
+    run,
+)
 from pipeline.tree.index import OperatorRecord, TreeIndex, load_index
 from pipeline.tree.switches import graph_switches
 
@@ -90,8 +98,9 @@ def measure(
     device: str = "mps",
     folder: Path | None = None,
     shapes: Mapping[str, tuple[int, ...]] = SHAPES,
-    min_run_time: float = 0.2,
+    min_run_time: float = MIN_RUN_TIME,
     repeats: int = 5,
+    max_run_time: float = MAX_RUN_TIME,
     probe: Callable[[str], Device] = device_probe,
 ) -> SpeedResult:
     """Write and run the benchmark for ``names`` in ``folder`` (default
@@ -103,7 +112,7 @@ def measure(
     ops = operators(load_index(settings.tree), names)
     folder = folder or settings.state_dir / "speed"
     request = SpeedRequest(
-        settings.python, ops, folder, device, dict(shapes), min_run_time, repeats
+        settings.python, ops, folder, device, dict(shapes), min_run_time, repeats, max_run_time
     )
     result = run(request)
     forced: dict[str, tuple[speeds.Measurement, ...]] = {}

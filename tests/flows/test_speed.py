@@ -45,7 +45,7 @@ def measured(tmp_path_factory) -> tuple[Path, tuple[Measurement, ...], tuple[str
     tmp = tmp_path_factory.mktemp("speed")
     settings = prepare(load_settings({"state_dir": str(tmp / "state")}, env={}, cwd=tmp))
     result = measure(settings, ["atan2", "exp2"], device="cpu", shapes=TINY,
-                     min_run_time=0.002, repeats=3)  # fmt: skip
+                     min_run_time=0.002, repeats=3, max_run_time=0.01)  # fmt: skip
     return result.path, result.measurements, result.errors
 
 
@@ -244,7 +244,8 @@ def test_the_speed_command_on_the_cpu_has_no_baseline(measured, tmp_path):
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     env.pop("RUNNER_CONFIG", None)
     argv = [sys.executable, "-m", "pipeline", "speed", "atan2", "--device", "cpu",
-            "--min-run-time", "0.002", "--compare", "--runner", RUNNER, "--history",
+            "--min-run-time", "0.002", "--max-run-time", "0.01", "--compare", "--runner", RUNNER,
+            "--history",
             str(fast_main), "--state-dir", str(tmp_path / "state")]  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path,
                           timeout=600)  # fmt: skip
@@ -416,7 +417,9 @@ def test_what_the_device_cannot_run_is_said_once_per_dtype(tmp_path):
 @pytest.mark.slow
 def test_the_speed_command_prints_its_figures(tmp_path):
     # issue 28: only the path of speed.json was printed
-    proc = _speed_cli(tmp_path, "atan2", "--device", "cpu", "--min-run-time", "0.002")
+    proc = _speed_cli(
+        tmp_path, "atan2", "--device", "cpu", "--min-run-time", "0.002", "--max-run-time", "0.01"
+    )
     assert proc.returncode == 0, proc.stderr
     device, found = speeds.read(tmp_path / "state" / "speed" / speeds.SPEED_JSON)
     assert device == "cpu" and found
@@ -434,3 +437,23 @@ def test_the_speed_command_prints_its_figures(tmp_path):
     assert proc.stdout.splitlines()[-1] == SPREAD_MEANING
     assert "warning" not in proc.stderr
     assert proc.stderr.splitlines()[-1].startswith(f"speed: {len(found)} benchmarks on cpu: ")
+
+
+@pytest.mark.slow  # over 0.5 CPU-s: out of the fast tier
+@needs_torch
+def test_a_benchmark_stops_once_its_spread_is_small_or_at_the_cap(tmp_path):
+    """Each benchmark is timed in blocks, at least ``repeats`` of them: then it stops as soon
+    as their spread is under the target, or once the cap is spent; never before."""
+    op = BenchOp("atan2", "atan2", 2, ("float32",))
+    shapes = {"small": (8,), "medium": (4, 4)}
+
+    def blocks(**timing) -> set[int]:
+        request = SpeedRequest(sys.executable, (op,), tmp_path, "cpu", shapes, **timing)
+        return {len(m.times) for m in run(request).measurements}
+
+    # any spread is small enough: the repeats, no more
+    assert blocks(min_run_time=1e-6, repeats=4, spread=float("inf")) == {4}
+    # no spread is small enough, the cap spent by the first blocks: the repeats still
+    assert blocks(min_run_time=1e-6, repeats=3, max_run_time=1e-6, spread=0.0) == {3}
+    # no spread is small enough: blocks of 5 ms go on to the cap (0.2 s)
+    assert min(blocks(min_run_time=1e-6, repeats=3, max_run_time=0.2, spread=0.0)) > 3
