@@ -356,10 +356,15 @@ def _record(
     warnings = got.reports.warnings
     if got.tree.path_counts is not None:
         history.record_paths(db, (r.id for r in night.runs), got.tree.path_counts)
-    # each runner's kernel micro-benchmarks, when its results hold a speed.json; a VM's are
-    # left out (its pass/fail results are kept, marked by its device)
-    refused = {r: why for r, d in devices.items() if (why := device.refuse_timings(d))}
     runs = {r.runner: r.id for r in night.runs}
+    # each run's device, a VM's too (its pass/fail results stay marked as a VM's); one
+    # without a device.json is unknown: no row
+    history.record_devices(
+        db, {runs[r]: d for r, d in devices.items() if d is not None and r in runs}
+    )
+    # each runner's kernel micro-benchmarks, when its results hold a speed.json; a VM's are
+    # left out, with the reason
+    refused = {r: why for r, d in devices.items() if (why := device.refuse_timings(d))}
     warnings.extend(speed.record_night(db, runs, results, refused))
     return _Found(
         night,

@@ -20,6 +20,7 @@ from pipeline.errors import (
 )
 from pipeline.report.pr import PrResults
 from pipeline.results import baseline as baselines
+from pipeline.results.device import Device
 from pipeline.results.kernel import KernelsSection
 from pipeline.results.math import MathReport, MathSkipped
 from pipeline.results.speed import Measurement, SpeedReport, compare
@@ -44,7 +45,8 @@ def annotator(settings: Settings, sections: Sections) -> Callable[[PrResults, bo
         if loaded:
             speed = results.speed
             if speed is not None and speed.measurements:
-                again = judged(settings, sections.history, speed.runner, speed.measurements)
+                again = judged(settings, sections.history, speed.runner, speed.measurements,
+                               speed.machine)  # fmt: skip
                 results = replace(results, speed=replace(again, device=speed.device))
             return results
         from pipeline.flows.review import review
@@ -109,19 +111,24 @@ def measured(settings: Settings, sections: Sections, ops: list[str]) -> SpeedRep
     machine = timed.machine if timed is not None else None
     # what the Mac's commands said; the CPU's figures name the CPU
     device = machine.label() if machine is not None else f"{sections.speed} (unknown)"
-    report = judged(settings, sections.history, sections.runner, tuple(found))
+    report = judged(settings, sections.history, sections.runner, tuple(found), machine)
     return replace(report, device=device)
 
 
 def judged(
-    settings: Settings, history: str | None, runner: str, found: tuple[Measurement, ...]
+    settings: Settings,
+    history: str | None,
+    runner: str,
+    found: tuple[Measurement, ...],
+    machine: Device | None,
 ) -> SpeedReport:
-    """``found`` against main's figures of ``runner``, when there is a history."""
+    """``found`` (timed on ``machine``) against main's figures from its device class, when
+    there is a history."""
     from pipeline.flows.speed import judge
 
     path = baselines.history_at(settings, history)
     threshold = settings.review.speed_threshold
     if path is not None and runner:
-        return judge(settings, found, path, runner)
-    return SpeedReport(runner, found, threshold, 0, compare(found, {}, threshold=threshold,
-                                                            min_nights=1))  # fmt: skip
+        return judge(settings, found, path, runner, machine)
+    verdicts = compare(found, {}, threshold=threshold, min_nights=1)
+    return SpeedReport(runner, found, threshold, 0, verdicts, machine=machine)

@@ -1,5 +1,5 @@
 """Speed against the path replaced: each migrated or backlog operator's micro-benchmark on a
-runner, and a PR's figures against main's from the nightly history of the same runner class.
+runner, and a PR's figures against main's from the nightly history of the same device class.
 
 The nightly runs :func:`measure` on every Mac and hands ``speed.json`` to the aggregation
 with the JUnit reports (``<results>/<runner>/speed.json``), which records it
@@ -26,7 +26,15 @@ from pipeline.results import speed as speeds
 from pipeline.results.device import Device, refuse_timings
 from pipeline.run import upstream_bench
 from pipeline.run.device import probe as device_probe
-from pipeline.run.speed import SHAPES, BenchOp, SpeedRequest, SpeedResult, run
+from pipeline.run.speed import (
+    MAX_RUN_TIME,
+    MIN_RUN_TIME,
+    SHAPES,
+    BenchOp,
+    SpeedRequest,
+    SpeedResult,
+    run,
+)
 from pipeline.tree.index import OperatorRecord, TreeIndex, load_index
 from pipeline.tree.switches import graph_switches
 
@@ -90,8 +98,9 @@ def measure(
     device: str = "mps",
     folder: Path | None = None,
     shapes: Mapping[str, tuple[int, ...]] = SHAPES,
-    min_run_time: float = 0.2,
+    min_run_time: float = MIN_RUN_TIME,
     repeats: int = 5,
+    max_run_time: float = MAX_RUN_TIME,
     probe: Callable[[str], Device] = device_probe,
 ) -> SpeedResult:
     """Write and run the benchmark for ``names`` in ``folder`` (default
@@ -103,7 +112,7 @@ def measure(
     ops = operators(load_index(settings.tree), names)
     folder = folder or settings.state_dir / "speed"
     request = SpeedRequest(
-        settings.python, ops, folder, device, dict(shapes), min_run_time, repeats
+        settings.python, ops, folder, device, dict(shapes), min_run_time, repeats, max_run_time
     )
     result = run(request)
     forced: dict[str, tuple[speeds.Measurement, ...]] = {}
@@ -131,16 +140,22 @@ def judge(
     measured: Sequence[speeds.Measurement],
     history_at: history.HistoryLocation | Path,
     runner: str,
+    machine: Device | None,
 ) -> speeds.SpeedReport:
-    """``measured`` (the PR's build) against main's nightly figures on ``runner``."""
-    db = history.reader(history.HistoryLocation.of(history_at))
-    try:
-        main = speeds.nightly_medians(db, runner, last_n=7)
-    finally:
-        db.close()
+    """``measured`` (the PR's build, on ``runner``, timed on ``machine``: None for the CPU
+    or an unknown device) against main's nightly figures from the same device class."""
+    report = speeds.SpeedReport(runner, tuple(measured), settings.review.speed_threshold, 0, (),
+                                machine=machine)  # fmt: skip
+    main: dict[speeds.Key, list[float]] = {}
+    if machine is not None:
+        db = history.reader(history.HistoryLocation.of(history_at))
+        try:
+            main = speeds.nightly_medians(db, machine.device_class, last_n=7)
+        finally:
+            db.close()
     review = settings.review
     verdicts = speeds.compare(
         measured, main, threshold=review.speed_threshold, min_nights=review.speed_min_nights
     )
     nights = max((len(v) for v in main.values()), default=0)
-    return speeds.SpeedReport(runner, tuple(measured), review.speed_threshold, nights, verdicts)
+    return replace(report, nights=nights, verdicts=verdicts)

@@ -201,9 +201,7 @@ class PrResults:
         if self.review is not None:
             out.append(review_markdown(self.review.findings, self.review.notes))
         if self.speed is not None:
-            speed = self.speed
-            out.append(speed_markdown(speed.verdicts, speed.runner, speed.threshold, speed.nights,
-                                      speed.device))  # fmt: skip
+            out.append(speed_markdown(self.speed))
         return out
 
     def to_json(self) -> dict[str, Any]:

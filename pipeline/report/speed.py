@@ -1,5 +1,5 @@
 """Kernel speed for the PR comment and the terminal: ratios per shape and dtype against main's
-figure on the same runner class; only what lies outside main's night-to-night spread is
+figure from the same device class; only what lies outside main's night-to-night spread is
 flagged. And a run's own figures, with what it could not time, for the terminal."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pipeline.results.speed import (
     Judgement,
     Measurement,
+    SpeedReport,
     UpstreamFigure,
     Verdict,
     path_pairs,
@@ -61,22 +62,28 @@ def worst_lines(verdicts: Sequence[Verdict]) -> list[str]:
     return [*lines, ""]
 
 
-def render_markdown(
-    verdicts: Sequence[Verdict],
-    runner: str,
-    threshold: float,
-    nights: int,
-    device: str = "unknown",
-) -> str:
+def render_markdown(report: SpeedReport) -> str:
     """The PR comment's speed section: the worst ratio per shape class, then every
-    benchmark. ``device``: the label of the device the PR's figures come from."""
+    benchmark, each against main's figures from the PR's device class (or why none)."""
+    verdicts = report.verdicts
     slower = sum(v.judgement is Judgement.SLOWER for v in verdicts)
+    where = f"On `{report.runner}` (device: {report.device})"
+    if report.nights:
+        said = (
+            f"{where}, against main's median over its last {report.nights} nights from the "
+            f"same device class ({report.device_class}): {slower} of {len(verdicts)} "
+            f"benchmarks slower than {report.threshold:.2f}× and outside main's night-to-night "
+            "spread."
+        )
+    else:  # never compared across classes: nothing is judged
+        said = (
+            f"{where}: no baseline for {report.device_class}: main's history holds no nightly "
+            "figures from this device class, and figures from another are never compared."
+        )
     lines = [
         "### Kernel speed against main",
         "",
-        f"On `{runner}` (device: {device}), against main's median over its last {nights} "
-        f"nights on the same runner class: {slower} of {len(verdicts)} benchmarks slower "
-        f"than {threshold:.2f}× and outside main's night-to-night spread.",
+        said,
         "",
         *worst_lines(verdicts),
         "| " + " | ".join(HEADER) + " |",

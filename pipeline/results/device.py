@@ -57,6 +57,51 @@ class Virtualization(Enum):
 
 
 @dataclass(frozen=True)
+class DeviceClass:
+    """The devices whose kernel timings are comparable: one chip with as many GPU cores, on
+    one macOS major version, on bare metal.
+
+    The chip and its GPU cores set the hardware (``machdep.cpu.brand_string`` says "Apple
+    M2" of an M2 Pro too: the cores tell them apart). The GPU family is left out: it follows
+    from the chip (Apple's tables), and a chip newer than our table would have an unknown
+    one and never be compared. macOS's major version is in, because Metal's compiler, MPS
+    and MPSGraph ship with the OS and a major release moves kernel timings; its build and
+    minor version are not, or every point update would leave a runner without a baseline
+    for ``speed.min_nights`` nights. A VM's GPU, or a machine not known to be bare metal,
+    has no class: its timings are never compared (:func:`refuse_timings`).
+    """
+
+    chip: str
+    gpu_cores: int | None
+    macos_major: str
+    virtualization: Virtualization
+
+    @property
+    def unknown(self) -> tuple[str, ...]:
+        """Why the class is not known ("chip unknown", "a VM"); empty: it is."""
+        lacking = [
+            f"{name} unknown"
+            for name, value in (("chip", self.chip), ("GPU cores", self.gpu_cores),
+                                ("macOS", self.macos_major))
+            if value in (None, UNKNOWN, "")
+        ]  # fmt: skip
+        if self.virtualization is Virtualization.PARAVIRTUAL:
+            lacking.append("a VM")
+        elif self.virtualization is Virtualization.UNKNOWN:
+            lacking.append("bare metal or VM unknown")
+        return tuple(lacking)
+
+    @property
+    def known(self) -> bool:
+        return not self.unknown
+
+    def __str__(self) -> str:
+        if self.unknown:
+            return f"an unknown device class ({', '.join(self.unknown)})"
+        return f"{self.chip}, {self.gpu_cores} GPU cores, macOS {self.macos_major}"
+
+
+@dataclass(frozen=True)
 class Device:
     """One runner's device, as ``device.json`` holds it."""
 
@@ -74,10 +119,9 @@ class Device:
         return self.virtualization is Virtualization.PARAVIRTUAL
 
     @property
-    def device_class(self) -> str:
-        """What timings may be compared within: the same chip, macOS and kind of machine."""
-        major = self.macos.split(".")[0]
-        return f"{self.chip} / macOS {major} / {self.virtualization.value}"
+    def device_class(self) -> DeviceClass:
+        """What its timings may be compared within (:class:`DeviceClass`)."""
+        return DeviceClass(self.chip, self.gpu_cores, self.macos.split(".")[0], self.virtualization)
 
     def label(self) -> str:
         cores = f", {self.gpu_cores} GPU cores" if self.gpu_cores else ""

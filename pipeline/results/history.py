@@ -11,7 +11,7 @@ share ``runs.started`` (UTC, ISO 8601 with microseconds, so text order is time o
 xfail proposals, regressions, flaky tests and the dashboard's pass-rate chart all read
 the last few nightlies.
 
-Schema (version 5)::
+Schema (version 6)::
 
     schema_version(version)
     runs(id, started, runner, commit, source)                    -- one per runner per nightly
@@ -21,6 +21,8 @@ Schema (version 5)::
     results_flat                                                  -- view: results joined with tests
     speed(run_id, op, dtype, shape, layout, median, q25, q75, repeats)  -- pipeline.results.speed
     exec_paths(run_id, path, overloads)    -- the tree's overloads per MPS path that night
+    run_devices(run_id, chip, gpu, gpu_family, gpu_cores, macos, macos_build, metal,
+                virtualization)            -- the device a run's results came from
 
 ``seconds`` is the test's JUnit time, summed over its attempts (what the ``shards`` command
 balances the sweep by); NULL where unknown. ``run_outcomes`` holds each run's counts per
@@ -29,7 +31,8 @@ instead of counting 3.6 million results every night. Version 1 had no ``seconds`
 no ``run_outcomes``: :func:`connect` migrates an older file in place, in one transaction
 (1 -> 2: the column added, the view recreated; 2 -> 3: the table made and filled from the
 results there; 3 -> 4: the ``speed`` table of each runner's kernel micro-benchmarks, empty;
-4 -> 5: the ``exec_paths`` table, empty),
+4 -> 5: the ``exec_paths`` table, empty; 5 -> 6: the ``run_devices`` table, empty, the runs
+there keeping an unknown device),
 its earlier results keeping NULL seconds. :func:`check` accepts every version up to this one
 (an older file is valid and waits for its migration) and refuses newer ones.
 
@@ -55,6 +58,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pipeline.errors import PipelineError
+from pipeline.results.device import Device
 from pipeline.results.history_access import (  # noqa: F401 (re-exported)
     for_comparing,
     found,
@@ -494,6 +498,26 @@ def path_counts(db: HistoryDB, last_n: int) -> tuple[tuple[str, dict[str, int]],
     for started, path, n in rows:
         out.setdefault(started, {})[path] = n
     return tuple(out.items())
+
+
+DEVICE_COLUMNS = ("chip", "gpu", "gpu_family", "gpu_cores", "macos", "macos_build", "metal",
+                   "virtualization")  # fmt: skip
+
+
+def record_devices(db: HistoryDB, devices: Mapping[int, Device]) -> None:
+    """Store the device each run's results came from (run id -> device, in the caller's
+    transaction): a VM's too, so its pass/fail results stay marked as a VM's. A run left
+    out has an unknown device."""
+    db.executemany(
+        f"INSERT INTO run_devices (run_id, {', '.join(DEVICE_COLUMNS)}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(run, *(d.to_dict()[c] for c in DEVICE_COLUMNS)) for run, d in devices.items()],
+    )
+
+
+def device_of(row: Sequence[object], where: str) -> Device:
+    """A run_devices row's device columns (in :data:`DEVICE_COLUMNS`' order)."""
+    return Device.from_dict(dict(zip(DEVICE_COLUMNS, row, strict=True)), where)
 
 
 def prune(db: HistoryDB, keep: int) -> int:

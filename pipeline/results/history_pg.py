@@ -45,7 +45,8 @@ READER_ROLE = "mps_pipeline_reader"
 CONNECT_TIMEOUT = 10  # seconds
 _POLL = 0.25  # seconds between attempts at the write lock
 _cursors = itertools.count()  # names of server-side cursors
-_OBJECTS = ("schema_version", "runs", "tests", "results", "run_outcomes", "speed", "results_flat")
+# what READER_ROLE may read: every table and the view
+_OBJECTS = (*(table for table, _ in schema.KEYED), "results_flat")
 
 
 def _driver() -> Any:

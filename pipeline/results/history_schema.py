@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pipeline.errors import PipelineError
 from pipeline.results.history_db import Backend, HistoryDB
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # what a history must have: table -> its columns (more are fine: a later migration's)
 TABLES = {
     "schema_version": ("version",),
@@ -33,6 +33,7 @@ ADDED = {
     3: ("run_outcomes", "tests"),
     4: ("speed", "median"),
     5: ("exec_paths", "overloads"),
+    6: ("run_devices", "virtualization"),
 }
 # every table with its key, in an order that respects the foreign keys: what a copy reads
 KEYED = (
@@ -43,6 +44,7 @@ KEYED = (
     ("run_outcomes", ("run_id", "outcome")),
     ("speed", ("run_id", "op", "dtype", "shape", "layout")),
     ("exec_paths", ("run_id", "path")),
+    ("run_devices", ("run_id",)),
 )
 
 # version 4's table: one row per kernel micro-benchmark (operator, dtype, shape, layout) of a
@@ -59,6 +61,15 @@ _EXEC_PATHS = """CREATE TABLE IF NOT EXISTS exec_paths (
     run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     path TEXT NOT NULL, overloads INTEGER NOT NULL,
     PRIMARY KEY (run_id, path)
+) WITHOUT ROWID"""
+# version 6's table: the device each run's results came from (pipeline.results.device), what
+# speed's baselines are chosen by; a run without a row (older, or no device.json) has an
+# unknown device. gpu_cores NULL: unknown
+_RUN_DEVICES = """CREATE TABLE IF NOT EXISTS run_devices (
+    run_id INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+    chip TEXT NOT NULL, gpu TEXT NOT NULL, gpu_family TEXT NOT NULL, gpu_cores INTEGER,
+    macos TEXT NOT NULL, macos_build TEXT NOT NULL, metal TEXT NOT NULL,
+    virtualization TEXT NOT NULL
 ) WITHOUT ROWID"""
 _RUN_OUTCOMES = """CREATE TABLE IF NOT EXISTS run_outcomes (
     run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
@@ -106,6 +117,7 @@ CREATE INDEX IF NOT EXISTS tests_by_stem ON tests (stem, kind, dtype);
 {VIEW};
 {_SPEED};
 {_EXEC_PATHS};
+{_RUN_DEVICES};
 """
 
 _T = 'TEXT COLLATE "C"'
@@ -120,6 +132,12 @@ _PG_EXEC_PATHS = f"""CREATE TABLE IF NOT EXISTS exec_paths (
     run_id BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     path {_T} NOT NULL, overloads INTEGER NOT NULL,
     PRIMARY KEY (run_id, path)
+)"""
+_PG_RUN_DEVICES = f"""CREATE TABLE IF NOT EXISTS run_devices (
+    run_id BIGINT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+    chip {_T} NOT NULL, gpu {_T} NOT NULL, gpu_family {_T} NOT NULL, gpu_cores INTEGER,
+    macos {_T} NOT NULL, macos_build {_T} NOT NULL, metal {_T} NOT NULL,
+    virtualization {_T} NOT NULL
 )"""
 _PG_RUN_OUTCOMES = f"""CREATE TABLE IF NOT EXISTS run_outcomes (
     run_id BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
@@ -168,6 +186,7 @@ CREATE INDEX IF NOT EXISTS results_by_test ON results (test_id);
 {_PG_VIEW};
 {_PG_SPEED};
 {_PG_EXEC_PATHS};
+{_PG_RUN_DEVICES};
 """
 
 # a run's counts, from its results (at the run's insert, and for older runs in the migration)
@@ -213,6 +232,8 @@ STEPS = (
     Step(4, (_SPEED,), (_PG_SPEED,)),
     # 4 -> 5: the exec_paths table, empty
     Step(5, (_EXEC_PATHS,), (_PG_EXEC_PATHS,)),
+    # 5 -> 6: the run_devices table, empty (the runs there keep an unknown device)
+    Step(6, (_RUN_DEVICES,), (_PG_RUN_DEVICES,)),
 )
 
 

@@ -6,12 +6,14 @@ per call, one per ``torch.utils.benchmark`` block). ``speed.json`` (written by
 :mod:`pipeline.run.speed`) holds a runner's measurements; the nightly stores each night's
 medians and quartiles in the history's ``speed`` table.
 
-A PR's figure is never failed on noise. It is compared with main's only on the same
-runner class (the runner configuration: macos-m2-15), only when that runner has at least
-``min_nights`` nights of figures and the PR at least ``MIN_REPEATS`` measurements, and it
-is flagged only when the ratio of medians exceeds the threshold **and** the PR's lower
-quartile lies above the slowest of main's nightly medians: outside the night-to-night
-spread the history shows.
+A PR's figure is never failed on noise. It is compared with main's only from the same
+device class (:class:`pipeline.results.device.DeviceClass`: chip, GPU cores, macOS major,
+bare metal; each run's device is in the history's ``run_devices``), never across classes,
+and never for a device whose class is unknown (``--device cpu``, no device record, a VM:
+"no baseline for" it); only when main has at least ``min_nights`` nights of figures from
+that class and the PR at least ``MIN_REPEATS`` measurements; and it is flagged only when
+the ratio of medians exceeds the threshold **and** the PR's lower quartile lies above the
+slowest of main's nightly medians: outside the night-to-night spread the history shows.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from typing import Any
 
 from pipeline.errors import PipelineError
 from pipeline.fields import Fields
+from pipeline.results.device import Device, DeviceClass
+from pipeline.results.history import DEVICE_COLUMNS, device_of
 from pipeline.results.history_db import HistoryDB
 
 SPEED_JSON = "speed.json"  # in a runner's results folder, beside its JUnit reports
@@ -61,7 +65,7 @@ class Judgement(str, Enum):
     SLOWER = "slower"  # over the threshold and outside main's night-to-night spread
     NOISE = "within noise"  # over the threshold, inside the spread
     OK = "ok"
-    NO_BASELINE = "no baseline"  # too few nights of main on this runner class
+    NO_BASELINE = "no baseline"  # too few nights of main from this device class
     TOO_FEW = "too few measurements"
 
     def __str__(self) -> str:
@@ -99,8 +103,9 @@ def verdict_from_dict(d: Any, where: str) -> Verdict:
 @dataclass(frozen=True)
 class SpeedReport:
     """A PR's kernel speed: its measurements on ``runner`` and each one's verdict against
-    main's figures (results.json's ``speed``). ``nights``: main's nights compared with (0:
-    no history here, every verdict "no baseline")."""
+    main's figures of the same device class (results.json's ``speed``). ``nights``: main's
+    nights compared with (0: no history here, or none from this device class: every
+    verdict "no baseline")."""
 
     runner: str
     measurements: tuple[Measurement, ...]
@@ -109,6 +114,16 @@ class SpeedReport:
     verdicts: tuple[Verdict, ...]
     # the device the measurements come from (Device.label(), or "DEVICE (unknown)")
     device: str = "unknown"
+    # the Mac's device record the figures were timed on, whose class picks main's figures
+    # (None: timed on the CPU, or not known)
+    machine: Device | None = None
+
+    @property
+    def device_class(self) -> str:
+        """The class main's figures were taken from, said as the comment says it."""
+        if self.machine is None:
+            return "an unknown device class (no device record: not timed on a Mac's GPU)"
+        return str(self.machine.device_class)
 
     @property
     def slower(self) -> tuple[Verdict, ...]:
@@ -131,6 +146,7 @@ class SpeedReport:
             "nights": self.nights,
             "verdicts": [verdict_to_dict(v) for v in self.verdicts],
             "device": self.device,
+            "machine": None if self.machine is None else self.machine.to_dict(),
         }
 
     @classmethod
@@ -149,9 +165,14 @@ class SpeedReport:
                 verdict_from_dict(v, f"{f.where}.verdicts[{i}]") for i, v in enumerate(verdicts)
             ),
             device=f.pop("device", str),
+            machine=_machine(f.pop("machine", dict, type(None)), f"{f.doc}: {f.where}.machine"),
         )
         f.done()
         return report
+
+
+def _machine(data: dict[str, Any] | None, where: str) -> Device | None:
+    return None if data is None else Device.from_dict(data, where)
 
 
 def parse(data: Any, where: str) -> tuple[str, tuple[Measurement, ...]]:
@@ -226,19 +247,34 @@ def record_night(
     return warnings
 
 
-def nightly_medians(db: HistoryDB, runner: str, last_n: int) -> dict[Key, list[float]]:
-    """Each benchmark's median on ``runner`` over its last ``last_n`` nights with figures,
-    oldest first. A history without the speed table (read-only, older) has none."""
-    if not _has_table(db):
+def nightly_medians(
+    db: HistoryDB, device_class: DeviceClass, last_n: int
+) -> dict[Key, list[float]]:
+    """Each benchmark's median over main's last ``last_n`` runs with figures from a device of
+    ``device_class`` (whichever runner), oldest first. An unknown class has none; so has a
+    history without the speed or run_devices table (read-only, older)."""
+    if not device_class.known or not _has_table(db) or not db.columns("run_devices"):
+        return {}
+    # the chip and the cores narrow it on the server; the class is the device's own rule
+    candidates = db.execute(
+        f"SELECT r.id, {', '.join(f'd.{c}' for c in DEVICE_COLUMNS)} FROM runs AS r "
+        "JOIN run_devices AS d ON d.run_id = r.id "
+        "WHERE d.chip = ? AND d.gpu_cores = ? AND EXISTS ("
+        "  SELECT 1 FROM speed AS s WHERE s.run_id = r.id"
+        ") ORDER BY r.started DESC, r.id",
+        (device_class.chip, device_class.gpu_cores),
+    ).fetchall()
+    runs = [
+        run for run, *row in candidates
+        if device_of(row, f"history run {run}'s device").device_class == device_class
+    ][:last_n]  # fmt: skip
+    if not runs:
         return {}
     rows = db.execute(
         "SELECT s.op, s.dtype, s.shape, s.layout, s.median FROM speed AS s "
-        "JOIN runs AS r ON r.id = s.run_id WHERE r.runner = ? AND r.id IN ("
-        "  SELECT r2.id FROM runs AS r2 WHERE r2.runner = ? AND EXISTS ("
-        "    SELECT 1 FROM speed AS s2 WHERE s2.run_id = r2.id)"
-        "  ORDER BY r2.started DESC LIMIT ?"
-        ") ORDER BY r.started",
-        (runner, runner, last_n),
+        f"JOIN runs AS r ON r.id = s.run_id WHERE r.id IN ({', '.join('?' * len(runs))}) "
+        "ORDER BY r.started, r.id",
+        runs,
     )
     out: dict[Key, list[float]] = {}
     for op, dtype, shape, layout, median in rows:
@@ -310,7 +346,8 @@ def compare(
     threshold: float,
     min_nights: int,
 ) -> tuple[Verdict, ...]:
-    """Each PR measurement judged against main's nightly medians of the same runner."""
+    """Each PR measurement judged against main's nightly medians from the same device
+    class."""
     out = []
     for m in measured:
         nights = list(main.get(m.key, ()))

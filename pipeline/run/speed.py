@@ -1,5 +1,5 @@
 """The kernel micro-benchmark: a script this module writes, run by the interpreter that has the
-build's torch, with ``torch.utils.benchmark``.
+build's torch, every benchmark in that one process (torch imported once).
 
 Each operator is timed in each of its dtypes over a few shapes (small, medium, large, and the
 skinny ``N×1`` and ``1×N`` where reductions regressed, pytorch#189464), each contiguous,
@@ -10,6 +10,9 @@ with swapped strides). A reduction is also timed over each dimension in turn (sh
 statement: a loop that synchronises once at its end times the queue, not the kernel, and
 flatters whichever side queues faster (pytorch#181451). On device ``mps`` on the Macs
 (``cpu`` in tests and without a GPU).
+Each benchmark is timed in blocks of calls (:data:`BLOCK` and the constants after it: until
+the blocks' spread is small, with a cap), on one thread, as ``torch.utils.benchmark``'s
+Timer times, with the standard library's ``timeit`` that Timer runs on the CPU.
 The script writes ``speed.json`` (:mod:`pipeline.results.speed` reads it): per benchmark
 the seconds per call of at least ``repeats`` repeated blocks. An operator or dtype the
 device cannot run is recorded with its error, not timed, and the others go on. A device the
@@ -41,22 +44,33 @@ SHAPES: dict[str, tuple[int, ...]] = {
     "skinny-row": (1, 65536),
 }
 LAYOUTS = ("contiguous", "strided", "transposed")
+# How long each benchmark is timed: blocks of at least BLOCK seconds (the timer's own loop
+# then costs a few per cent of the fastest call), at least ``repeats`` of them and
+# MIN_RUN_TIME seconds in all; then more until their spread (interquartile range over the
+# median) is under SPREAD, or MAX_RUN_TIME is spent. A quiet machine stops early; a noisy
+# one is timed to the cap, and its spread is reported. Every benchmark took 0.2 s plus
+# torch's block sizing before (blocked_autorange): 44 s for one operator on the sandbox.
+BLOCK = 0.005
+MIN_RUN_TIME = 0.02
+MAX_RUN_TIME = 0.1
+SPREAD = 0.05
 # the script's exit status when torch cannot use the device (told to it in the spec)
 NO_DEVICE_EXIT = 3
 # and when the interpreter has no torch at all
 NO_TORCH_EXIT = 4
 
 SCRIPT = '''\
-"""Written by mps-pipeline (pipeline/run/speed.py): kernel micro-benchmarks with
-torch.utils.benchmark. Usage: python speed_bench.py SPEC.json OUT.json"""
+"""Written by mps-pipeline (pipeline/run/speed.py): kernel micro-benchmarks, timed in
+blocks of calls with timeit. Usage: python speed_bench.py SPEC.json OUT.json"""
 import json
 import os
+import statistics
 import sys
+import timeit
 
 spec = json.load(open(sys.argv[1]))
 try:
     import torch
-    from torch.utils import benchmark
 except ImportError:
     sys.exit(spec["no_torch_exit"])
 device = spec["device"]
@@ -71,6 +85,7 @@ if device == "mps" and not torch.backends.mps.is_available():
     sys.exit(spec["no_device_exit"])
 sync = torch.mps.synchronize if device == "mps" else (lambda: None)
 torch.manual_seed(0)
+torch.set_num_threads(1)  # as torch.utils.benchmark's Timer(num_threads=1) times
 
 
 def resolve(call):
@@ -114,6 +129,36 @@ def bound(call, dim):
     return fn if dim is None else (lambda *xs: fn(*xs, dim=dim))
 
 
+def spread(times):
+    """Interquartile range over the median, as pipeline.results.speed reports it."""
+    q = statistics.quantiles(times, n=4, method="inclusive")
+    return (q[2] - q[0]) / statistics.median(times)
+
+
+def timed(timer):
+    """Seconds per call of each block: blocks of at least spec["block"] seconds, at least
+    spec["repeats"] of them and spec["min_run_time"] in all, then more until their spread
+    is under spec["spread"] or spec["max_run_time"] is spent."""
+    number = 1
+    while True:  # calls per block, by tens: the first blocks also warm up
+        took = timer.timeit(number)
+        if took >= spec["block"] / 10 or number >= 10**6:
+            break
+        number *= 10
+    number = max(number, int(spec["block"] * number / took) + 1)
+    times, total = [], 0.0
+    while True:
+        took = timer.timeit(number)
+        times.append(took / number)
+        total += took
+        if len(times) < spec["repeats"]:
+            continue
+        if total >= spec["max_run_time"]:
+            return times
+        if total >= spec["min_run_time"] and spread(times) < spec["spread"]:
+            return times
+
+
 results = []
 for op, dtype_name, label, shape, layout, dim in cases():
     row = {"op": op["op"], "dtype": dtype_name, "shape": label,
@@ -126,16 +171,11 @@ for op, dtype_name, label, shape, layout, dim in cases():
         inputs = [tensor(shape, dtype, layout) for _ in range(op["arity"])]
         fn(*inputs)
         sync()
-        timer = benchmark.Timer(
-            stmt="fn(*inputs); sync()",
-            globals={"fn": fn, "inputs": inputs, "sync": sync},
-            num_threads=1,
-        )
-        m = timer.blocked_autorange(min_run_time=spec["min_run_time"])
-        times = list(m.times)
-        while len(times) < spec["repeats"]:
-            times.append(timer.timeit(m.number_per_run).median)
-        row["times"] = times
+        # the standard library's timer, as torch.utils.benchmark's runs it on the CPU
+        # without its ~1 ms of bookkeeping per block
+        timer = timeit.Timer("fn(*inputs); sync()",
+                             globals={"fn": fn, "inputs": inputs, "sync": sync})
+        row["times"] = timed(timer)
     except Exception as exc:
         row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
     results.append(row)
@@ -166,8 +206,10 @@ class SpeedRequest:
     folder: Path  # where the script, its spec and speed.json go
     device: str = "mps"
     shapes: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: dict(SHAPES))
-    min_run_time: float = 0.2  # seconds per benchmark, before the repeats are topped up
-    repeats: int = 5
+    min_run_time: float = MIN_RUN_TIME
+    repeats: int = 5  # blocks at least
+    max_run_time: float = MAX_RUN_TIME
+    spread: float = SPREAD  # the blocks' spread under which a benchmark stops early
     timeout: float = 3600.0
     # added to the script's environment: a switch forcing the MPSGraph path, read once per
     # process (pipeline.tree.switches)
@@ -223,6 +265,9 @@ def run(request: SpeedRequest) -> SpeedResult:
                 "shapes": {k: list(v) for k, v in request.shapes.items()},
                 "layouts": list(LAYOUTS),
                 "min_run_time": request.min_run_time,
+                "max_run_time": request.max_run_time,
+                "spread": request.spread,
+                "block": BLOCK,
                 "repeats": request.repeats,
                 "no_device_exit": NO_DEVICE_EXIT,
                 "no_torch_exit": NO_TORCH_EXIT,

@@ -1,10 +1,12 @@
 """pr-report's review and speed sections end to end on the sandbox: the Mac job (results only,
 the affected kernels timed for real with torch on CPU) and the posting job (--post-from),
-which judges the timings against main's figures in the nightly history."""
+which judges the timings against main's figures in the nightly history from the same device
+class only (issue 32)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sqlite3
 
 import pytest
@@ -15,6 +17,7 @@ from pipeline.results import speed as speeds
 from tests.commands import test_pr_report as pr_report
 from tests.commands.test_pr_report import build_now, cli, results_json, touch_atan2
 from tests.conftest import commit, git
+from tests.results.test_device import mac
 
 RUNNER = "macos-m2-15"
 tree = pr_report.tree  # the committed sandbox with its build.ninja
@@ -36,8 +39,9 @@ def test_the_mac_job_times_and_the_report_job_judges(settings, tree, tmp_path, c
     assert data["review"] is not None and data["review"]["checks"]
     measured = data["speed"]["measurements"]
     assert {m["op"] for m in measured} == {"atan2"} and data["speed"]["runner"] == RUNNER
-    # no history on the Mac: timed, not judged
+    # no history on the Mac: timed, not judged; the CPU is no device class
     assert {v["judgement"] for v in data["speed"]["verdicts"]} == {"no baseline"}
+    assert data["speed"]["machine"] is None
 
     # main's history, three nights on this runner: ten times faster than this build
     db = history.connect(settings.state_dir / layout.HISTORY)
@@ -50,6 +54,7 @@ def test_the_mac_job_times_and_the_report_job_judges(settings, tree, tmp_path, c
             for m in measured
         ]  # fmt: skip
         with db:
+            history.record_devices(db, {recorded.runs[0].id: mac(RUNNER)})
             speeds.record(db, recorded.runs[0].id, rows)
     db.close()
     capsys.readouterr()
@@ -57,7 +62,16 @@ def test_the_mac_job_times_and_the_report_job_judges(settings, tree, tmp_path, c
     assert cli(settings, "--pr", "7", "--post-from", str(folder), "--dry-run") == 0
     body = capsys.readouterr().out
     assert "### Review checks" in body and "### Kernel speed against main" in body
-    said = f"On `{RUNNER}` (device: cpu (unknown)), against main's median over its last 3 nights"
+    # the CPU's figures are never compared with the Macs'
+    assert f"On `{RUNNER}` (device: cpu (unknown)): no baseline for an unknown device " in body
+    assert "🐢 slower" not in body
+    # the same figures as a Mac job of main's device class would have sent them
+    data["speed"]["machine"] = mac(RUNNER).to_dict()
+    (folder / "results.json").write_text(json.dumps(data))
+    assert cli(settings, "--pr", "7", "--post-from", str(folder), "--dry-run") == 0
+    body = capsys.readouterr().out
+    said = ("against main's median over its last 3 nights from the same device class (Apple "
+            "M2, 10 GPU cores, macOS 15)")  # fmt: skip
     assert said in body
     assert "🐢 slower" in body
     assert sqlite3.connect(settings.state_dir / layout.HISTORY).execute(

@@ -17,13 +17,14 @@ from pipeline.config import load_settings
 from pipeline.flows.speed import judge
 from pipeline.guide.backlog import backlog
 from pipeline.report.nightly import publish
-from pipeline.results import baseline, history
+from pipeline.results import baseline, device, history
 from pipeline.results import speed as speeds
 from pipeline.results.junit import parse_reports
 from pipeline.results.table import merge_runs
 from pipeline.workspace import prepare
 from tests.impact.test_suspects import three_commits
 from tests.results.nightly_runs import RUNNERS
+from tests.results.test_device import mac
 
 # each night: (scenario per runner, which commit it tested): "before" the three commits or
 # HEAD after them; the m1's last night regresses, with suspects
@@ -57,6 +58,7 @@ def _record(settings, nights, at, dash: Path, before: str) -> list[tuple[dict, d
         results = nights.results(**scenarios)
         for runner in RUNNERS:
             _speed_json(results, day, runner)
+            device.write(results / runner, mac(runner))
         outcome = nightly_run(
             settings, results, at, dash, day, before if tested == "before" else None
         )
@@ -123,7 +125,7 @@ def test_the_same_nights_give_the_same_answers_on_sqlite_and_postgresql(
     ]
     answers = []
     for at in (file_at, server_at):
-        judged = judge(settings, measured, at, "macos-m2-15")
+        judged = judge(settings, measured, at, "macos-m2-15", mac("macos-m2-15"))
         classified = baseline.classify(at, table, runner="macos-m1-14")
         db = history.reader(at)
         try:
@@ -131,7 +133,7 @@ def test_the_same_nights_give_the_same_answers_on_sqlite_and_postgresql(
                 history.flipping(db, 4),
                 history.outcome_counts(db, 10),
                 history.durations(db, 3),
-                speeds.nightly_medians(db, "macos-m1-14", 7),
+                speeds.nightly_medians(db, mac("macos-m1-14").device_class, 7),
             )
         finally:
             db.close()

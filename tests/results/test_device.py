@@ -3,6 +3,7 @@ fixtures in the commands' formats): a Mac mini's M2 and a macOS VM's paravirtual
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,19 @@ def recorded(name: str, torch_name: str | None = None) -> Device:
         (FIXTURES / f"{name}.sysctl.txt").read_text(),
         torch_name,
     )
+
+
+def mac(runner: str) -> Device:
+    """The bare-metal Mac of one of the sandbox's runner configurations (macos-m1-14,
+    macos-m2-15, macos-m2-26): the recorded M2 mini, its chip and macOS changed."""
+    mini = recorded("m2_mini")
+    if runner == "macos-m1-14":
+        return replace(mini, chip="Apple M1", gpu="Apple M1", gpu_family="apple7", gpu_cores=8,
+                       macos="14.6", macos_build="23G80")  # fmt: skip
+    if runner == "macos-m2-26":
+        return replace(mini, macos="26.0", macos_build="25A354")
+    assert runner == "macos-m2-15", runner
+    return mini
 
 
 def test_a_mac_mini() -> None:
@@ -76,3 +90,24 @@ def test_the_pr_comment_says_which_device_the_tests_ran_on() -> None:
     assert f"Tested on {vm.label()} (a VM: its timings are not a Mac's)." in body
     assert PrResults.from_json(results.to_json(), 7).device == vm
     assert "Tested on" not in sample().comment()  # off a Mac: nothing said
+
+
+def test_the_device_class_is_chip_gpu_cores_and_macos_major_on_bare_metal() -> None:
+    mini = recorded("m2_mini")
+    assert str(mini.device_class) == "Apple M2, 10 GPU cores, macOS 15"
+    # a point release and another build of the same macOS: the same class
+    assert replace(mini, macos="15.6", macos_build="24G84").device_class == mini.device_class
+    # another macOS major, another chip, an M2 Pro (the brand string says "Apple M2" of it
+    # too: its cores tell it apart): other classes
+    for other in (mac("macos-m2-26"), mac("macos-m1-14"), replace(mini, gpu_cores=19)):
+        assert other.device_class != mini.device_class and other.device_class.known
+    vm = recorded("vm")
+    assert not vm.device_class.known and "a VM" in str(vm.device_class)
+    nothing = Device.from_outputs(None, None).device_class
+    assert str(nothing) == (
+        "an unknown device class (chip unknown, GPU cores unknown, macOS unknown, "
+        "bare metal or VM unknown)"
+    )
+    # not known to be bare metal: no class, whatever else is known
+    unsure = replace(mini, virtualization=Virtualization.UNKNOWN).device_class
+    assert unsure.unknown == ("bare metal or VM unknown",)

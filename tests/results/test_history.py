@@ -619,3 +619,71 @@ def test_an_older_history_gains_the_paths_table_and_prunes_it_with_its_runs(tmp_
         assert [s for s, _ in history.path_counts(db, 60)] == [night(3)]
     finally:
         db.close()
+
+
+def _v5_file(path: Path) -> None:
+    """A version 5 history, as the last mps-pipeline before devices left one: two nights of
+    two runners, some speed figures; no run_devices table."""
+    db = history.connect(path)
+    for day in (1, 2):
+        history.record_nightly(
+            db, {r: [case("atan2", "float32", P)] for r in ("macos-m1-14", "macos-m2-15")},
+            commit="", started=night(day),
+        )  # fmt: skip
+    db.execute(
+        "INSERT INTO speed (run_id, op, dtype, shape, layout, median, q25, q75, repeats) "
+        "VALUES (2, 'atan2', 'float32', 'large', 'contiguous', 1e-4, 1e-4, 1e-4, 3)"
+    )
+    db.commit()
+    db.close()
+    raw = sqlite3.connect(path)
+    with raw:
+        raw.execute("DROP TABLE run_devices")
+        raw.execute("UPDATE schema_version SET version = 5")
+    raw.close()
+
+
+def test_a_version_5_file_gains_run_devices_in_place(tmp_path):
+    from pipeline.results import speed as speeds
+    from tests.results.test_device import mac
+
+    path = tmp_path / "nightly.sqlite"
+    _v5_file(path)
+    assert history.check(path, thorough=True).schema_version == 5
+    m2 = mac("macos-m2-15")
+    ro = history.open_read_only(path)  # read as it is: no device, no baseline
+    try:
+        assert speeds.nightly_medians(ro, m2.device_class, 7) == {}
+    finally:
+        ro.close()
+    db = history.connect(path)
+    try:
+        assert db.execute("SELECT version FROM schema_version").fetchall() == [(6,)]
+        assert _columns(path, "run_devices")[-1] == "virtualization"
+        assert db.execute("SELECT COUNT(*) FROM run_devices").fetchone() == (0,)
+        # the earlier runs keep their results and figures, their device unknown: never a
+        # baseline
+        assert db.execute("SELECT COUNT(*) FROM results").fetchone() == (4,)
+        assert speeds.nightly_medians(db, m2.device_class, 7) == {}
+        third = history.record_nightly(
+            db, {"macos-m2-15": [case("atan2", "float32", P)]}, commit="", started=night(3),
+            hold=True,
+        )  # fmt: skip
+        run = third.runs[0].id
+        history.record_devices(db, {run: m2})
+        speeds.record(db, run, [speeds.Measurement("atan2", "float32", "large", "contiguous",
+                                                   (2e-4,) * 3)])  # fmt: skip
+        db.commit()
+        key = ("atan2", "float32", "large", "contiguous")
+        assert speeds.nightly_medians(db, m2.device_class, 7) == {key: [2e-4]}
+        history.prune(db, 1)  # a run's device goes with it
+        assert db.execute("SELECT run_id FROM run_devices").fetchall() == [(run,)]
+    finally:
+        db.close()
+    assert history.check(path, thorough=True).schema_version == history.SCHEMA_VERSION
+    raw = sqlite3.connect(path)
+    with raw:
+        raw.execute("DROP TABLE run_devices")
+    raw.close()
+    with pytest.raises(DamagedHistoryError, match="version 6, but table run_devices lacks"):
+        history.check(path)

@@ -16,6 +16,7 @@ from pipeline.results import history, history_copy
 from pipeline.results import speed as speeds
 from pipeline.results.speed import Measurement
 from tests.postgres import PASSWORD
+from tests.results.test_device import mac
 from tests.results.test_history import XP, F, P, X, case, night
 from tests.test_machine_output import assert_valid
 
@@ -38,6 +39,9 @@ def _fleet_file(path, nights: int = 6):
             runs[runner] = cases
         night_ = history.record_nightly(db, runs, commit=f"c{day}", started=night(day),
                                         source=f"run-{day}", hold=True)  # fmt: skip
+        # the m4 sent no device record: its device is unknown
+        macs = {"m1": mac("macos-m1-14"), "m2": mac("macos-m2-15")}
+        history.record_devices(db, {r.id: macs[r.runner] for r in night_.runs if r.runner in macs})
         times = tuple(rng.uniform(1e-6, 2e-6) for _ in range(5))
         speeds.record(db, night_.runs[0].id, [Measurement("atan2", "float32", "small", "contiguous",
                                                           times)])  # fmt: skip
@@ -56,7 +60,8 @@ def test_a_file_is_copied_into_the_server_and_checked_row_by_row(tmp_path, pg_ur
     assert_valid("history copy --json", doc)
     assert doc["nightlies"] == 6 and doc["verified"] is True
     assert doc["rows"] == {"runs": 18, "tests": 39, "results": 18 * 39, "run_outcomes":
-                           doc["rows"]["run_outcomes"], "speed": 6, "exec_paths": 0}  # fmt: skip
+                           doc["rows"]["run_outcomes"], "speed": 6, "exec_paths": 0,
+                           "run_devices": 12}  # fmt: skip
     assert path.read_bytes() == before  # the source is never written
     at = history.HistoryLocation.parse(pg_url)
     file, server = history.reader(history.HistoryLocation.parse(path)), history.reader(at)

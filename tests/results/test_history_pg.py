@@ -88,6 +88,45 @@ def test_an_older_schema_is_migrated_in_place(at):
         db.close()
 
 
+def test_version_5_gains_run_devices_in_place(at):
+    from pipeline.results import speed as speeds
+    from tests.results.test_device import mac, recorded
+
+    db = history.writer(at)
+    first = _night(db, 1, runners=("macos-m2-15",))
+    with db:
+        speeds.record(db, first.runs[0].id, [speeds.Measurement(
+            "atan2", "float32", "large", "contiguous", (1e-4,) * 3)])  # fmt: skip
+    db.close()
+    with psycopg.connect(at.url, autocommit=True) as raw:  # as version 5 left it
+        raw.execute("DROP TABLE run_devices")
+        raw.execute("UPDATE schema_version SET version = 5")
+    m2 = mac("macos-m2-15")
+    ro = history.reader(at)  # read as it is: no device, no baseline
+    try:
+        assert speeds.nightly_medians(ro, m2.device_class, 7) == {}
+    finally:
+        ro.close()
+    db = history.writer(at)
+    try:
+        assert db.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+        assert "virtualization" in db.columns("run_devices")
+        # the earlier run keeps its figures, its device unknown: never a baseline
+        assert speeds.nightly_medians(db, m2.device_class, 7) == {}
+        second = _night(db, 2, runners=("macos-m2-15", "vm"))
+        runs = {r.runner: r.id for r in second.runs}
+        with db:
+            history.record_devices(db, {runs["macos-m2-15"]: m2, runs["vm"]: recorded("vm")})
+            speeds.record(db, runs["macos-m2-15"], [speeds.Measurement(
+                "atan2", "float32", "large", "contiguous", (2e-4,) * 3)])  # fmt: skip
+        key = ("atan2", "float32", "large", "contiguous")
+        assert speeds.nightly_medians(db, m2.device_class, 7) == {key: [2e-4]}
+        kinds = db.execute("SELECT virtualization FROM run_devices ORDER BY run_id").fetchall()
+        assert kinds == [("bare metal",), ("paravirtual (VM)",)]
+    finally:
+        db.close()
+
+
 def test_a_newer_schema_is_refused_untouched(at):
     history.writer(at).close()
     with psycopg.connect(at.url, autocommit=True) as raw:

@@ -13,8 +13,9 @@ import pytest
 
 from pipeline.flows.speed import is_reduction
 from pipeline.report.speed import render_markdown
-from pipeline.results.speed import Judgement, Verdict, shape_class, worst_per_class
+from pipeline.results.speed import Judgement, SpeedReport, Verdict, shape_class, worst_per_class
 from pipeline.run.speed import BenchOp, SpeedRequest, run
+from tests.results.test_device import recorded
 from tests.test_machine_output import assert_valid
 
 SHAPES = {"small": (64,), "medium": (16, 32), "skinny-column": (256, 1), "skinny-row": (1, 256)}
@@ -80,7 +81,9 @@ def test_the_perf_story_is_the_worst_ratio_per_shape_class_and_the_device() -> N
     assert list(worst) == ["large contiguous", "skinny-column transposed"]
     assert worst["large contiguous"].ratio == 1.3
     assert shape_class(RECORDED[2].key) == "skinny-column transposed"
-    text = render_markdown(RECORDED, "macos-m2-15", 1.1, 7, "Apple M2 (apple8), bare metal")
+    report = SpeedReport("macos-m2-15", (), 1.1, 7, RECORDED, "Apple M2 (apple8), bare metal",
+                         recorded("m2_mini"))  # fmt: skip
+    text = render_markdown(report)
     assert "On `macos-m2-15` (device: Apple M2 (apple8), bare metal)" in text
     assert "| large contiguous | **1.30×** | `sum` float32 large/dim=1 | 🐢 slower |" in text
     assert "| skinny-column transposed | 1.15× | `sum` float32 skinny-column/dim=0 |" in text
