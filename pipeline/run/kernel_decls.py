@@ -10,6 +10,8 @@ as they are written) and its own lines, as the line markers say, are read here.
 Each parameter is a buffer (``[[buffer(N)]]``, or the next index when it has no attribute),
 a thread-position attribute, or something the runtime does not model (textures, samplers,
 threadgroup memory set by the host, stage_in): a kernel with one of those is listed, not run.
+An instantiation may leave its parameters unnamed and without attributes
+(``fill<T>(device T*, constant T&, uint)``): each such one takes its primary template's.
 
 :func:`rewrite_threadgroup` turns the threadgroup memory a kernel body declares into static
 storage poisoned per threadgroup (see metal_shim/mps_kernel_runtime.h), keeping every line
@@ -19,7 +21,8 @@ where it was.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from pipeline.tree.cpp import lex, match_close, split_args
 
@@ -49,6 +52,14 @@ _HOST_NAME = re.compile(r'\[\[\s*host_name\s*\(((?:\s*"[^"]*")+)\s*\)\s*\]\]')
 _LITERAL = re.compile(r'"([^"]*)"')
 _MAX_THREADS = re.compile(r"\[\[\s*max_total_threads_per_threadgroup\s*\((.*?)\)\s*\]\]", re.S)
 _LAST_NAME = re.compile(r"(\w+)\s*$")
+# a parameter whose last word follows one of these, or is a built-in type, has no name
+_TYPE_END = re.compile(
+    r"(?:^|\s)(?:const|volatile|device|constant|thread|threadgroup|unsigned|signed)$"
+)
+_BUILTIN_TYPES = frozenset(
+    ("bool", "char", "short", "int", "long", "float", "half", "bfloat", "double", "uchar")
+    + ("ushort", "uint", "ulong")
+)
 
 
 @dataclass(frozen=True)
@@ -120,6 +131,7 @@ def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
         return lines[lo][0] if lines else 0
 
     primaries: dict[str, str] = {}
+    primary_params: dict[str, list[tuple[Param, ...]]] = {}
     found: list[KernelDecl] = []
     for m in _VOID.finditer(masked):
         pos = m.end()
@@ -146,6 +158,7 @@ def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
             # a primary template: its instantiations carry the parameters, it the limit
             if limit:
                 primaries[name] = limit.group(1).strip()
+            primary_params.setdefault(name, []).append(parse_params(params_text))
             continue
         host = _HOST_NAME.search(prefix)
         explicit = re.search(r"\btemplate\b", prefix) is not None
@@ -156,7 +169,7 @@ def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
                 host_name="".join(_LITERAL.findall(host.group(1))) if host else name,
                 function=name,
                 template_args=template_args,
-                params=parse_params(params_text),
+                params=parse_params(params_text, primary_params.get(name, ())),
                 line=line_at(m.start()),
                 max_threads=limit.group(1).strip() if limit else primaries.get(name, "1024"),
             )
@@ -188,17 +201,25 @@ def _prefix_start(masked: str, start: int) -> int:
     return i
 
 
-def parse_params(text: str) -> tuple[Param, ...]:
+def parse_params(text: str, primaries: Sequence[tuple[Param, ...]] = ()) -> tuple[Param, ...]:
+    """The parameters of ``text``; one without attributes takes those of its place in the
+    primary template of ``primaries`` with as many parameters."""
+    raws = [r for r in split_args(" ".join(text.split()), templates=True) if r]
+    primary = next((p for p in primaries if len(p) == len(raws)), None)
     params: list[Param] = []
     next_buffer = 0
-    for raw in split_args(" ".join(text.split()), templates=True):
-        if not raw:
-            continue
+    for i, raw in enumerate(raws):
         attrs = _ATTRIBUTE.findall(raw)
         decl = _ATTRIBUTE.sub(" ", raw).strip()
         m = _LAST_NAME.search(decl)
-        name = m.group(1) if m else ""
         ptype = decl[: m.start()].strip() if m else decl
+        if m and (not ptype or _TYPE_END.search(ptype) or m.group(1) in _BUILTIN_TYPES):
+            ptype, m = decl, None  # unnamed: the last word is the type's
+        name = m.group(1) if m else ""
+        if not attrs and primary is not None:
+            params.append(replace(primary[i], type=ptype, name=name or primary[i].name))
+            next_buffer = max(next_buffer, primary[i].index + 1)
+            continue
         kinds = {a: arg for a, arg in attrs}
         attr = next((_ALIASES.get(a, a) for a in kinds if _ALIASES.get(a, a) in ATTRIBUTES), None)
         unmodelled = _NOT_MODELLED_TYPE.search(ptype)

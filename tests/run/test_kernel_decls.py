@@ -43,6 +43,35 @@ def test_instantiations_and_plain_kernels_with_their_parameters():
     assert found["plain"].not_modelled == ("t: texture2d",)
 
 
+UNNAMED = """# 1 "/t/F.metal"
+template <typename T>
+kernel void fill(device T* out [[buffer(0)]], constant T& v [[buffer(2)]], uint2 i [[thread_position_in_grid]]) {}
+template <typename T>
+kernel void fill(device T* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {}
+template [[host_name("fill_float")]] kernel void fill<float>(device float*, constant float&, uint2);
+template [[host_name("fill1_int")]] kernel void fill<int>(device int*, uint);
+template [[host_name("named_int")]] kernel void fill<int>(device int* o, unsigned int);
+"""
+
+
+def test_unnamed_instantiation_parameters_take_the_primary_templates_attributes():
+    found = {k.host_name: k for k in parse_kernels(UNNAMED, "/t/F.metal")}
+    kinds = [(p.type, p.kind, p.index, p.attr) for p in found["fill_float"].params]
+    assert kinds == [
+        ("device float*", "buffer", 0, ""),
+        ("constant float&", "buffer", 2, ""),
+        ("uint2", "attr", -1, "thread_position_in_grid"),
+    ]
+    # the overload with as many parameters is the primary
+    assert [p.kind for p in found["fill1_int"].params] == ["buffer", "attr"]
+    named = found["named_int"].params
+    assert (named[0].name, named[1].type, named[1].attr) == (
+        "o",
+        "unsigned int",
+        "thread_position_in_grid",
+    )
+
+
 def test_threadgroup_memory_becomes_static_and_poisoned_lines_kept():
     text = "void k(threadgroup float* p) {\n  threadgroup float shared[N];\n  threadgroup float* q = p;\n}\n"
     out = rewrite_threadgroup(text, "K.metal")
