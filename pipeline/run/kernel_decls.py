@@ -164,7 +164,7 @@ def _header_templates(preprocessed: str, metal_path: str) -> dict[str, list[_Hea
     )  # fmt: skip
     found: dict[str, list[_Head]] = {}
     for head in _heads(text, "<headers>"):
-        if re.search(r"\btemplate\s*<", head.prefix):
+        if re.search(r"\btemplate\s*<", head.prefix) and head.after == "{":
             found.setdefault(head.name.split("::")[-1], []).append(head)
     return found
 
@@ -192,8 +192,9 @@ def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
     for head in _heads(text, metal_path):
         key = head.name.split("::")[-1]
         if re.search(r"\btemplate\s*<", head.prefix):
-            # a primary template: its instantiations carry the parameters, it the limit
-            templates.setdefault(key, []).append(head)
+            # a primary template's definition (a declaration may leave the attributes out)
+            if head.after == "{":
+                templates.setdefault(key, []).append(head)
             continue
         host = _HOST_NAME.search(head.prefix)
         explicit = re.search(r"\btemplate\b", head.prefix) is not None

@@ -81,6 +81,8 @@ def test_unnamed_instantiation_parameters_take_the_primary_templates_attributes(
 HEADER_TEMPLATE = """# 1 "/inc/c10/metal/indexing.h"
 namespace c10 { namespace metal {
 template <typename T, typename F>
+kernel void unary_dense(device T* out, constant T* in, uint i);
+template <typename T, typename F>
 kernel void unary_dense(device T* out [[buffer(0)]], constant T* in [[buffer(1)]], uint i [[thread_position_in_grid]]) {}
 }}
 # 1 "/usr/include/c++/12/array"
