@@ -168,6 +168,33 @@ def test_math_generated_file_registers_every_functor() -> None:
     assert "math" in bench.BENCHMARKS and bench.RUNNERS["math"] is bench.bench_math
 
 
+_FILL = """#include <metal_stdlib>
+using namespace metal;
+kernel void fill(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  out[i] = %s;
+}
+"""
+
+
+@pytest.mark.slow
+def test_kernel_upstream_share_counts_whole_files_and_leaves_matmul_out(tmp_path: Path) -> None:
+    from bench import kernel as kernel_bench
+    from bench.math import wheel_build
+
+    kernels = tmp_path / "upstream" / kernel_bench.KERNELS
+    kernels.mkdir(parents=True)
+    (kernels / "Fill.metal").write_text(_FILL % "1.0f")
+    (kernels / "Broken.metal").write_text(_FILL % "no_such_function(i)")
+    (kernels / "Gemm.metal").write_text(_FILL % "no_such_function(i)")  # left out
+    compiler, headers = wheel_build()
+    ok, total, failed, seconds = kernel_bench._upstream_share(
+        compiler, headers, tmp_path / "upstream", tmp_path / "work"
+    )
+    assert (ok, total) == (1, 2) and set(seconds) == {"Fill", "Broken"}
+    assert len(failed) == 1 and failed[0].startswith("Broken.metal: 0/1 kernels;")
+    assert "no_such_function" in failed[0]
+
+
 @pytest.mark.slow
 def test_review_checks_a_thousand_line_diff(ctx: bench.Context) -> None:
     result = bench.bench_review(ctx)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, ParseError
 from pipeline.fsio import write_atomic
 from pipeline.run import cxx, cxx_parts
 from pipeline.run.build import CompilerError
@@ -124,7 +124,10 @@ class KernelBuilder:
         except ConfigError as exc:
             error = CompilerError(cxx.relative(metal, self.root), 1, None, str(exc))
             return FileBuild(metal, None, (), False, time.monotonic() - start, error=error)
-        layout = cxx_parts.layout(metal)
+        try:
+            layout = cxx_parts.layout(metal)
+        except ParseError:  # e.g. a last macro line with no `;`: errors go to kernels only
+            layout = cxx_parts.Layout(text, (), (), {})
         drop: set[int] = set()
         failed: dict[int, CompilerError] = {}
         unmodelled = {i: d.not_modelled for i, d in enumerate(decls) if d.not_modelled}

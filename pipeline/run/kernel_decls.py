@@ -10,6 +10,8 @@ as they are written) and its own lines, as the line markers say, are read here.
 Each parameter is a buffer (``[[buffer(N)]]``, or the next index when it has no attribute),
 a thread-position attribute, or something the runtime does not model (textures, samplers,
 threadgroup memory set by the host, stage_in): a kernel with one of those is listed, not run.
+An instantiation may leave its parameters unnamed and without attributes
+(``fill<T>(device T*, constant T&, uint)``): each such one takes its primary template's.
 
 :func:`rewrite_threadgroup` turns the threadgroup memory a kernel body declares into static
 storage poisoned per threadgroup (see metal_shim/mps_kernel_runtime.h), keeping every line
@@ -19,7 +21,8 @@ where it was.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 
 from pipeline.tree.cpp import lex, match_close, split_args
 
@@ -42,13 +45,23 @@ ATTRIBUTES = (
 _ALIASES = {"thread_execution_width": "threads_per_simdgroup"}
 _NOT_MODELLED_TYPE = re.compile(r"\b(texture\w*|sampler|depth\w*|imageblock\w*|tensor)\b")
 _MARKER = re.compile(r'^# (\d+) "([^"]*)"')
-_VOID = re.compile(r"\bvoid\s+(\w+)\s*")
+# a kernel's name may be qualified: c10/metal's REGISTER_UNARY_OP instantiates
+# `::c10::metal::unary_dense<...>`
+_VOID = re.compile(r"\bvoid\s+((?:::\s*)?(?:\w+\s*::\s*)*\w+)\s*")
 _ATTRIBUTE = re.compile(r"\[\[\s*([\w:]+)\s*(?:\((.*?)\))?\s*\]\]", re.S)
 _KERNEL = re.compile(r"\bkernel\b")
 _HOST_NAME = re.compile(r'\[\[\s*host_name\s*\(((?:\s*"[^"]*")+)\s*\)\s*\]\]')
 _LITERAL = re.compile(r'"([^"]*)"')
 _MAX_THREADS = re.compile(r"\[\[\s*max_total_threads_per_threadgroup\s*\((.*?)\)\s*\]\]", re.S)
 _LAST_NAME = re.compile(r"(\w+)\s*$")
+# a parameter whose last word follows one of these, or is a built-in type, has no name
+_TYPE_END = re.compile(
+    r"(?:^|\s)(?:const|volatile|device|constant|thread|threadgroup|unsigned|signed)$"
+)
+_BUILTIN_TYPES = frozenset(
+    ("bool", "char", "short", "int", "long", "float", "half", "bfloat", "double", "uchar")
+    + ("ushort", "uint", "ulong")
+)
 
 
 @dataclass(frozen=True)
@@ -87,40 +100,35 @@ class KernelDecl:
 def own_lines(preprocessed: str, metal_path: str) -> list[tuple[int, str]]:
     """(line, text) of the lines of ``metal_path`` in a preprocessor's output (GCC and clang
     line markers)."""
-    out: list[tuple[int, str]] = []
+    return [(line, text) for path, line, text in _marked(preprocessed) if path == metal_path]
+
+
+def _marked(preprocessed: str) -> Iterator[tuple[str, int, str]]:
+    """(file, line, text) of each line of a preprocessor's output."""
     current, line = "", 0
     for text in preprocessed.splitlines():
         m = _MARKER.match(text)
         if m:
             line, current = int(m.group(1)), m.group(2)
             continue
-        if current == metal_path:
-            out.append((line, text))
+        yield current, line, text
         line += 1
-    return out
 
 
-def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
-    """The kernels of ``metal_path`` in its preprocessed text, in file order."""
-    lines = own_lines(preprocessed, metal_path)
-    text = "\n".join(t for _, t in lines)
-    starts = [0]
-    for _, t in lines:
-        starts.append(starts[-1] + len(t) + 1)
-    masked = lex(text, metal_path).masked
+@dataclass(frozen=True)
+class _Head:
+    """A `void NAME[<ARGS>](PARAMS)` of a kernel: where it starts, what precedes it."""
 
-    def line_at(offset: int) -> int:
-        lo, hi = 0, len(lines) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lines[lo][0] if lines else 0
+    start: int
+    name: str
+    template_args: str | None
+    prefix: str
+    params_text: str
+    after: str  # the first character after the parameters
 
-    primaries: dict[str, str] = {}
-    found: list[KernelDecl] = []
+
+def _heads(text: str, path: str) -> Iterator[_Head]:
+    masked = lex(text, path).masked
     for m in _VOID.finditer(masked):
         pos = m.end()
         template_args = None
@@ -137,28 +145,75 @@ def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
         prefix = text[_prefix_start(masked, m.start()) : m.start()]
         if not (_KERNEL.search(prefix) or _HOST_NAME.search(prefix)):
             continue
-        close = match_close(masked, pos, metal_path)
+        close = match_close(masked, pos, path)
         after = masked[close + 1 :].lstrip()[:1]
-        params_text = text[pos + 1 : close]
-        name = m.group(1)
-        limit = _MAX_THREADS.search(prefix)
-        if re.search(r"\btemplate\s*<", prefix):
-            # a primary template: its instantiations carry the parameters, it the limit
-            if limit:
-                primaries[name] = limit.group(1).strip()
+        name = re.sub(r"\s+", "", m.group(1))
+        yield _Head(m.start(), name, template_args, prefix, text[pos + 1 : close], after)
+
+
+def _header_templates(preprocessed: str, metal_path: str) -> dict[str, list[_Head]]:
+    """The kernel templates the file's own headers and c10/metal's define (not the system's
+    nor the shim's), by unqualified name: the primaries of instantiations like c10/metal's
+    REGISTER_UNARY_OP ones, which name `::c10::metal::unary_dense` and leave `uint index`
+    without its attribute."""
+    text = "\n".join(
+        t
+        for path, _, t in _marked(preprocessed)
+        if path != metal_path and path.startswith("/") and not path.startswith("/usr/")
+        and "/metal_shim/" not in path
+    )  # fmt: skip
+    found: dict[str, list[_Head]] = {}
+    for head in _heads(text, "<headers>"):
+        if re.search(r"\btemplate\s*<", head.prefix) and head.after == "{":
+            found.setdefault(head.name.split("::")[-1], []).append(head)
+    return found
+
+
+def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
+    """The kernels of ``metal_path`` in its preprocessed text, in file order."""
+    lines = own_lines(preprocessed, metal_path)
+    text = "\n".join(t for _, t in lines)
+    starts = [0]
+    for _, t in lines:
+        starts.append(starts[-1] + len(t) + 1)
+
+    def line_at(offset: int) -> int:
+        lo, hi = 0, len(lines) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lines[lo][0] if lines else 0
+
+    templates = _header_templates(preprocessed, metal_path)
+    found: list[KernelDecl] = []
+    for head in _heads(text, metal_path):
+        key = head.name.split("::")[-1]
+        if re.search(r"\btemplate\s*<", head.prefix):
+            # a primary template's definition (a declaration may leave the attributes out)
+            if head.after == "{":
+                templates.setdefault(key, []).append(head)
             continue
-        host = _HOST_NAME.search(prefix)
-        explicit = re.search(r"\btemplate\b", prefix) is not None
-        if not explicit and after != "{":
+        host = _HOST_NAME.search(head.prefix)
+        explicit = re.search(r"\btemplate\b", head.prefix) is not None
+        if not explicit and head.after != "{":
             continue  # a declaration: its definition is the kernel
+        primaries = templates.get(key, [])
+        limit = _MAX_THREADS.search(head.prefix) or next(
+            (x for x in (_MAX_THREADS.search(p.prefix) for p in primaries) if x), None
+        )
         found.append(
             KernelDecl(
-                host_name="".join(_LITERAL.findall(host.group(1))) if host else name,
-                function=name,
-                template_args=template_args,
-                params=parse_params(params_text),
-                line=line_at(m.start()),
-                max_threads=limit.group(1).strip() if limit else primaries.get(name, "1024"),
+                host_name="".join(_LITERAL.findall(host.group(1))) if host else head.name,
+                function=head.name,
+                template_args=head.template_args,
+                params=parse_params(
+                    head.params_text, [parse_params(p.params_text) for p in primaries]
+                ),
+                line=line_at(head.start),
+                max_threads=limit.group(1).strip() if limit else "1024",
             )
         )
     return found
@@ -188,17 +243,25 @@ def _prefix_start(masked: str, start: int) -> int:
     return i
 
 
-def parse_params(text: str) -> tuple[Param, ...]:
+def parse_params(text: str, primaries: Sequence[tuple[Param, ...]] = ()) -> tuple[Param, ...]:
+    """The parameters of ``text``; one without attributes takes those of its place in the
+    primary template of ``primaries`` with as many parameters."""
+    raws = [r for r in split_args(" ".join(text.split()), templates=True) if r]
+    primary = next((p for p in primaries if len(p) == len(raws)), None)
     params: list[Param] = []
     next_buffer = 0
-    for raw in split_args(" ".join(text.split()), templates=True):
-        if not raw:
-            continue
+    for i, raw in enumerate(raws):
         attrs = _ATTRIBUTE.findall(raw)
         decl = _ATTRIBUTE.sub(" ", raw).strip()
         m = _LAST_NAME.search(decl)
-        name = m.group(1) if m else ""
         ptype = decl[: m.start()].strip() if m else decl
+        if m and (not ptype or _TYPE_END.search(ptype) or m.group(1) in _BUILTIN_TYPES):
+            ptype, m = decl, None  # unnamed: the last word is the type's
+        name = m.group(1) if m else ""
+        if not attrs and primary is not None:
+            params.append(replace(primary[i], type=ptype, name=name or primary[i].name))
+            next_buffer = max(next_buffer, primary[i].index + 1)
+            continue
         kinds = {a: arg for a, arg in attrs}
         attr = next((_ALIASES.get(a, a) for a in kinds if _ALIASES.get(a, a) in ATTRIBUTES), None)
         unmodelled = _NOT_MODELLED_TYPE.search(ptype)

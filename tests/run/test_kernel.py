@@ -213,3 +213,27 @@ def test_a_kernel_that_does_not_compile_hides_no_other(work, compiler, headers):
     assert found["row_max_float"] is KernelStatus.COMPILE_ERROR
     assert found["row_sum_float"] is KernelStatus.OK
     assert found["row_sum_half"] is KernelStatus.OK
+
+
+TAIL = """#include <metal_stdlib>
+using namespace metal;
+template <typename T>
+kernel void fill(device T* out [[buffer(0)]], constant T& v [[buffer(1)]],
+                 uint i [[thread_position_in_grid]]) {
+  out[i] = v;
+}
+#define REGISTER_FILL(T) \\
+  template [[host_name("fill_" #T)]] kernel void fill<T>(device T*, constant T&, uint);
+REGISTER_FILL(float) REGISTER_FILL(int)
+"""
+
+
+def test_unnamed_instantiations_and_a_last_line_with_no_semicolon(tmp_path, one_compiler, headers):
+    """A file ending in macro calls with no `;` (its parts cannot be read) still builds, and
+    an instantiation's unnamed parameters take the primary template's attributes."""
+    metal = tmp_path / "tree" / KERNELS / "Tail.metal"
+    metal.parent.mkdir(parents=True)
+    metal.write_text(TAIL)
+    build = KernelBuilder(one_compiler, headers, tmp_path / "tree", tmp_path / "cache").build(metal)
+    assert [k.decl.host_name for k in build.kernels if k.built] == ["fill_float", "fill_int"]
+    assert [p.kind for p in build.kernels[0].decl.params] == ["buffer", "buffer", "attr"]

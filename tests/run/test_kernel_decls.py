@@ -43,6 +43,65 @@ def test_instantiations_and_plain_kernels_with_their_parameters():
     assert found["plain"].not_modelled == ("t: texture2d",)
 
 
+UNNAMED = """# 1 "/t/F.metal"
+template <typename T>
+kernel void fill(device T* out [[buffer(0)]], constant T& v [[buffer(2)]], uint2 i [[thread_position_in_grid]]) {}
+template <typename T>
+kernel void fill(device T* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {}
+template [[host_name("fill_float")]] kernel void fill<float>(device float*, constant float&, uint2);
+template [[host_name("fill1_int")]] kernel void fill<int>(device int*, uint);
+template [[host_name("named_int")]] kernel void fill<int>(device int* o, unsigned int);
+template [[host_name("neg_dense_float")]] kernel void ::c10::metal:: unary_dense<float, neg_functor>(device float* out [[buffer(0)]], constant float* in [[buffer(1)]], uint i [[thread_position_in_grid]]);
+"""
+
+
+def test_unnamed_instantiation_parameters_take_the_primary_templates_attributes():
+    found = {k.host_name: k for k in parse_kernels(UNNAMED, "/t/F.metal")}
+    kinds = [(p.type, p.kind, p.index, p.attr) for p in found["fill_float"].params]
+    assert kinds == [
+        ("device float*", "buffer", 0, ""),
+        ("constant float&", "buffer", 2, ""),
+        ("uint2", "attr", -1, "thread_position_in_grid"),
+    ]
+    # the overload with as many parameters is the primary
+    assert [p.kind for p in found["fill1_int"].params] == ["buffer", "attr"]
+    qualified = found["neg_dense_float"]
+    assert (qualified.function, qualified.template_args) == (
+        "::c10::metal::unary_dense",
+        "float, neg_functor",
+    )
+    named = found["named_int"].params
+    assert (named[0].name, named[1].type, named[1].attr) == (
+        "o",
+        "unsigned int",
+        "thread_position_in_grid",
+    )
+
+
+HEADER_TEMPLATE = """# 1 "/inc/c10/metal/indexing.h"
+namespace c10 { namespace metal {
+template <typename T, typename F>
+kernel void unary_dense(device T* out, constant T* in, uint i);
+template <typename T, typename F>
+kernel void unary_dense(device T* out [[buffer(0)]], constant T* in [[buffer(1)]], uint i [[thread_position_in_grid]]) {}
+}}
+# 1 "/usr/include/c++/12/array"
+template <typename T> kernel void unary_dense(device T* out, uint i) {}
+# 3 "/t/U.metal"
+template [[host_name("neg_float")]] kernel void ::c10::metal:: unary_dense<float, neg_functor>(device float* output, constant float* input, uint index);
+"""
+
+
+def test_a_header_templates_attributes_reach_an_instantiation_in_the_file():
+    (k,) = parse_kernels(HEADER_TEMPLATE, "/t/U.metal")
+    assert (k.host_name, k.function, k.line) == ("neg_float", "::c10::metal::unary_dense", 3)
+    assert [(p.name, p.kind, p.attr) for p in k.params] == [
+        ("output", "buffer", ""),
+        ("input", "buffer", ""),
+        ("index", "attr", "thread_position_in_grid"),
+    ]
+
+
 def test_threadgroup_memory_becomes_static_and_poisoned_lines_kept():
     text = "void k(threadgroup float* p) {\n  threadgroup float shared[N];\n  threadgroup float* q = p;\n}\n"
     out = rewrite_threadgroup(text, "K.metal")

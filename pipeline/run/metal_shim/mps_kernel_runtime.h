@@ -281,6 +281,10 @@ struct element_of<std::array<T, N>> {
   using type = T;
 };
 template <typename T, size_t N>
+struct element_of<::metal::array<T, N>> {
+  using type = T;
+};
+template <typename T, size_t N>
 struct element_of<T[N]> {
   using type = T;
 };

@@ -102,6 +102,9 @@ constexpr float bits_float(uint32_t u) {
 }
 template <typename V, typename T>
 using if_volatile_of = std::enable_if_t<std::is_same_v<std::remove_cv_t<V>, T>, bool>;
+// V is a T in device memory (volatile): `out[i] += x` on a device bfloat or vector
+template <typename V, typename T>
+using if_device_of = std::enable_if_t<std::is_volatile_v<V> && std::is_same_v<std::remove_cv_t<V>, T>, bool>;
 } // namespace mps_shim
 
 // bfloat: the top 16 bits of a float32; float -> bfloat rounds to nearest even, NaN stays
@@ -188,6 +191,18 @@ MPS_SHIM_BF_OP(-)
 MPS_SHIM_BF_OP(*)
 MPS_SHIM_BF_OP(/)
 #undef MPS_SHIM_BF_OP
+// the same on a bfloat in device memory (rounded once, as above)
+#define MPS_SHIM_BF_DEVICE_OP(OP)                                                      \
+  template <typename V, typename U, mps_shim::if_device_of<V, bfloat> = true>          \
+  inline V& operator OP##=(V & a, const U & b) {                                       \
+    a = bfloat(float(bfloat(a)) OP float(b));                                          \
+    return a;                                                                          \
+  }
+MPS_SHIM_BF_DEVICE_OP(+)
+MPS_SHIM_BF_DEVICE_OP(-)
+MPS_SHIM_BF_DEVICE_OP(*)
+MPS_SHIM_BF_DEVICE_OP(/)
+#undef MPS_SHIM_BF_DEVICE_OP
 
 #define MPS_SHIM_BF_CMP(OP)                               \
   inline bool operator OP(bfloat a, bfloat b) {           \
@@ -219,6 +234,11 @@ inline bfloat operator+(bfloat a) {
 namespace metal {
 
 // ---- vectors: T x, y[, z, w] with element-wise operators -------------------------------
+// The contiguous swizzles (v.xy, v.yz, v.zw, v.xyz, v.yzw) are vectors laid over the same
+// components, so they read, write and copy as vectors do; the others (v.yx, v.xz) do not
+// compile.
+template <typename T, int N>
+struct vec;
 template <typename T, int N>
 struct vec_storage;
 template <typename T>
@@ -227,11 +247,40 @@ struct vec_storage<T, 2> {
 };
 template <typename T>
 struct vec_storage<T, 3> {
-  T x, y, z;
+  union {
+    struct {
+      T x, y, z;
+    };
+    struct {
+      vec<T, 2> xy;
+    };
+    struct {
+      T x_;
+      vec<T, 2> yz;
+    };
+  };
 };
 template <typename T>
 struct vec_storage<T, 4> {
-  T x, y, z, w;
+  union {
+    struct {
+      T x, y, z, w;
+    };
+    struct {
+      vec<T, 2> xy, zw;
+    };
+    struct {
+      T x_;
+      vec<T, 2> yz;
+    };
+    struct {
+      vec<T, 3> xyz;
+    };
+    struct {
+      T x__;
+      vec<T, 3> yzw;
+    };
+  };
 };
 
 template <typename T, int N>
@@ -265,6 +314,12 @@ struct vec : vec_storage<T, N> {
       (*this)[i] = T(other[i]);
     }
   }
+  template <typename U>
+  explicit vec(const volatile vec<U, N>& other) {
+    for (int i = 0; i < N; ++i) {
+      (*this)[i] = T(other[i]);
+    }
+  }
   template <typename V>
   void operator=(const V& value) volatile {
     const vec v(value);
@@ -294,6 +349,10 @@ template <typename T>
 struct is_vec : std::false_type {};
 template <typename T, int N>
 struct is_vec<vec<T, N>> : std::true_type {};
+// V is a vector in device memory (volatile, const or not)
+template <typename V>
+using if_device_vec =
+    std::enable_if_t<std::is_volatile_v<V> && is_vec<std::remove_cv_t<V>>::value, bool>;
 
 #define MPS_SHIM_VEC_OP(OP)                                                    \
   template <typename T, int N>                                                 \
@@ -328,6 +387,15 @@ struct is_vec<vec<T, N>> : std::true_type {};
   template <typename T, int N, typename U>                                     \
   inline vec<T, N>& operator OP##=(vec<T, N> & a, const U & b) {               \
     a = a OP b;                                                                \
+    return a;                                                                  \
+  }                                                                            \
+  template <                                                                   \
+      typename V,                                                              \
+      typename U,                                                              \
+      mps_shim::if_device_of<V, vec<typename V::element_type, V::size>> = true> \
+  inline V& operator OP##=(V & a, const U & b) {                               \
+    using W = std::remove_cv_t<V>;                                             \
+    a = W(W(a) OP b);                                                          \
     return a;                                                                  \
   }
 MPS_SHIM_VEC_OP(+)
@@ -376,6 +444,30 @@ MPS_SHIM_VEC_CMP(&&)
 MPS_SHIM_VEC_CMP(||)
 #undef MPS_SHIM_VEC_CMP
 
+// a vector in device memory as an operand: its value (`out[i] * scale`, `a[i] == b`)
+#define MPS_SHIM_VEC_DEVICE_OP(OP)                                                   \
+  template <typename V, typename U, if_device_vec<V> = true>                         \
+  inline auto operator OP(V& a, const U& b)->decltype(std::remove_cv_t<V>(a) OP b) { \
+    return std::remove_cv_t<V>(a) OP b;                                              \
+  }                                                                                  \
+  template <                                                                         \
+      typename U,                                                                    \
+      typename V,                                                                    \
+      if_device_vec<V> = true,                                                       \
+      std::enable_if_t<!std::is_volatile_v<U>, bool> = true>                         \
+  inline auto operator OP(const U& a, V& b)->decltype(a OP std::remove_cv_t<V>(b)) { \
+    return a OP std::remove_cv_t<V>(b);                                              \
+  }
+MPS_SHIM_VEC_DEVICE_OP(+)
+MPS_SHIM_VEC_DEVICE_OP(-)
+MPS_SHIM_VEC_DEVICE_OP(*)
+MPS_SHIM_VEC_DEVICE_OP(/)
+MPS_SHIM_VEC_DEVICE_OP(==)
+MPS_SHIM_VEC_DEVICE_OP(!=)
+MPS_SHIM_VEC_DEVICE_OP(<)
+MPS_SHIM_VEC_DEVICE_OP(>)
+#undef MPS_SHIM_VEC_DEVICE_OP
+
 template <typename T, int N>
 inline vec<T, N> operator-(const vec<T, N>& a) {
   vec<T, N> r;
@@ -404,10 +496,14 @@ inline vec<bool, N> operator!(const vec<T, N>& a) {
 
 } // namespace metal
 
-#define MPS_SHIM_VEC_TYPES(T)   \
-  typedef metal::vec<T, 2> T##2; \
-  typedef metal::vec<T, 3> T##3; \
-  typedef metal::vec<T, 4> T##4;
+// The host's vectors are aligned as their elements: the packed_ types are the same ones
+#define MPS_SHIM_VEC_TYPES(T)           \
+  typedef metal::vec<T, 2> T##2;        \
+  typedef metal::vec<T, 3> T##3;        \
+  typedef metal::vec<T, 4> T##4;        \
+  typedef metal::vec<T, 2> packed_##T##2; \
+  typedef metal::vec<T, 3> packed_##T##3; \
+  typedef metal::vec<T, 4> packed_##T##4;
 MPS_SHIM_VEC_TYPES(float)
 MPS_SHIM_VEC_TYPES(half)
 MPS_SHIM_VEC_TYPES(bfloat)

@@ -366,6 +366,11 @@ template <typename T, int N>
 inline T length(const vec<T, N>& a) {
   return T(__builtin_sqrtf(float(dot(a, a))));
 }
+// Metal's cross is for float3 and half3 only (files define their own for other types)
+template <typename T, std::enable_if_t<std::is_same_v<T, float> || std::is_same_v<T, half>, bool> = true>
+inline vec<T, 3> cross(const vec<T, 3>& a, const vec<T, 3>& b) {
+  return vec<T, 3>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
 
 namespace precise {
 MPS_SHIM_MATH(MPS_SHIM_F1_FLOAT, MPS_SHIM_F2_FLOAT, MPS_SHIM_F3_FLOAT)

@@ -121,8 +121,45 @@ struct vec_elements : integral_constant<int, 1> {};
 template <typename T, int N>
 struct vec_elements<vec<T, N>> : integral_constant<int, N> {};
 
+// std::array's interface, and element access on an array in device memory (a parameter
+// struct in a `device` buffer holds one: volatile, see mps_shim.h)
 template <typename T, size_t N>
-using array = std::array<T, N>;
+struct array {
+  T elems[N];
+  constexpr T& operator[](size_t i) {
+    return elems[i];
+  }
+  constexpr const T& operator[](size_t i) const {
+    return elems[i];
+  }
+  volatile T& operator[](size_t i) volatile {
+    return elems[i];
+  }
+  const volatile T& operator[](size_t i) const volatile {
+    return elems[i];
+  }
+  static constexpr size_t size() {
+    return N;
+  }
+  constexpr T* data() {
+    return elems;
+  }
+  constexpr const T* data() const {
+    return elems;
+  }
+  constexpr T* begin() {
+    return elems;
+  }
+  constexpr const T* begin() const {
+    return elems;
+  }
+  constexpr T* end() {
+    return elems + N;
+  }
+  constexpr const T* end() const {
+    return elems + N;
+  }
+};
 
 // ---- numeric_limits: std's, with half and bfloat filled in -------------------------------
 template <typename T>
