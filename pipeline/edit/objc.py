@@ -15,6 +15,7 @@ from typing import Any
 from pipeline.edit.atomic import NOWHERE, FileEdit, unplaced
 from pipeline.errors import EditVerificationError, ParseError
 from pipeline.tree import cpp, objc
+from pipeline.tree.host_choice import KernelLaunch
 from pipeline.tree.objc import ExecKind
 from pipeline.tree.span import Span
 
@@ -386,11 +387,12 @@ def _verify_stub(
         unplaced(before.stubs) - unplaced(after.stubs)
     ):
         problems.append("existing kernel functions or registrations changed")
-    want_fn = objc.KernelFunction(function, param_type, exec_kind, kernel_name, NOWHERE)
+    launch = (KernelLaunch(str(exec_kind), kernel_name),)
+    want_fn = objc.KernelFunction(function, param_type, exec_kind, kernel_name, NOWHERE, launch)
     if set(new_fns) - {want_fn}:
         problems.append(f"unexpected kernel functions {sorted(f.name for f in new_fns)}")
     want_stub = objc.StubRegistration(
-        stub, function, "REGISTER_DISPATCH", True, kernel_name, exec_kind, NOWHERE
+        stub, function, "REGISTER_DISPATCH", True, kernel_name, exec_kind, NOWHERE, launch
     )
     if list(new_stubs) != [want_stub]:
         problems.append(f"the new registration reads as {list(new_stubs)}")

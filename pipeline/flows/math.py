@@ -108,6 +108,8 @@ def check(
                         t.fn,
                         alpha,
                         guide_math.aten_names(t, alpha is not None),
+                        t.bound,
+                        t.alpha_argument,
                     )
                 )
     answers: dict[str, Any] = runners.references(cases)["cases"] if cases else {}
@@ -163,6 +165,9 @@ def _run_one(
             continue
         if answer is None or not answer.get("inputs"):
             why = (answer or {}).get("no_reference") or "no torch reference"
+            if t.host is not None and t.host.unknown is not None:
+                # the name found nothing either: what the host code leaves unread is why
+                why = f"unknown: {t.host.unknown}"
             checks.append(_no_reference(t, r, why, names, known))
             continue
         mine = _jobs(r, answer)

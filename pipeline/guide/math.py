@@ -9,8 +9,13 @@ reference is, first match wins:
 3. an OpInfo of the kernel's operator (found through the stub whose kernel string is the
    kernel's name) whose variant names the kernel's suffix (``div_floor`` -> ``floor``), or
    the operator's first OpInfo when the kernel is the operator;
-4. ``torch.<kernel>``, if the interpreter's torch has it (no samples, edge values only);
-5. the aten operator of one of :func:`aten_names`, when its schema takes the kernel's
+4. for a kernel named like no operator, the operator the host code runs it for
+   (:mod:`pipeline.tree.host_refs`: ``make_complex`` -> ``complex``, ``huber`` ->
+   ``huber_loss`` with its alpha on ``delta``), through aten with the scalars the host
+   passes or fixes; when the host shows no operator the tree can read, the reference is
+   unknown, saying what was looked for, unless the next two find one by the kernel's name;
+5. ``torch.<kernel>``, if the interpreter's torch has it (no samples, edge values only);
+6. the aten operator of one of :func:`aten_names`, when its schema takes the kernel's
    operands without a guess (see ``pipeline/run/math_torch.py``). An ALPHA kernel always
    goes through aten: its schema says which argument the alpha is.
 
@@ -25,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import UnknownOperatorError
+from pipeline.tree import host_refs
+from pipeline.tree.host_refs import HostReference
 from pipeline.tree.index import TreeIndex
 from pipeline.tree.opinfo import OpInfoRecord
 
@@ -40,20 +47,36 @@ class Target:
     opinfo: tuple[str, str] | None  # (name, variant_test_name)
     fn: str | None  # torch.<fn> when there is no OpInfo
     dtypes: tuple[str, ...] | None  # the OpInfo's MPS dtypes; None: every registered one
+    host: HostReference | None = None  # the operator the host code runs the kernel for
 
     @property
     def reference(self) -> str | None:
         if self.opinfo is not None:
             name, variant = self.opinfo
             return f"{name}.{variant}" if variant else name
-        return f"torch.{self.fn}" if self.fn else None
+        if self.fn:
+            return f"torch.{self.fn}"
+        return f"aten.{self.host.op}" if self.host and self.host.op else None
+
+    @property
+    def bound(self) -> tuple[tuple[str, str], ...]:
+        """The schema arguments the host fixes for this kernel (``n=1`` for trigamma)."""
+        return self.host.bound if self.host and self.host.op else ()
+
+    @property
+    def alpha_argument(self) -> str | None:
+        """The schema argument the functor's alpha fills, as the host passes it."""
+        return self.host.alpha if self.host and self.host.op else None
 
 
 def aten_names(t: Target, alpha: bool) -> tuple[str, ...]:
     """The aten operators ``t``'s reference may fall back on, first existing one wins: its
     own name; for an ALPHA kernel, named for its variant of an operator (``add_alpha``,
     ``round_decimals``), then its operator and its name's prefixes. Only for those: with
-    defaults for the rest, ``gelu`` is not what ``gelu_tanh`` computes."""
+    defaults for the rest, ``gelu`` is not what ``gelu_tanh`` computes. A kernel the host
+    code runs for an operator (``huber`` for ``huber_loss``) has that one alone."""
+    if t.host is not None and t.host.op is not None:
+        return (t.host.op,)
     names = [t.kernel]
     if alpha:
         parts = t.kernel.split("_")
@@ -134,7 +157,10 @@ def target(index: TreeIndex, kernel: str, file: str, references: Mapping[str, st
                     return by_opinfo(info)
         if kernel == op and own:
             return by_opinfo(own[0])
-    return Target(kernel, metal, file, op, None, kernel, None)
+    host = None if kernel in index.entries_by_operator() else host_refs.resolve(index, kernel)
+    if host is not None and host.op is not None:
+        return Target(kernel, metal, file, host.op, None, None, None, host)
+    return Target(kernel, metal, file, op, None, kernel, None, host)
 
 
 def targets_for_op(index: TreeIndex, op: str, references: Mapping[str, str]) -> list[Target]:

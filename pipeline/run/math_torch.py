@@ -20,8 +20,11 @@ Without an OpInfo or ``torch.<fn>``, and always for an ALPHA kernel (``alpha`` n
 dtype of its scalar operand), the reference is the aten operator of the first ``aten`` name
 that exists, when exactly one functional overload takes the kernel's operands on its Tensor
 arguments in order and the alpha on its one number argument (:func:`fits`): otherwise there
-is no reference, never a guessed mapping. An ALPHA case runs its inputs once per alpha value
-(:data:`ALPHA_VALUES`, as the kernel's alpha type holds them).
+is no reference, never a guessed mapping. A case resolved through the host code
+(``pipeline/tree/host_refs.py``) names the operator alone, the argument its alpha fills
+(``"alpha_arg": "delta"``) and the ones the host fixes (``"bound": [["n", "1"]]``); an
+``int reduction`` argument is always None (0): the kernel is element-wise. An ALPHA case
+runs its inputs once per alpha value (:data:`ALPHA_VALUES`, as its alpha type holds them).
 
 OUT is JSON: ``{"torch": VERSION, "cases": {ID: {"n", "block", "inputs": [base64 of each
 operand's bytes, one block], "alphas": [base64 of each alpha value], "alpha_shown",
@@ -340,11 +343,18 @@ def alpha_values(dtype):
     return [torch.tensor(v).to(dtype) for v in ALPHA_VALUES[kind]]
 
 
-def fits(schema, arity, alpha):
+def is_reduction(arg):
+    """ATen's loss schemas' ``int reduction``: an element-wise kernel is its None (0)."""
+    return arg.name == "reduction" and str(arg.type) == "int"
+
+
+def fits(schema, arity, alpha, bound=(), alpha_arg=None):
     """Whether the kernel's operands map onto ``schema`` without a guess: a functional
     overload returning one Tensor whose Tensor arguments are as many as the kernel's
-    operands, whose other arguments all have defaults, except (with an alpha) the one number
-    argument the alpha fills. Returns that argument's name ("" without alpha), or None."""
+    operands, whose other arguments all have defaults or are ``bound`` (the host's fixed
+    scalars, by name) or a ``reduction`` (None), except (with an alpha) the one number
+    argument the alpha fills: ``alpha_arg`` when the host names it. Returns that
+    argument's name ("" without alpha), or None."""
     args = schema.arguments
     if any(a.alias_info is not None and a.alias_info.is_write for a in args):
         return None
@@ -354,16 +364,22 @@ def fits(schema, arity, alpha):
     others = [a for a in args if str(a.type) != "Tensor"]
     if len(tensors) != arity:
         return None
+    given = {name for name, _ in bound}
+    if not given <= {a.name for a in others}:
+        return None
+    free = [a for a in others if a.name not in given and not is_reduction(a)]
     if not alpha:
-        return "" if all(a.has_default_value() for a in others) else None
-    numbers = [a for a in others if str(a.type) in NUMBER_TYPES]
+        return "" if all(a.has_default_value() for a in free) else None
+    numbers = [a for a in free if str(a.type) in NUMBER_TYPES]
+    if alpha_arg:
+        numbers = [a for a in numbers if a.name == alpha_arg]
     if len(numbers) != 1:
         return None
-    rest = [a for a in others if a is not numbers[0]]
+    rest = [a for a in free if a is not numbers[0]]
     return numbers[0].name if all(a.has_default_value() for a in rest) else None
 
 
-def aten_operator(names, arity, alpha):
+def aten_operator(names, arity, alpha, bound=(), alpha_arg=None):
     """(overload, alpha argument name, None) of the first aten operator of ``names`` that
     exists, when exactly one of its overloads fits (see :func:`fits`); else (None, None,
     why). Later names are tried only when no operator of an earlier one exists."""
@@ -374,7 +390,7 @@ def aten_operator(names, arity, alpha):
         found = []
         for overload in packet.overloads():
             op = getattr(packet, overload)
-            slot = fits(op._schema, arity, alpha)
+            slot = fits(op._schema, arity, alpha, bound, alpha_arg)
             if slot is not None:
                 found.append((op, slot))
         if len(found) == 1:
@@ -386,16 +402,28 @@ def aten_operator(names, arity, alpha):
     return None, None, "no OpInfo, torch function or aten operator of that name"
 
 
-def bind(op, tensors, slot, alpha):
-    """``op`` called with ``tensors`` on its Tensor arguments in order and ``alpha`` on its
-    argument ``slot``; every other argument keeps its default."""
+def literal(text, arg):
+    """The host's literal as the schema argument's type takes it."""
+    value = float(text)
+    return int(value) if str(arg.type) in ("int", "SymInt") else value
+
+
+def bind(op, tensors, slot, alpha, bound=()):
+    """``op`` called with ``tensors`` on its Tensor arguments in order, ``alpha`` on its
+    argument ``slot``, the ``bound`` literals on theirs and a ``reduction`` of None (0);
+    every other argument keeps its default."""
     given = iter(tensors)
+    fixed = dict(bound)
     positional, keywords, by_name = [], {}, False
     for a in op._schema.arguments:
         if str(a.type) == "Tensor":
             value = next(given)
         elif a.name == slot:
             value = alpha
+        elif a.name in fixed:
+            value = literal(fixed[a.name], a)
+        elif is_reduction(a):
+            value = 0
         else:
             by_name = True  # a default left out: what follows goes by name
             continue
@@ -409,7 +437,8 @@ def bind(op, tensors, slot, alpha):
 
 
 def choose_reference(case, arity, out):
-    """(callable, the OpInfo for samples or None, alpha argument name, why there is none)."""
+    """(callable, the OpInfo for samples or None, why there is none). An aten reference is
+    called through :func:`bind`; with an alpha it takes the alpha value as ``v``."""
     op = None
     if case.get("opinfo"):
         try:
@@ -420,17 +449,23 @@ def choose_reference(case, arity, out):
     # an ALPHA kernel's reference is an aten overload, whose schema says where the alpha
     # goes; the OpInfo's op (a Python wrapper) still gives the samples
     if op is not None and not alpha:
-        return op.op, op, "", None
+        return op.op, op, None
     fn = torch_function(case["fn"]) if case.get("fn") and not alpha else None
     if fn is not None:
-        return fn, op, "", None
-    aten, slot, why = aten_operator(case.get("aten") or [], arity, alpha)
-    if aten is not None:
-        out["via"] = str(aten)
-    return aten, op, slot, why
+        return fn, op, None
+    bound = [tuple(b) for b in case.get("bound") or ()]
+    aten, slot, why = aten_operator(
+        case.get("aten") or [], arity, alpha, bound, case.get("alpha_arg")
+    )
+    if aten is None:
+        return None, op, why
+    out["via"] = str(aten) + "".join(f", {k}={v}" for k, v in bound)
+    if alpha:
+        return (lambda *ts, v: bind(aten, ts, slot, v, bound)), op, None
+    return (lambda *ts: bind(aten, ts, slot, None, bound)), op, None
 
 
-def one_reference(fn, tensors, kwargs, dtype, alphas, slot):
+def one_reference(fn, tensors, kwargs, dtype, alphas):
     """(result, upcast, errors) over the inputs once per alpha value (once without)."""
     if not alphas:
         return safe_reference(fn, tensors, kwargs, dtype)
@@ -440,7 +475,7 @@ def one_reference(fn, tensors, kwargs, dtype, alphas, slot):
     for k, a in enumerate(alphas):
         value = a.item()
         try:
-            found = safe_reference(lambda *ts, v=value: bind(fn, ts, slot, v), tensors, {}, dtype)
+            found = safe_reference(lambda *ts, v=value: fn(*ts, v=v), tensors, {}, dtype)
         except Exception as exc:  # torch refuses this alpha (softshrink's negative lambd)
             first = first or exc
             why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
@@ -465,7 +500,7 @@ def one_case(case, limit):
     dtype = dtype_of(case["dtype"])
     arity = case["arity"]
     out: dict[str, Any] = {"no_reference": None, "errors": {}, "upcast": False, "kwargs": {}}
-    fn, op, slot, why = choose_reference(case, arity, out)
+    fn, op, why = choose_reference(case, arity, out)
     edge = edge_inputs(dtype, arity)
     samples, kwargs = ([], {})
     if op is not None:
@@ -488,7 +523,7 @@ def one_case(case, limit):
         out["no_reference"] = why or "no OpInfo and no torch function of that name"
         return out
     try:
-        result, upcast, errors = one_reference(fn, tensors, kwargs, dtype, alphas, slot)
+        result, upcast, errors = one_reference(fn, tensors, kwargs, dtype, alphas)
     except Exception as exc:
         out["no_reference"] = f"torch refuses {case['dtype']}: {type(exc).__name__}: {exc}"
         out["no_reference"] = out["no_reference"].splitlines()[0][:300]

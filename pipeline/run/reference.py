@@ -40,8 +40,14 @@ class Case:
     fn: str | None  # torch.<fn> when there is no OpInfo
     alpha: str | None = None  # an ALPHA kernel's scalar operand dtype (canonical)
     aten: tuple[str, ...] = ()  # aten operators to fall back on, first existing one wins
+    bound: tuple[tuple[str, str], ...] = ()  # schema arguments fixed (name, literal)
+    alpha_arg: str | None = None  # the schema argument the alpha fills, when known
 
     def to_json(self) -> dict[str, Any]:
+        # the host's scalars only when there are some: a case's cache key is its JSON
+        host: dict[str, Any] = {"bound": [list(b) for b in self.bound]} if self.bound else {}
+        if self.alpha_arg:
+            host["alpha_arg"] = self.alpha_arg
         return {
             "id": self.id,
             "dtype": self.dtype,
@@ -50,6 +56,7 @@ class Case:
             "fn": self.fn,
             "alpha": self.alpha,
             "aten": list(self.aten),
+            **host,
         }
 
 

@@ -31,8 +31,9 @@ from pipeline.tree.span import Span, Unrecognised
 
 # 3: OpInfoRecord.output_dtypes; 4: the readers' gaps; 5: yaml tags; 6: OpInfos by every
 # name they go by; 7: the .cpp sources; 8: backward dtypes; 9: decorations outside
-# common_mps.py; 10: the key pickled ahead of the index; 11: the stubs by name
-CACHE_VERSION = 11
+# common_mps.py; 10: the key pickled ahead of the index; 11: the stubs by name; 12: the
+# host's launches (kernel, scalar, conditions) and the stubs' call arguments
+CACHE_VERSION = 12
 # Where to look for leftover references to an old `*_mps` name.
 REFERENCE_DIRS = (paths.NATIVE_DIR, paths.TESTING_INTERNAL_DIR, "test")
 REFERENCE_SUFFIXES = (".yaml", ".mm", ".h", ".metal", ".cpp", ".py")

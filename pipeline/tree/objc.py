@@ -33,6 +33,7 @@ from pipeline.tree.cpp import (
     scan,
     split_args,
 )
+from pipeline.tree.host_choice import KernelLaunch, launches, param_names
 from pipeline.tree.span import Span, Unrecognised
 
 PATTERNS: tuple[str, ...] = (paths.OPERATIONS_MM,)
@@ -76,6 +77,8 @@ class KernelFunction:
     exec_kind: str | None
     kernel_name: str | None
     span: Span
+    # every exec_*_kernel call, with the scalar and the conditions it runs under
+    launches: tuple[KernelLaunch, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class StubRegistration:
     kernel_name: str | None
     exec_kind: str | None
     span: Span
+    launches: tuple[KernelLaunch, ...] = ()  # of the registered function
 
 
 @dataclass(frozen=True)
@@ -157,8 +161,6 @@ _IMPL_FUNC = re.compile(r"\bTORCH_IMPL_FUNC\s*\(\s*([A-Za-z_]\w*)\s*\)\s*\(")
 _NAME_BEFORE_PAREN = re.compile(r"((?:[A-Za-z_]\w*\s*::\s*)*~?[A-Za-z_]\w*)\s*\Z")
 _NOT_FUNCTION = re.compile(r"\b(?:struct|class|union|enum|typedef|using)\b|=")
 _ITERATOR_PARAM = re.compile(r"\bTensorIterator(?:Base)?\s*&")
-_EXEC_CALL = re.compile(r"\bexec_(\w+?)_kernel\s*\(")
-_STRING_NAME = re.compile(r'"([A-Za-z_]\w*)"\Z')
 _FUNCTION_REF = re.compile(r"&?\s*((?:[A-Za-z_]\w*\s*::\s*)*([A-Za-z_]\w*))\s*(?:<[^<>]*>)?\Z")
 _STUB = re.compile(r"[A-Za-z_]\w*\Z")
 _INCLUDE = re.compile(r'#\s*include\s*[<"]ATen/ops/(\w+)_native\.h[>"]')
@@ -174,6 +176,7 @@ class _Definition:
     returns_void: bool
     first_param: str
     item: TopItem
+    params: tuple[str, ...] = ()  # the parameters' names
 
 
 def _definition(source: CppText, item: TopItem) -> _Definition | None:
@@ -204,6 +207,7 @@ def _definition(source: CppText, item: TopItem) -> _Definition | None:
         bool(re.search(r"\bvoid\b", prefix)),
         params[0],
         item,
+        param_names(params),
     )
 
 
@@ -220,25 +224,15 @@ def _first_call_paren(header: str) -> int | None:
     return None
 
 
-def _exec_call(source: CppText, start: int, end: int) -> tuple[str | None, str | None]:
-    """(kind, kernel name) of the first ``exec_KIND_kernel(...)`` call in ``[start, end)``."""
-    call = _EXEC_CALL.search(source.masked, start, end)
-    if call is None:
-        return None, None
-    close = match_close(source.masked, call.end() - 1, source.path, source)
-    args = split_args(source.code[call.end() : close])
-    name = _STRING_NAME.match(args[1]) if len(args) > 1 else None
-    return call.group(1), name.group(1) if name else None
-
-
 def _kernel_function(source: CppText, d: _Definition) -> KernelFunction | None:
     if d.impl_func or not d.returns_void or not _ITERATOR_PARAM.search(d.first_param):
         return None
     if d.item.body is None:  # a definition is a block item, which has a body
         return None
-    kind, kernel = _exec_call(source, d.item.body[0], d.item.body[1])
+    found = launches(source, d.item.body[0], d.item.body[1], d.params)
+    kind, kernel = (found[0].kind, found[0].kernel) if found else (None, None)
     span = source.span(d.item.start, d.item.end)
-    return KernelFunction(d.name, param_type(d.first_param), kind, kernel, span)
+    return KernelFunction(d.name, param_type(d.first_param), kind, kernel, span, found)
 
 
 def _implementation(d: _Definition, span: Span, macro: str | None) -> Implementation | None:
@@ -279,6 +273,7 @@ def _stub(
         kernel.kernel_name if kernel else None,
         kernel.exec_kind if kernel else None,
         span,
+        kernel.launches if kernel else (),
     )
 
 

@@ -40,6 +40,11 @@ class Implementation:
     span: Span
     stubs: tuple[str, ...]  # DispatchStubs it calls, in order
     calls: tuple[str, ...]  # the functions and methods it calls, in order
+    # each stub's arguments at its first call (device type, iterator, then its scalars)
+    stub_args: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def args_of(self, stub: str) -> tuple[str, ...] | None:
+        return next((args for name, args in self.stub_args if name == stub), None)
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,14 @@ def _name_of(header: str) -> str | None:
 def _implementation(name: str, body: str, span: Span) -> Implementation:
     stubs = tuple(dict.fromkeys(_STUB_CALL.findall(body)))
     calls = [m.group(1) or m.group(2) for m in _CALL.finditer(body)]
-    return Implementation(name, span, stubs, tuple(dict.fromkeys(calls)))
+    args: dict[str, tuple[str, ...]] = {}
+    masked = cpp.lex(body, span.path).masked
+    for m in _STUB_CALL.finditer(masked):
+        if m.group(1) in args:
+            continue
+        close = cpp.match_close(masked, m.end() - 1, span.path)
+        args[m.group(1)] = tuple(a.strip() for a in cpp.split_args(body[m.end() : close]))
+    return Implementation(name, span, stubs, tuple(dict.fromkeys(calls)), tuple(args.items()))
 
 
 def parse(text: str, path: str) -> SourceFile:
@@ -130,18 +142,31 @@ class NativeSources:
         """Whether the tree has any native/*.cpp to look in."""
         return bool(self._files())
 
+    def callers(self, stub: str) -> tuple[Implementation, ...]:
+        """The implementations that call ``stub``, in file order."""
+        return tuple(
+            impl
+            for rel in self._files()
+            if stub in self._words[rel]
+            for impl in self._parse(rel)
+            if stub in impl.stubs
+        )
+
+    def _parse(self, rel: str) -> tuple[Implementation, ...]:
+        if rel not in self._parsed:
+            try:
+                self._parsed[rel] = parse(self._texts[rel], rel)
+            except ParseError:
+                self._parsed[rel] = None
+        parsed = self._parsed[rel]
+        return parsed.implementations if parsed else ()
+
     def find(self, name: str) -> Implementation | None:
         """The definition of ``name`` (first in file order); None when none is found."""
-        for rel, text in self._files().items():
+        for rel in self._files():
             if name not in self._words[rel]:
                 continue
-            if rel not in self._parsed:
-                try:
-                    self._parsed[rel] = parse(text, rel)
-                except ParseError:
-                    self._parsed[rel] = None
-            parsed = self._parsed[rel]
-            for impl in parsed.implementations if parsed else ():
+            for impl in self._parse(rel):
                 if impl.name == name:
                     return impl
         return None

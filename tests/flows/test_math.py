@@ -247,3 +247,44 @@ def test_current_shapes_check_against_the_newest_headers(tmp_path: Path, host_cx
     assert lane_sum.not_modelled == ("simd_sum",) and lane_sum.dtypes == ()
     assert lane_sum.compile_error is None and not lane_sum.failed
     assert not report.failed and report.counts()["not modelled"] == 1
+
+
+@pytest.mark.slow
+def test_host_resolved_operators_are_checked_with_the_host_s_scalars(
+    tmp_path: Path, host_cxx, real_c10_include: Path
+) -> None:
+    """Functors named like no operator, checked against the operator the host code runs
+    them for (tests/tree/test_host_refs.py reads these from the tree): huber's alpha on
+    huber_loss's delta (reduction None), trigamma as polygamma with n=1, make_complex as
+    complex."""
+    from pipeline.guide.math import Target
+    from pipeline.tree.host_refs import HostReference
+    from tests.flows.math_helpers import fixture_root
+
+    root = fixture_root(tmp_path)
+    file = "host_named.metal"
+    refs = [
+        HostReference("huber", "huber_loss", "huber_stub", alpha="delta"),
+        HostReference("trigamma", "polygamma", "polygamma_stub", bound=(("n", "1"),)),
+        HostReference("make_complex", "complex", "complex_stub"),
+    ]
+    targets = [Target(r.kernel, root / file, file, r.op, None, None, None, r) for r in refs]
+    report = run_flow(tmp_path, host_cxx, real_c10_include, targets)
+    huber, trigamma, make_complex = report.functors
+    assert huber.reference == "aten.huber_loss.default"
+    assert trigamma.reference == "aten.polygamma.default, n=1"
+    assert make_complex.reference == "aten.complex.default"
+    for functor in (huber, make_complex):
+        for check in functor.dtypes:
+            assert check.status is Agreement.OK, check
+            assert check.checked > 50
+    # c10's polygamma is inf at its poles where torch's CPU kernel gives a huge finite
+    # number: a real difference, found at the non-positive integers alone
+    (t32,) = trigamma.dtypes
+    assert t32.matched > 30
+    for example in t32.counterexamples:
+        (x,) = example.inputs
+        assert float(x) <= 0 and float(x).is_integer() and example.kernel == "inf"
+    # every input once per alpha value (0.5, 2.0, -1.5); torch refuses a negative delta
+    (f32,) = huber.dtypes
+    assert f32.checked == 2 * f32.edge and f32.refused == f32.edge

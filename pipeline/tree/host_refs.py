@@ -1,0 +1,117 @@
+"""A functor's operator as the tree says it, through the host code (issue 27).
+
+A kernel named unlike any operator (``make_complex``, ``trigamma``, ``huber``) is run by a
+host kernel function (``exec_binary_kernel(iter, "huber", delta)``), registered for a stub
+(``REGISTER_DISPATCH(huber_stub, &huber_mps_kernel)``); the stub is called by the shared
+implementation of an operator (``huber_stub(iter.device_type(), iter, delta)`` in
+``huber_loss_out``), which a yaml row names (``CPU, CUDA: huber_loss_out``). That is the
+operator whose torch reference checks the functor, read in the direction opposite to
+:meth:`pipeline.tree.index.TreeIndex.record`'s.
+
+The scalars follow the same path: the host function's parameter that the launch passes as
+the kernel's scalar, or that a condition fixes (``order == 1`` before ``"trigamma"``), is
+the argument at the same place in the shared implementation's stub call, which names the
+operator's schema argument (``delta``, ``n``). Whatever the tree does not show that way
+(no native/*.cpp, no caller, a condition not read, an argument that is an expression) is
+an unknown that says what was looked for, never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pipeline.tree.index import TreeIndex
+from pipeline.tree.objc import StubRegistration
+from pipeline.tree.sources import Implementation
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*\Z")
+
+
+@dataclass(frozen=True)
+class HostReference:
+    """The operator a kernel's launch computes, or why the tree does not tell.
+
+    ``alpha``: the schema argument the functor's scalar fills (None: none named).
+    ``bound``: (schema argument, literal) the host's condition fixes for this kernel.
+    """
+
+    kernel: str
+    op: str | None
+    via: str  # "huber_stub -> huber_loss_out" or what was looked for
+    alpha: str | None = None
+    bound: tuple[tuple[str, str], ...] = ()
+    unknown: str | None = None
+
+
+def _argument(impl: Implementation, stub: str, index: int) -> str | None:
+    """The schema argument at the host parameter ``index``'s place in ``impl``'s call of
+    ``stub`` (device type and iterator first, as the host's iterator is), if a name."""
+    args = impl.args_of(stub) or ()
+    if index + 1 >= len(args) or not _IDENTIFIER.match(args[index + 1]):
+        return None
+    return args[index + 1]
+
+
+def _operators(index: TreeIndex) -> dict[str, tuple[str, ...]]:
+    """shared implementation name -> the operators whose CPU and CUDA rows name it."""
+    out: dict[str, list[str]] = {}
+    for op, entries in index.entries_by_operator().items():
+        for e in entries:
+            cpu = e.kernel_for("CPU")
+            if cpu and cpu == e.kernel_for("CUDA") and op not in out.get(cpu, []):
+                out.setdefault(cpu, []).append(op)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _through(
+    index: TreeIndex, kernel: str, s: StubRegistration, ops: dict[str, tuple[str, ...]]
+) -> list[HostReference]:
+    found = []
+    for launch in s.launches:
+        if launch.kernel != kernel:
+            continue
+        where = f"{s.function} ({s.span})"
+        if launch.unread is not None:
+            why = f'{where} runs "{kernel}" under `{launch.unread}`, which the tool cannot read'
+            found.append(HostReference(kernel, None, s.stub, unknown=why))
+            continue
+        assert index.sources is not None
+        for impl in index.sources.callers(s.stub):
+            via = f"{s.stub} -> {impl.name} ({impl.span})"
+            alpha = _argument(impl, s.stub, launch.alpha) if launch.alpha is not None else None
+            bound = [(_argument(impl, s.stub, i), lit) for i, lit in launch.fixed]
+            if (launch.alpha is not None and alpha is None) or any(a is None for a, _ in bound):
+                why = f"{via}: a scalar the host passes is no argument name in the stub's call"
+                found.append(HostReference(kernel, None, via, unknown=why))
+                continue
+            pairs = tuple((a, lit) for a, lit in bound if a is not None)
+            found += [HostReference(kernel, op, via, alpha, pairs) for op in ops.get(impl.name, ())]
+    return found
+
+
+def resolve(index: TreeIndex, kernel: str) -> HostReference | None:
+    """The operator the host runs ``kernel`` for; None when no host function launches it."""
+    stubs = [
+        s for f in index.host.files for s in f.stubs if any(x.kernel == kernel for x in s.launches)
+    ]
+    if not stubs:
+        return None
+    names = ", ".join(dict.fromkeys(s.stub for s in stubs))
+    if index.sources is None or not index.sources.present:
+        why = f"{kernel} runs for {names}; the tree has no native/*.cpp to read who calls it"
+        return HostReference(kernel, None, names, unknown=why)
+    ops = _operators(index)
+    found = [r for s in stubs for r in _through(index, kernel, s, ops)]
+    unknown = [r for r in found if r.unknown]
+    if unknown:
+        return unknown[0]
+    distinct = {(r.op, r.alpha, r.bound): r for r in found}
+    if len(distinct) == 1:
+        return next(iter(distinct.values()))
+    if not distinct:
+        why = f"no yaml row names a shared implementation that calls {names}"
+        return HostReference(kernel, None, names, unknown=why)
+    shown = ", ".join(sorted({str(r.op) for r in distinct.values()}))
+    why = f"{names} serve(s) several operators ({shown}): which one the functor is is unknown"
+    return HostReference(kernel, None, names, unknown=why)

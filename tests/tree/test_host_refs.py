@@ -1,0 +1,106 @@
+"""A functor's operator read through the host code (issue 27): the host kernel function
+that runs it, the stub that function is registered for, the shared implementation calling
+the stub and the yaml row naming that implementation; the scalars the host passes or fixes
+go to the schema arguments the stub's call names. A condition the tool cannot read, or a
+tree without native/*.cpp, is unknown, never a guess."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline.guide import math as guide_math
+from pipeline.tree import host_refs
+from pipeline.tree.index import TreeIndex, load_index
+from pipeline.tree.source import TreeSource
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+YAML = "aten/src/ATen/native/native_functions.yaml"
+TABLE = "torch/testing/_internal/opinfo_table.yaml"
+METAL = "aten/src/ATen/native/mps/kernels/HostNamed.metal"
+UNARY_MM = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+# polygamma's kernel as upstream shapes it: trigamma under order == 1, returning before
+POLYGAMMA = """static void polygamma_kernel_mps(TensorIteratorBase& iter, const int64_t order) {
+  if (order == 1) {
+    lib.exec_unary_kernel(iter, "trigamma");
+    return;
+  }
+  lib.exec_unary_kernel(iter, "polygamma", Scalar(order), ScalarType::Int);
+}"""
+
+
+def _tree(tmp_path: Path, *, sources: bool = True) -> Path:
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "upstream", root)
+    shutil.copytree(FIXTURES / "upstream_host" / "aten", root / "aten", dirs_exist_ok=True)
+    if not sources:
+        for cpp in (root / "aten/src/ATen/native").glob("*.cpp"):
+            cpp.unlink()
+    rows = (FIXTURES / "upstream_host" / "native_functions_rows.yaml").read_text()
+    yaml = root / YAML
+    yaml.write_text(yaml.read_text() + rows)
+    mm = root / UNARY_MM
+    text = mm.read_text()
+    start = text.index("static void polygamma_kernel_mps")
+    end = text.index("}\n", start) + 1
+    mm.write_text(text[:start] + POLYGAMMA + text[end:])
+    return root
+
+
+def _index(tmp_path: Path, **kw: bool) -> TreeIndex:
+    root = _tree(tmp_path, **kw)
+    return load_index(TreeSource(root, tmp_path / "cache", "python", root / TABLE))
+
+
+def test_a_functor_named_unlike_its_operator_is_found_through_the_host(tmp_path: Path) -> None:
+    index = _index(tmp_path)
+    ref = host_refs.resolve(index, "make_complex")
+    assert ref is not None and ref.unknown is None
+    assert ref.op == "complex" and ref.alpha is None and ref.bound == ()
+    assert ref.via.startswith("complex_stub -> complex_out")
+    t = guide_math.target(index, "make_complex", METAL, {})
+    assert t.reference == "aten.complex" and guide_math.aten_names(t, False) == ("complex",)
+
+
+def test_the_scalar_the_host_passes_goes_to_the_argument_the_stub_call_names(
+    tmp_path: Path,
+) -> None:
+    ref = host_refs.resolve(_index(tmp_path), "huber")
+    assert ref is not None and ref.unknown is None
+    assert (ref.op, ref.alpha, ref.bound) == ("huber_loss", "delta", ())
+
+
+def test_a_condition_fixing_a_scalar_binds_it(tmp_path: Path) -> None:
+    index = _index(tmp_path)
+    ref = host_refs.resolve(index, "trigamma")
+    assert ref is not None and ref.unknown is None
+    assert (ref.op, ref.alpha, ref.bound) == ("polygamma", None, (("n", "1"),))
+    t = guide_math.target(index, "trigamma", METAL, {})
+    assert t.bound == (("n", "1"),) and t.reference == "aten.polygamma"
+    # the launch after the returning branch runs where order != 1: not read, so unknown
+    (stub,) = [s for f in index.host.files for s in f.stubs if s.stub == "polygamma_stub"]
+    launches = stub.launches
+    assert launches[1].kernel == "polygamma" and launches[1].unread == "not (order == 1)"
+
+
+def test_a_condition_the_tool_cannot_read_is_unknown(tmp_path: Path) -> None:
+    index = _index(tmp_path)
+    ref = host_refs.resolve(index, "smooth_l1")
+    assert ref is not None and ref.op is None
+    assert ref.unknown is not None and "`beta > 0`" in ref.unknown
+    t = guide_math.target(index, "smooth_l1", METAL, {})
+    # the name may still find a torch function; if not, the host's unknown is the reason
+    assert t.host == ref and t.fn == "smooth_l1"
+
+
+@pytest.mark.parametrize("kernel", ["make_complex", "huber"])
+def test_without_native_sources_the_operator_is_unknown(tmp_path: Path, kernel: str) -> None:
+    ref = host_refs.resolve(_index(tmp_path, sources=False), kernel)
+    assert ref is not None and ref.op is None
+    assert ref.unknown is not None and "no native/*.cpp" in ref.unknown
+
+
+def test_a_kernel_no_host_function_runs_has_no_host_reference(tmp_path: Path) -> None:
+    assert host_refs.resolve(_index(tmp_path), "lane_twist") is None
