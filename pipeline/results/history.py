@@ -163,51 +163,24 @@ def timestamp(when: datetime | str | None = None) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _insert_run(
-    db: HistoryDB,
-    runner: str,
-    commit: str,
-    cases: Iterable[CaseResult],
-    started: str,
-    source: str,
-) -> int:
-    (run_id,) = db.execute(
-        'INSERT INTO runs (started, runner, "commit", source) VALUES (?, ?, ?, ?) RETURNING id',
-        (started, runner, commit, source),
-    ).fetchone()
-    cases = list(cases)
-    ids = _test_ids(db)
+def _test_ids(db: HistoryDB, runs: Iterable[Sequence[CaseResult]]) -> dict[tuple[str, str], int]:
+    """Every test's id, the night's new tests added first: the tests table is read once a
+    night, not once a runner (a round trip and 20,000 rows each on a server)."""
+    ids = {(cls, name): i for i, cls, name in db.execute("SELECT id, classname, name FROM tests")}
     # only the tests the history has not seen: after the first night, usually none (under
     # the write lock, so no other writer adds one meanwhile)
     new: dict[tuple[str, str], CaseResult] = {}
-    for c in cases:
-        if (c.classname, c.name) not in ids:
-            new.setdefault((c.classname, c.name), c)  # the first report of it names it
-    if new:
-        db.insert_rows(
-            "tests",
-            ("classname", "name", "kind", "stem", "dtype"),
-            ((c.classname, c.name, c.kind, c.stem, c.dtype) for c in new.values()),
-        )
-        ids = _test_ids(db)
-    # one id reported twice in a run: the later row wins, as in junit.parse_reports
-    rows = {
-        ids[(c.classname, c.name)]: (
-            run_id,
-            ids[(c.classname, c.name)],
-            Outcome(c.outcome).value,
-            *_counts(c),
-        )
-        for c in cases
-    }
+    for cases in runs:
+        for c in cases:
+            if (c.classname, c.name) not in ids:
+                new.setdefault((c.classname, c.name), c)  # the first report of it names it
+    if not new:
+        return ids
     db.insert_rows(
-        "results", ("run_id", "test_id", "outcome", "flaky", "attempts", "seconds"), rows.values()
+        "tests",
+        ("classname", "name", "kind", "stem", "dtype"),
+        ((c.classname, c.name, c.kind, c.stem, c.dtype) for c in new.values()),
     )
-    db.execute(COUNT_RUN, (run_id,))
-    return int(run_id)
-
-
-def _test_ids(db: HistoryDB) -> dict[tuple[str, str], int]:
     return {(cls, name): i for i, cls, name in db.execute("SELECT id, classname, name FROM tests")}
 
 
@@ -250,8 +223,31 @@ def _record(
     db.lock_writes()  # one night at a time: a re-run source is replaced, never doubled
     if source:
         db.execute("DELETE FROM runs WHERE source = ?", (source,))
+    ids = _test_ids(db, runs.values())
+    rows: list[tuple[int, int, str, int, int, float]] = []
+    run_ids = []
     for runner, cases in runs.items():
-        _insert_run(db, runner, commit, cases, started, source)
+        (run_id,) = db.execute(
+            'INSERT INTO runs (started, runner, "commit", source) VALUES (?, ?, ?, ?) RETURNING id',
+            (started, runner, commit, source),
+        ).fetchone()
+        run_ids.append(run_id)
+        # one id reported twice in a run: the later row wins, as in junit.parse_reports
+        run_rows = {
+            ids[(c.classname, c.name)]: (
+                run_id,
+                ids[(c.classname, c.name)],
+                Outcome(c.outcome).value,
+                *_counts(c),
+            )
+            for c in cases
+        }
+        rows.extend(run_rows[test] for test in sorted(run_rows))
+    # every run's results in one bulk insert (one COPY on a server), in primary key order
+    db.insert_rows(
+        "results", ("run_id", "test_id", "outcome", "flaky", "attempts", "seconds"), rows
+    )
+    db.executemany(COUNT_RUN, [(run_id,) for run_id in run_ids])
 
 
 def _runs(rows: Iterable[tuple]) -> tuple[Run, ...]:

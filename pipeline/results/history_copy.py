@@ -7,7 +7,8 @@ current schema there if it is older. The target must hold no nightly yet (a copy
 merges two histories). Every table is copied with its ids, in one transaction on the
 target that holds its write lock; then each table is read from both sides in key order
 and compared row by row, and only an identical copy is committed. A difference rolls the
-copy back and says where (:class:`pipeline.errors.CopyMismatchError`).
+copy back and says where (:class:`pipeline.errors.CopyMismatchError`). A server then
+vacuums and analyzes what it received (:meth:`HistoryDB.settle`).
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ def copy(src: HistoryLocation, dst: HistoryLocation, *, wait: float = 0.0) -> Co
                 target.follow_ids()
                 rows = verify(source, target)
                 (nights,) = target.execute("SELECT COUNT(DISTINCT started) FROM runs").fetchone()
+            target.settle([table for table, _ in _COPIED])
         finally:
             target.close()
     return Copied(str(src), str(dst), int(nights), rows)

@@ -112,6 +112,12 @@ class HistoryDB(ABC):
         the id after the largest there."""
 
     @abstractmethod
+    def settle(self, tables: Sequence[str]) -> None:
+        """After a bulk load (a copy), committed: bring what the backend keeps beside the
+        rows (a server's planner statistics and visibility map) up to date, so the next
+        nights do not pay for it."""
+
+    @abstractmethod
     def lock_writes(self) -> None:
         """Take the history's write lock for the current transaction (waiting as long as
         the connection was opened to wait): one night is recorded at a time."""
@@ -168,6 +174,9 @@ class SqliteDB(HistoryDB):
 
     def follow_ids(self) -> None:
         pass  # INTEGER PRIMARY KEY: the next id is always after the largest
+
+    def settle(self, tables: Sequence[str]) -> None:
+        pass  # no statistics kept (no ANALYZE: the queries are planned without them)
 
     def lock_writes(self) -> None:
         pass  # the transaction's first write takes SQLite's lock

@@ -124,6 +124,19 @@ class PostgresDB(HistoryDB):
                 f"COALESCE(MAX(id), 0) + 1, false) FROM {table}"
             )
 
+    def settle(self, tables: Sequence[str]) -> None:
+        # a bulk load leaves the tables unanalyzed and their rows unmarked all-visible:
+        # autovacuum then reads the whole copy, and competes with the first nights for the
+        # server, for minutes at a year of nights. VACUUM runs outside a transaction, and
+        # skips (with a warning) tables of another owner.
+        with self._said():
+            self.conn.commit()
+            self.conn.autocommit = True
+            try:
+                self.conn.execute(f"VACUUM (ANALYZE) {', '.join(tables)}")
+            finally:
+                self.conn.autocommit = False
+
     def lock_writes(self) -> None:
         deadline = time.monotonic() + max(self._wait, 0.0)
         announced = False

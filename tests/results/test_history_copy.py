@@ -63,6 +63,12 @@ def test_a_file_is_copied_into_the_server_and_checked_row_by_row(tmp_path, pg_ur
                            doc["rows"]["run_outcomes"], "speed": 6, "exec_paths": 0,
                            "run_devices": 12}  # fmt: skip
     assert path.read_bytes() == before  # the source is never written
+    with psycopg.connect(pg_url) as conn:  # settled: the first nights find no vacuum to do
+        settled = conn.execute(
+            "SELECT relname, last_vacuum IS NOT NULL AND last_analyze IS NOT NULL "
+            "FROM pg_stat_user_tables ORDER BY relname"
+        ).fetchall()
+    assert dict(settled) == {t: t != "schema_version" for t, _ in settled}
     at = history.HistoryLocation.parse(pg_url)
     file, server = history.reader(history.HistoryLocation.parse(path)), history.reader(at)
     try:
