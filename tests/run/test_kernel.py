@@ -7,6 +7,7 @@ per compiler and torch asked once per launch entry: the module shares one cache.
 from __future__ import annotations
 
 import shutil
+import struct
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from pipeline.errors import ConfigError
 from pipeline.flows import kernel as flow
 from pipeline.report.kernel import to_json
 from pipeline.results.kernel import KernelFileReport, KernelStatus
-from pipeline.run import cxx, reference
+from pipeline.run import cxx, kernel_run, reference
 from pipeline.run.kernel_build import KernelBuilder
 from pipeline.tree import host_launch, launch
 from pipeline.tree.source import TreeSource
@@ -29,6 +30,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "metal_kernel"
 KERNELS = "aten/src/ATen/native/mps/kernels"
 
 pytestmark = pytest.mark.slow
+SCHEDULE = kernel_run.Schedule.FORWARD
 
 
 def _compiler(name: str) -> cxx.Compiler:
@@ -237,3 +239,57 @@ def test_unnamed_instantiations_and_a_last_line_with_no_semicolon(tmp_path, one_
     build = KernelBuilder(one_compiler, headers, tmp_path / "tree", tmp_path / "cache").build(metal)
     assert [k.decl.host_name for k in build.kernels if k.built] == ["fill_float", "fill_int"]
     assert [p.kind for p in build.kernels[0].decl.params] == ["buffer", "buffer", "attr"]
+
+
+CLASS_IN_DEVICE = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct Pair {  // a class of the file's own, copied and assigned whole in device memory
+  float a;
+  float b;
+  Pair() = default;
+  Pair(float a_, float b_) : a(a_), b(b_) {}
+};
+kernel void swap_pairs(device Pair* p [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  Pair q = p[i];
+  p[i] = Pair(q.b, q.a);
+}
+// c10's float8 through its own dynamic-cast store and load, as its castout kernels use it
+kernel void float8_round_trip(device void* bytes [[buffer(0)]], device float* out [[buffer(1)]],
+                              uint i [[thread_position_in_grid]]) {
+  using c10::metal::ScalarType;
+  c10::metal::store_at_offs<float>(bytes, i, ScalarType::Float8_e4m3fn, out[i]);
+  out[i] = c10::metal::val_at_offs<float>(
+      static_cast<device const void*>(bytes), i, ScalarType::Float8_e4m3fn);
+}
+"""
+
+
+def test_class_types_in_device_memory(tmp_path, compiler, headers):
+    """Both compilers: a class the shim does not define (the file's own, c10's float8) is
+    read and written whole in device memory, with the values Metal gives."""
+    metal = tmp_path / "tree" / KERNELS / "Classes.metal"
+    metal.parent.mkdir(parents=True)
+    metal.write_text(CLASS_IN_DEVICE)
+    builder = KernelBuilder(compiler, headers, tmp_path / "tree", tmp_path / "cache")
+    build = builder.build(metal)
+    assert [k.decl.host_name for k in build.kernels if k.built] == [
+        "swap_pairs", "float8_round_trip"
+    ], [str(k.error) for k in build.kernels]  # fmt: skip
+    listing = kernel_run.list_object(builder.driver(), build.library)
+
+    def dispatch(name: str, slots: tuple[int, ...]) -> kernel_run.Dispatch:
+        index = listing.kernels[name][0]
+        return kernel_run.Dispatch(index, True, (2, 1, 1), (2, 1, 1), SCHEDULE, 0, slots)
+
+    pairs = struct.pack("<4f", 1.0, 2.0, 3.0, 4.0)
+    # 1.5 and -0.4 in e4m3fn are 1.5 and -0.40625 (0x3c and 0xad)
+    values = struct.pack("<2f", 1.5, -0.4)
+    outcome = kernel_run.run(builder.driver(), build.library, [
+        kernel_run.Run((pairs,), (dispatch("swap_pairs", (0,)),)),
+        kernel_run.Run((bytes(2), values), (dispatch("float8_round_trip", (0, 1)),)),
+    ], tmp_path / "scratch")  # fmt: skip
+    swapped, round_trip = outcome.results
+    assert struct.unpack("<4f", swapped.buffers[0]) == (2.0, 1.0, 4.0, 3.0)
+    assert round_trip.buffers[0] == bytes([0x3C, 0xAD])
+    assert struct.unpack("<2f", round_trip.buffers[1]) == (1.5, -0.40625)

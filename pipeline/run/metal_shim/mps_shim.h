@@ -31,14 +31,27 @@
 // through a volatile pointer gives the same value). `constant` is the default space: it is
 // spelled next to const (`constant const char*`, a duplicate const would not compile) and
 // in constant expressions (`constexpr constant bool`, where volatile could not be). The
-// shim's own class types (bfloat, vectors, atomics) accept volatile operands. clang's
-// address_space attribute would keep every space apart, but g++ has no such thing and
-// clang rejects copying a class object out of a non-default space or calling its methods.
+// shim's own class types (bfloat, vectors, atomics) accept volatile operands; a class of
+// the headers' own cannot (c10's float8_e4m3fn, read and written in device memory by its
+// cast kernels, has no volatile copy or assignment). So `device` is volatile only where
+// c10/metal has no float8.h (2.13 pairs `device void*` with `constant void*`; 2.14 is left
+// as it was): the releases that ship float8.h (2.15 on) pair `constant void*` with `device
+// const void*`, which stay apart without it, and there `device` is nothing, as `thread`
+// and `threadgroup` are. On
+// the host every space is the same memory, so an overload taken for another space reads
+// and writes the same bytes; two overloads the host cannot tell apart do not compile.
+// Atomics are atomic in any space (mps_shim_sync.h). clang's address_space attribute would
+// keep every space apart, but g++ has no such thing and clang rejects copying a class
+// object out of a non-default space or calling its methods.
 //
 // check-kernel reads a file's kernel signatures from its preprocessed text, where the
 // spaces and `kernel` must still be seen: MPS_KERNEL_PARSE leaves them as they are.
 #ifndef MPS_KERNEL_PARSE
+#if __has_include(<c10/metal/float8.h>)
+#define device
+#else
 #define device volatile
+#endif
 #define constant
 #define thread
 #define threadgroup
