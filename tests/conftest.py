@@ -79,6 +79,11 @@ def settings_env() -> dict[str, str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The modules with slow tests first, each kept whole (its module fixtures are made once)
+    # and in its order: xdist hands out tests in collection order, and a two-minute test
+    # handed out last would run alone at the end
+    slow = {item.path for item in items if "slow" in item.keywords}
+    items.sort(key=lambda item: item.path not in slow)
     # `realdata` tests read released wheels' files, and many import the installed torch
     # (op_db, torchgen, the CPU reference): without torch they skip, saying so
     if importlib.util.find_spec("torch") is not None:
