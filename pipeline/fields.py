@@ -78,6 +78,11 @@ class Fields:
         """The object at ``key``, as fields of its own."""
         return Fields(self._left.pop(key, None), self._at(key), self.doc)
 
+    def obj_or_none(self, key: str) -> Fields | None:
+        """The object at ``key``, as fields of its own, or None for null."""
+        found = self.pop(key, dict, _NULL)
+        return None if found is None else Fields(found, self._at(key), self.doc)
+
     def objs(self, key: str) -> list[Fields]:
         """The list of objects at ``key``, each as fields of its own."""
         where = self._at(key)

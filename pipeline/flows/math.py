@@ -10,13 +10,11 @@ registrations in its own driver process, in parallel; compare
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -42,10 +40,10 @@ from pipeline.results.math import (
     metal_dtype,
 )
 from pipeline.run import cxx, reference
-from pipeline.run.reference import Case
+from pipeline.run.reference import Case, TorchAnswer
 from pipeline.tree.index import TreeIndex, load_index
 
-ReferenceFn = Callable[[list[Case]], dict[str, Any]]
+ReferenceFn = Callable[[list[Case]], Mapping[str, TorchAnswer]]
 RunFn = Callable[[Path, Path, Sequence[cxx.Registered], Sequence[cxx.Job], Path], cxx.RunOutcome]
 
 ALPHA_NOTE = "an ALPHA kernel whose alpha is a parameter struct: no one torch argument takes it"
@@ -112,7 +110,7 @@ def check(
                         t.alpha_argument,
                     )
                 )
-    answers: dict[str, Any] = runners.references(cases)["cases"] if cases else {}
+    answers = runners.references(cases) if cases else {}
 
     def one(pair: tuple[Target, cxx.FunctorBuild]) -> FunctorCheck:
         t, b = pair
@@ -149,7 +147,7 @@ def _run_one(
     b: cxx.FunctorBuild,
     driver: Path,
     regs: list[cxx.Registered],
-    answers: Mapping[str, Any],
+    answers: Mapping[str, TorchAnswer],
     runners: Runners,
     known: Sequence[Known],
     scratch: Path,
@@ -163,8 +161,8 @@ def _run_one(
         if _struct_alpha(r):
             checks.append(_no_reference(t, r, ALPHA_NOTE, names, known))
             continue
-        if answer is None or not answer.get("inputs"):
-            why = (answer or {}).get("no_reference") or "no torch reference"
+        if answer is None or not answer.inputs:
+            why = (answer and answer.no_reference) or "no torch reference"
             if t.host is not None and t.host.unknown is not None:
                 # the name found nothing either: what the host code leaves unread is why
                 why = f"unknown: {t.host.unknown}"
@@ -179,7 +177,7 @@ def _run_one(
         else cxx.RunOutcome([])
     )
     # the reference a fallback found (aten.silu.default) names it better than torch.silu
-    shown = next((a["via"] for _, a, _ in planned if a.get("via")), t.reference)
+    shown = next((a.via for _, a, _ in planned if a.via), t.reference)
     if outcome.failure is not None:
         return FunctorCheck(
             t.kernel,
@@ -214,7 +212,7 @@ def _run_one(
 def _checked(
     t: Target,
     r: cxx.Registered,
-    answer: Mapping[str, Any],
+    answer: TorchAnswer,
     count: int,
     blocks: Sequence[cxx.JobResult],
     names: Sequence[str],
@@ -222,36 +220,32 @@ def _checked(
 ) -> DtypeCheck:
     """One dtype's outputs (``blocks``: ``count`` runs, one per alpha value) against torch's
     ``answer``."""
-    ref = answer.get("reference")
     return check_dtype(
         kernel=t.kernel,
         names=names,
         input_type=r.input,
         output_type=r.output,
         result_type=r.result,
-        inputs=tuple(base64.b64decode(x) * count for x in answer["inputs"]),
-        reference=base64.b64decode(ref) if ref else None,
-        torch_dtype=answer.get("result_dtype"),
-        torch_errors={int(k): v for k, v in (answer.get("errors") or {}).items()},
+        inputs=tuple(x * count for x in answer.inputs),
+        reference=answer.reference or None,
+        torch_dtype=answer.result_dtype,
+        torch_errors=answer.errors,
         output=b"".join(m.output for m in blocks),
         status=b"".join(m.status for m in blocks),
         known=known,
-        no_reference=answer.get("no_reference"),
-        edge=int(answer.get("edge", 0)),
-        samples=int(answer.get("samples", 0)),
-        upcast=bool(answer.get("upcast")),
-        alphas=tuple(answer.get("alpha_shown") or ()),
+        no_reference=answer.no_reference,
+        edge=answer.edge,
+        samples=answer.samples,
+        upcast=answer.upcast,
+        alphas=answer.alpha_shown,
     )
 
 
-def _jobs(r: cxx.Registered, answer: Mapping[str, Any]) -> list[cxx.Job]:
+def _jobs(r: cxx.Registered, answer: TorchAnswer) -> list[cxx.Job]:
     """The driver jobs of one registration: its inputs, once per alpha value if it has one."""
-    inputs = tuple(base64.b64decode(x) for x in answer["inputs"])
-    alphas = [base64.b64decode(a) for a in answer.get("alphas") or ()]
-    if not alphas:
-        return [cxx.Job(r.index, int(answer["n"]), inputs)]
-    block = int(answer["block"])
-    return [cxx.Job(r.index, block, inputs, a) for a in alphas]
+    if not answer.alphas:
+        return [cxx.Job(r.index, answer.n, answer.inputs)]
+    return [cxx.Job(r.index, answer.block, answer.inputs, a) for a in answer.alphas]
 
 
 def regs_by_index(regs: Sequence[cxx.Registered]) -> list[cxx.Registered]:
@@ -336,7 +330,7 @@ def runners_for(settings: Settings) -> Runners:
     builder = cxx.Builder(compiler, headers, settings.root, settings.math_cache)
     max_samples, cache = settings.math.max_samples, settings.math_cache
 
-    def references(cases: list[Case]) -> dict[str, Any]:
+    def references(cases: list[Case]) -> dict[str, TorchAnswer]:
         return reference.references(settings.tree, cases, cache, max_samples=max_samples)
 
     return Runners(builder, references)

@@ -476,8 +476,7 @@ def _backlog(backlog: Backlog) -> list[str]:
 
 def render_html(summary: NightlySummary) -> str:
     """The dashboard page for one nightly summary."""
-    # the heatmaps draw the table as summary.json spells it (a plain cell: its outcome)
-    table = summary.table.to_dict(compact=True)
+    table = summary.table
     large = heatmap_canvas.cell_count(table) > heatmap_canvas.SVG_MAX_CELLS
     parts = _head(summary, large)
     parts += [

@@ -16,30 +16,30 @@ Both drawings take these from :data:`PALETTE`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from pipeline.report import heatmap_canvas
 from pipeline.report.heatmap_canvas import CELL, GAP, TOP, Palette
 from pipeline.report.svg import clip, empty, escape, svg
-from pipeline.results.junit import DISPLAY_ORDER
+from pipeline.results.junit import DISPLAY_ORDER, Outcome
+from pipeline.results.table import Cell, DtypeTable, Row
 
-OUTCOME_COLORS: dict[str, str] = {
-    "pass": "#2da44e",
-    "xpass": "#0969da",
-    "xfail": "#afb8c1",
-    "skip": "#eaeef2",
-    "fail": "#cf222e",
-    "error": "#82071e",
+OUTCOME_COLORS: dict[Outcome, str] = {
+    Outcome.PASS: "#2da44e",
+    Outcome.XPASS: "#0969da",
+    Outcome.XFAIL: "#afb8c1",
+    Outcome.SKIP: "#eaeef2",
+    Outcome.FAIL: "#cf222e",
+    Outcome.ERROR: "#82071e",
 }
 OUTCOME_ORDER = tuple(o.value for o in DISPLAY_ORDER)
 NOT_RUN = "#ffffff"
 PALETTE = Palette(
     colors=OUTCOME_COLORS,
-    outcomes=OUTCOME_ORDER,
+    outcomes=DISPLAY_ORDER,
     not_run=NOT_RUN,
     edge="#8c959f",
-    hatched=("skip",),
+    hatched=(Outcome.SKIP,),
     hatch="#57606a",
     ink="#1f2328",
 )
@@ -47,39 +47,38 @@ _HATCH_ID = "hatch-"  # + the outcome: its SVG pattern's id
 _LABEL_CHARS = 44
 
 
-def cell_title(name: str, dtype: str, cell: Mapping[str, Any]) -> str:
+def cell_title(name: str, cell: Cell) -> str:
     """The tooltip of a cell that is not plain: its outcome, then each runner's."""
-    lines = [f"{name} {dtype}: {cell['outcome']}" + (" (flaky)" if cell.get("flaky") else "")]
-    for runner, r in cell.get("runners", {}).items():
-        line = f"{runner}: {r['outcome']}" + (" (flaky)" if r.get("flaky") else "")
-        if r.get("message"):
-            line += f" — {clip(r['message'])}"
+    lines = [f"{name} {cell.dtype}: {cell.outcome.value}" + (" (flaky)" if cell.flaky else "")]
+    for r in cell.results:
+        line = f"{r.runner}: {r.outcome.value}" + (" (flaky)" if r.flaky else "")
+        if r.message:
+            line += f" — {clip(r.message)}"
         lines.append(line)
     return "\n".join(lines)
 
 
-def labels(table: Mapping[str, Any]) -> list[str]:
-    """One label per table row: the operator, `` · grad`` for its gradient test."""
-    grad = " · grad"
-    return [r["name"] + (grad if r["kind"] == "output_grad_match" else "") for r in table["rows"]]
+def label(row: Row) -> str:
+    """A table row's label: the operator, `` · grad`` for its gradient test."""
+    return row.name + (" · grad" if row.kind == "output_grad_match" else "")
 
 
 # ------------------------------------------------------------------------------ SVG
 
 
-def _fill(outcome: str | None) -> str:
+def _fill(outcome: Outcome | None) -> str:
     """The SVG fill of ``outcome`` (None: a runner that did not run it)."""
     if outcome is None:
         return PALETTE.not_run
     if outcome in PALETTE.hatched:
-        return f"url(#{_HATCH_ID}{outcome})"
+        return f"url(#{_HATCH_ID}{outcome.value})"
     return PALETTE.colors[outcome]
 
 
 def _defs() -> str:
     """The hatch patterns: a hatched outcome's color crossed by diagonal lines."""
     tiles = "".join(
-        f'<pattern id="{_HATCH_ID}{o}" width="4" height="4" patternUnits="userSpaceOnUse" '
+        f'<pattern id="{_HATCH_ID}{o.value}" width="4" height="4" patternUnits="userSpaceOnUse" '
         f'patternTransform="rotate(45)"><rect width="4" height="4" fill="{PALETTE.colors[o]}"/>'
         f'<rect width="1.5" height="4" fill="{PALETTE.hatch}"/></pattern>'
         for o in PALETTE.hatched
@@ -95,7 +94,7 @@ def _box(x: float, y: float, fill: str, width: float = CELL, *, stroke: str = ""
     return f"{rect}><title>{escape(title)}</title></rect>" if title else f"{rect}/>"
 
 
-def _split(x: float, y: float, outcomes: Sequence[str | None]) -> list[str]:
+def _split(x: float, y: float, outcomes: Sequence[Outcome | None]) -> list[str]:
     """A cell whose runners disagree: a stripe per runner (None: it did not run the test),
     a dark line between stripes and a dark outline."""
     width = CELL / len(outcomes)
@@ -112,21 +111,23 @@ def _split(x: float, y: float, outcomes: Sequence[str | None]) -> list[str]:
     return parts
 
 
-def _cell(x: float, y: float, label: str, dtype: str, data: Any, runners: Sequence[str]) -> str:
-    """One cell of the grid: ``data`` is the table's cell (None: not tested; a str: a plain
-    cell, summary.json schema 2: every runner, this outcome, nothing else)."""
-    if data is None:
-        tip = f"{label} {dtype}: not tested"
+def _cell(x: float, y: float, name: str, dtype: str, row: Row, table: DtypeTable) -> str:
+    """The grid's cell of ``row`` and ``dtype``: not tested, plain (every runner of the
+    table, one outcome, nothing else to tell) or one with a tooltip of its runners'."""
+    cell = row.cell(dtype)
+    if cell is None:
+        tip = f"{name} {dtype}: not tested"
         return _box(x, y, PALETTE.not_run, stroke=PALETTE.edge, title=tip)
-    if isinstance(data, str):
-        return _box(x, y, _fill(data), title=f"{label} {dtype}: {data} on every runner")
-    parts = [f"<title>{escape(cell_title(label, dtype, data))}</title>"]
-    if data.get("mixed") and len(runners) > 1:
-        found = data["runners"]
-        parts += _split(x, y, [found[r]["outcome"] if r in found else None for r in runners])
+    if table.plain(cell):
+        tip = f"{name} {dtype}: {cell.outcome.value} on every runner"
+        return _box(x, y, _fill(cell.outcome), title=tip)
+    parts = [f"<title>{escape(cell_title(name, cell))}</title>"]
+    if cell.mixed and len(table.runners) > 1:
+        found = [cell.for_runner(r) for r in table.runners]
+        parts += _split(x, y, [r.outcome if r else None for r in found])
     else:
-        parts.append(_box(x, y, _fill(data["outcome"])))
-    if data.get("flaky"):
+        parts.append(_box(x, y, _fill(cell.outcome)))
+    if cell.flaky:
         parts.append(
             f'<circle cx="{x + CELL / 2:.1f}" cy="{y + CELL / 2:.1f}" r="3" fill="{PALETTE.ink}"/>'
         )
@@ -136,7 +137,8 @@ def _cell(x: float, y: float, label: str, dtype: str, data: Any, runners: Sequen
 def _legend(y: float, runners: Sequence[str]) -> tuple[list[str], float]:
     """The legend under the grid (its baseline at ``y``), and how wide it is."""
     body, x = [], 8.0
-    swatches = [(o, _fill(o)) for o in PALETTE.outcomes] + [("not tested", PALETTE.not_run)]
+    swatches = [(o.value, _fill(o)) for o in PALETTE.outcomes]
+    swatches.append(("not tested", PALETTE.not_run))
     for name, fill in swatches:
         body.append(
             f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="12" height="12" fill="{fill}" '
@@ -150,19 +152,18 @@ def _legend(y: float, runners: Sequence[str]) -> tuple[list[str], float]:
     width = x + 60
     if len(runners) > 1:
         note = f"runners disagree: one stripe per runner, left to right: {', '.join(runners)}"
-        body += _split(8, y + 8, ["pass", "fail"])
+        body += _split(8, y + 8, [Outcome.PASS, Outcome.FAIL])
         body.append(f'<text x="{12 + CELL:.1f}" y="{y + 20:.1f}">{escape(note)}</text>')
         width = max(width, 24 + CELL + 6.2 * len(note))
     return body, width
 
 
-def heatmap(table: Mapping[str, Any]) -> str:
-    """Operator × dtype outcomes of one nightly (``DtypeTable.to_dict()``, compact or not):
-    an SVG grid."""
-    rows, dtypes, runners = table.get("rows", []), table.get("dtypes", []), table["runners"]
+def heatmap(table: DtypeTable) -> str:
+    """Operator × dtype outcomes of one nightly: an SVG grid."""
+    rows, dtypes, runners = table.rows, table.dtypes, table.runners
     if not rows or not dtypes:
         return empty("no consistency test results")
-    names = labels(table)
+    names = [label(row) for row in rows]
     left = min(300, 12 + 6.5 * max(len(name) for name in names))
     step = CELL + GAP
     body = [_defs()]
@@ -178,7 +179,7 @@ def heatmap(table: Mapping[str, Any]) -> str:
             f"{escape(clip(name, _LABEL_CHARS))}</text>"
         )
         for j, dtype in enumerate(dtypes):
-            body.append(_cell(left + j * step, y, name, dtype, row["cells"].get(dtype), runners))
+            body.append(_cell(left + j * step, y, name, dtype, row, table))
     legend, legend_width = _legend(TOP + len(rows) * step + 18, runners)
     width = max(left + len(dtypes) * step + 20, legend_width)
     height = TOP + len(rows) * step + 64
@@ -202,24 +203,24 @@ def _html_legend(runners: Sequence[str]) -> str:
         color = PALETTE.colors[outcome]
         if outcome in PALETTE.hatched:
             color = f"repeating-linear-gradient(45deg,{color} 0 2px,{PALETTE.hatch} 2px 3.5px)"
-        items.append(_swatch(color) + escape(outcome))
+        items.append(_swatch(color) + escape(outcome.value))
     items.append(_swatch(PALETTE.not_run) + "not tested")
     items.append(" · dot: flaky")
     if len(runners) > 1:
         halves = (
-            f'<span style="flex:1;background:{PALETTE.colors["pass"]};'
+            f'<span style="flex:1;background:{PALETTE.colors[Outcome.PASS]};'
             f'border-right:1px solid {PALETTE.ink}"></span>'
-            f'<span style="flex:1;background:{PALETTE.colors["fail"]}"></span>'
+            f'<span style="flex:1;background:{PALETTE.colors[Outcome.FAIL]}"></span>'
         )
         note = f"runners disagree: one stripe per runner, left to right: {', '.join(runners)}"
         items.append(" · " + _swatch("none", PALETTE.ink, halves) + escape(note))
     return f'<p class="caption">{"".join(items)}</p>'
 
 
-def large_heatmap(table: Mapping[str, Any]) -> str:
+def large_heatmap(table: DtypeTable) -> str:
     """The heatmap of a table too large for SVG: a data block drawn on canvases by the one
     script the page's policy allows (:mod:`pipeline.report.heatmap_canvas`)."""
-    names = labels(table)
-    data = heatmap_canvas.heatmap_data(table, names, PALETTE, cell_title)
-    data["rows"] = [clip(name, _LABEL_CHARS) for name in names]
-    return heatmap_canvas.canvas_heatmap(data, _html_legend(table["runners"]))
+    names = [label(row) for row in table.rows]
+    shown = [clip(name, _LABEL_CHARS) for name in names]
+    data = heatmap_canvas.heatmap_data(table, names, shown, PALETTE, cell_title)
+    return heatmap_canvas.canvas_heatmap(data, _html_legend(table.runners))

@@ -39,6 +39,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.results.junit import Outcome
+from pipeline.results.table import Cell, DtypeTable
+
 # Above this many cells the dashboard draws the heatmap here, not as SVG.
 SVG_MAX_CELLS = 4_000
 ROWS_PER_CANVAS = 1_000
@@ -49,11 +52,11 @@ CELL, GAP, TOP = 16, 2, 64  # a cell's side, the gap between cells, the dtypes' 
 class Palette:
     """How the heatmap tells its cells apart (both drawings: SVG and these canvases)."""
 
-    colors: Mapping[str, str]  # outcome -> its fill
-    outcomes: Sequence[str]  # every outcome, in display order
+    colors: Mapping[Outcome, str]  # every outcome's fill
+    outcomes: Sequence[Outcome]  # every outcome, in display order
     not_run: str  # the fill of a cell, or a stripe, that no test ran
     edge: str  # the border of an untested cell and of the legend's swatches
-    hatched: Sequence[str]  # outcomes whose fill is crossed by diagonal lines (skip)
+    hatched: Sequence[Outcome]  # outcomes whose fill is crossed by diagonal lines (skip)
     hatch: str  # those lines' color
     ink: str  # a split cell's dividers and outline, the flaky dot
 
@@ -129,72 +132,101 @@ SCRIPT = """(function () {
 SCRIPT_SOURCE = f"'sha256-{base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()}'"
 
 
-def cell_count(table: Mapping[str, Any]) -> int:
+def cell_count(table: DtypeTable) -> int:
     """How many cells (tested or not) the heatmap of ``table`` has."""
-    return len(table.get("rows", [])) * len(table.get("dtypes", []))
+    return len(table.rows) * len(table.dtypes)
+
+
+@dataclass(frozen=True)
+class CanvasData:
+    """The data block (see the module docstring): made here, written by :meth:`to_json`."""
+
+    table: DtypeTable
+    palette: Palette
+    rows: Sequence[str]  # one label per table row, as drawn
+    grid: Sequence[str]
+    details: Mapping[tuple[int, int], CellDetail]
+    left: float
+
+    def to_json(self) -> dict[str, Any]:
+        index = {outcome: i for i, outcome in enumerate(self.palette.outcomes)}
+        return {
+            "dtypes": list(self.table.dtypes),
+            "runners": list(self.table.runners),
+            "outcomes": [o.value for o in self.palette.outcomes],
+            "colors": {o.value: color for o, color in self.palette.colors.items()},
+            "not_run": self.palette.not_run,
+            "edge": self.palette.edge,
+            "hatched": [index[o] for o in self.palette.hatched],
+            "hatch": self.palette.hatch,
+            "ink": self.palette.ink,
+            "rows": list(self.rows),
+            "grid": list(self.grid),
+            "details": {f"{r}:{c}": d.to_json() for (r, c), d in self.details.items()},
+            "layout": {
+                "cell": CELL,
+                "gap": GAP,
+                "left": round(self.left, 1),
+                "top": TOP,
+                "rows_per_canvas": ROWS_PER_CANVAS,
+            },  # fmt: skip
+        }
+
+
+@dataclass(frozen=True)
+class CellDetail:
+    """What a cell that is not plain draws beyond its outcome's fill."""
+
+    title: str
+    stripes: tuple[int, ...] | None  # a cell whose runners disagree: see the docstring
+    flaky: bool
+
+    def to_json(self) -> dict[str, object]:
+        found: dict[str, object] = {"title": self.title}
+        if self.stripes is not None:
+            found["stripes"] = list(self.stripes)
+        if self.flaky:
+            found["flaky"] = True
+        return found
 
 
 def heatmap_data(
-    table: Mapping[str, Any],
+    table: DtypeTable,
     labels: Sequence[str],
+    shown: Sequence[str],
     palette: Palette,
-    title: Callable[[str, str, Mapping[str, Any]], str],
-) -> dict[str, Any]:
-    """The data block's document (see the module docstring) for ``table`` (``DtypeTable``'s
-    dict, compact or not) with the dashboard's row ``labels``, ``palette`` and cell
-    ``title``s."""
-    dtypes, runners = list(table.get("dtypes", [])), list(table["runners"])
-    index = {outcome: str(i) for i, outcome in enumerate(palette.outcomes)}
+    title: Callable[[str, Cell], str],
+) -> CanvasData:
+    """The data block for ``table``: ``labels`` name its rows in the cells' ``title``s,
+    ``shown`` are the labels as drawn."""
+    index = {outcome: i for i, outcome in enumerate(palette.outcomes)}
     grid: list[str] = []
-    details: dict[str, dict[str, Any]] = {}
-    for r, (row, label) in enumerate(zip(table["rows"], labels, strict=True)):
+    details: dict[tuple[int, int], CellDetail] = {}
+    for r, (row, label) in enumerate(zip(table.rows, labels, strict=True)):
         line = []
-        for c, dtype in enumerate(dtypes):
-            cell = row["cells"].get(dtype)
+        for c, dtype in enumerate(table.dtypes):
+            cell = row.cell(dtype)
             if cell is None:
                 line.append(".")
                 continue
-            if isinstance(cell, str):  # a plain cell: every runner, this outcome
-                line.append(index[cell])
+            line.append(str(index[cell.outcome]))
+            if table.plain(cell):
                 continue
-            line.append(index[cell["outcome"]])
-            extra: dict[str, Any] = {"title": title(label, dtype, cell)}
-            if cell.get("mixed") and len(runners) > 1:
-                found = cell.get("runners", {})
-                extra["stripes"] = [
-                    int(index[found[k]["outcome"]]) if k in found else -1 for k in runners
-                ]
-            if cell.get("flaky"):
-                extra["flaky"] = True
-            details[f"{r}:{c}"] = extra
+            stripes = None
+            if cell.mixed and len(table.runners) > 1:
+                stripes = tuple(
+                    -1 if (found := cell.for_runner(k)) is None else index[found.outcome]
+                    for k in table.runners
+                )
+            details[r, c] = CellDetail(title(label, cell), stripes, cell.flaky)
         grid.append("".join(line))
     left = min(300, 12 + 6.5 * max((len(label) for label in labels), default=0))
-    return {
-        "dtypes": dtypes,
-        "runners": runners,
-        "outcomes": list(palette.outcomes),
-        "colors": dict(palette.colors),
-        "not_run": palette.not_run,
-        "edge": palette.edge,
-        "hatched": [int(index[o]) for o in palette.hatched],
-        "hatch": palette.hatch,
-        "ink": palette.ink,
-        "rows": list(labels),
-        "grid": grid,
-        "details": details,
-        "layout": {
-            "cell": CELL,
-            "gap": GAP,
-            "left": round(left, 1),
-            "top": TOP,
-            "rows_per_canvas": ROWS_PER_CANVAS,
-        },  # fmt: skip
-    }
+    return CanvasData(table, palette, shown, grid, details, left)
 
 
-def canvas_heatmap(data: Mapping[str, Any], legend: str) -> str:
+def canvas_heatmap(data: CanvasData, legend: str) -> str:
     """The data block, the canvases' container, ``legend`` (markup) and the script."""
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(data.to_json(), separators=(",", ":"), ensure_ascii=False)
     return (
         f'<pre hidden id="heatmap-data">{html.escape(text, quote=False)}</pre>'
         f'<div id="heatmap"></div>{legend}<script>{SCRIPT}</script>'

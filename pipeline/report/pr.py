@@ -38,10 +38,9 @@ from pipeline.results.pr import (
     RESULTS_JSON,
     SCHEMA,
     STATUS_DESCRIPTION_MAX,
-    baseline_from_json,
+    baseline_from_fields,
     commit_id,
-    math_from_json,
-    table_from_json,
+    math_from_fields,
 )
 from pipeline.results.speed import SpeedReport
 from pipeline.run.shaders import ShaderCheck
@@ -265,22 +264,22 @@ class PrResults:
             )
         f.pop("title", str)  # for readers: made again from the rest
         f.pop("status", dict)
-        base = commit_id(f.pop("base", str), "base")
+        base = commit_id(f, "base", f.pop("base", str))
         head = f.pop("head", str, type(None))
         build, tests, xfails = f.obj("build"), f.obj("tests"), f.obj("xfails")
-        raw_table = f.pop("table", dict, type(None))
-        table = None if raw_table is None else table_from_json(raw_table)
+        raw_table = f.obj_or_none("table")
+        table = None if raw_table is None else tables.DtypeTable.from_fields(raw_table)
         decisions = tuple(XfailDecision.from_fields(d) for d in xfails.objs("decisions"))
-        review, speed = f.pop("review", dict, type(None)), f.pop("speed", dict, type(None))
-        math = f.pop("math", dict, type(None))
+        review, speed = f.obj_or_none("review"), f.obj_or_none("speed")
+        math = f.obj_or_none("math")
         kernels = f.pop("kernels", dict, type(None))
         device = f.pop("device", dict, type(None))
-        inductor = f.pop("inductor", dict, type(None))
+        inductor = f.obj_or_none("inductor")
         check = build.pop("check", dict, type(None))
         results = cls(
             pr=pr,
             base=base,
-            head=None if head is None else commit_id(head, "head"),
+            head=None if head is None else commit_id(f, "head", head),
             impact=Impact.from_fields(f.obj("impact")),
             build_needed=build.pop("needed", bool),
             build_ok=build.pop("ok", bool),
@@ -291,20 +290,14 @@ class PrResults:
             table=table,
             xfail_decisions=decisions,
             xfail_diff=xfails.pop("diff", str),
-            baseline=baseline_from_json(f.pop("baseline", dict, type(None)), table),
-            review=None
-            if review is None
-            else ReviewDocument.from_fields(Fields(review, "review", RESULTS_JSON)),
-            speed=None
-            if speed is None
-            else SpeedReport.from_fields(Fields(speed, "speed", RESULTS_JSON)),
-            math=None if math is None else math_from_json(math),
+            baseline=baseline_from_fields(f.obj_or_none("baseline"), table),
+            review=None if review is None else ReviewDocument.from_fields(review),
+            speed=None if speed is None else SpeedReport.from_fields(speed),
+            math=None if math is None else math_from_fields(math),
             build_check=None if check is None else _shader_check(check),
             device=None if device is None else Device.from_dict(device, "results.json: device"),
             kernels=None if kernels is None else _kernels_from(kernels),
-            inductor=None
-            if inductor is None
-            else InductorRun.from_fields(Fields(inductor, "inductor", RESULTS_JSON)),
+            inductor=None if inductor is None else InductorRun.from_fields(inductor),
         )
         tests.pop("counts", dict)  # for readers: the table's
         for fields in (f, build, tests, xfails):

@@ -132,6 +132,15 @@ class DtypeTable:
     def flaky_count(self) -> int:
         return sum(cell.flaky for row in self.rows for cell in row.cells)
 
+    def plain(self, cell: Cell) -> bool:
+        """Every runner of the table ran ``cell`` with the same outcome, in one attempt, not
+        flaky and with no message: summary.json spells it as that outcome alone."""
+        first = cell.results[0]
+        return len(cell.results) == len(self.runners) and all(
+            r.outcome is first.outcome and not r.flaky and r.attempts == 1 and not r.message
+            for r in cell.results
+        )
+
     def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
         """Plain JSON-serialisable data (the shape render_json writes).
 
@@ -140,7 +149,6 @@ class DtypeTable:
         just its outcome (``"pass"``); the others keep every runner's result. A fleet night
         of 3 × 20,000 tests was 13 MB of table, nearly all of it plain cells spelled out.
         """
-        width = len(self.runners) if compact else -1
         return {
             "runners": list(self.runners),
             "dtypes": list(self.dtypes),
@@ -154,7 +162,7 @@ class DtypeTable:
                     "name": row.name,
                     "cells": {
                         cell.dtype: cell.results[0].outcome.value
-                        if _plain(cell, width)
+                        if compact and self.plain(cell)
                         else {
                             "outcome": cell.outcome.value,
                             "flaky": cell.flaky,
@@ -219,14 +227,6 @@ def _row_from(f: Fields, runners: tuple[str, ...]) -> Row:
     for done in (cells, f):
         done.done()
     return Row(stem, kind, name, tuple(found))
-
-
-def _plain(cell: Cell, runners: int) -> bool:
-    first = cell.results[0]
-    return len(cell.results) == runners and all(
-        r.outcome is first.outcome and not r.flaky and r.attempts == 1 and not r.message
-        for r in cell.results
-    )
 
 
 def display_names(opinfos: Iterable[OpInfoRecord]) -> dict[str, str]:

@@ -11,6 +11,7 @@ kernel changed asks torch only for what that kernel registers anew.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import shutil
@@ -21,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError, NoTorchError
+from pipeline.fields import Fields
 from pipeline.fsio import write_atomic
 from pipeline.tree import opinfo
 from pipeline.tree.source import TreeSource
 
 SCRIPT = Path(__file__).with_name("math_torch.py")
 MAX_SAMPLES = 256
+_NULL = type(None)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,53 @@ class Case:
         }
 
 
+@dataclass(frozen=True)
+class TorchAnswer:
+    """math_torch.py's answer for one case (its docstring has the shape), read once: the
+    inputs, alphas and reference decoded from base64. A case the script failed on answers
+    ``no_reference`` and no inputs."""
+
+    n: int  # values per operand, every alpha's block together
+    block: int  # values per operand for one alpha value (``n`` without alphas)
+    inputs: tuple[bytes, ...]  # one block per operand
+    alphas: tuple[bytes, ...]  # each alpha value
+    alpha_shown: tuple[str, ...]  # each alpha value, as torch prints it
+    edge: int  # of the block: edge values (the rest are the OpInfo's samples)
+    samples: int
+    reference: bytes | None  # n values, or None without a reference
+    result_dtype: str | None
+    errors: Mapping[int, str]  # value index -> what torch refused there
+    upcast: bool
+    via: str | None  # the aten overload a fallback used
+    no_reference: str | None
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> TorchAnswer:
+        n = f.pop("n", int)
+        ref = f.pop("reference", str, _NULL)
+        errors = f.obj("errors")
+        found = cls(
+            n=n,
+            block=f.pop("block", int, _NULL) or n,
+            inputs=tuple(base64.b64decode(x) for x in f.strings("inputs")),
+            alphas=tuple(base64.b64decode(a) for a in f.strings_or_none("alphas") or ()),
+            alpha_shown=f.strings_or_none("alpha_shown") or (),
+            edge=f.pop("edge", int, _NULL) or 0,
+            samples=f.pop("samples", int, _NULL) or 0,
+            reference=None if ref is None else base64.b64decode(ref),
+            result_dtype=f.pop("result_dtype", str, _NULL),
+            errors={int(i): errors.pop(i, str) for i in errors.names()},
+            upcast=bool(f.pop("upcast", bool, _NULL)),
+            via=f.pop("via", str, _NULL),
+            no_reference=f.pop("no_reference", str, _NULL),
+        )
+        f.pop("kwargs", dict, _NULL)  # for readers: the keywords the reference ran with
+        f.pop("note", str, _NULL)
+        for done in (errors, f):
+            done.done()
+        return found
+
+
 def torch_package(source: TreeSource) -> Path:
     """The interpreter's torch package folder (found once, cached like the OpInfo dump's)."""
     try:
@@ -78,11 +128,15 @@ def torch_package(source: TreeSource) -> Path:
 
 def references(
     source: TreeSource, cases: list[Case], cache_dir: Path, *, max_samples: int = MAX_SAMPLES
-) -> dict[str, Any]:
-    """math_torch.py's answer for ``cases`` (see that script for its shape), kept per case
-    (see :func:`cached`)."""
+) -> dict[str, TorchAnswer]:
+    """math_torch.py's answer for each of ``cases``, by case id, kept per case (see
+    :func:`cached`)."""
     request = {"max_samples": max_samples}
-    return {"cases": cached(source, SCRIPT, [c.to_json() for c in cases], cache_dir, request)}
+    found = cached(source, SCRIPT, [c.to_json() for c in cases], cache_dir, request)
+    return {
+        case_id: TorchAnswer.from_fields(Fields(answer, case_id, SCRIPT.name))
+        for case_id, answer in found.items()
+    }
 
 
 def cached(

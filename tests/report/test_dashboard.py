@@ -9,10 +9,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from pipeline.errors import PipelineError
+from pipeline.fields import Fields
 from pipeline.report import dashboard, heatmap
 from pipeline.report.nightly_summary import NightlySummary, RunCounts
 from pipeline.results.junit import CaseResult, Outcome
-from pipeline.results.table import merge_runs
+from pipeline.results.table import DtypeTable, merge_runs
 
 SVG = "{http://www.w3.org/2000/svg}"
 DIFF = "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,1 @@\n-    torch.int64,  # <script>\n     torch.int32,\n"
@@ -25,7 +26,7 @@ def case(stem: str, dtype: str, outcome: Outcome, message: str = "", flaky: bool
                       1, message, 0.1, "r.xml")  # fmt: skip
 
 
-def table_dict():
+def table():
     """atan2: float32 fails on one runner with an evil message; int64 flaky."""
     runs = {
         "macos-m1-14": [
@@ -37,7 +38,7 @@ def table_dict():
             case("atan2", "int64", Outcome.XPASS),
         ],
     }
-    return merge_runs(runs, {"atan2": "atan2 <b>"}).to_dict()
+    return merge_runs(runs, {"atan2": "atan2 <b>"})
 
 
 def counts(**found: int) -> dict[str, int]:
@@ -61,7 +62,7 @@ def summary(**overrides):
         "min_passes": 3,
         "counts": {"macos-m1-14": counts(**{"pass": 1, "fail": 1}), "macos-m2-15": counts(xpass=2)},
         "pass_rate": {"macos-m1-14": 0.5, "macos-m2-15": 1.0},
-        "table": table_dict(),
+        "table": table().to_dict(),
         "shards": {},
         "devices": {},
         "proposals": [
@@ -180,14 +181,14 @@ def test_every_chart_is_well_formed_svg():
     data = model()
     for svg in (
         dashboard.pass_rate_chart(data.history),
-        heatmap.heatmap(data.table.to_dict(compact=True)),
+        heatmap.heatmap(data.table),
         dashboard.bar_chart(data.backlog.counts, dashboard.WORKFLOW_LABELS),
     ):
         parse_svg(svg)
 
 
 def test_heatmap_cells_stripes_and_tooltips():
-    root = parse_svg(heatmap.heatmap(table_dict()))
+    root = parse_svg(heatmap.heatmap(table()))
     cells = root.findall(f"{SVG}g")
     assert len(cells) == 2
     by_title = {g.find(f"{SVG}title").text.split("\n")[0]: g for g in cells}
@@ -196,7 +197,7 @@ def test_heatmap_cells_stripes_and_tooltips():
     # between them and a dark outline around the cell
     rects = mixed.findall(f"{SVG}rect")
     assert [r.get("fill") for r in rects] == [
-        heatmap.OUTCOME_COLORS["fail"], heatmap.OUTCOME_COLORS["pass"], "none"
+        heatmap.OUTCOME_COLORS[Outcome.FAIL], heatmap.OUTCOME_COLORS[Outcome.PASS], "none"
     ]  # fmt: skip
     assert rects[-1].get("stroke") == heatmap.PALETTE.ink
     (divider,) = mixed.findall(f"{SVG}line")
@@ -204,7 +205,8 @@ def test_heatmap_cells_stripes_and_tooltips():
     assert float(divider.get("x1")) == float(rects[1].get("x")) == float(divider.get("x2"))
     assert EVIL in mixed.find(f"{SVG}title").text  # unescaped back by the XML parser
     flaky = by_title["atan2 <b> int64: xpass (flaky)"]
-    assert [r.get("fill") for r in flaky.findall(f"{SVG}rect")] == [heatmap.OUTCOME_COLORS["xpass"]]
+    xpass = heatmap.OUTCOME_COLORS[Outcome.XPASS]
+    assert [r.get("fill") for r in flaky.findall(f"{SVG}rect")] == [xpass]
     assert flaky.find(f"{SVG}circle") is not None  # the flaky dot
     labels = [t.text for t in root.iter(f"{SVG}text")]
     assert "float32" in labels and "int64" in labels and "atan2 <b>" in labels
@@ -224,15 +226,16 @@ def test_a_skip_is_hatched_an_untested_cell_outlined_and_the_legend_shows_both()
         for r in ("macos-m1-14", "macos-m2-15")
     }  # fmt: skip
     for compact in (False, True):
-        root = parse_svg(heatmap.heatmap(merge_runs(runs).to_dict(compact=compact)))
-        suffix = " on every runner" if compact else ""
-        skip = _cell_rect(root, f"atan2 float32: skip{suffix}")
+        # as summary.json spells the table, a plain cell its outcome alone, or not
+        read = DtypeTable.from_fields(Fields(merge_runs(runs).to_dict(compact=compact), "", "t"))
+        root = parse_svg(heatmap.heatmap(read))
+        skip = _cell_rect(root, "atan2 float32: skip on every runner")
         untested = _cell_rect(root, "fmod float16: not tested")
         # a skip: its light gray crossed by dark lines, a pattern the SVG defines
         pattern = root.find(f".//{SVG}pattern[@id='hatch-skip']")
         assert skip.get("fill") == "url(#hatch-skip)" and pattern is not None
         tile = [r.get("fill") for r in pattern.findall(f"{SVG}rect")]
-        assert tile == [heatmap.OUTCOME_COLORS["skip"], heatmap.PALETTE.hatch]
+        assert tile == [heatmap.OUTCOME_COLORS[Outcome.SKIP], heatmap.PALETTE.hatch]
         # not tested: white, outlined, nothing like a skip
         assert untested.get("fill") == heatmap.NOT_RUN
         assert untested.get("stroke") == heatmap.PALETTE.edge
@@ -265,9 +268,7 @@ def test_pass_rate_chart_has_a_line_and_points_per_runner_and_breaks_on_gaps():
 
 def test_empty_inputs_draw_a_message():
     assert "no nightly history yet" in dashboard.pass_rate_chart([])
-    assert "no consistency test results" in heatmap.heatmap(
-        {"rows": [], "dtypes": [], "runners": []}
-    )
+    assert "no consistency test results" in heatmap.heatmap(DtypeTable((), (), ()))
     html = dashboard.render_html(
         model(
             proposals=[], diff="", candidates=[], regressions=[], flaky=[], history=[],

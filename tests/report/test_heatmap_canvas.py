@@ -38,9 +38,9 @@ def large_table() -> dict:
                 if op % 7 == 0 and d == 1 and k == 2:
                     got, message = Outcome.FAIL, EVIL  # the runners disagree
                 runs[runner].append(case(f"op{op}", dtype, got, message, flaky=op % 11 == 0))
-    table = merge_runs(runs, {}).to_dict()
+    table = merge_runs(runs, {})
     assert heatmap_canvas.cell_count(table) > heatmap_canvas.SVG_MAX_CELLS
-    return table
+    return table.to_dict()
 
 
 def data_block(page: str) -> dict:
@@ -78,7 +78,7 @@ def test_a_large_heatmap_is_a_data_block_and_the_one_script_the_policy_allows():
     assert any(d.get("flaky") for d in data["details"].values())
     # the legend: a hatched skip, not tested, and a split cell with its runners in order
     (legend,) = re.findall(r'<div id="heatmap"></div><p class="caption">(.*?)</p>', page, re.S)
-    skip, hatch = heatmap.OUTCOME_COLORS["skip"], heatmap.PALETTE.hatch
+    skip, hatch = heatmap.OUTCOME_COLORS[Outcome.SKIP], heatmap.PALETTE.hatch
     assert f"repeating-linear-gradient(45deg,{skip} 0 2px,{hatch} 2px 3.5px)" in legend
     assert "not tested" in legend and "dot: flaky" in legend
     assert f"runners disagree: one stripe per runner, left to right: {', '.join(RUNNERS)}" in (

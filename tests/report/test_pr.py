@@ -38,7 +38,7 @@ def test_results_json_round_trips_and_is_checked():
         (
             ("table", "rows", 0, "cells", "int8", "runners", "local", "outcome"),
             "pwned",
-            "outcome 'pwned' is unknown",
+            "outcome is 'pwned', not one of",
         ),
         (("table", "rows", 0, "name"), ["x"], r"table.rows\[0\].name must be str"),
         (("build", "ok"), 1, "build.ok must be bool"),
@@ -133,10 +133,10 @@ def test_check_math_table_is_in_results_json_and_rendered_from_it_in_the_comment
     assert "Functor math" not in sample().comment()  # no check-math run: no section
     for path, value, message in [
         (("math",), [], "math must be dict or null"),
-        (("math", "schema"), 2, "math.schema is 2"),
+        (("math", "schema"), 2, "math.schema is 2, not 1"),
         (("math", "functors", 0, "dtypes", 1, "status"), "ok", "not what its counts give"),
         (("math", "functors", 0, "dtypes", 0, "checked"), "10", r"dtypes\[0\].checked must be"),
-        (("math", "functors", 0, "dtypes", 1, "counterexamples", 0, "kind"), "x", "'x' is unk"),
+        (("math", "functors", 0, "dtypes", 1, "counterexamples", 0, "kind"), "x", "is 'x', not"),
         (("math", "functors", 1, "compile_error"), 3, r"functors\[1\].compile_error must be"),
     ]:
         with pytest.raises(PipelineError, match=message):
