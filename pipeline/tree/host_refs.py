@@ -12,8 +12,9 @@ The scalars follow the same path: the host function's parameter that the launch 
 the kernel's scalar, or that a condition fixes (``order == 1`` before ``"trigamma"``), is
 the argument at the same place in the shared implementation's stub call, which names the
 operator's schema argument (``delta``, ``n``). Whatever the tree does not show that way
-(no native/*.cpp, no caller, a condition not read, an argument that is an expression) is
-an unknown that says what was looked for, never a guess.
+(no native/*.cpp, no caller, a condition not read, in the host or in a shared
+implementation that calls several stubs, an argument that is an expression) is an unknown
+that says what was looked for, never a guess.
 """
 
 from __future__ import annotations
@@ -79,6 +80,13 @@ def _through(
         assert index.sources is not None
         for impl in index.sources.callers(s.stub):
             via = f"{s.stub} -> {impl.name} ({impl.span})"
+            if len(set(impl.stubs)) > 1:
+                # div_out_mode's trunc and floor stubs: the arguments that choose one (a
+                # rounding mode) are conditions in the .cpp, which the tool does not read
+                others = ", ".join(sorted(set(impl.stubs) - {s.stub}))
+                why = f"{via}: {impl.name} also calls {others}; which runs is its condition's"
+                found.append(HostReference(kernel, None, via, unknown=why))
+                continue
             alpha = _argument(impl, s.stub, launch.alpha) if launch.alpha is not None else None
             bound = [(_argument(impl, s.stub, i), lit) for i, lit in launch.fixed]
             if (launch.alpha is not None and alpha is None) or any(a is None for a, _ in bound):

@@ -104,3 +104,13 @@ def test_without_native_sources_the_operator_is_unknown(tmp_path: Path, kernel: 
 
 def test_a_kernel_no_host_function_runs_has_no_host_reference(tmp_path: Path) -> None:
     assert host_refs.resolve(_index(tmp_path), "lane_twist") is None
+
+
+def test_a_stub_one_of_several_an_implementation_chooses_between_is_unknown(
+    tmp_path: Path,
+) -> None:
+    # margin_out_mode calls the floor or the trunc stub by its rounding mode: resolving the
+    # floor kernel to plain `margin` would check it against the wrong operator
+    ref = host_refs.resolve(_index(tmp_path), "margin_floor")
+    assert ref is not None and ref.op is None
+    assert ref.unknown is not None and "also calls margin_trunc_stub" in ref.unknown
