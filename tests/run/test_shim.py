@@ -35,6 +35,10 @@ int main() {
   check("half is _Float16", is_same_v<decltype(h + h), half> && float(h) == 3.0f);
   check("half max", float(numeric_limits<half>::max()) == 65504.0f);
   check("bfloat max", bits(numeric_limits<bfloat>::max()) == 0x7f7f);
+  // a constant of a kernel's type T, bfloat too (upstream's `constexpr T neginf = -...`)
+  constexpr bfloat neginf = -numeric_limits<bfloat>::infinity();
+  constexpr bfloat one = +bfloat::from_bits(0x3f80);
+  check("bfloat constexpr signs", bits(neginf) == 0xff80 && bits(one) == 0x3f80);
   // vectors: element-wise operators, comparisons to bool vectors
   float2 a(1.0f, 2.0f), b(3.0f, -4.0f);
   float2 c = a * b + 1.0f;

@@ -237,10 +237,10 @@ MPS_SHIM_BF_CMP(>)
 MPS_SHIM_BF_CMP(>=)
 #undef MPS_SHIM_BF_CMP
 
-inline bfloat operator-(bfloat a) {
+constexpr bfloat operator-(bfloat a) {
   return bfloat::from_bits(uint16_t(a.bits ^ 0x8000u));
 }
-inline bfloat operator+(bfloat a) {
+constexpr bfloat operator+(bfloat a) {
   return a;
 }
 
