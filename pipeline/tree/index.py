@@ -501,6 +501,7 @@ def _fingerprint(source: TreeSource, inputs: list[Path]) -> str:
 def build_index(source: TreeSource) -> TreeIndex:
     """Parse every reader's files under ``source.root`` (no cache)."""
     root = source.root
+    op_db = opinfo.load_op_db(source)
     return TreeIndex(
         root=root,
         native=native_yaml.read(root),
@@ -508,10 +509,10 @@ def build_index(source: TreeSource) -> TreeIndex:
         host=objc.read(root),
         dispatch=dispatch.read(root),
         xfails=common_mps.read(root),
-        opinfos=opinfo.load_opinfos(source),
+        opinfos=op_db.records,
         test_kinds=source.test_kinds,
         sources=sources.read(root),
-        backward_dtypes=opinfo.load_backward_dtypes(source),
+        backward_dtypes=dict(op_db.backward_dtypes),
         decorations=decorations_reader.read(root),
     )
 

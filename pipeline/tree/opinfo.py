@@ -60,13 +60,16 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 
 from pipeline.dtypes import TEST_KINDS, TORCH_ALIASES, sort_key
-from pipeline.errors import ConfigError, ParseError, UnreadableFileError
+from pipeline.errors import ConfigError, DocumentError, ParseError, UnreadableFileError
+from pipeline.fields import Fields
 from pipeline.fsio import write_atomic
 from pipeline.testid import TestId
 from pipeline.tree.source import TreeSource
@@ -206,6 +209,9 @@ _ENTRY_KEYS = {
     "output_dtypes",
 }
 _DECORATOR_KEYS = {"kind", "test", "dtypes", "where"}
+_NULL = type(None)
+T = TypeVar("T")
+Bad = Callable[[str], ParseError]
 
 
 def load_table(path: Path) -> tuple[OpInfoRecord, ...]:
@@ -237,60 +243,98 @@ def load_table(path: Path) -> tuple[OpInfoRecord, ...]:
     return tuple(records)
 
 
+def _said(bad: Bad, message: str, read: Callable[[], T]) -> T:
+    """``read()``, a field of the wrong type said in the table's own words, at its line (a
+    hand-written table, not a document this tool wrote)."""
+    try:
+        return read()
+    except DocumentError:
+        raise bad(message) from None
+
+
 def _table_record(item: object, where: str, line: int) -> OpInfoRecord:
     def bad(message: str) -> ParseError:
         return ParseError(where, line, message)
 
     if not isinstance(item, dict):
         raise bad("each OpInfo is a mapping")
-    if unknown := set(item) - _ENTRY_KEYS:
+    f = Fields(item, "", where)
+    if unknown := set(f.names()) - _ENTRY_KEYS:
         raise bad(f"unknown key(s) {sorted(unknown)}; known: {sorted(_ENTRY_KEYS)}")
-    name = item.get("name")
-    if not isinstance(name, str) or not name:
-        raise bad("'name' is required and must be a string")
-    if not isinstance(item.get("dtypes"), list):
-        raise bad(f"{name}: 'dtypes' is required and must be a list")
-    decorators = []
-    for dec in item.get("decorators") or []:
-        if not isinstance(dec, dict) or not isinstance(dec.get("kind"), str):
-            raise bad(f"{name}: each decorator is a mapping with a 'kind'")
-        if unknown := set(dec) - _DECORATOR_KEYS:
-            raise bad(f"{name}: unknown decorator key(s) {sorted(unknown)}")
-        dtypes = dec.get("dtypes")
-        decorators.append(
-            MpsDecorator(
-                kind=dec["kind"],
-                test=dec.get("test"),
-                dtypes=None if dtypes is None else _strict_dtypes(dtypes, bad, name),
-                where=str(dec.get("where") or ""),
-            )
-        )
-    dtypes = _strict_dtypes(item["dtypes"], bad, name)
+    required = "'name' is required and must be a string"
+    name: str = _said(bad, required, lambda: f.pop("name", str))
+    if not name:
+        raise bad(required)
+    listed = _said(
+        bad, f"{name}: 'dtypes' is required and must be a list", lambda: f.pop("dtypes", list)
+    )
+    decorators = _said(
+        bad,
+        f"{name}: each decorator is a mapping with a 'kind'",
+        lambda: f.pop("decorators", list, _NULL),
+    )
+    found = tuple(_table_decorator(dec, bad, name) for dec in decorators or ())
+    dtypes = _strict_dtypes(listed, bad, name)
+    variant = _said(
+        bad,
+        f"{name}: variant_test_name must be a string",
+        lambda: f.pop("variant_test_name", str, _NULL),
+    )
+    aten = _said(bad, f"{name}: aten_name must be a string", lambda: f.pop("aten_name", str, _NULL))
+    aliases: tuple[str, ...] | None = _said(
+        bad, f"{name}: aliases must be a list of strings", lambda: f.strings_or_none("aliases")
+    )
+    outputs = _said(
+        bad,
+        f"{name}: output_dtypes must be a mapping {{input: output}}",
+        lambda: f.pop("output_dtypes", dict, _NULL),
+    )
+    f.done()
     return OpInfoRecord(
         name=name,
-        variant_test_name=str(item.get("variant_test_name") or ""),
-        aten_name=str(item.get("aten_name") or name),
-        aliases=tuple(str(a) for a in item.get("aliases") or ()),
+        variant_test_name=variant or "",
+        aten_name=aten or name,
+        aliases=aliases or (),
         dtypes=dtypes,
-        decorators=tuple(decorators),
-        output_dtypes=_strict_outputs(item.get("output_dtypes") or {}, dtypes, bad, name),
+        decorators=found,
+        output_dtypes=_strict_outputs(outputs or {}, dtypes, bad, name),
     )
 
 
-def _strict_dtypes(names: object, bad, name: str) -> tuple[str, ...]:
-    if not isinstance(names, list):
-        raise bad(f"{name}: dtypes must be a list")
+def _table_decorator(dec: object, bad: Bad, name: str) -> MpsDecorator:
+    no_kind = f"{name}: each decorator is a mapping with a 'kind'"
+    if not isinstance(dec, dict):
+        raise bad(no_kind)
+    f = Fields(dec, "", "")
+    kind: str = _said(bad, no_kind, lambda: f.pop("kind", str))
+    if unknown := set(f.names()) - _DECORATOR_KEYS:
+        raise bad(f"{name}: unknown decorator key(s) {sorted(unknown)}")
+    test = _said(
+        bad, f"{name}: a decorator's test must be a string", lambda: f.pop("test", str, _NULL)
+    )
+    dtypes = _said(bad, f"{name}: dtypes must be a list", lambda: f.pop("dtypes", list, _NULL))
+    at = _said(
+        bad, f"{name}: a decorator's where must be a string", lambda: f.pop("where", str, _NULL)
+    )
+    f.done()
+    return MpsDecorator(
+        kind=kind,
+        test=test,
+        dtypes=None if dtypes is None else _strict_dtypes(dtypes, bad, name),
+        where=at or "",
+    )
+
+
+def _strict_dtypes(names: list, bad: Bad, name: str) -> tuple[str, ...]:
     unknown = [n for n in names if str(n).removeprefix("torch.") not in TORCH_ALIASES]
     if unknown:
         raise bad(f"{name}: unknown dtype(s) {unknown}")
     return _sorted_dtypes(str(n) for n in names)
 
 
-def _strict_outputs(mapping: object, dtypes: tuple[str, ...], bad, name: str):
+def _strict_outputs(mapping: dict, dtypes: tuple[str, ...], bad: Bad, name: str):
     """The table's ``output_dtypes``: known dtypes on both sides, inputs among ``dtypes``
     (an output for a dtype the OpInfo is not tested with is most likely a typo)."""
-    if not isinstance(mapping, dict):
-        raise bad(f"{name}: output_dtypes must be a mapping {{input: output}}")
     _strict_dtypes([*mapping, *mapping.values()], bad, name)
     if extra := sorted({_dtype(str(k)) for k in mapping} - set(dtypes), key=sort_key):
         raise bad(f"{name}: output_dtypes for dtype(s) {extra} not in its dtypes")
@@ -302,53 +346,87 @@ def _strict_outputs(mapping: object, dtypes: tuple[str, ...], bad, name: str):
 
 def load_opinfos(source: TreeSource) -> tuple[OpInfoRecord, ...]:
     """All OpInfos: from ``source.opinfo_table`` when set, else op_db (cached, see docs)."""
+    return load_op_db(source).records
+
+
+def load_op_db(source: TreeSource) -> OpDbDump:
+    """The OpInfos and the backward dtypes, read once: from ``source.opinfo_table`` when set
+    (backward dtypes unknown: none), else op_db (cached, see docs)."""
     if source.opinfo_table is not None:
-        return load_table(source.opinfo_table)
-    return _records_from_dump(_dump_data(source))
+        return OpDbDump(load_table(source.opinfo_table), {})
+    return _dump_data(source)
 
 
-def load_backward_dtypes(source: TreeSource) -> dict[str, tuple[tuple[str, str], ...]]:
-    """Backward operator -> (input dtype, result dtype) pairs torch gives on CPU: what a
-    backward, which has no OpInfo, is registered for. Empty with a static table (unknown)."""
-    if source.opinfo_table is not None:
-        return {}
-    found = _dump_data(source).get("backward_dtypes") or {}
-    return {op: _sorted_pairs(pairs) for op, pairs in found.items()}
+@dataclass(frozen=True)
+class OpDbDump:
+    """``opinfo_dump.py``'s answer (its ``main`` has the shape), read once, every key popped."""
+
+    records: tuple[OpInfoRecord, ...]
+    # backward operator -> (input dtype, result dtype) pairs torch gives on CPU: what a
+    # backward, which has no OpInfo, is registered for; empty when unknown
+    backward_dtypes: Mapping[str, tuple[tuple[str, str], ...]]
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> OpDbDump:
+        # for readers of the cache: which torch it was dumped from, and its dtypes
+        f.pop("torch_version", str)
+        f.pop("torch_file", str)
+        f.strings("allowed_dtypes")
+        backward = f.obj_or_none("backward_dtypes")
+        found = cls(
+            records=tuple(_dumped_record(op) for op in f.objs("ops")),
+            backward_dtypes={}
+            if backward is None
+            else {op: _dumped_pairs(backward.obj(op)) for op in backward.names()},
+        )
+        for done in (backward, f):
+            if done is not None:
+                done.done()
+        return found
 
 
-def _dump_data(source: TreeSource) -> dict:
+def _dumped_pairs(f: Fields) -> tuple[tuple[str, str], ...]:
+    pairs = _sorted_pairs({dtype: f.pop(dtype, str) for dtype in f.names()})
+    f.done()
+    return pairs
+
+
+def _dumped_record(op: Fields) -> OpInfoRecord:
+    decorators = []
+    for d in op.objs("decorators"):
+        dtypes = d.strings_or_none("dtypes")
+        decorators.append(
+            MpsDecorator(
+                kind=d.pop("kind", str),
+                test=d.pop("test", str, _NULL),
+                dtypes=None if dtypes is None else _sorted_dtypes(dtypes),
+                where=d.pop("where", str),
+            )
+        )
+        d.done()
+    record = OpInfoRecord(
+        name=op.pop("name", str),
+        variant_test_name=op.pop("variant_test_name", str),
+        aten_name=op.pop("aten_name", str),
+        aliases=op.strings("aliases"),
+        dtypes=_sorted_dtypes(op.strings("dtypes")),
+        decorators=tuple(decorators),
+        output_dtypes=_dumped_pairs(op.obj("output_dtypes")),
+    )
+    op.done()
+    return record
+
+
+def _dump_data(source: TreeSource) -> OpDbDump:
     """op_db's dump, from the cache named by its sources' digest, else made and cached."""
     cache = source.cache_dir / f"opinfo-{_source_hash(_source_dir(source))}.json"
     if cache.is_file():
-        data: dict = json.loads(cache.read_text(encoding="utf-8"))
-        return data
-    data = _dump(source.python)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(cache, json.dumps(data))
-    return data
-
-
-def _records_from_dump(data: dict) -> tuple[OpInfoRecord, ...]:
-    return tuple(
-        OpInfoRecord(
-            name=op["name"],
-            variant_test_name=op["variant_test_name"],
-            aten_name=op["aten_name"],
-            aliases=tuple(op["aliases"]),
-            dtypes=_sorted_dtypes(op["dtypes"]),
-            decorators=tuple(
-                MpsDecorator(
-                    kind=d["kind"],
-                    test=d["test"],
-                    dtypes=None if d["dtypes"] is None else _sorted_dtypes(d["dtypes"]),
-                    where=d["where"],
-                )
-                for d in op["decorators"]
-            ),
-            output_dtypes=_sorted_pairs(op["output_dtypes"]),
-        )
-        for op in data["ops"]
-    )
+        data = json.loads(cache.read_text(encoding="utf-8"))
+    else:
+        data = _dump(source.python)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(cache, json.dumps(data))
+    return OpDbDump.from_fields(Fields(data, "", cache.name))
 
 
 def source_files(source: TreeSource) -> list[Path]:

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import load_settings
-from pipeline.errors import ConfigError, ParseError
+from pipeline.errors import ConfigError, DocumentError, ParseError
+from pipeline.fields import Fields
 from pipeline.tree.opinfo import (
     MpsDecorator,
+    OpDbDump,
     OpInfoRecord,
     load_opinfos,
     load_table,
@@ -385,3 +387,37 @@ def test_a_failed_dump_is_one_line_with_the_exception_that_ended_it(tmp_path):
     assert f"python={broken} could not locate torch (exit 1): ModuleNotFoundError: No module " in (
         message
     )
+
+
+def test_the_dump_is_read_once_every_key_checked():
+    dump = OpDbDump.from_fields(
+        Fields({**CANNED, "backward_dtypes": {"x_backward": {"int64": "float32"}}}, "", "d.json")
+    )
+    assert [r.key for r in dump.records] == ["atan2"]
+    assert dump.backward_dtypes == {"x_backward": (("int64", "float32"),)}
+    assert OpDbDump.from_fields(Fields(CANNED, "", "d.json")).backward_dtypes == {}  # unknown
+    misspelt = {**CANNED, "ops": [{**CANNED["ops"][0], "aten": "atan2"}]}
+    with pytest.raises(DocumentError, match=r"d.json: ops\[0\] has unknown key\(s\) 'aten'"):
+        OpDbDump.from_fields(Fields(misspelt, "", "d.json"))
+    no_kind = {**CANNED, "ops": [{**CANNED["ops"][0], "decorators": [{"test": None}]}]}
+    with pytest.raises(DocumentError, match=r"ops\[0\]\.decorators\[0\]\.kind must be str"):
+        OpDbDump.from_fields(Fields(no_kind, "", "d.json"))
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("  aliases: arctan2\n", "a: aliases must be a list of strings"),
+        ("  decorators: [{kind: xfail, where: 12}]\n", "a: a decorator's where must be a string"),
+        ("  output_dtypes: null\n", None),
+    ],
+)
+def test_table_fields_are_checked_at_their_line(tmp_path, entry, message):
+    path = tmp_path / "table.yaml"
+    path.write_text("- name: z\n  dtypes: [int64]\n- name: a\n  dtypes: [int64]\n" + entry)
+    if message is None:
+        assert load_table(path)[1].output_dtypes == ()
+        return
+    with pytest.raises(ParseError, match=message) as info:
+        load_table(path)
+    assert info.value.line == 3
