@@ -38,7 +38,7 @@ class DocumentError(PipelineError):
     exit_code = EXIT_INPUT
 
     def __init__(self, doc: str, where: str, problem: str) -> None:
-        self.doc, self.where = doc, where
+        self.doc, self.where, self.problem = doc, where, problem
         super().__init__(
             f"{doc}: {where} {problem}; was it written by this version of mps-pipeline?"
         )

@@ -15,16 +15,15 @@ case's input tensors (``x.size(0)``, ``x.stride(1)``), ``ceil_div``, ``min``, ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from pipeline.dtypes import DTYPE_TO_METAL, TORCH_ALIASES
-from pipeline.errors import LaunchSpecError
+from pipeline.errors import DocumentError, LaunchSpecError
+from pipeline.fields import Fields
 
 SPEC_DIR = "kernels"
 # the buffer name of c10/metal/error.h's ErrorMessages, which TORCH_REPORT_ERROR writes
@@ -39,6 +38,11 @@ class GridKind(str, Enum):
     THREADGROUPS = "threadgroups"
 
 
+# an expression: YAML reads ``256`` or ``0.5`` as a number, ``x.size(0)`` as a string
+_EXPR = (str, int, float)
+_NULL = type(None)
+
+
 @dataclass(frozen=True)
 class TensorInput:
     """An input tensor: floating ones of the case's dtype; integer ones (an index) with values
@@ -51,23 +55,27 @@ class TensorInput:
     strided: bool  # also run non-contiguous views (the kernel takes strides)
 
     @staticmethod
-    def from_yaml(name: str, data: dict[str, Any], where: str) -> TensorInput:
-        rank = data.pop("rank", 1)
-        dtype = data.pop("dtype", None)
-        low_high = data.pop("range", None)
-        strided = bool(data.pop("strided", False))
-        _leftover(data, f"{where}: input {name}")
+    def from_fields(name: str, f: Fields | None, where: str) -> TensorInput:
+        at = f"{where}: input {name}"
+        if f is None:  # ``x:`` alone: every default
+            return TensorInput(name, 1, None, None, False)
+        rank = f.pop("rank", int, _NULL)
+        dtype = f.pop("dtype", str, _NULL)
+        low_high = _expressions(f, "range")
+        strided = bool(f.pop("strided", bool, _NULL))
+        _leftover(f, at)
         if dtype is not None and dtype not in TORCH_ALIASES:
-            raise LaunchSpecError(f"{where}: input {name}: unknown dtype {dtype!r}")
-        if low_high is not None and (not isinstance(low_high, list) or len(low_high) != 2):
-            raise LaunchSpecError(f"{where}: input {name}: range is [low, high)")
-        if not isinstance(rank, int) or not 1 <= rank <= 4:
-            raise LaunchSpecError(f"{where}: input {name}: rank is 1 to 4")
+            raise LaunchSpecError(f"{at}: unknown dtype {dtype!r}")
+        if low_high is not None and len(low_high) != 2:
+            raise LaunchSpecError(f"{at}: range is [low, high)")
+        rank = 1 if rank is None else rank
+        if not 1 <= rank <= 4:
+            raise LaunchSpecError(f"{at}: rank is 1 to 4")
         return TensorInput(
             name,
             rank,
             TORCH_ALIASES[dtype] if dtype else None,
-            (str(low_high[0]), str(low_high[1])) if low_high else None,
+            (low_high[0], low_high[1]) if low_high else None,
             strided,
         )
 
@@ -83,15 +91,48 @@ class StructArg:
     fields: tuple[tuple[str, str], ...]
 
     @staticmethod
-    def from_yaml(name: str, data: dict[str, Any], where: str) -> StructArg:
-        ctype = data.pop("type", None)
-        fields = data.pop("fields", {})
-        if "value" in data:
-            fields = {"": data.pop("value")}
-        _leftover(data, f"{where}: struct {name}")
-        if not isinstance(ctype, str) or not isinstance(fields, dict):
-            raise LaunchSpecError(f"{where}: struct {name} needs type: and fields: {{...}}")
-        return StructArg(name, ctype, tuple((str(k), str(v)) for k, v in fields.items()))
+    def from_fields(name: str, f: Fields | None, where: str) -> StructArg:
+        at = f"{where}: struct {name}"
+        if f is None:
+            raise LaunchSpecError(f"{at} needs type: and fields: {{...}}")
+        ctype = f.pop("type", str, _NULL)
+        if "value" in f.names():
+            fields: tuple[tuple[str, str], ...] = (("", str(f.pop("value", *_EXPR))),)
+        else:
+            named = f.obj_or_none("fields")
+            fields = () if named is None else tuple(
+                (k, str(named.pop(k, *_EXPR))) for k in named.names()
+            )  # fmt: skip
+        _leftover(f, at)
+        if ctype is None:
+            raise LaunchSpecError(f"{at} needs type: and fields: {{...}}")
+        return StructArg(name, ctype, fields)
+
+
+@dataclass(frozen=True)
+class LaunchOutput:
+    """An entry's ``output:``: the input whose shape it has, its dtype and shape when they
+    are not torch's result's, and its variable in the host code."""
+
+    like: str | None  # None: the first input
+    dtype: str | None
+    shape: tuple[str, ...] | None
+    host: str
+
+    @staticmethod
+    def from_fields(f: Fields | None, where: str) -> LaunchOutput:
+        if f is None:
+            return LaunchOutput(None, None, None, OUTPUT)
+        found = LaunchOutput(
+            like=f.pop("like", str, _NULL),
+            dtype=f.pop("dtype", str, _NULL),
+            shape=_expressions(f, "shape"),
+            host=f.pop("host", str, _NULL) or OUTPUT,
+        )
+        _leftover(f, f"{where}: output")
+        if found.dtype is not None and found.dtype not in TORCH_ALIASES:
+            raise LaunchSpecError(f"{where}: output: unknown dtype {found.dtype!r}")
+        return found
 
 
 @dataclass(frozen=True)
@@ -126,38 +167,32 @@ class LaunchCase:
         return self.kernel.replace("{T}", DTYPE_TO_METAL.get(dtype, dtype))
 
     @staticmethod
-    def from_yaml(data: dict[str, Any], where: str) -> LaunchCase:
-        kernel = data.pop("kernel", None)
-        if not isinstance(kernel, str):
+    def from_fields(f: Fields, where: str) -> LaunchCase:
+        kernel = f.pop("kernel", str, _NULL)
+        if kernel is None:
             raise LaunchSpecError(f"{where}: an entry needs kernel: HOST_NAME")
         where = f"{where}: {kernel}"
-        dtypes = tuple(TORCH_ALIASES.get(d, d) for d in data.pop("dtypes", ["float32"]))
-        reference = data.pop("reference", None)
-        opinfo = data.pop("opinfo", None)
-        inputs = data.pop("inputs", {})
-        output = data.pop("output", {})
-        buffers = data.pop("buffers", None)
-        structs = data.pop("structs", {})
-        threads = data.pop("threads", None)
-        groups = data.pop("threadgroups", None)
-        tptg = data.pop("threads_per_threadgroup", None)
-        _leftover(data, where)
-        if not isinstance(reference, str) or not isinstance(buffers, list | None):
+        named = f.strings_or_none("dtypes")
+        dtypes = tuple(TORCH_ALIASES.get(d, d) for d in (("float32",) if named is None else named))
+        reference = f.pop("reference", str, _NULL)
+        opinfo = f.pop("opinfo", str, _NULL)
+        inputs = f.obj_or_none("inputs")
+        output = f.obj_or_none("output")
+        buffers = f.strings_or_none("buffers")
+        structs = f.obj_or_none("structs")
+        threads = _expressions(f, "threads")
+        groups = _expressions(f, "threadgroups")
+        tptg = _expressions(f, "threads_per_threadgroup")
+        _leftover(f, where)
+        if reference is None:
             raise LaunchSpecError(f"{where}: reference: is required, buffers: a list")
         if threads is not None and groups is not None:
             raise LaunchSpecError(f"{where}: give threads: or threadgroups:, not both")
-        parsed_inputs = tuple(
-            TensorInput.from_yaml(str(k), dict(v or {}), where) for k, v in inputs.items()
-        )
+        parsed_inputs = tuple(TensorInput.from_fields(k, v, where) for k, v in _by_name(inputs))
         names = {i.name for i in parsed_inputs}
-        like = str(output.pop("like", parsed_inputs[0].name if parsed_inputs else ""))
-        out_dtype = output.pop("dtype", None)
-        out_shape = output.pop("shape", None)
-        out_host = str(output.pop("host", OUTPUT))
-        _leftover(output, f"{where}: output")
-        parsed_structs = tuple(
-            StructArg.from_yaml(str(k), dict(v or {}), where) for k, v in structs.items()
-        )
+        out = LaunchOutput.from_fields(output, where)
+        like = out.like if out.like is not None else parsed_inputs[0].name if parsed_inputs else ""
+        parsed_structs = tuple(StructArg.from_fields(k, v, where) for k, v in _by_name(structs))
         known = names | {s.name for s in parsed_structs} | {OUTPUT, ERROR_BUFFER}
         unknown = [b for b in buffers or () if b not in known]
         if unknown or like not in names:
@@ -167,13 +202,12 @@ class LaunchCase:
             )
         return LaunchCase(
             kernel, dtypes, reference, opinfo, parsed_inputs, like,
-            TORCH_ALIASES[out_dtype] if out_dtype else None,
-            tuple(str(s) for s in out_shape) if isinstance(out_shape, list) else None,
-            tuple(str(b) for b in buffers or ()), parsed_structs,
+            TORCH_ALIASES[out.dtype] if out.dtype else None, out.shape,
+            buffers or (), parsed_structs,
             GridKind.THREADS if threads is not None else
             GridKind.THREADGROUPS if groups is not None else None,
             _three(threads if threads is not None else groups, where),
-            _three(tptg, where), out_host,
+            _three(tptg, where), out.host,
         )  # fmt: skip
 
 
@@ -191,18 +225,36 @@ class LaunchSpec:
         return None
 
 
-def _three(value: Any, where: str) -> tuple[str, ...]:
+def _by_name(f: Fields | None) -> list[tuple[str, Fields | None]]:
+    """An object keyed by names (``inputs:``, ``structs:``): each name's object, None for
+    null (``x:`` alone)."""
+    return [] if f is None else [(name, f.obj_or_none(name)) for name in f.names()]
+
+
+def _expressions(f: Fields, key: str) -> tuple[str, ...] | None:
+    """The list of expressions at ``key`` (numbers as YAML read them, written back), or None."""
+    items = f.pop(key, list, _NULL)
+    if items is None:
+        return None
+    for i, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, _EXPR):
+            problem = f"is {item!r}, not an expression (a string or a number)"
+            raise f.error(f"{key}[{i}]", problem)
+    return tuple(str(item) for item in items)
+
+
+def _three(value: tuple[str, ...] | None, where: str) -> tuple[str, ...]:
     if value is None:
         return ()  # the host code's
-    if not isinstance(value, list) or not 1 <= len(value) <= 3:
+    if not 1 <= len(value) <= 3:
         raise LaunchSpecError(f"{where}: a size is a list of 1 to 3 expressions")
-    padded = [str(v) for v in value] + ["1"] * (3 - len(value))
+    padded = [*value, *["1"] * (3 - len(value))]
     return (padded[0], padded[1], padded[2])
 
 
-def _leftover(data: Mapping[str, Any], where: str) -> None:
-    if data:
-        raise LaunchSpecError(f"{where}: unknown key(s) {', '.join(map(str, data))}")
+def _leftover(f: Fields, where: str) -> None:
+    if left := f.names():
+        raise LaunchSpecError(f"{where}: unknown key(s) {', '.join(map(str, left))}")
 
 
 def spec_path(spec_dir: Path, metal: Path) -> Path:
@@ -214,8 +266,12 @@ def read_spec(path: Path) -> LaunchSpec:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise LaunchSpecError(f"{path}: not YAML: {exc}") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("kernels", []), list):
+    if not isinstance(doc, dict):
         raise LaunchSpecError(f"{path}: a launch spec is {{kernels: [entries]}}")
-    entries = doc.pop("kernels", [])
-    _leftover(doc, str(path))
-    return LaunchSpec(path, tuple(LaunchCase.from_yaml(dict(e), str(path)) for e in entries))
+    f = Fields(doc, "", str(path))
+    try:
+        entries = f.objs("kernels") if "kernels" in f.names() else []
+        _leftover(f, str(path))
+        return LaunchSpec(path, tuple(LaunchCase.from_fields(e, str(path)) for e in entries))
+    except DocumentError as exc:  # a hand-written file: said as the spec's error, not a tool's
+        raise LaunchSpecError(f"{path}: {exc.where} {exc.problem}") from None
