@@ -16,7 +16,6 @@ from pipeline.flows import audit_replay as replay
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
 
     from rich.console import Console
 
@@ -82,7 +81,7 @@ def audit_command(settings: Settings, op: str, *, as_json: bool, argv: Sequence[
     witness = None if argv is None else _witness(settings, argv)
     keys = replay.keys(settings, "cli")
     if (saved := replay.replay(settings, op, keys, witness)) is not None:
-        return 0 if saved["ok"] else 1
+        return 0 if saved.ok else 1
     from pipeline.report.console import terminal
     from pipeline.report.guide import render_checklist
 
@@ -101,7 +100,7 @@ def audit_command(settings: Settings, op: str, *, as_json: bool, argv: Sequence[
     return 0 if ok else 1
 
 
-def _witness(settings: Settings, argv: Sequence[str]) -> dict[str, Any] | None:
+def _witness(settings: Settings, argv: Sequence[str]) -> replay.Witness | None:
     """The witness of a run started from a command line (:func:`replay.witness`), with
     what :func:`pipeline.workspace.announce` said on stderr before it."""
     from pipeline.workspace import announcement
@@ -114,7 +113,7 @@ def audit(request: Request, console: Console) -> None:
     was printed for this terminal, what it printed then (:mod:`pipeline.flows.audit_replay`)."""
     settings, op = request.settings, request.op
     keys = replay.keys(settings, "doit")
-    current = state.audit_current(settings, op, keys["inputs"])
+    current = state.audit_current(settings, op, keys.inputs)
     if current and replay.replay(settings, op, keys) is not None:
         return
     console.begin_capture()

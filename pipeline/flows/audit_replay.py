@@ -35,9 +35,11 @@ from pipeline import fsio
 TYPE_CHECKING = False  # typing's own costs the CLI's replay 3 ms (mypy reads it alike)
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
+    from typing import Final, TypeVar
 
     from pipeline.config import Settings
+
+    T = TypeVar("T")
 
 SCREEN = "audit.{kind}.screen.json"  # in the operator's state folder, one per kind of audit
 # what rich reads to decide colors and width, besides whether the stream is a terminal
@@ -68,6 +70,186 @@ def _op_name(name: str) -> bool:
     return 0 < len(name) <= 200 and (name[0].isalpha() or name[0] == "_") and _file_name(name, "_.")
 
 
+class _Damaged(Exception):
+    """A saved output that does not read back (another version's, or cut short): as none."""
+
+
+class _Doc:
+    """:class:`pipeline.fields.Fields`' way of reading a JSON object (each key popped once,
+    checked for its type, nothing left over) without its imports (the typed errors, enum,
+    typing), which the CLI's replay does without."""
+
+    __slots__ = ("_left",)
+
+    def __init__(self, data: object) -> None:
+        if not isinstance(data, dict):
+            raise _Damaged
+        self._left = dict(data)
+
+    def pop(self, key: str, kind: type[T]) -> T:
+        found = self.pop_or_none(key, kind)
+        if found is None:
+            raise _Damaged
+        return found
+
+    def pop_or_none(self, key: str, kind: type[T]) -> T | None:
+        value = self._left.pop(key, None)
+        if value is None:
+            return None
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise _Damaged
+        return value
+
+    def done(self) -> None:
+        if self._left:
+            raise _Damaged
+
+
+# The models below are slotted classes with Final attributes, not frozen dataclasses:
+# dataclasses imports inspect and typing, several milliseconds of the CLI's replay.
+
+
+class Keys:
+    """What a saved output must have been made with to be written again (:func:`keys`)."""
+
+    __slots__ = ("kind", "inputs", "code", "terminal")
+    kind: Final[str]  # cli or doit: which audit saved it
+    inputs: Final[str]  # pipeline.state.inputs_digest
+    code: Final[str]  # the status of the code that judges and renders (_CODE)
+    terminal: Final[list[object]]  # the terminal it was drawn for (_terminal_key)
+
+    def __init__(self, kind: str, inputs: str, code: str, terminal: list[object]) -> None:
+        self.kind, self.inputs, self.code, self.terminal = kind, inputs, code, terminal
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Keys) and self.to_json() == other.to_json()
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "inputs": self.inputs, "code": self.code,
+                "terminal": self.terminal}  # fmt: skip
+
+    @staticmethod
+    def read(f: _Doc) -> Keys:
+        found = Keys(f.pop("kind", str), f.pop("inputs", str), f.pop("code", str),
+                     f.pop("terminal", list))  # fmt: skip
+        f.done()
+        return found
+
+
+class Process:
+    """The CLI witness's part that is no file: what the command was and where it ran."""
+
+    __slots__ = ("argv", "cwd", "env", "python", "terminal")
+    argv: Final[list[str]]
+    cwd: Final[str]
+    env: Final[list[list[str]]]  # the settings' variables and the homes (_environment)
+    python: Final[list[str]]  # the interpreter and its version
+    terminal: Final[list[object]]
+
+    def __init__(
+        self, argv: list[str], cwd: str, env: list[list[str]], python: list[str],
+        terminal: list[object],
+    ) -> None:  # fmt: skip
+        self.argv, self.cwd, self.env, self.python = argv, cwd, env, python
+        self.terminal = terminal
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Process) and self.to_json() == other.to_json()
+
+    def to_json(self) -> dict[str, object]:
+        return {"argv": self.argv, "cwd": self.cwd, "env": self.env, "python": self.python,
+                "terminal": self.terminal}  # fmt: skip
+
+    @staticmethod
+    def read(f: _Doc) -> Process:
+        return Process(f.pop("argv", list), f.pop("cwd", str), f.pop("env", list),
+                       f.pop("python", list), f.pop("terminal", list))  # fmt: skip
+
+
+class Witness:
+    """What a CLI audit's output rests on beyond its inputs' digest (:func:`witness`): the
+    process, the state folder, what it said before the audit, and ``[path, status]`` lists
+    (read back as JSON, checked by :func:`pipeline.fsio.holds`)."""
+
+    __slots__ = ("process", "state_dir", "announced", "files", "kinds", "resolved")
+    process: Final[Process]
+    state_dir: Final[str]
+    announced: Final[str]  # what the CLI said on stderr before the audit
+    files: Final[list[object]]  # [path, fsio.status(path)] of every path looked at
+    kinds: Final[list[object]]  # [path, fsio.kind(path)]
+    resolved: Final[list[object]]  # [path, os.path.realpath(path)]
+
+    def __init__(
+        self, process: Process, state_dir: str, announced: str, files: list[object],
+        kinds: list[object], resolved: list[object],
+    ) -> None:  # fmt: skip
+        self.process, self.state_dir, self.announced = process, state_dir, announced
+        self.files, self.kinds, self.resolved = files, kinds, resolved
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Witness) and self.to_json() == other.to_json()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            **self.process.to_json(), "state_dir": self.state_dir,
+            "announced": self.announced, "files": self.files, "kinds": self.kinds,
+            "resolved": self.resolved,
+        }  # fmt: skip
+
+    @staticmethod
+    def read(f: _Doc) -> Witness:
+        found = Witness(Process.read(f), f.pop("state_dir", str), f.pop("announced", str),
+                        f.pop("files", list), f.pop("kinds", list),
+                        f.pop("resolved", list))  # fmt: skip
+        f.done()
+        return found
+
+    def holds(self) -> bool:
+        """Whether every path looked at is as it was."""
+        return (
+            fsio.holds(self.files, fsio.status)
+            and fsio.holds(self.kinds, fsio.kind)
+            and fsio.holds(self.resolved, os.path.realpath)
+        )
+
+
+class Screen:
+    """One audit's saved output (``audit.<kind>.screen.json``): the keys it was made with,
+    what it wrote, whether every item passed, and (a CLI audit's) its witness."""
+
+    __slots__ = ("keys", "stdout", "stderr", "ok", "witness")
+    keys: Final[Keys]
+    stdout: Final[str]
+    stderr: Final[str]
+    ok: Final[bool]
+    witness: Final[Witness | None]
+
+    def __init__(
+        self, keys: Keys, stdout: str, stderr: str, ok: bool, witness: Witness | None
+    ) -> None:
+        self.keys, self.stdout, self.stderr, self.ok = keys, stdout, stderr, ok
+        self.witness = witness
+
+    def to_json(self) -> dict[str, object]:
+        held = {} if self.witness is None else {"witness": self.witness.to_json()}
+        return {"keys": self.keys.to_json(), "stdout": self.stdout, "stderr": self.stderr,
+                "ok": self.ok, **held}  # fmt: skip
+
+    @staticmethod
+    def read(text: str) -> Screen | None:
+        """The saved output in ``text``, or None when it does not read back."""
+        try:
+            f = _Doc(json.loads(text))
+            held = f.pop_or_none("witness", dict)
+            found = Screen(Keys.read(_Doc(f.pop("keys", dict))), f.pop("stdout", str),
+                           f.pop("stderr", str), f.pop("ok", bool),
+                           None if held is None else Witness.read(_Doc(held)))  # fmt: skip
+            f.done()
+        except (ValueError, _Damaged):
+            return None
+        return found
+
+
 def _code_key() -> str:
     import hashlib
     from pathlib import Path
@@ -80,7 +262,7 @@ def _code_key() -> str:
     return h.hexdigest()
 
 
-def _terminal_key() -> list[Any]:
+def _terminal_key() -> list[object]:
     out = sys.stdout  # doit's own writer, in a doit action
     tty = bool(getattr(out, "isatty", lambda: False)())
     size = None
@@ -98,68 +280,58 @@ def _path(settings: Settings, op: str, kind: str) -> Path:
     return state.op_files(settings, op).dir / SCREEN.format(kind=kind)
 
 
-def keys(settings: Settings, kind: str) -> dict[str, Any]:
+def keys(settings: Settings, kind: str) -> Keys:
     """What a saved output must have been made with to be written again: taken before an
     audit renders (what it reads may change while it does)."""
     from pipeline import state
 
-    return {
-        "kind": kind,
-        "inputs": state.inputs_digest(settings),
-        "code": _code_key(),
-        "terminal": _terminal_key(),
-    }
+    return Keys(kind, state.inputs_digest(settings), _code_key(), _terminal_key())
 
 
-def replay(
-    settings: Settings, op: str, now: dict[str, Any], witness: dict[str, Any] | None = None
-) -> dict[str, Any] | None:
+def replay(settings: Settings, op: str, now: Keys, witness: Witness | None = None) -> Screen | None:
     """Write the saved output of the last audit of ``op`` when it was made with the keys
     ``now`` (:func:`keys`), and return what was saved (``ok``: whether every item passed);
     else None. ``witness`` (:func:`witness`), when given and not the saved one, is saved
     with it, so that the next CLI audit replays before resolving its settings."""
     if not _file_name(op):
         return None
-    path = _path(settings, op, now["kind"])
+    path = _path(settings, op, now.kind)
     try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        saved = Screen.read(path.read_text(encoding="utf-8"))
+    except OSError:
         return None
-    if not isinstance(saved, dict) or saved.get("keys") != now:
+    if saved is None or saved.keys != now:
         return None
-    sys.stderr.write(saved["stderr"])
-    sys.stdout.write(saved["stdout"])
+    sys.stderr.write(saved.stderr)
+    sys.stdout.write(saved.stdout)
     sys.stdout.flush()
-    if witness is not None and saved.get("witness") != witness:
+    if witness is not None and saved.witness != witness:
         # only a shortcut for the next run: a read-only state folder does without it
         with contextlib.suppress(OSError):
-            _write(path, {**saved, "witness": witness})
+            _write(path, Screen(saved.keys, saved.stdout, saved.stderr, saved.ok, witness))
     return saved
 
 
 def save(
     settings: Settings,
     op: str,
-    made: dict[str, Any],
+    made: Keys,
     stdout: str,
     stderr: str,
     ok: bool,
-    witness: dict[str, Any] | None = None,
+    witness: Witness | None = None,
 ) -> None:
     """Save what an audit of ``op`` made with the keys ``made`` wrote, for :func:`replay`
     (and with ``witness``, for :func:`cli_saved`)."""
     if not _file_name(op):
         return
-    doc = {"keys": made, "stdout": stdout, "stderr": stderr, "ok": ok}
-    if witness is not None:
-        doc["witness"] = witness
-    _write(_path(settings, op, made["kind"]), doc)
+    _write(_path(settings, op, made.kind), Screen(made, stdout, stderr, ok, witness))
 
 
-def _write(path: Path, doc: dict[str, Any]) -> None:
+def _write(path: Path, saved: Screen) -> None:
     from pipeline import state
 
-    state.write_text(path, json.dumps(doc, ensure_ascii=False) + "\n")
+    state.write_text(path, json.dumps(saved.to_json(), ensure_ascii=False) + "\n")
 
 
 # --- the CLI's witness: replay before the settings are resolved -------------------------------
@@ -172,18 +344,13 @@ def _environment() -> list[list[str]]:
     return sorted([k, v] for k, v in env.items() if k.startswith("MPS_PIPELINE_") or k in homes)
 
 
-def _process(argv: list[str]) -> dict[str, Any]:
-    """The witness's part that is no file: what the command was and where it ran."""
-    return {
-        "argv": list(argv),
-        "cwd": os.getcwd(),
-        "env": _environment(),
-        "python": [sys.executable, sys.version],
-        "terminal": _terminal_key(),
-    }
+def _process(argv: list[str]) -> Process:
+    return Process(
+        list(argv), os.getcwd(), _environment(), [sys.executable, sys.version], _terminal_key()
+    )
 
 
-def witness(settings: Settings, argv: list[str], announced: str) -> dict[str, Any] | None:
+def witness(settings: Settings, argv: list[str], announced: str) -> Witness | None:
     """What a CLI audit's output rests on beyond its inputs' digest, taken before it reads
     them (:mod:`this module <pipeline.flows.audit_replay>`), with what it said on stderr before
     the audit (``announced``); None when a path looked at changed too recently to be
@@ -205,14 +372,14 @@ def witness(settings: Settings, argv: list[str], announced: str) -> dict[str, An
     found = fsio.statuses(watched, looked)
     if found is None:
         return None
-    return {
-        **_process(argv),
-        "state_dir": str(settings.state_dir),
-        "announced": announced,
-        "files": [[path, status] for path, status in found.items()],
-        "kinds": [[path, fsio.kind(path)] for path in looked_at.kinds],
-        "resolved": [list(pair) for pair in looked_at.resolved],
-    }
+    return Witness(
+        _process(argv),
+        str(settings.state_dir),
+        announced,
+        [[path, status] for path, status in found.items()],
+        [[path, fsio.kind(path)] for path in looked_at.kinds],
+        [list(pair) for pair in looked_at.resolved],
+    )
 
 
 def _origin(module: str) -> str | None:
@@ -266,39 +433,34 @@ def _cli_candidates(argv: list[str]) -> tuple[str, list[str]] | None:
     return words[1], [*found, fsio.sandbox_state_dir(os.environ)]
 
 
-def cli_saved(argv: list[str]) -> dict[str, Any] | None:
+def cli_saved(argv: list[str]) -> Screen | None:
     """The saved output of a CLI audit made by this very command line whose witness still
     holds, or None. Reads no config and imports nothing of the settings or the readers."""
     found = _cli_candidates(argv)
     if found is None:
         return None
     op, state_dirs = found
-    now: dict[str, Any] | None = None
+    now: Process | None = None
     for state_dir in state_dirs:
         path = os.path.join(state_dir, "ops", op, SCREEN.format(kind="cli"))
         try:
             with open(path, encoding="utf-8") as fh:
-                saved = json.load(fh)
-        except (OSError, ValueError):
+                saved = Screen.read(fh.read())
+        except OSError:
             continue
-        held = saved.get("witness") if isinstance(saved, dict) else None
-        if not isinstance(held, dict) or held.get("state_dir") != os.path.realpath(state_dir):
+        held = saved.witness if saved is not None else None
+        if held is None or held.state_dir != os.path.realpath(state_dir):
             continue
         now = now if now is not None else _process(argv)
-        if any(held.get(key) != value for key, value in now.items()):
-            continue
-        if (
-            fsio.holds(held.get("files"), fsio.status)
-            and fsio.holds(held.get("kinds"), fsio.kind)
-            and fsio.holds(held.get("resolved"), os.path.realpath)
-        ):
+        if held.process == now and held.holds():
             return saved
     return None
 
 
-def write_saved(saved: dict[str, Any]) -> int:
+def write_saved(saved: Screen) -> int:
     """Write what :func:`cli_saved` found as the audit wrote it; its exit status."""
-    sys.stderr.write(saved["witness"]["announced"] + saved["stderr"])
-    sys.stdout.write(saved["stdout"])
+    announced = saved.witness.announced if saved.witness is not None else ""
+    sys.stderr.write(announced + saved.stderr)
+    sys.stdout.write(saved.stdout)
     sys.stdout.flush()
-    return 0 if saved["ok"] else 1
+    return 0 if saved.ok else 1

@@ -101,3 +101,31 @@ def test_the_cli_audit_replays_with_its_exit_status_and_warnings(tmp_path: Path)
     assert [x for x in again.stderr.splitlines() if x.startswith("warning: ")] == [
         x for x in warned.stderr.splitlines() if x.startswith("warning: ")
     ]
+
+
+def _screen(**changes: object) -> dict[str, object]:
+    keys = {"kind": "cli", "inputs": "d1", "code": "c1", "terminal": ["TextIOWrapper", False]}
+    process = {"argv": ["audit", "atan2"], "cwd": "/w", "env": [], "python": ["py", "3"]}
+    witness = {**process, "terminal": [], "state_dir": "/s", "announced": "a\n", "files": [],
+               "kinds": [], "resolved": []}  # fmt: skip
+    return {"keys": keys, "stdout": "out", "stderr": "", "ok": True, "witness": witness, **changes}
+
+
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        {"stdout": None},  # cut short
+        {"ok": 1},  # another type
+        {"keys": {"kind": "cli"}},
+        {"witness": {"state_dir": "/s"}},
+        {"surprise": 1},  # another version's
+    ],
+)
+def test_a_saved_screen_reads_back_whole_or_not_at_all(damaged: dict[str, object]) -> None:
+    whole = json.dumps(_screen(), ensure_ascii=False)
+    saved = replay.Screen.read(whole)
+    assert saved is not None and saved.witness is not None
+    assert (saved.keys.inputs, saved.ok, saved.witness.announced) == ("d1", True, "a\n")
+    assert json.dumps(saved.to_json(), ensure_ascii=False) == whole  # written as it was read
+    assert replay.Screen.read(json.dumps(_screen(witness=None))).witness is None
+    assert replay.Screen.read(json.dumps(_screen(**damaged))) is None
