@@ -40,7 +40,6 @@ class GridKind(str, Enum):
 
 # an expression: YAML reads ``256`` or ``0.5`` as a number, ``x.size(0)`` as a string
 _EXPR = (str, int, float)
-_NULL = type(None)
 
 
 @dataclass(frozen=True)
@@ -59,10 +58,10 @@ class TensorInput:
         at = f"{where}: input {name}"
         if f is None:  # ``x:`` alone: every default
             return TensorInput(name, 1, None, None, False)
-        rank = f.pop("rank", int, _NULL)
-        dtype = f.pop("dtype", str, _NULL)
+        rank = f.pop("rank", int, type(None))
+        dtype = f.pop("dtype", str, type(None))
         low_high = _expressions(f, "range")
-        strided = bool(f.pop("strided", bool, _NULL))
+        strided = bool(f.pop("strided", bool, type(None)))
         _leftover(f, at)
         if dtype is not None and dtype not in TORCH_ALIASES:
             raise LaunchSpecError(f"{at}: unknown dtype {dtype!r}")
@@ -95,9 +94,9 @@ class StructArg:
         at = f"{where}: struct {name}"
         if f is None:
             raise LaunchSpecError(f"{at} needs type: and fields: {{...}}")
-        ctype = f.pop("type", str, _NULL)
+        ctype = f.pop("type", str, type(None))
         if "value" in f.names():
-            fields: tuple[tuple[str, str], ...] = (("", str(f.pop("value", *_EXPR))),)
+            fields: tuple[tuple[str, str], ...] = (("", str(f.pop("value", str, int, float))),)
         else:
             named = f.obj_or_none("fields")
             fields = () if named is None else tuple(
@@ -124,10 +123,10 @@ class LaunchOutput:
         if f is None:
             return LaunchOutput(None, None, None, OUTPUT)
         found = LaunchOutput(
-            like=f.pop("like", str, _NULL),
-            dtype=f.pop("dtype", str, _NULL),
+            like=f.pop("like", str, type(None)),
+            dtype=f.pop("dtype", str, type(None)),
             shape=_expressions(f, "shape"),
-            host=f.pop("host", str, _NULL) or OUTPUT,
+            host=f.pop("host", str, type(None)) or OUTPUT,
         )
         _leftover(f, f"{where}: output")
         if found.dtype is not None and found.dtype not in TORCH_ALIASES:
@@ -168,14 +167,14 @@ class LaunchCase:
 
     @staticmethod
     def from_fields(f: Fields, where: str) -> LaunchCase:
-        kernel = f.pop("kernel", str, _NULL)
+        kernel = f.pop("kernel", str, type(None))
         if kernel is None:
             raise LaunchSpecError(f"{where}: an entry needs kernel: HOST_NAME")
         where = f"{where}: {kernel}"
         named = f.strings_or_none("dtypes")
         dtypes = tuple(TORCH_ALIASES.get(d, d) for d in (("float32",) if named is None else named))
-        reference = f.pop("reference", str, _NULL)
-        opinfo = f.pop("opinfo", str, _NULL)
+        reference = f.pop("reference", str, type(None))
+        opinfo = f.pop("opinfo", str, type(None))
         inputs = f.obj_or_none("inputs")
         output = f.obj_or_none("output")
         buffers = f.strings_or_none("buffers")
@@ -233,7 +232,7 @@ def _by_name(f: Fields | None) -> list[tuple[str, Fields | None]]:
 
 def _expressions(f: Fields, key: str) -> tuple[str, ...] | None:
     """The list of expressions at ``key`` (numbers as YAML read them, written back), or None."""
-    items = f.pop(key, list, _NULL)
+    items = f.pop(key, list, type(None))
     if items is None:
         return None
     for i, item in enumerate(items):

@@ -209,7 +209,6 @@ _ENTRY_KEYS = {
     "output_dtypes",
 }
 _DECORATOR_KEYS = {"kind", "test", "dtypes", "where"}
-_NULL = type(None)
 T = TypeVar("T")
 Bad = Callable[[str], ParseError]
 
@@ -271,23 +270,25 @@ def _table_record(item: object, where: str, line: int) -> OpInfoRecord:
     decorators = _said(
         bad,
         f"{name}: each decorator is a mapping with a 'kind'",
-        lambda: f.pop("decorators", list, _NULL),
+        lambda: f.pop("decorators", list, type(None)),
     )
     found = tuple(_table_decorator(dec, bad, name) for dec in decorators or ())
     dtypes = _strict_dtypes(listed, bad, name)
     variant = _said(
         bad,
         f"{name}: variant_test_name must be a string",
-        lambda: f.pop("variant_test_name", str, _NULL),
+        lambda: f.pop("variant_test_name", str, type(None)),
     )
-    aten = _said(bad, f"{name}: aten_name must be a string", lambda: f.pop("aten_name", str, _NULL))
+    aten = _said(
+        bad, f"{name}: aten_name must be a string", lambda: f.pop("aten_name", str, type(None))
+    )
     aliases: tuple[str, ...] | None = _said(
         bad, f"{name}: aliases must be a list of strings", lambda: f.strings_or_none("aliases")
     )
     outputs = _said(
         bad,
         f"{name}: output_dtypes must be a mapping {{input: output}}",
-        lambda: f.pop("output_dtypes", dict, _NULL),
+        lambda: f.pop("output_dtypes", dict, type(None)),
     )
     f.done()
     return OpInfoRecord(
@@ -310,11 +311,13 @@ def _table_decorator(dec: object, bad: Bad, name: str) -> MpsDecorator:
     if unknown := set(f.names()) - _DECORATOR_KEYS:
         raise bad(f"{name}: unknown decorator key(s) {sorted(unknown)}")
     test = _said(
-        bad, f"{name}: a decorator's test must be a string", lambda: f.pop("test", str, _NULL)
+        bad, f"{name}: a decorator's test must be a string", lambda: f.pop("test", str, type(None))
     )
-    dtypes = _said(bad, f"{name}: dtypes must be a list", lambda: f.pop("dtypes", list, _NULL))
+    dtypes = _said(bad, f"{name}: dtypes must be a list", lambda: f.pop("dtypes", list, type(None)))
     at = _said(
-        bad, f"{name}: a decorator's where must be a string", lambda: f.pop("where", str, _NULL)
+        bad,
+        f"{name}: a decorator's where must be a string",
+        lambda: f.pop("where", str, type(None)),
     )
     f.done()
     return MpsDecorator(
@@ -398,7 +401,7 @@ def _dumped_record(op: Fields) -> OpInfoRecord:
         decorators.append(
             MpsDecorator(
                 kind=d.pop("kind", str),
-                test=d.pop("test", str, _NULL),
+                test=d.pop("test", str, type(None)),
                 dtypes=None if dtypes is None else _sorted_dtypes(dtypes),
                 where=d.pop("where", str),
             )
