@@ -34,7 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from pipeline.edit.atomic import FileEdit, git_dirty
-from pipeline.errors import ConcurrentChangeError, DirtyFileError, PipelineError, TreeBusyError
+from pipeline.errors import (
+    ConcurrentChangeError,
+    DirtyFileError,
+    DocumentError,
+    PipelineError,
+    TreeBusyError,
+)
+from pipeline.fields import Fields
 from pipeline.fsio import write_atomic
 from pipeline.tree.text import encode_like, read_text
 
@@ -341,33 +348,41 @@ def _load_journal(path: Path) -> tuple[str, list[_Entry]]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise corrupt(f"not JSON: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("state") not in ("prepared", "committed"):
+    if not isinstance(doc, dict):
         raise corrupt("no state 'prepared' or 'committed'")
-    entries: list[_Entry] = []
-    for item in doc.get("files") or []:
-        if not (
-            isinstance(item, dict)
-            and _safe_rel(item.get("rel"))
-            and _safe_rel(item.get("tmp"))
-            and isinstance(item.get("sha256"), str)
-            and len(item["sha256"]) == 64
-            and (item.get("before") is None or isinstance(item.get("before"), str))
-            and isinstance(item.get("summary", ""), str)
-        ):
-            raise corrupt(f"bad file entry {item!r}")
-        rel, tmp = PurePosixPath(item["rel"]), PurePosixPath(item["tmp"])
-        if tmp.parent != rel.parent or not tmp.name.startswith(f".{rel.name}{_TMP_MARK}"):
-            raise corrupt(f"temp file {item['tmp']!r} is not next to {item['rel']!r}")
-        entries.append(
-            _Entry(
-                item["rel"],
-                item["tmp"],
-                item["sha256"],
-                item.get("before"),
-                item.get("summary", ""),
-            )
-        )
-    return doc["state"], entries
+    try:
+        f = Fields(doc, "", path.name)
+        state = f.pop("state", str, type(None))
+        if state not in ("prepared", "committed"):
+            raise corrupt("no state 'prepared' or 'committed'")
+        # for readers: the format, the transaction and the process that wrote it
+        f.pop("version", int, type(None))
+        f.pop("txid", str, type(None))
+        f.pop("pid", int, type(None))
+        files = f.pop("files", list, type(None)) or []
+        entries = [_journal_entry(Fields(item, f"files[{i}]", path.name), corrupt)
+                   for i, item in enumerate(files)]  # fmt: skip
+        f.done()
+    except DocumentError as exc:
+        raise corrupt(f"{exc.where} {exc.problem}") from None
+    return state, entries
+
+
+def _journal_entry(f: Fields, corrupt: Callable[[str], PipelineError]) -> _Entry:
+    entry = _Entry(
+        rel=f.pop("rel", str),
+        tmp=f.pop("tmp", str),
+        sha256=f.pop("sha256", str),
+        before=f.pop("before", str, type(None)),
+        summary=f.pop("summary", str, type(None)) or "",
+    )
+    f.done()
+    if not (_safe_rel(entry.rel) and _safe_rel(entry.tmp) and len(entry.sha256) == 64):
+        raise corrupt(f"bad file entry {f.where}: {entry.rel!r}, {entry.tmp!r}")
+    rel, tmp = PurePosixPath(entry.rel), PurePosixPath(entry.tmp)
+    if tmp.parent != rel.parent or not tmp.name.startswith(f".{rel.name}{_TMP_MARK}"):
+        raise corrupt(f"temp file {entry.tmp!r} is not next to {entry.rel!r}")
+    return entry
 
 
 def _roll_back(root: Path, journal: Path, entries: Sequence[_Entry]) -> None:

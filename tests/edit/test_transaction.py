@@ -444,3 +444,20 @@ def test_a_held_chain_lock_covers_its_stages_and_keeps_others_out(repo: Path) ->
         release_held()
     holder = _hold(repo, 0)  # released: another process takes it at once
     assert holder.wait(timeout=30) == 0
+
+
+@pytest.mark.parametrize(
+    ("journal_doc", "said"),
+    [
+        ({"state": "committed", "files": [{"rel": "a", "tmp": ".a.x", "sha256": 7}]},
+         r"files\[0\]\.sha256 must be str, got int"),
+        ({"state": "prepared", "files": [], "owner": "me"},
+         r"the top level has unknown key\(s\) 'owner'"),
+        ({"state": "undone"}, "no state 'prepared' or 'committed'"),
+    ],
+)  # fmt: skip
+def test_a_journal_is_read_whole_or_refused(repo: Path, journal_doc: dict, said: str) -> None:
+    (tree_state_dir(repo) / "journal.json").write_text(json.dumps(journal_doc))
+    with pytest.raises(PipelineError, match=f"journal is unreadable \\({said}"):
+        recover(repo)
+    assert _tree(repo) == BEFORE
