@@ -14,12 +14,10 @@ process of its own (:mod:`pipeline.run.kernel_run`); judge
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pipeline.config import Settings
 from pipeline.errors import NoKernelFileError
@@ -34,16 +32,61 @@ from pipeline.results.kernel import (
 from pipeline.run import cxx, kernel_run, reference
 from pipeline.run.kernel_build import FileBuild, KernelBuild, KernelBuilder, Probe
 from pipeline.run.kernel_run import SCHEDULES, Dispatch, Listing, Run, schedule_name
+from pipeline.run.reference import KernelAnswer
 from pipeline.tree import host_launch, launch
 from pipeline.tree.host_launch import HostLaunch
 from pipeline.tree.launch import ERROR_BUFFER, OUTPUT, GridKind, LaunchCase, LaunchSpec
 
-SCRIPT = Path(reference.__file__).with_name("kernel_torch.py")
 MAX_SAMPLES = 4  # OpInfo samples per kernel, on top of the bug-exposing inputs
 POISON = 0xFF  # an output's bytes before the kernel writes it: NaN, or -1
 
-# kernel_torch.py's answers for cases, by case id (cached: :func:`pipeline.run.reference.cached`)
-ReferenceFn = Callable[[list[dict[str, Any]]], dict[str, Any]]
+
+@dataclass(frozen=True)
+class KernelCase:
+    """One kernel and dtype asked of kernel_torch.py (its docstring has the request's shape):
+    its launch entry, and the kernel's limit on threads per threadgroup."""
+
+    id: str  # the kernel's host name
+    dtype: str
+    launch: LaunchCase
+    max_threads: int
+
+    @property
+    def opinfo(self) -> str | None:
+        return self.launch.opinfo
+
+    def to_json(self) -> dict[str, object]:
+        case = self.launch
+        return {
+            "id": self.id,
+            "dtype": self.dtype,
+            "reference": case.reference,
+            "opinfo": case.opinfo,
+            "inputs": [
+                {
+                    "name": i.name,
+                    "rank": i.rank,
+                    "dtype": i.dtype,
+                    "range": list(i.range) if i.range else None,
+                    "strided": i.strided,
+                }
+                for i in case.inputs
+            ],  # fmt: skip
+            "output_like": case.output_like,
+            "output_dtype": case.output_dtype,
+            "output_shape": list(case.output_shape) if case.output_shape else None,
+            "structs": [
+                {"name": s.name, "fields": [list(f) for f in s.fields]} for s in case.structs
+            ],
+            "grid": list(case.grid),
+            "tptg": list(case.threads_per_threadgroup),
+            "max_threads": self.max_threads,
+            "max_samples": MAX_SAMPLES,
+        }
+
+
+# kernel_torch.py's answers for cases, by case id (:func:`pipeline.run.reference.kernel_references`)
+ReferenceFn = Callable[[list[KernelCase]], Mapping[str, tuple[KernelAnswer, ...]]]
 
 
 @dataclass(frozen=True)
@@ -165,7 +208,10 @@ def _run_all(
         entry = resolved[k.decl.host_name]
         assert not isinstance(entry, str)
         entries[k.decl.host_name] = entry
-    cases = [_case_json(name, case, dtype, listing) for name, (case, dtype) in entries.items()]
+    cases = [
+        KernelCase(name, dtype, case, listing.kernels[name][1])
+        for name, (case, dtype) in entries.items()
+    ]
     answers = runners.references(cases)
     out = {}
     driver = runners.builder.driver()
@@ -177,38 +223,11 @@ def _run_all(
     return out
 
 
-def _case_json(name: str, case: LaunchCase, dtype: str, listing: Listing) -> dict[str, Any]:
-    return {
-        "id": name,
-        "dtype": dtype,
-        "reference": case.reference,
-        "opinfo": case.opinfo,
-        "inputs": [
-            {
-                "name": i.name,
-                "rank": i.rank,
-                "dtype": i.dtype,
-                "range": list(i.range) if i.range else None,
-                "strided": i.strided,
-            }
-            for i in case.inputs
-        ],  # fmt: skip
-        "output_like": case.output_like,
-        "output_dtype": case.output_dtype,
-        "output_shape": list(case.output_shape) if case.output_shape else None,
-        "structs": [{"name": s.name, "fields": [list(f) for f in s.fields]} for s in case.structs],
-        "grid": list(case.grid),
-        "tptg": list(case.threads_per_threadgroup),
-        "max_threads": listing.kernels[name][1],
-        "max_samples": MAX_SAMPLES,
-    }
-
-
 def _check_kernel(
     k: KernelBuild,
     case: LaunchCase,
     listing: Listing,
-    answers: Sequence[Mapping[str, Any]],
+    answers: Sequence[KernelAnswer],
     build: FileBuild,
     driver: Path,
     runners: KernelRunners,
@@ -236,16 +255,14 @@ def _check_kernel(
             ScheduledRun(schedule_name(s, seed), r.status, r.why, r.reported, r.buffers[out_slot])
             for (s, seed), r in zip(SCHEDULES, [next(results) for _ in SCHEDULES], strict=True)
         ]
-        ref = answer.get("reference")
         finding, message = judge(
-            answer["label"], scheduled,
-            reference=base64.b64decode(ref) if ref else None,
-            torch_error=answer.get("error"), dtype=answer["output_dtype"],
+            answer.label, scheduled, reference=answer.reference or None,
+            torch_error=answer.error, dtype=answer.output_dtype,
         )  # fmt: skip
         if finding is not None:
             findings.append(finding)
         if message is not None:
-            reported.append(f"{answer['label']}: {message}")
+            reported.append(f"{answer.label}: {message}")
     status = KernelStatus.FAILED if findings else KernelStatus.OK
     return KernelCheck(name, line, status, tuple(findings), len(answers), reported=tuple(reported))
 
@@ -253,7 +270,7 @@ def _check_kernel(
 def _run_of(
     case: LaunchCase,
     listing: Listing,
-    answer: Mapping[str, Any],
+    answer: KernelAnswer,
     index: int,
     schedule: kernel_run.Schedule,
     seed: int,
@@ -263,16 +280,16 @@ def _run_of(
     structs = {s.name: s for s in case.structs}
     for i, b in enumerate(case.buffers):
         if b == OUTPUT:
-            buffers.append(bytes([POISON]) * int(answer["output_bytes"]))
+            buffers.append(bytes([POISON]) * answer.output_bytes)
         elif b == ERROR_BUFFER:
             buffers.append(bytes(listing.error_size))
             errors = i
         elif b in structs:
             layout = listing.structs[structs[b].type]
-            buffers.append(layout.pack(answer["structs"][b]))
+            buffers.append(layout.pack(answer.structs[b]))
         else:
-            buffers.append(base64.b64decode(answer["tensors"][b]["data"]))
-    grid, tptg = answer["grid"], answer["tptg"]
+            buffers.append(answer.tensors[b])
+    grid, tptg = answer.grid, answer.tptg
     dispatch = Dispatch(
         index, case.grid_kind is GridKind.THREADS, (grid[0], grid[1], grid[2]),
         (tptg[0], tptg[1], tptg[2]), schedule, seed, tuple(range(len(buffers))),
@@ -302,8 +319,8 @@ def runners_for(settings: Settings) -> KernelRunners:
     cache = settings.cache_dir / "kernel"
     builder = KernelBuilder(compiler, headers, settings.root, cache)
 
-    def references(cases: list[dict[str, Any]]) -> dict[str, Any]:
-        return reference.cached(settings.tree, SCRIPT, cases, cache, {})
+    def references(cases: list[KernelCase]) -> dict[str, tuple[KernelAnswer, ...]]:
+        return reference.kernel_references(settings.tree, cases, cache)
 
     return KernelRunners(builder, references)
 

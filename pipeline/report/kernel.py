@@ -3,9 +3,9 @@ migrate summary, the PR comment); and its JSON, written and read back."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from pipeline.fields import Fields
 from pipeline.report.pr_comment import code_span
 from pipeline.report.render import escape_markdown
 from pipeline.results.kernel import SCHEMA, Finding, KernelCheck, KernelFileReport, KernelStatus
@@ -37,7 +37,7 @@ def render_lines(report: KernelFileReport) -> list[str]:
     return out
 
 
-def to_json(report: KernelFileReport) -> dict[str, Any]:
+def to_json(report: KernelFileReport) -> dict[str, object]:
     return {
         "schema": SCHEMA,
         "file": report.file,
@@ -63,32 +63,43 @@ def to_json(report: KernelFileReport) -> dict[str, Any]:
     }
 
 
-def from_json(doc: Mapping[str, Any]) -> KernelFileReport:
-    """A ``check-kernel --json`` document read back (pr-report's --post-from): every field
-    rendered is checked; ValueError names the first that is wrong."""
-    if doc.get("schema") != SCHEMA:
-        raise ValueError(f"check-kernel document of schema {doc.get('schema')!r}, not {SCHEMA}")
-    try:
-        kernels = tuple(
-            KernelCheck(
-                str(k["kernel"]),
-                int(k["line"]),
-                KernelStatus(k["status"]),
-                tuple(Finding(str(f["input"]), str(f["message"])) for f in k["findings"]),
-                int(k["inputs"]),
-                str(k["detail"]),
-                tuple(str(m) for m in k["reported"]),
-            )  # fmt: skip
-            for k in doc["kernels"]
-        )
-        return KernelFileReport(
-            str(doc["file"]), kernels, str(doc["compiler"]), str(doc["headers"]),
-            float(doc["seconds"]), bool(doc["cached"]),
-            None if doc["spec"] is None else str(doc["spec"]),
-            tuple(str(s) for s in doc["set_aside"]),
-        )  # fmt: skip
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"check-kernel document: {exc!r} missing or wrong") from exc
+def from_fields(f: Fields) -> KernelFileReport:
+    """A ``check-kernel --json`` document read back (pr-report's --post-from): every key
+    popped and checked, nothing left over."""
+    schema = f.pop("schema", int)
+    if schema != SCHEMA:
+        raise f.error("schema", f"schema {schema}, not {SCHEMA}")
+    f.strings("schedules")  # for readers: the schedules each input ran under
+    report = KernelFileReport(
+        file=f.pop("file", str),
+        kernels=tuple(_kernel_from_fields(k) for k in f.objs("kernels")),
+        compiler=f.pop("compiler", str),
+        headers=f.pop("headers", str),
+        seconds=float(f.pop("seconds", float, int)),
+        cached=f.pop("cached", bool),
+        spec=f.pop("spec", str, type(None)),
+        set_aside=f.strings("set_aside"),
+    )
+    f.done()
+    return report
+
+
+def _kernel_from_fields(f: Fields) -> KernelCheck:
+    findings = []
+    for finding in f.objs("findings"):
+        findings.append(Finding(finding.pop("input", str), finding.pop("message", str)))
+        finding.done()
+    check = KernelCheck(
+        kernel=f.pop("kernel", str),
+        line=f.pop("line", int),
+        status=f.enum("status", KernelStatus),
+        findings=tuple(findings),
+        inputs=f.pop("inputs", int),
+        detail=f.pop("detail", str),
+        reported=f.strings("reported"),
+    )
+    f.done()
+    return check
 
 
 def render_markdown(reports: Sequence[KernelFileReport]) -> str:

@@ -18,7 +18,7 @@ from pipeline.impact.model import Impact
 from pipeline.report import render
 from pipeline.report.inductor import render_markdown as inductor_markdown
 from pipeline.report.inductor import summary as inductor_summary
-from pipeline.report.kernel import from_json as kernel_from_json
+from pipeline.report.kernel import from_fields as kernel_from_fields
 from pipeline.report.kernel import render_markdown as kernel_markdown
 from pipeline.report.kernel import to_json as kernel_to_json
 from pipeline.report.math import render_markdown as math_markdown
@@ -322,15 +322,8 @@ def _kernels_from(data: dict[str, Any]) -> KernelsSection:
     if skipped is not None:
         f.done()
         return KernelsSection(skipped=skipped)
-    reports = []
-    for i, doc in enumerate(f.pop("files", list)):
-        try:
-            if not isinstance(doc, dict):
-                raise ValueError(f"must be dict, got {type(doc).__name__}")
-            reports.append(kernel_from_json(doc))
-        except ValueError as exc:
-            raise DocumentError(RESULTS_JSON, f"kernels.files[{i}]", str(exc)) from None
-    section = KernelsSection(tuple(reports), f.strings("errors"))
+    reports = tuple(kernel_from_fields(doc) for doc in f.objs("files"))
+    section = KernelsSection(reports, f.strings("errors"))
     f.done()
     return section
 

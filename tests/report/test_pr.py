@@ -208,6 +208,8 @@ def test_check_kernel_of_the_changed_kernel_files_is_a_section_rendered_from_res
         (("kernels", "files", 0, "kernels", 0, "status"), "fine", "kernels.files\\[0\\]"),
         (("kernels", "files", 0, "schema"), 2, "schema 2"),
         (("kernels", "errors"), "x", "kernels.errors"),
+        (("kernels", "files", 0, "kernels", 1, "seen"), 1, r"kernels\[1\] has unknown key"),
+        (("kernels", "files", 0, "cached"), "no", r"kernels.files\[0\].cached must be bool"),
     ]:
         with pytest.raises(PipelineError, match=message):
             PrResults.from_json(tampered(data, path, value), 7)

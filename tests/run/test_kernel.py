@@ -95,8 +95,8 @@ def check(
         test_kinds=("output_match",),
     )  # fmt: skip
 
-    def references(cases: list[dict]) -> dict:
-        return reference.cached(source, flow.SCRIPT, cases, cache / "references", {})
+    def references(cases: list[flow.KernelCase]) -> dict[str, tuple[reference.KernelAnswer, ...]]:
+        return reference.kernel_references(source, cases, cache / "references")
 
     spec_path = root / "specs" / f"{name}.yaml"
     return flow.check_file(
