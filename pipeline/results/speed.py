@@ -21,10 +21,9 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from pipeline.errors import PipelineError
 from pipeline.fields import Fields
@@ -82,22 +81,22 @@ class Verdict:
     judgement: Judgement
 
 
-def verdict_to_dict(v: Verdict) -> dict[str, Any]:
+def verdict_to_dict(v: Verdict) -> dict[str, object]:
     op, dtype, shape, layout = v.key
     return {"op": op, "dtype": dtype, "shape": shape, "layout": layout,
             "pr_median": v.pr_median, "main_median": v.main_median, "ratio": v.ratio,
             "spread": v.spread, "judgement": v.judgement.value}  # fmt: skip
 
 
-def verdict_from_dict(d: Any, where: str) -> Verdict:
-    """A verdict as results.json holds it, checked (it comes from another job)."""
-    try:
-        main, ratio, spread = (None if d[k] is None else float(d[k])
-                               for k in ("main_median", "ratio", "spread"))  # fmt: skip
-        key = (str(d["op"]), str(d["dtype"]), str(d["shape"]), str(d["layout"]))
-        return Verdict(key, float(d["pr_median"]), main, ratio, spread, Judgement(d["judgement"]))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise PipelineError(f"results.json: {where} is not a speed verdict ({exc})") from None
+def verdict_from_fields(f: Fields) -> Verdict:
+    """A verdict as results.json holds it, every key checked (it comes from another job)."""
+    key = (f.pop("op", str), f.pop("dtype", str), f.pop("shape", str), f.pop("layout", str))
+    figures = [f.pop(k, float, int, type(None)) for k in ("main_median", "ratio", "spread")]
+    main, ratio, spread = (None if x is None else float(x) for x in figures)
+    verdict = Verdict(key, float(f.pop("pr_median", float, int)), main, ratio, spread,
+                      f.enum("judgement", Judgement))  # fmt: skip
+    f.done()
+    return verdict
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ class SpeedReport:
     def slower(self) -> tuple[Verdict, ...]:
         return tuple(v for v in self.verdicts if v.judgement is Judgement.SLOWER)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "runner": self.runner,
             "measurements": [
@@ -152,18 +151,13 @@ class SpeedReport:
     @classmethod
     def from_fields(cls, f: Fields) -> SpeedReport:
         """:meth:`to_dict` read back, every key checked (it comes from another job)."""
-        where = f"{f.doc}: {f.where}.measurements"
-        _, measured = parse({"schema": SCHEMA_VERSION, "results": f.pop("measurements", list)},
-                            where)  # fmt: skip
-        verdicts = f.pop("verdicts", list)
+        measured = [_measurement(m) for m in f.objs("measurements")]
         report = cls(
             runner=f.pop("runner", str),
-            measurements=measured,
+            measurements=tuple(m for m in measured if m is not None),
             threshold=float(f.pop("threshold", int, float)),
             nights=f.pop("nights", int),
-            verdicts=tuple(
-                verdict_from_dict(v, f"{f.where}.verdicts[{i}]") for i, v in enumerate(verdicts)
-            ),
+            verdicts=tuple(verdict_from_fields(v) for v in f.objs("verdicts")),
             device=f.pop("device", str),
             machine=_machine(f.pop("machine", dict, type(None)), f"{f.doc}: {f.where}.machine"),
         )
@@ -171,27 +165,41 @@ class SpeedReport:
         return report
 
 
-def _machine(data: dict[str, Any] | None, where: str) -> Device | None:
+def _machine(data: dict[str, object] | None, where: str) -> Device | None:
     return None if data is None else Device.from_dict(data, where)
 
 
-def parse(data: Any, where: str) -> tuple[str, tuple[Measurement, ...]]:
-    """(device, measurements) of a ``speed.json`` document; PipelineError naming ``where``."""
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
+def _measurement(f: Fields) -> Measurement | None:
+    """One row of speed.json's ``results`` (or results.json's ``measurements``); None for
+    an operator the device cannot run in that dtype (its ``error``: no figure)."""
+    found = Measurement(f.pop("op", str), f.pop("dtype", str), f.pop("shape", str),
+                        f.pop("layout", str), ())  # fmt: skip
+    f.pop("elements", int, type(None))  # for readers: the input's size
+    error = f.pop("error", str, type(None))
+    times = f.pop("times", list, type(None))
+    f.done()
+    if error:
+        return None
+    if not times or not all(isinstance(t, int | float) and not isinstance(t, bool) for t in times):
+        raise f.error("times", "must be a list of numbers")
+    if min(times) <= 0:
+        raise f.error("times", "has no positive timings")
+    return replace(found, times=tuple(float(t) for t in times))
+
+
+def parse(data: object, where: str) -> tuple[str, tuple[Measurement, ...]]:
+    """(device, measurements) of a ``speed.json`` document, every key checked; PipelineError
+    naming ``where``."""
+    f = Fields(data, "", where) if isinstance(data, dict) else None
+    if f is None or f.pop("schema", int, type(None)) != SCHEMA_VERSION:
         raise PipelineError(f"{where}: not a speed.json of schema {SCHEMA_VERSION}")
-    out = []
-    for i, row in enumerate(data.get("results") or []):
-        try:
-            if row.get("error"):
-                continue  # an operator the device cannot run in that dtype: no figure
-            times = tuple(float(t) for t in row["times"])
-            if not times or min(times) <= 0:
-                raise ValueError("no positive timings")
-            out.append(Measurement(str(row["op"]), str(row["dtype"]), str(row["shape"]),
-                                   str(row["layout"]), times))  # fmt: skip
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise PipelineError(f"{where}: results[{i}] is not a measurement ({exc})") from None
-    return str(data.get("device", "")), tuple(out)
+    device = f.pop("device", str, type(None)) or ""
+    f.pop("torch", str, type(None))  # for readers: what timed it, under which switches
+    f.pop("env", dict, type(None))
+    rows = f.pop("results", list, type(None)) or []
+    measured = [_measurement(Fields(row, f"results[{i}]", where)) for i, row in enumerate(rows)]
+    f.done()
+    return device, tuple(m for m in measured if m is not None)
 
 
 def read(path: Path) -> tuple[str, tuple[Measurement, ...]]:

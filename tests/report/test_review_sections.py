@@ -50,7 +50,7 @@ def test_results_json_round_trips_the_sections():
     again = type(results).from_json(data, 7)
     assert again.comment() == results.comment()
     data["speed"]["verdicts"][0]["judgement"] = "faster"
-    with pytest.raises(PipelineError, match="speed.verdicts\\[0\\] is not a speed verdict"):
+    with pytest.raises(PipelineError, match="speed.verdicts\\[0\\].judgement is 'faster'"):
         type(results).from_json(data, 7).comment()
 
 
