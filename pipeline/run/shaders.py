@@ -27,12 +27,20 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import TypeVar
 
-from pipeline.errors import BuildError, StaleShaderError, StaleShaderFinding, StaleShaderReason
+from pipeline.errors import (
+    BuildError,
+    DocumentError,
+    StaleShaderError,
+    StaleShaderFinding,
+    StaleShaderReason,
+)
+from pipeline.fields import Fields
 from pipeline.run.ninja_data import LogEntry, NinjaData, Node, read_log
 from pipeline.tree import files, paths
 from pipeline.tree.includes import shader_sources
@@ -47,10 +55,17 @@ COMMAND_LINE_TOOLS = "/Library/Developer/CommandLineTools"
 TORCH_CPU = "torch_cpu"
 
 
-def _list(value: object) -> list:
-    if not isinstance(value, list):
-        raise TypeError(f"expected a list, got {type(value).__name__}")
-    return value
+BUILD_CHECK = "build-check.json"
+T = TypeVar("T")
+
+
+def _read(read: Callable[[], T]) -> T:
+    """A build-check.json record, read on Fields; ValueError, as its readers expect, for
+    a field that is missing, of another type or unknown."""
+    try:
+        return read()
+    except DocumentError as exc:
+        raise ValueError(f"not a shader check record: {exc.where} {exc.problem}") from None
 
 
 class CheckStatus(Enum):
@@ -124,17 +139,18 @@ class Toolchain:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Toolchain:
-        """The inverse of :meth:`to_dict` (build-check.json)."""
-        fields = dict(data)
-        directory = fields.pop("developer_dir")
+        """The inverse of :meth:`to_dict` (build-check.json); ValueError on anything else."""
+        return _read(lambda: cls.from_fields(Fields(data, "", BUILD_CHECK)))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> Toolchain:
         made = cls(
-            ToolchainKind(fields.pop("kind")),
-            str(directory) if directory is not None else None,
-            ShaderForm(fields.pop("shader_form")),
-            str(fields.pop("metal_std")),
+            f.enum("kind", ToolchainKind),
+            f.pop("developer_dir", str, type(None)),
+            f.enum("shader_form", ShaderForm),
+            f.pop("metal_std", str),
         )
-        if fields:
-            raise ValueError(f"unknown toolchain field(s): {', '.join(sorted(fields))}")
+        f.done()
         return made
 
     def to_dict(self) -> dict[str, str | None]:
@@ -191,24 +207,24 @@ class ShaderCheck:
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> ShaderCheck:
         """The inverse of :meth:`to_dict` (build-check.json); ValueError on anything else."""
-        fields = dict(data)
-        try:
-            checked = fields.pop("checked")
-            toolchain = fields.pop("toolchain")
-            library = fields.pop("library")
-            made = cls(
-                CheckStatus.parse(fields.pop("status")),
-                tuple(str(a) for a in _list(fields.pop("artifacts"))),
-                tuple((str(p["source"]), str(p["artifact"])) for p in _list(checked)),
-                str(library) if library is not None else None,
-                Toolchain.from_dict(toolchain if isinstance(toolchain, dict) else {}),
-                float(str(fields.pop("seconds"))),
-                str(fields.pop("note")),
-            )
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"not a shader check record: {exc}") from None
-        if fields:
-            raise ValueError(f"unknown shader check field(s): {', '.join(sorted(fields))}")
+        return _read(lambda: cls.from_fields(Fields(data, "", BUILD_CHECK)))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> ShaderCheck:
+        checked = []
+        for pair in f.objs("checked"):
+            checked.append((pair.pop("source", str), pair.pop("artifact", str)))
+            pair.done()
+        made = cls(
+            f.enum("status", CheckStatus),
+            f.strings("artifacts"),
+            tuple(checked),
+            f.pop("library", str, type(None)),
+            Toolchain.from_fields(f.obj("toolchain")),
+            float(f.pop("seconds", float, int)),
+            f.pop("note", str),
+        )
+        f.done()
         return made
 
     def to_dict(self) -> dict[str, object]:

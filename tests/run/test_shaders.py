@@ -203,3 +203,20 @@ def test_a_ninja_log_of_an_unknown_version_reads_as_empty(tmp_path: Path) -> Non
     assert read_log(tmp_path) == {}
     (tmp_path / ".ninja_log").write_text("# ninja log v5\n1\t2\t3\tout\tabc\n4\t5\t6\tout\tdef\n")
     assert read_log(tmp_path) == {"out": LogEntry("out", 4, 5, 6, "def")}
+
+
+def test_a_recorded_check_reads_back_whole_or_is_refused_naming_the_field() -> None:
+    toolchain = Toolchain(
+        ToolchainKind.XCODE, "/Applications/Xcode.app", ShaderForm.METALLIB, "3.1"
+    )
+    made = ShaderCheck(CheckStatus.FRESH, ("a.metallib",), (("k.metal", "a.metallib"),),
+                       "lib/libtorch_cpu.so", toolchain, 1.25)  # fmt: skip
+    assert ShaderCheck.from_dict(made.to_dict()) == made
+    for change, said in [
+        ({"status": "fine"}, "status is 'fine', not one of"),
+        ({"checked": [{"source": "k.metal"}]}, r"checked\[0\]\.artifact must be str"),
+        ({"toolchain": {**toolchain.to_dict(), "sdk": "x"}}, r"toolchain has unknown key"),
+        ({"seconds": "1.25"}, "seconds must be float or int, got str"),
+    ]:
+        with pytest.raises(ValueError, match=f"not a shader check record: {said}"):
+            ShaderCheck.from_dict({**made.to_dict(), **change})
