@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.errors import DocumentError, PipelineError
+from pipeline.fields import Fields
 from pipeline.fsio import write_atomic
 
 DEVICE_JSON = "device.json"  # in a runner's results folder, beside its JUnit reports
@@ -42,7 +43,6 @@ _FAMILIES = {"M1": "apple7", "M2": "apple8", "M3": "apple9", "M4": "apple9"}
 _CHIP = re.compile(r"\bApple (M\d+)\b")
 _SYSCTL_LINE = re.compile(r"^([\w.]+): (.*)$")
 _METAL = re.compile(r"^spdisplays_metal(\d+)$")
-_TEXT_FIELDS = ("chip", "gpu", "gpu_family", "macos", "macos_build", "metal")
 
 
 class Virtualization(Enum):
@@ -140,13 +140,11 @@ class Device:
         values = _sysctl(sysctl)
         torch_name = (torch_name or "").strip()
         gpu = gpu if gpu != UNKNOWN else (torch_name or UNKNOWN)
-        brand = values.get("machdep.cpu.brand_string", "")
-        chip_match = _CHIP.search(brand) or _CHIP.search(gpu)
+        chip_match = _CHIP.search(values.brand) or _CHIP.search(gpu)
         chip = f"Apple {chip_match[1]}" if chip_match else UNKNOWN
-        vmm = values.get("kern.hv_vmm_present")
-        if PARAVIRTUAL_GPU in (gpu, torch_name) or vmm == "1":
+        if PARAVIRTUAL_GPU in (gpu, torch_name) or values.vmm == "1":
             virtualization = Virtualization.PARAVIRTUAL
-        elif vmm == "0":
+        elif values.vmm == "0":
             virtualization = Virtualization.BARE_METAL
         else:
             virtualization = Virtualization.UNKNOWN
@@ -158,8 +156,8 @@ class Device:
             gpu=gpu,
             gpu_family=family,
             gpu_cores=cores,
-            macos=values.get("kern.osproductversion") or UNKNOWN,
-            macos_build=values.get("kern.osversion") or UNKNOWN,
+            macos=values.os_version or UNKNOWN,
+            macos_build=values.os_build or UNKNOWN,
             metal=metal,
             virtualization=virtualization,
         )
@@ -181,19 +179,23 @@ class Device:
         """``device.json``'s document; PipelineError naming ``where`` for anything else."""
         if not isinstance(data, dict):
             raise PipelineError(f"{where}: not a device record (a JSON object)")
-        fields = dict(data)
+        f = Fields(data, "", where)
         try:
-            cores = fields.pop("gpu_cores")
-            text = {k: str(fields.pop(k)) for k in _TEXT_FIELDS}
             made = cls(
-                **text,
-                gpu_cores=int(cores) if cores is not None else None,
-                virtualization=Virtualization.parse(str(fields.pop("virtualization"))),
+                chip=f.pop("chip", str),
+                gpu=f.pop("gpu", str),
+                gpu_family=f.pop("gpu_family", str),
+                gpu_cores=f.pop("gpu_cores", int, type(None)),
+                macos=f.pop("macos", str),
+                macos_build=f.pop("macos_build", str),
+                metal=f.pop("metal", str),
+                virtualization=f.enum("virtualization", Virtualization),
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PipelineError(f"{where}: not a device record ({exc})") from None
-        if fields:
-            raise PipelineError(f"{where}: unknown device field(s) {', '.join(sorted(fields))}")
+            f.done()
+        except DocumentError as exc:
+            raise PipelineError(
+                f"{where}: not a device record ({exc.where} {exc.problem})"
+            ) from None
         return made
 
 
@@ -217,13 +219,33 @@ def _displays(text: str | None) -> tuple[str, int | None, str]:
     )
 
 
-def _sysctl(text: str | None) -> dict[str, str]:
-    """``name: value`` lines of ``sysctl NAME...`` (an unknown name prints nothing here)."""
-    values: dict[str, str] = {}
+@dataclass(frozen=True)
+class _Sysctl:
+    """What ``sysctl NAME...`` said of the names a device is told by ("": nothing, as for a
+    name this macOS does not know)."""
+
+    brand: str = ""  # machdep.cpu.brand_string: "Apple M2" (of an M2 Pro too)
+    vmm: str = ""  # kern.hv_vmm_present: "1" in a virtual machine, "0" on bare metal
+    os_version: str = ""  # kern.osproductversion: "15.5"
+    os_build: str = ""  # kern.osversion: "24F74"
+
+
+_SYSCTL_NAMES = {
+    "machdep.cpu.brand_string": "brand",
+    "kern.hv_vmm_present": "vmm",
+    "kern.osproductversion": "os_version",
+    "kern.osversion": "os_build",
+}
+
+
+def _sysctl(text: str | None) -> _Sysctl:
+    """The ``name: value`` lines of ``sysctl NAME...`` read into :class:`_Sysctl`."""
+    said: dict[str, str] = {}
     for line in (text or "").splitlines():
-        if match := _SYSCTL_LINE.match(line.strip()):
-            values[match[1]] = match[2].strip()
-    return values
+        match = _SYSCTL_LINE.match(line.strip())
+        if match and (field := _SYSCTL_NAMES.get(match[1])):
+            said[field] = match[2].strip()
+    return _Sysctl(**said)
 
 
 def write(folder: Path, device: Device) -> Path:

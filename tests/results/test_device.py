@@ -3,6 +3,7 @@ fixtures in the commands' formats): a Mac mini's M2 and a macOS VM's paravirtual
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -111,3 +112,15 @@ def test_the_device_class_is_chip_gpu_cores_and_macos_major_on_bare_metal() -> N
     # not known to be bare metal: no class, whatever else is known
     unsure = replace(mini, virtualization=Virtualization.UNKNOWN).device_class
     assert unsure.unknown == ("bare metal or VM unknown",)
+
+
+def test_a_device_record_names_the_field_that_does_not_read(tmp_path: Path) -> None:
+    record = recorded("m2_mini").to_dict()
+    for change, said in [
+        ({"gpu_cores": "10"}, "gpu_cores must be int or null, got str"),
+        ({"virtualization": "bare"}, "virtualization is 'bare', not one of"),
+        ({"ram": 16}, r"the top level has unknown key\(s\) 'ram'"),
+    ]:
+        (tmp_path / device.DEVICE_JSON).write_text(json.dumps({**record, **change}))
+        with pytest.raises(PipelineError, match=f"not a device record \\({said}"):
+            device.read(tmp_path)
