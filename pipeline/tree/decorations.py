@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
+from typing import TypeVar
 
 from pipeline.dtypes import TORCH_ALIASES
 from pipeline.errors import ParseError
@@ -161,34 +162,71 @@ def callee(node: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
+@dataclass(frozen=True)
+class _InfoCall:
+    """The arguments of an ``...Info('name', ...)`` call the key is made of (the name is its
+    first argument, else ``name=``; a PythonRefInfo names the OpInfo it refers to)."""
+
+    name: ast.expr | None = None
+    variant_test_name: ast.expr | None = None
+    torch_opinfo_name: ast.expr | None = None
+    torch_opinfo_variant_name: ast.expr | None = None
+
+
+@dataclass(frozen=True)
+class _DecorateInfoCall:
+    """A ``DecorateInfo(decorators, cls_name, test_name, device_type=, dtypes=,
+    active_if=)`` call's arguments, bound as Python binds them (``dtypes`` may come fifth)."""
+
+    decorators: ast.expr | None = None
+    cls_name: ast.expr | None = None
+    test_name: ast.expr | None = None
+    device_type: ast.expr | None = None
+    dtypes: ast.expr | None = None
+    active_if: ast.expr | None = None
+
+
+_INFO_POSITIONAL = ("name",)
+_DECORATE_INFO_POSITIONAL = ("decorators", "cls_name", "test_name", "", "dtypes")
+C = TypeVar("C", _InfoCall, _DecorateInfoCall)
+
+
+def _bound(kind: type[C], call: ast.Call, positional: tuple[str, ...]) -> C:
+    """``call``'s arguments ``kind`` models, by parameter name: its keywords, and its
+    positional arguments in ``positional``'s order ("" for one not read)."""
+    known = {f.name for f in fields(kind)}
+    found = {k.arg: k.value for k in call.keywords if k.arg in known}
+    for name, value in zip(positional, call.args, strict=False):
+        if name:
+            found.setdefault(name, value)
+    return kind(**found)
+
+
 def _opinfo_key(call: ast.Call) -> tuple[str, str | None] | None:
     """``name + variant_test_name`` of an ``...Info('name', ..., variant_test_name=...)``, and
     for a PythonRefInfo the key of the OpInfo it refers to (``torch_opinfo_name``)."""
-    kwargs = {k.arg: k.value for k in call.keywords if k.arg}
-    name = _string(call.args[0]) if call.args else _string(kwargs.get("name"))
+    info = _bound(_InfoCall, call, _INFO_POSITIONAL)
+    name = _string(info.name)
     if name is None:
         return None
-    refers = _string(kwargs.get("torch_opinfo_name"))
+    refers = _string(info.torch_opinfo_name)
     if refers is not None:
-        refers += _string(kwargs.get("torch_opinfo_variant_name")) or ""
-    return name + (_string(kwargs.get("variant_test_name")) or ""), refers
+        refers += _string(info.torch_opinfo_variant_name) or ""
+    return name + (_string(info.variant_test_name) or ""), refers
 
 
 def _decorate_info(call: ast.Call, owner: tuple[str, str | None], path: str) -> Decoration | None:
     """The Decoration of one ``DecorateInfo(...)`` call when it reaches MPS, else None."""
-    kwargs = {k.arg: k.value for k in call.keywords if k.arg}
-    device = _string(kwargs.get("device_type"))
-    active = kwargs.get("active_if")
-    active_text = _text(active) if active is not None else None
+    info = _bound(_DecorateInfoCall, call, _DECORATE_INFO_POSITIONAL)
+    device = _string(info.device_type)
+    active_text = _text(info.active_if) if info.active_if is not None else None
     mps_condition = bool(active_text and _MPS_CONDITION.search(active_text))
     if not (device == "mps" or (device is None and mps_condition)):
         return None
-    args = list(call.args)
-    decorator = _text(args[0]) if args else _text(kwargs.get("decorators", ast.Constant("")))
-    cls_name = _string(args[1]) if len(args) > 1 else _string(kwargs.get("cls_name"))
-    test_name = _string(args[2]) if len(args) > 2 else _string(kwargs.get("test_name"))
+    decorator = _text(info.decorators or ast.Constant(""))
+    cls_name, test_name = _string(info.cls_name), _string(info.test_name)
     test = f"{cls_name or '*'}.{test_name or '*'}" if cls_name or test_name else None
-    dtypes, raw = _dtypes(kwargs.get("dtypes") or (args[4] if len(args) > 4 else None))
+    dtypes, raw = _dtypes(info.dtypes)
     end = call.end_lineno or call.lineno
     return Decoration(
         Place.OPINFO, DecorationKind.parse(decorator), decorator, owner[0], test, dtypes,
