@@ -380,7 +380,7 @@ class OpDbDump:
             records=tuple(_dumped_record(op) for op in f.objs("ops")),
             backward_dtypes={}
             if backward is None
-            else {op: _dumped_pairs(backward.obj(op)) for op in backward.names()},
+            else {op: _dumped_pairs(backward, op) for op in backward.names()},
         )
         for done in (backward, f):
             if done is not None:
@@ -388,10 +388,13 @@ class OpDbDump:
         return found
 
 
-def _dumped_pairs(f: Fields) -> tuple[tuple[str, str], ...]:
-    pairs = _sorted_pairs({dtype: f.pop(dtype, str) for dtype in f.names()})
-    f.done()
-    return pairs
+def _dumped_pairs(f: Fields, key: str) -> tuple[tuple[str, str], ...]:
+    """The ``{input dtype: result dtype}`` at ``key``, as pairs (one check of the whole map:
+    op_db's dump holds thousands of them)."""
+    found = f.pop(key, dict)
+    if not all(isinstance(v, str) for v in found.values()):
+        raise f.error(key, "must map dtype names to dtype names")
+    return _sorted_pairs(found)
 
 
 def _dumped_record(op: Fields) -> OpInfoRecord:
@@ -414,7 +417,7 @@ def _dumped_record(op: Fields) -> OpInfoRecord:
         aliases=op.strings("aliases"),
         dtypes=_sorted_dtypes(op.strings("dtypes")),
         decorators=tuple(decorators),
-        output_dtypes=_dumped_pairs(op.obj("output_dtypes")),
+        output_dtypes=_dumped_pairs(op, "output_dtypes"),
     )
     op.done()
     return record
