@@ -199,6 +199,25 @@ class Device:
         return made
 
 
+@dataclass(frozen=True)
+class _Display:
+    """What ``system_profiler SPDisplaysDataType -json`` says of one GPU, in Apple's keys
+    (:data:`_DISPLAY_KEYS`); any of them may be missing (None), and of any type."""
+
+    model: object = None  # "Apple M2"
+    name: object = None  # the same, where there is no model
+    cores: object = None  # GPU cores, "10"
+    metal: object = None  # "spdisplays_metal3"
+
+
+_DISPLAY_KEYS = {
+    "sppci_model": "model",
+    "_name": "name",
+    "sppci_cores": "cores",
+    "spdisplays_mtlgpufamilysupport": "metal",
+}
+
+
 def _displays(text: str | None) -> tuple[str, int | None, str]:
     """(GPU model, cores, Metal support) of the first GPU system_profiler lists."""
     try:
@@ -208,12 +227,13 @@ def _displays(text: str | None) -> tuple[str, int | None, str]:
     gpus = [i for i in items if isinstance(i, dict)]
     if not gpus:
         return UNKNOWN, None, UNKNOWN
-    gpu = gpus[0]
-    model = str(gpu.get("sppci_model") or gpu.get("_name") or UNKNOWN)
-    cores = str(gpu.get("sppci_cores", ""))
-    support = _METAL.match(str(gpu.get("spdisplays_mtlgpufamilysupport", "")))
+    gpu = _Display(
+        **{field: gpus[0][key] for key, field in _DISPLAY_KEYS.items() if key in gpus[0]}
+    )
+    cores = str(gpu.cores if gpu.cores is not None else "")
+    support = _METAL.match(str(gpu.metal if gpu.metal is not None else ""))
     return (
-        model,
+        str(gpu.model or gpu.name or UNKNOWN),
         int(cores) if cores.isdigit() else None,
         (f"Metal {support[1]}" if support else UNKNOWN),
     )
