@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 def record_audit(
     settings: Settings, op: str, console: Console | None, *, index: TreeIndex | None = None
-) -> OperatorRecord:
-    """Print the checklist (unless ``console`` is None) and record it with its inputs' digest.
+) -> tuple[CheckItem, ...]:
+    """Print the checklist (unless ``console`` is None) and record it with its inputs' digest;
+    its items.
 
     Printed, it is the tree before the chain's edits (the audit stage, the preview), and its
     count says so: ``before: 3/8 checks pass``.
@@ -49,7 +50,7 @@ def record_audit(
     files = state.op_files(settings, op)
     state.write_json(files.audit, checklist.to_json(record, items, index.warnings))
     state.write_text(files.audit_digest, state.inputs_digest(settings))
-    return record
+    return items
 
 
 def _judge(settings: Settings, op: str) -> tuple[TreeIndex, OperatorRecord, tuple[CheckItem, ...]]:
@@ -118,11 +119,9 @@ def audit(request: Request, console: Console) -> None:
         return
     console.begin_capture()
     try:
-        record_audit(settings, op, console)
+        items = record_audit(settings, op, console)
     finally:
         shown = console.end_capture()
         sys.stdout.write(shown)
         sys.stdout.flush()
-    recorded = json.loads(state.op_files(settings, op).audit.read_text(encoding="utf-8"))
-    ok = all(item["ok"] for item in recorded["checklist"])
-    replay.save(settings, op, keys, shown, "", ok)
+    replay.save(settings, op, keys, shown, "", all(item.ok for item in items))
