@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from pipeline.edit.atomic import FileEdit, git_dirty
 from pipeline.errors import (
@@ -41,9 +42,11 @@ from pipeline.errors import (
     PipelineError,
     TreeBusyError,
 )
-from pipeline.fields import Fields
 from pipeline.fsio import write_atomic
 from pipeline.tree.text import encode_like, read_text
+
+if TYPE_CHECKING:
+    from pipeline.fields import Fields
 
 __all__ = [
     "Ownership",
@@ -343,6 +346,10 @@ def _load_journal(path: Path) -> tuple[str, list[_Entry]]:
             "half-applied: inspect the tree with `git status` / `git diff`, restore or keep "
             "the files by hand, then delete the journal and re-run"
         )
+
+    # here, not at the top: a journal is read only after an interrupted edit, and the warm
+    # audit's doit run imports this module (pipeline.flows.hold)
+    from pipeline.fields import Fields
 
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
