@@ -203,6 +203,7 @@ class Settings:
             python=self.python,
             opinfo_table=self.opinfo_table,
             test_kinds=self.test_kinds,
+            answers_cache=self.math.cache,
         )
 
     @property
