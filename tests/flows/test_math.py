@@ -194,6 +194,7 @@ def test_ambiguous_schema_stays_without_reference(
     assert "aten.pow.Scalar" in check.no_reference
 
 
+@pytest.mark.slow  # a file's parts set aside and rebuilt, round after round
 def test_a_broken_functor_leaves_the_others_of_its_file_checked(
     tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:

@@ -45,6 +45,7 @@ def test_answers_are_kept_per_case_and_a_kept_case_starts_no_python(
     assert again == {"other/float32": first["hypot/float32"], "exp2/float16": both["exp2/float16"]}
 
 
+@pytest.mark.slow  # op_db's import, twice
 def test_a_damaged_kept_answer_is_asked_again(tmp_path: Path) -> None:
     source = TreeSource(tmp_path / "tree", tmp_path / "cache", sys.executable, None)
     cache = tmp_path / "math"
