@@ -22,6 +22,7 @@ import requests
 from pipeline.errors import GitHubError
 from pipeline.github.answers import (
     _MISSING,
+    Cached,
     ChangedFile,
     Comment,
     FoundPull,
@@ -140,7 +141,7 @@ class GitHubClient:
         token_env: str = "GITHUB_TOKEN",
         permissions: str = PR_PERMISSIONS,
         budget: int | None = None,
-        etags: dict[str, Any] | None = None,
+        etags: dict[str, Cached] | None = None,
     ) -> None:
         parts = urlsplit(api_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -172,8 +173,8 @@ class GitHubClient:
         self.budget = budget
         self.sent = 0
         self.not_modified = 0
-        # url -> {"etag", "data", "next"}: what a 304 stands for; the caller keeps it
-        self.etags: dict[str, Any] = {} if etags is None else etags
+        # url -> what a 304 stands for; the caller keeps it
+        self.etags: dict[str, Cached] = {} if etags is None else etags
         self._session = requests.Session()
         self._session.auth = _BearerAuth(token)
         self._session.headers.update(
@@ -399,18 +400,18 @@ class GitHubClient:
         url = url if "://" in url else self._url(url)
         what = _what("GET", url)
         cached = self.etags.get(url)
-        headers = {"If-None-Match": cached["etag"]} if cached else None
+        headers = {"If-None-Match": cached.etag} if cached else None
         response = self._request("GET", url, headers=headers)
         if response.status_code == 304 and cached:
             self.not_modified += 1
-            return cached["data"], cached.get("next")
+            return cached.data, cached.next
         data = _json(response, what)
         nxt = response.links.get("next", {}).get("url")
         if nxt:
             nxt = urljoin(url, nxt)
             self._check_same_origin(nxt, what)
-        if response.headers.get("ETag"):
-            self.etags[url] = {"etag": response.headers["ETag"], "data": data, "next": nxt}
+        if etag := response.headers.get("ETag"):
+            self.etags[url] = Cached(etag, data, nxt)
         return data, nxt
 
     def get_pages(self, path: str, key: str | None = None) -> list[Any]:
