@@ -21,18 +21,17 @@ import requests
 
 from pipeline.errors import GitHubError
 from pipeline.github.answers import (
-    _MISSING,
     Cached,
     ChangedFile,
     Comment,
     FoundPull,
+    _Answer,
+    _answer,
     _backoff,
     _changed_file,
     _comment,
     _errors,
     _found_pull,
-    _got,
-    _integer,
     _json,
     _kind,
     _message,
@@ -353,15 +352,8 @@ class GitHubClient:
         """The commit PR ``pr`` currently points at (where its commit status belongs)."""
         url = self._url(f"/repos/{self.repo}/pulls/{int(pr)}")
         what = _what("GET", url)
-        pull = _json(self._request("GET", url), what)
-        if not isinstance(pull, dict):
-            raise GitHubError(f"{what}: expected a pull request object, got {_kind(pull)}")
-        head = pull.get("head", _MISSING)
-        if not isinstance(head, dict):
-            raise GitHubError(f"{what}: expected `head` to be an object, {_got(head)}")
-        sha = head.get("sha", _MISSING)
-        if not isinstance(sha, str):
-            raise GitHubError(f"{what}: expected `head.sha` to be a string, {_got(sha)}")
+        pull = _answer(_json(self._request("GET", url), what), what, "a pull request object")
+        sha: str = pull.obj("head").pop("sha", str)
         return sha
 
     def set_status(
@@ -389,9 +381,9 @@ class GitHubClient:
         url = self._url(f"/repos/{self.repo}/statuses/{sha}")
         what = _what("POST", url)
         status = _json(self._request("POST", url, json=payload), what)
-        if not isinstance(status, dict):
-            raise GitHubError(f"{what}: expected a commit status object, got {_kind(status)}")
-        return _integer(status.get("id", _MISSING), what, "the commit status")
+        answer = _answer(status, what, "a commit status object", "the commit status")
+        status_id: int = answer.pop("id", int)
+        return status_id
 
     def get_conditional(self, url: str) -> tuple[Any, str | None]:
         """GET ``url`` (a path or a URL of this origin) with the ETag last seen for it: a
@@ -453,12 +445,10 @@ class GitHubClient:
         """The body of issue ``issue`` (conditional GET: unchanged costs nothing)."""
         url = f"/repos/{self.repo}/issues/{int(issue)}"
         data, _ = self.get_conditional(url)
-        body = data.get("body", _MISSING) if isinstance(data, dict) else _MISSING
-        if body is None:
-            return ""
-        if not isinstance(body, str):
-            raise GitHubError(f"GET {url}: expected `body` to be a string, {_got(body)}")
-        return body
+        # an answer that is no object has no body: "expected `body` ..., but it is missing"
+        answer = _Answer(dict(data) if isinstance(data, dict) else {}, f"GET {url}")
+        body: str | None = answer.pop("body", str, type(None))
+        return body or ""
 
     def update_issue_body(self, issue: int, body: str) -> None:
         """Replace the body of issue ``issue`` (needs issues: write)."""
