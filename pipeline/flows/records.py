@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.config import Settings
 from pipeline.errors import DocumentError
 from pipeline.fields import Fields
 from pipeline.results.decide import XfailDecision
+from pipeline.state import edit_digest, op_files
 
 
 def _fields(path: Path) -> Fields:
@@ -72,6 +74,25 @@ class EditRecord:
         record = cls(f.pop("inputs", str), tuple(edited), f.strings("manual"), tuple(refs))
         f.done()
         return record
+
+
+def edit_current(
+    settings: Settings, op: str, body: str | None, host_body: str | None = None
+) -> bool:
+    """True when the operator's plan was last found empty for the tree exactly as it is.
+
+    The plan is a pure function of the tree, ``body`` and ``host_body``, so this memo of
+    "the plan is empty" is the rule itself; any change to the tree (a fold by hand, a
+    half-done migration) re-plans, and so does a record that does not read back.
+    """
+    path = op_files(settings, op).edit
+    if not path.is_file():
+        return False
+    try:
+        recorded = EditRecord.read(path).inputs
+    except DocumentError:
+        return False
+    return recorded == edit_digest(settings, body, host_body)
 
 
 @dataclass(frozen=True)
