@@ -35,6 +35,7 @@ from pipeline.github.answers import (
     _json,
     _kind,
     _message,
+    _next_link,
     _normalise,
     _page_key,
     _read_body,
@@ -213,7 +214,7 @@ class GitHubClient:
             if not isinstance(items, list):
                 raise GitHubError(f"{what}: expected a list of comments, got {_kind(items)}")
             comments.extend(_comment(item, what, f"comment [{i}]") for i, item in enumerate(items))
-            url = response.links.get("next", {}).get("url")
+            url = _next_link(response)
             if url:
                 url = urljoin(first, url)
                 self._check_same_origin(url, what)
@@ -375,9 +376,8 @@ class GitHubClient:
         description = " ".join(description.split())
         if len(description) > STATUS_DESCRIPTION_MAX:
             description = description[: STATUS_DESCRIPTION_MAX - 1] + "…"
-        payload: dict[str, Any] = {"state": state, "description": description, "context": context}
-        if target_url:
-            payload["target_url"] = target_url
+        payload = {"state": state, "description": description, "context": context,
+                   **({"target_url": target_url} if target_url else {})}  # fmt: skip
         url = self._url(f"/repos/{self.repo}/statuses/{sha}")
         what = _what("POST", url)
         status = _json(self._request("POST", url, json=payload), what)
@@ -398,7 +398,7 @@ class GitHubClient:
             self.not_modified += 1
             return cached.data, cached.next
         data = _json(response, what)
-        nxt = response.links.get("next", {}).get("url")
+        nxt = _next_link(response)
         if nxt:
             nxt = urljoin(url, nxt)
             self._check_same_origin(nxt, what)
@@ -491,7 +491,6 @@ class GitHubClient:
         method: str,
         url: str,
         *,
-        params: Mapping[str, Any] | None = None,
         json: Any = None,
         idempotent: bool = True,
         headers: Mapping[str, str] | None = None,
@@ -507,7 +506,7 @@ class GitHubClient:
                 )
             self.sent += 1
             try:
-                response = self._send(method, url, params, json, what, headers)
+                response = self._send(method, url, json, what, headers)
             except _TooSlow as exc:
                 if not idempotent:
                     raise _Ambiguous(str(exc)) from None
@@ -567,7 +566,6 @@ class GitHubClient:
         self,
         method: str,
         url: str,
-        params: Mapping[str, Any] | None,
         json: Any,
         what: str,
         headers: Mapping[str, str] | None = None,
@@ -578,7 +576,7 @@ class GitHubClient:
         deadline = time.monotonic() + self._deadline
         for _hop in range(MAX_REDIRECTS + 1):
             response = self._session.request(
-                method, url, params=params, json=json, timeout=self._timeout,
+                method, url, json=json, timeout=self._timeout,
                 allow_redirects=False, stream=True, headers=headers,
             )  # fmt: skip
             location = response.headers.get("Location")
@@ -597,7 +595,7 @@ class GitHubClient:
                 )
             if response.status_code in (301, 302, 303) and method != "GET":
                 raise GitHubError(f"{what}: GitHub answered {response.status_code} to a {method}")
-            url, params = target, None  # the Location carries the query
+            url = target  # the Location carries the query
         raise GitHubError(f"{what}: more than {MAX_REDIRECTS} redirects")
 
     def _rate_limit_wait(self, response: requests.Response, attempt: int) -> float | None:

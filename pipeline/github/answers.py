@@ -127,8 +127,8 @@ def _retry_after(response: requests.Response, clock: Callable[[], float]) -> flo
 def _page_key(url: str) -> str:
     """A page's URL with its query parameters in order: the same page, however spelled."""
     parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    query.setdefault("page", "1")  # no page parameter is page 1
+    # no page parameter is page 1
+    query = {"page": "1", **dict(parse_qsl(parts.query, keep_blank_values=True))}
     return f"{parts.scheme}://{parts.netloc.lower()}{parts.path}?{sorted(query.items())}"
 
 
@@ -226,7 +226,13 @@ def _answer(data: object, what: str, expected: str, where: str = "") -> _Answer:
     return _Answer(dict(data), what, where)
 
 
-def _body(response: requests.Response) -> dict[str, Any]:
+def _next_link(response: requests.Response) -> str | None:
+    """The URL of the next page (Link rel="next"), as given (maybe relative)."""
+    link = response.links.get("next") or {}
+    return link.get("url")
+
+
+def _body(response: requests.Response) -> dict[str, object]:
     try:
         data = response.json()
     except ValueError:
@@ -235,8 +241,7 @@ def _body(response: requests.Response) -> dict[str, Any]:
 
 
 def _message(response: requests.Response) -> str:
-    message = _body(response).get("message")
-    return str(message) if message else ""
+    return _Answer(_body(response), "").text("message")
 
 
 def _errors(response: requests.Response) -> str:
@@ -245,10 +250,9 @@ def _errors(response: requests.Response) -> str:
     out = []
     for item in items if isinstance(items, list) else [items]:
         if isinstance(item, dict):
-            text = item.get("message") or " ".join(
-                f"{k}={item[k]}" for k in ("resource", "field", "code") if item.get(k)
-            )
-            out.append(str(text))
+            said = _Answer(dict(item), "")
+            parts = ((k, said.text(k)) for k in ("resource", "field", "code"))
+            out.append(said.text("message") or " ".join(f"{k}={v}" for k, v in parts if v))
         else:
             out.append(str(item))
     return "; ".join(out)
