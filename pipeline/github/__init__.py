@@ -605,10 +605,10 @@ class GitHubClient:
         retry_after = _retry_after(response, self._clock)
         if retry_after is not None:
             return retry_after
-        headers = response.headers
-        if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset"):
+        remaining = response.headers.get("x-ratelimit-remaining")
+        if remaining == "0" and (reset_at := response.headers.get("x-ratelimit-reset")):
             try:
-                reset = float(headers["x-ratelimit-reset"])
+                reset = float(reset_at)
             except ValueError:
                 return SECONDARY_LIMIT_WAIT
             return max(reset - self._clock(), 1.0)
