@@ -271,7 +271,7 @@ def _pyproject_table(path: Path) -> object:
 
 
 # the packaged defaults as last read, by the file's status (read once a process, not twice)
-_DEFAULTS: dict[tuple[int, ...], dict[str, Any]] = {}
+_DEFAULTS: dict[tuple[int, ...], dict[str, object]] = {}
 
 
 def defaults() -> dict[str, Any]:

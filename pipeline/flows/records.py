@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pipeline.config import Settings
 from pipeline.errors import DocumentError
@@ -50,7 +49,7 @@ class EditRecord:
     manual: tuple[str, ...]
     old_name_refs: tuple[OldNameRef, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "inputs": self.inputs,
             "edited": [{"file": e.file, "summary": e.summary} for e in self.edited],
@@ -106,7 +105,7 @@ class DropsRecord:
     verified_junit: str | None  # the re-run's report: what the tests say now
     tested: str  # digest of the operator's report the decisions were made over
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "decisions": [d.to_dict() for d in self.decisions],
             "diff": self.diff,
