@@ -108,6 +108,7 @@ def check(
                         guide_math.aten_names(t, alpha is not None),
                         t.bound,
                         t.alpha_argument,
+                        t.avoid,
                     )
                 )
     answers = runners.references(cases) if cases else {}
