@@ -400,10 +400,39 @@ def aten_operator(names, arity, alpha, bound=(), alpha_arg=None):
         if len(found) == 1:
             return found[0][0], found[0][1], None
         if not found:
-            return None, None, f"aten.{name} has no overload the kernel's operands map onto"
+            why = f"aten.{name} has no overload the kernel's operands map onto"
+            return None, None, why + unfilled(packet, arity, alpha, bound)
         shown = ", ".join(str(op) for op, _ in found)
         return None, None, f"ambiguous: the kernel's operands map onto {shown}"
     return None, None, "no OpInfo, torch function or aten operator of that name"
+
+
+def unfilled(packet, arity, alpha, bound):
+    """What keeps the functional overloads with as many Tensor arguments as the kernel has
+    operands from fitting: their arguments without a default that no operand, alpha, host
+    literal or reduction fills (``; leaky_relu_backward.default needs self_is_result
+    (bool)``); "" when no overload has that many Tensor arguments."""
+    given = {name for name, _ in bound}
+    notes = []
+    for overload in packet.overloads():
+        schema = getattr(packet, overload)._schema
+        args = schema.arguments
+        if any(a.alias_info is not None and a.alias_info.is_write for a in args):
+            continue
+        if sum(str(a.type) == "Tensor" for a in args) != arity:
+            continue
+        left = [
+            a for a in args
+            if str(a.type) != "Tensor" and not a.has_default_value()
+            and a.name not in given and not is_reduction(a)
+        ]  # fmt: skip
+        numbers = [a for a in left if str(a.type) in NUMBER_TYPES]
+        if alpha and numbers:
+            left.remove(numbers[0])  # the alpha's, at best
+        if left:
+            shown = ", ".join(f"{a.name} ({a.type})" for a in left)
+            notes.append(f"{schema.name.removeprefix('aten::')}.{overload} needs {shown}")
+    return "; " + "; ".join(notes) if notes else ""
 
 
 def literal(text, arg):
