@@ -163,7 +163,7 @@ def _run_one(
         dtype = metal_dtype(r.input)
         answer = answers.get(_case_id(t.kernel, dtype))
         if _struct_alpha(r):
-            why = f"{ALPHA_NOTE}: the host fills {r.alpha}'s fields ({STRUCT_LAUNCH})"
+            why = f"{ALPHA_NOTE}: the host fills its fields ({STRUCT_LAUNCH})"
             checks.append(_no_reference(t, r, why, names, known))
             continue
         if answer is None or not answer.inputs:
