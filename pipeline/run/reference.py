@@ -45,12 +45,15 @@ class Case:
     aten: tuple[str, ...] = ()  # aten operators to fall back on, first existing one wins
     bound: tuple[tuple[str, str], ...] = ()  # schema arguments fixed (name, literal)
     alpha_arg: str | None = None  # the schema argument the alpha fills, when known
+    avoid: tuple[str, ...] = ()  # alpha literals the host never sends this kernel
 
     def to_json(self) -> dict[str, Any]:
         # the host's scalars only when there are some: a case's cache key is its JSON
         host: dict[str, Any] = {"bound": [list(b) for b in self.bound]} if self.bound else {}
         if self.alpha_arg:
             host["alpha_arg"] = self.alpha_arg
+        if self.avoid:
+            host["avoid"] = list(self.avoid)
         return {
             "id": self.id,
             "dtype": self.dtype,
