@@ -21,12 +21,18 @@ def test_a_loss_element_is_checked_as_its_operator_under_the_host_s_reduction(
 ) -> None:
     index = _index(tmp_path / "host")
     file = "pair_loss.metal"
-    found = guide_math.target(index, "sq_gap", file, {})
-    assert found.host is not None and found.bound == (("reduction", "0"),)
-    t = replace(found, metal=fixture_root(tmp_path) / file)
-    (sq_gap,) = run_flow(tmp_path, host_cxx, real_c10_include, [t]).functors
+    metal = fixture_root(tmp_path) / file
+    found = [guide_math.target(index, k, file, {}) for k in ("sq_gap", "soft_gap_clip")]
+    assert found[0].host is not None and found[0].bound == (("reduction", "0"),)
+    targets = [replace(t, metal=metal) for t in found]
+    sq_gap, clip = run_flow(tmp_path, host_cxx, real_c10_include, targets).functors
     assert sq_gap.reference == "aten.mse_loss.default, reduction=0"
     assert {d.dtype for d in sq_gap.dtypes} == {"float32", "float16"}
     for check in sq_gap.dtypes:
         assert check.status is Agreement.OK, check
         assert check.checked > 50
+    # no reference, and the reason is the host's, not the name's
+    (f32,) = clip.dtypes
+    assert f32.status is Agreement.NO_REFERENCE and f32.checked == 0
+    assert f32.no_reference is not None and f32.no_reference.startswith("unknown: ")
+    assert "writes `at::empty_like(input)`" in f32.no_reference
