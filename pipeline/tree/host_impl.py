@@ -46,8 +46,16 @@ _CALL = re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*::)*)([A-Za-z_]\w*)\s*\(")
 _EXEC = re.compile(r"exec_(\w+?)_kernel\Z")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[A-Za-z_]\w*|\S')
 _ITER_ARG = re.compile(r"\.\s*add_(output|input)\s*\(")
-_WRAPPER = re.compile(r"(?:[\w:]+(?:<[^<>]*>)?|\([\w:&\s]+\))\s*\((.*)\)\Z", re.S)
-_CAST = re.compile(r"\([\w:]+\s*&?\s*\)\s*(.*)\Z", re.S)
+# what passes a tensor on as it is: casts (a call such as at::abs(input) computes another)
+_TENSOR_CAST = re.compile(
+    r"(?:const_cast|static_cast)\s*<[^<>]*>\s*\((.*)\)\Z|\((?:const\s+)?[\w:]*Tensor\s*&?\)\s*(.*)\Z",
+    re.S,
+)
+# what passes a scalar on as it is: c10::Scalar(beta), static_cast<float>(beta)
+_SCALAR_WRAP = re.compile(
+    r"(?:(?:c10::|at::)?Scalar|static_cast\s*<[^<>]*>|std::optional\s*<[^<>]*>)\s*\((.*)\)\Z",
+    re.S,
+)
 _NOT_NAMES = frozenset(
     [
         "if",
@@ -335,10 +343,10 @@ def _tensor(expr: str) -> str | None:
         m = re.fullmatch(r"%(\w+)", expr)
         if m is not None:
             return m.group(1)
-        w = _WRAPPER.fullmatch(expr) or _CAST.fullmatch(expr)
+        w = _TENSOR_CAST.fullmatch(expr)
         if w is None:
             return None
-        expr = host_cond.unwrap(w.group(1))
+        expr = host_cond.unwrap(w.group(1) or w.group(2))
     return None
 
 
@@ -349,7 +357,7 @@ def _scalar(expr: str) -> str | None:
         m = re.fullmatch(r"@(\w+)", expr)
         if m is not None:
             return m.group(1)
-        w = _WRAPPER.fullmatch(expr)
+        w = _SCALAR_WRAP.fullmatch(expr)
         if w is None:
             return None
         expr = host_cond.unwrap(w.group(1))
@@ -522,11 +530,13 @@ def _operands(
             "the host works on it afterwards"
         )
         return Found("", None, via, unknown=why)
-    operands = [_tensor(subst(frame, i, pos)) for i in inputs]
+    values = [subst(frame, i, pos) for i in inputs]
+    operands = [_tensor(v) for v in values]
     named = tuple(_schema_name(entry, t) if t else "?" for t in operands)
     if named != entry.schema.tensors:
+        shown = ", ".join(_shown(v, 40) for v in values)
         why = (
-            f"{via}: the kernel's operands ({', '.join(inputs)}) are not "
+            f"{via}: the kernel's operands ({shown}) are not "
             f"{entry.native.full_name}'s tensors ({', '.join(entry.schema.tensors)}) as they are"
         )
         return Found("", None, via, unknown=why)
@@ -545,7 +555,8 @@ def _operands(
 def _shown(value: str, limit: int = 60) -> str:
     """An expression in the entry's terms, as the host would write it, cut short."""
     text = re.sub(r"[@%]", "", " ".join(host_cond.unwrap(value).split()))
-    text = re.sub(r"\(\((\w+)\)\)|\((\w+)\)", lambda m: m.group(1) or m.group(2), text)
+    for _ in range(3):  # the parentheses substituting put around names, not a call's
+        text = re.sub(r"(?<![\w>])\((\w+)\)", r"\1", text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

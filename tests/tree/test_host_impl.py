@@ -88,7 +88,22 @@ def test_operands_the_host_reorders_or_scales_are_no_reference(tmp_path: Path) -
         ref = host_refs.resolve(index, kernel)
         assert ref is not None and ref.op is None and ref.unknown is not None
         # the name was read through the local assigned under `reduction == Mean`
-        assert "operands (first, second, third) are not" in ref.unknown, ref.unknown
+        assert "operands (input, target, " in ref.unknown, ref.unknown
+        assert "are not mse_loss_backward.grad_input's tensors (grad_output, self, target)" in (
+            ref.unknown
+        )
+
+
+def test_an_operand_the_host_computes_first_is_no_reference(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    mm = root / PAIR_MM
+    launch = 'pair_op_kernel("sq_gap", input, target, output_, std::nullopt)'
+    mm.write_text(mm.read_text().replace(launch, launch.replace("input,", "at::abs(input),")))
+    ref = host_refs.resolve(_load(tmp_path, root), "sq_gap")
+    assert ref is not None and ref.op is None and ref.unknown is not None
+    assert "operands (at::abs(input), target) are not mse_loss.out's tensors (self, target)" in (
+        ref.unknown
+    )
 
 
 def test_an_enum_the_tree_does_not_define_leaves_the_value_unknown(tmp_path: Path) -> None:
