@@ -90,8 +90,11 @@ _NOT_NAMES = frozenset(
     ]
 )
 _MAX_DEPTH = 6
-# per find(): the same locals and conditions are read once per frame, not once per use
-_MEMO: dict[tuple[object, ...], object] = {}
+# per tree read: the same locals and conditions are read once per frame, not once per use
+# (keyed by the id of a source or frame that the walk keeps alive, and cleared with it)
+_ASSIGNED: dict[tuple[int, int, str, int], list[tuple[int, str]] | None] = {}
+_REACHED: dict[tuple[int, int, int], Cond] = {}
+_SUBSTITUTED: dict[tuple[int, str, int], tuple[_Frame, str]] = {}
 
 
 @dataclass(frozen=True)
@@ -185,17 +188,17 @@ def _function(src: CppText, start: int, body: tuple[int, int] | None) -> _Fn | N
 def _assignments(fn: _Fn, name: str, pos: int) -> list[tuple[int, str]] | None:
     """(offset, right-hand side) of each ``name = ...`` in ``fn`` before ``pos``; None when
     it is changed otherwise (``+=``, ``++``)."""
-    key = ("assign", id(fn.src), fn.lo, name, pos)
-    if key not in _MEMO:
-        _MEMO[key] = _find_assignments(fn, name, pos)
-    return _MEMO[key]  # type: ignore[return-value]
+    key = (id(fn.src), fn.lo, name, pos)
+    if key not in _ASSIGNED:
+        _ASSIGNED[key] = _find_assignments(fn, name, pos)
+    return _ASSIGNED[key]
 
 
 def _reach(fn: _Fn, pos: int) -> Cond:
-    key = ("reach", id(fn.src), fn.lo, pos)
-    if key not in _MEMO:
-        _MEMO[key] = reach(fn.src, fn.lo, fn.hi, pos)
-    return _MEMO[key]  # type: ignore[return-value]
+    key = (id(fn.src), fn.lo, pos)
+    if key not in _REACHED:
+        _REACHED[key] = reach(fn.src, fn.lo, fn.hi, pos)
+    return _REACHED[key]
 
 
 def _find_assignments(fn: _Fn, name: str, pos: int) -> list[tuple[int, str]] | None:
@@ -239,10 +242,11 @@ def subst(frame: _Frame, text: str, pos: int, depth: int = 0) -> str:
     """``text`` of ``frame``'s function with its parameters and locals as the entry's
     expressions; a local assigned under conditions is a ``?:`` of them (``$name``: not
     read)."""
-    key = ("subst", id(frame), text, pos)
-    if key not in _MEMO:
-        _MEMO[key] = _subst(frame, text, pos, depth)
-    return _MEMO[key]  # type: ignore[return-value]
+    key = (id(frame), text, pos)
+    if key not in _SUBSTITUTED:
+        # the frame is kept with its value: a frame collected would free its id for another
+        _SUBSTITUTED[key] = (frame, _subst(frame, text, pos, depth))
+    return _SUBSTITUTED[key][1]
 
 
 def _subst(frame: _Frame, text: str, pos: int, depth: int) -> str:
@@ -624,8 +628,8 @@ def _sites(root: Path, natives: tuple[NativeFunction, ...]) -> list[tuple[_Entry
     key = (root, id(natives), tuple((f, f.stat().st_mtime_ns, f.stat().st_size) for f in files))
     if key in _SITES:
         return _SITES[key]
-    _SITES.clear()
-    _MEMO.clear()
+    for memo in (_SITES, _ASSIGNED, _REACHED, _SUBSTITUTED):
+        memo.clear()
     fns = _functions(root)
     out = []
     for entry in _entries(natives, fns):
