@@ -612,10 +612,16 @@ def _entries(natives: tuple[NativeFunction, ...], fns: dict[str, list[_Fn]]) -> 
 def find(root: Path, natives: tuple[NativeFunction, ...], kernel: str) -> list[Found]:
     """Every launch of ``kernel`` from an MPS row's out= function of the tree's host files."""
     out = []
+    unread = []
     for entry, site in _sites(root, natives):
+        if site.kind.startswith("?"):
+            unread.append(f"{entry.fn.name} ({entry.fn.where}) could not be read: {site.kind[1:]}")
+            continue
         found = _site(root, entry, site, kernel)
         if found is not None:
             out.append(found)
+    if not out and unread:
+        return [Found(kernel, None, unread[0].split(" ", 1)[0], unknown="; ".join(unread))]
     return out
 
 
@@ -640,7 +646,11 @@ def _sites(root: Path, natives: tuple[NativeFunction, ...]) -> list[tuple[_Entry
             for p, t in zip(entry.fn.params, entry.fn.types, strict=True)
         )
         sites: list[_Site] = []
-        _walk(_Frame(entry.fn, binding, host_cond.TRUE, (entry.fn.name,)), fns, sites)
+        try:
+            _walk(_Frame(entry.fn, binding, host_cond.TRUE, (entry.fn.name,)), fns, sites)
+        except (ParseError, ValueError) as exc:
+            # a damaged body: whatever it launches is unknown, and says where it stopped
+            sites = [_Site(_Frame(entry.fn, binding, host_cond.TRUE, ()), -1, f"?{exc}", ())]
         out += [(entry, s) for s in sites]
     _SITES[key] = out
     return out

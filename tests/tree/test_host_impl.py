@@ -106,6 +106,24 @@ def test_an_operand_the_host_computes_first_is_no_reference(tmp_path: Path) -> N
     )
 
 
+def test_a_function_that_cannot_be_read_leaves_a_kernel_unknown_saying_where(
+    tmp_path: Path,
+) -> None:
+    root = _tree(tmp_path)
+    mm = root / PAIR_MM
+    # a parenthesis never closed: the walk cannot tell where the condition ends
+    old = "  if (reduction == Reduction::None) {"
+    text = mm.read_text().replace(old, old.replace("(", "((", 1))
+    mm.write_text(text)
+    ref = host_refs.resolve(_load(tmp_path, root), "lane_twist")
+    assert ref is not None and ref.op is None and ref.unknown is not None
+    assert ref.unknown.startswith("mse_loss_out_mps (PairLoss.mm:") and "could not be read" in (
+        ref.unknown
+    )
+    # a kernel another function launches is still found
+    assert host_refs.resolve(_load(tmp_path, root), "soft_gap").op == "huber_loss"
+
+
 def test_an_enum_the_tree_does_not_define_leaves_the_value_unknown(tmp_path: Path) -> None:
     root = _tree(tmp_path)
     (root / "aten/src/ATen/core/Reduction.h").unlink()
