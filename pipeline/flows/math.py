@@ -238,12 +238,20 @@ def _checked(
         output=b"".join(m.output for m in blocks),
         status=b"".join(m.status for m in blocks),
         known=known,
-        no_reference=answer.no_reference,
+        no_reference=_host_why(t, answer.no_reference),
         edge=answer.edge,
         samples=answer.samples,
         upcast=answer.upcast,
         alphas=answer.alpha_shown,
     )
+
+
+def _host_why(t: Target, why: str | None) -> str | None:
+    """Why a kernel has no reference: what the host code leaves unread says it better than
+    the search by its name (inputs are still made, to run the kernel, so this path too)."""
+    if why is not None and t.host is not None and t.host.unknown is not None:
+        return f"unknown: {t.host.unknown}"
+    return why
 
 
 def _jobs(r: cxx.Registered, answer: TorchAnswer) -> list[cxx.Job]:

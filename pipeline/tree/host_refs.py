@@ -23,6 +23,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from pipeline.tree import host_impl
 from pipeline.tree.cpp import split_args
 from pipeline.tree.index import TreeIndex
 from pipeline.tree.objc import StubRegistration
@@ -113,7 +114,7 @@ def resolve(index: TreeIndex, kernel: str) -> HostReference | None:
         s for f in index.host.files for s in f.stubs if any(x.kernel == kernel for x in s.launches)
     ]
     if not stubs:
-        return None
+        return _from_implementations(index, kernel)
     names = ", ".join(dict.fromkeys(s.stub for s in stubs))
     if index.sources is None or not index.sources.present:
         why = f"{kernel} runs for {names}; the tree has no native/*.cpp to read who calls it"
@@ -185,3 +186,22 @@ def _in_schema(
         return next(iter(places))[impl.params.index(name)]
 
     return named(alpha), [(named(a), lit) for a, lit in bound]
+
+
+def _from_implementations(index: TreeIndex, kernel: str) -> HostReference | None:
+    """The operator an MPS row's own function launches ``kernel`` for (see
+    :mod:`pipeline.tree.host_impl`); None when none launches it. One launch read whole is
+    the functor's reference, whatever other launches leave unread: the math is the
+    functor's, not the launch's."""
+    found = host_impl.find(index.root, index.native.entries, kernel)
+    known = {(f.op, f.alpha, f.bound): f for f in found if f.op is not None}
+    if len(known) == 1:
+        f = next(iter(known.values()))
+        return HostReference(kernel, f.op, f.via, f.alpha, f.bound)
+    if known:
+        shown = ", ".join(sorted({str(f.op) for f in known.values()}))
+        why = f"launched for several operators ({shown}): which one the functor is is unknown"
+        return HostReference(kernel, None, shown, unknown=why)
+    if found:
+        return HostReference(kernel, None, found[0].via, unknown=found[0].unknown)
+    return None
