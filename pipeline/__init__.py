@@ -45,6 +45,9 @@ Glossary (one word per concept; the code uses these):
   created, updated, unchanged, or dry-run (``github.Written``).
 - **impact**: the operators and tests a change can affect (the ``affected`` command and
   ``doit affected`` print it).
+- **setting**: one configuration key by its dotted name (``test.kinds``), declared with
+  the types its value may have (``sections.Key``); resolved, it carries its **origin**: a
+  default, a file, a variable or a flag (``sections.Resolved``).
 - **gap**: a part of the tree that could not be read, so a checklist item is unknown (?).
 - **history**: the nightly's SQLite database of runs; a **night** is one recorded nightly.
 """

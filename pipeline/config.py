@@ -27,10 +27,12 @@ from pipeline.errors import ConfigError
 from pipeline.options import OVERRIDABLE
 from pipeline.sections import (
     GitHubSettings,
+    Key,
     MathSettings,
     NightlySettings,
     Resolved,
     ReviewSettings,
+    github,
     math,
     nightly,
     review,
@@ -58,49 +60,14 @@ SANDBOX_STATE_ORIGIN = (
 )
 # keys a doit variable or CLI flag may set
 # keys whose relative paths are relative to where they were set (file's folder, or cwd)
-_PATH_KEYS = ("root", "state_dir", "math.cache")
+_PATH_KEYS = (Key.ROOT, Key.STATE_DIR, Key.MATH_CACHE)
 
 _NONE = type(None)
-# Every setting, by dotted name, with the types it may have. Defaults: defaults.yaml.
-TYPES: dict[str, tuple[type, ...]] = {
-    "root": (str, _NONE),
-    "python": (str, _NONE),
-    "build_dir": (str,),
-    "build_command": (list,),
-    "state_dir": (str, _NONE),
-    "lock_wait": (int, float),
-    "test.file": (str,),
-    "test.kinds": (list,),
-    "test.timeout": (int, float),
-    "test.pytest_args": (list,),
-    "opinfo_table": (str, _NONE),
-    "github.api_url": (str,),
-    "github.repo": (str,),
-    "github.status_context": (str,),
-    "github.token_env": (str,),
-    "github.bot_login": (str,),
-    # a list of runner names, or a table of runner name -> macOS version ("15.0")
-    "runners": (list, dict),
-    "math.cxx": (str, _NONE),
-    "math.known": (list,),
-    "math.references": (dict,),
-    "math.max_samples": (int,),
-    "math.cache": (str, _NONE),
-    "review.disable": (list,),
-    "speed.threshold": (int, float),
-    "speed.min_nights": (int,),
-    "nightly.min_passes": (int,),
-    "nightly.flaky_window": (int,),
-    "nightly.keep": (int,),
-    "nightly.backups": (int,),
-    "nightly.shard_nights": (int,),
-    "tracker.query": (str,),
-    "tracker.max_requests": (int,),
-    # null: the SQLite file in the state directory; a postgresql:// URL: a history server
-    "history.url": (str, _NONE),
-}
+# Every setting, by dotted name, with the types it may have (declared on :class:`Key`).
+# Defaults: defaults.yaml.
+TYPES: dict[str, tuple[type, ...]] = {key: key.types for key in Key}
 # settings whose values hold a secret in part: `config` and every message show them redacted
-SECRET_SETTINGS = frozenset({"history.url"})
+SECRET_SETTINGS = frozenset({Key.HISTORY_URL})
 SECTIONS = frozenset(key.partition(".")[0] for key in TYPES if "." in key)
 
 # origins that are not a file, a variable or a flag
@@ -203,6 +170,7 @@ class Settings:
             python=self.python,
             opinfo_table=self.opinfo_table,
             test_kinds=self.test_kinds,
+            answers_cache=self.math.cache,
         )
 
     @property
@@ -211,7 +179,7 @@ class Settings:
 
     def root_line(self) -> str:
         """One short line saying which tree this run works on and why that one."""
-        origin = self.sources["root"].origin if "root" in self.sources else DEFAULT
+        origin = self.sources[Key.ROOT].origin if Key.ROOT in self.sources else DEFAULT
         if self.is_sandbox:
             return f"root: the bundled sandbox, working copy {self.root} ({origin})"
         return f"root: {self.root} ({origin})"
@@ -222,11 +190,11 @@ def env_var(key: str) -> str:
     return ENV_PREFIX + key.upper().replace(".", "_")
 
 
-def flatten(data: Any, where: str) -> dict[str, Any]:
+def flatten(data: object, where: str) -> dict[str, object]:
     """A config mapping as ``{dotted key: value}``; unknown keys and sections are errors."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected a mapping of settings, got {type(data).__name__}")
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in data.items():
         key = str(key)
         if key in SECTIONS:
@@ -241,7 +209,7 @@ def flatten(data: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def _check_type(key: str, value: Any, where: str) -> None:
+def _check_type(key: str, value: object, where: str) -> None:
     typ = TYPES[key]
     if not isinstance(value, typ) or isinstance(value, bool):
         want = " or ".join("null" if t is _NONE else t.__name__ for t in typ)
@@ -262,7 +230,7 @@ def _known(key: str, where: str) -> str:
     )
 
 
-def read_file(path: Path, loader: str = "SafeLoader") -> dict[str, Any]:
+def read_file(path: Path, loader: str = "SafeLoader") -> dict[str, object]:
     """The settings of a config file: YAML, or a ``pyproject.toml``'s [tool.mps-pipeline].
 
     ``loader``: the yaml loader (the packaged defaults take libyaml's, when there is one:
@@ -288,7 +256,7 @@ def read_file(path: Path, loader: str = "SafeLoader") -> dict[str, Any]:
     return flatten(data or {}, str(path))
 
 
-def _pyproject_table(path: Path) -> Mapping[str, Any] | None:
+def _pyproject_table(path: Path) -> object:
     text = path.read_text(encoding="utf-8", errors="replace")
     if f"tool.{PYPROJECT_TABLE}" not in text and f'tool."{PYPROJECT_TABLE}"' not in text:
         return None  # PyTorch's own pyproject.toml: no need to parse it on every run
@@ -304,7 +272,7 @@ def _pyproject_table(path: Path) -> Mapping[str, Any] | None:
 
 
 # the packaged defaults as last read, by the file's status (read once a process, not twice)
-_DEFAULTS: dict[tuple[int, ...], dict[str, Any]] = {}
+_DEFAULTS: dict[tuple[int, ...], dict[str, object]] = {}
 
 
 def defaults() -> dict[str, Any]:
@@ -481,7 +449,7 @@ def _layered(
     """Every setting from the highest layer that gives it (defaults, the user's file, then
     ``layers``), and the folder each path setting is relative to: its file's, else ``cwd``."""
     sources = {key: Resolved(value, DEFAULT) for key, value in defaults().items()}
-    bases = dict.fromkeys(_PATH_KEYS, cwd)
+    bases: dict[str, Path] = dict.fromkeys(_PATH_KEYS, cwd)
     if user_path is not None:
         trail.read.append(user_path)
         origin = str(trail.resolve(user_path))
@@ -501,18 +469,19 @@ def _layered(
 
 def _check_values(sources: Mapping[str, Resolved]) -> None:
     """The checks a type cannot make: test kinds we know, times that can be waited."""
-    for kind in sources["test.kinds"].value:
+    for kind in sources[Key.TEST_KINDS].value:
         if kind not in TEST_KINDS:
             raise ConfigError(
-                f"config key 'test.kinds' ({sources['test.kinds'].origin}): {kind!r} is not "
-                f"one of {TEST_KINDS}"
+                f"config key '{Key.TEST_KINDS}' ({sources[Key.TEST_KINDS].origin}): {kind!r} is "
+                f"not one of {TEST_KINDS}"
             )
-    for key in ("test.timeout", "lock_wait"):
+    for key in (Key.TEST_TIMEOUT, Key.LOCK_WAIT):
         number = float(sources[key].value)
-        if not (number > 0 if key == "test.timeout" else number >= 0) or number != number:
-            least = "a number of seconds > 0" if key == "test.timeout" else "seconds >= 0"
+        timeout = key is Key.TEST_TIMEOUT
+        if not (number > 0 if timeout else number >= 0) or number != number:
+            least = "a number of seconds > 0" if timeout else "seconds >= 0"
             raise ConfigError(
-                f"config key {key!r} ({sources[key].origin}): {sources[key].value!r} is not {least}"
+                f"config key '{key}' ({sources[key].origin}): {sources[key].value!r} is not {least}"
             )
 
 
@@ -525,37 +494,37 @@ def _placed(
 ) -> tuple[Path, Path, bool]:
     """The tree's root, the state directory and whether the tree is the sandbox; ``sources``
     get the paths as resolved, each with its origin (what `mps-pipeline config` shows)."""
-    root_value = sources["root"].value
+    root_value = sources[Key.ROOT].value
     if root_value is None:  # no source named a root: `checkout` is the one around cwd
         is_sandbox = checkout is None
-        sources["root"] = (
+        sources[Key.ROOT] = (
             Resolved(SANDBOX, NO_CHECKOUT)
             if checkout is None
             else Resolved(str(checkout), FROM_CHECKOUT)
         )
     else:
         is_sandbox = root_value == SANDBOX
-    state_source = sources["state_dir"]
+    state_source = sources[Key.STATE_DIR]
     if state_source.value is not None:
-        state_dir = trail.resolve(bases["state_dir"] / os.path.expanduser(state_source.value))
+        state_dir = trail.resolve(bases[Key.STATE_DIR] / os.path.expanduser(state_source.value))
     elif is_sandbox:  # never the current directory: it is no checkout
         state_dir = trail.resolve(Path(fsio.sandbox_state_dir(env)))
-        sources["state_dir"] = Resolved(None, SANDBOX_STATE_ORIGIN)
+        sources[Key.STATE_DIR] = Resolved(None, SANDBOX_STATE_ORIGIN)
     if is_sandbox:
         root = state_dir / SANDBOX
     else:
-        root = trail.resolve(bases["root"] / os.path.expanduser(sources["root"].value))
+        root = trail.resolve(bases[Key.ROOT] / os.path.expanduser(sources[Key.ROOT].value))
         trail.kinds.append(root)
         if not root.is_dir():
             raise ConfigError(
-                f"config key 'root' ({sources['root'].origin}): {root} is not a directory; "
+                f"config key 'root' ({sources[Key.ROOT].origin}): {root} is not a directory; "
                 "point root= at a PyTorch checkout or use root=sandbox"
             )
         if state_source.value is None:
             state_dir = root / STATE_DIR_NAME
-            sources["state_dir"] = Resolved(None, "default: inside the checkout")
-        sources["root"] = Resolved(str(root), sources["root"].origin)
-    sources["state_dir"] = Resolved(str(state_dir), sources["state_dir"].origin)
+            sources[Key.STATE_DIR] = Resolved(None, "default: inside the checkout")
+        sources[Key.ROOT] = Resolved(str(root), sources[Key.ROOT].origin)
+    sources[Key.STATE_DIR] = Resolved(str(state_dir), sources[Key.STATE_DIR].origin)
     return root, state_dir, is_sandbox
 
 
@@ -580,47 +549,45 @@ def load_settings(
     given = _given_layer(overrides or {}, via)
     env_layer, warnings = _env_layer(env)
     # The checkout decides which config file is read, so it comes from the layers above it.
-    named_root = (given.get("root") or env_layer.get("root") or Resolved(None, "")).value
+    named_root = (given.get(Key.ROOT) or env_layer.get(Key.ROOT) or Resolved(None, "")).value
     checkout = _checkout(named_root, cwd, trail)
     user_path = _user_file(config_path, env, checkout, cwd, trail)
     sources, bases = _layered(user_path, (env_layer, given), cwd, trail)
     _check_values(sources)
     root, state_dir, is_sandbox = _placed(sources, bases, checkout, env, trail)
 
-    if sources["python"].value is None:
-        sources["python"] = Resolved(sys.executable, "default: the interpreter running this")
-    elif sources["python"].value.startswith("~"):
-        sources["python"] = Resolved(
-            os.path.expanduser(sources["python"].value), sources["python"].origin
+    if sources[Key.PYTHON].value is None:
+        sources[Key.PYTHON] = Resolved(sys.executable, "default: the interpreter running this")
+    elif sources[Key.PYTHON].value.startswith("~"):
+        sources[Key.PYTHON] = Resolved(
+            os.path.expanduser(sources[Key.PYTHON].value), sources[Key.PYTHON].origin
         )
-    opinfo_table = sources["opinfo_table"].value
+    opinfo_table = sources[Key.OPINFO_TABLE].value
     if opinfo_table is None and is_sandbox:
         opinfo_table = paths.OPINFO_TABLE
-    build_dir = root / sources["build_dir"].value
-    runner_names, runner_macos = runners(sources["runners"])
-    cache = sources["math.cache"].value
+    build_dir = root / sources[Key.BUILD_DIR].value
+    runner_names, runner_macos = runners(sources[Key.RUNNERS])
+    cache = sources[Key.MATH_CACHE].value
     math_cache = (
-        None if cache is None else trail.resolve(bases["math.cache"] / os.path.expanduser(cache))
+        None if cache is None else trail.resolve(bases[Key.MATH_CACHE] / os.path.expanduser(cache))
     )
     value = {key: source.value for key, source in sources.items()}
     return Settings(
         root=root,
         is_sandbox=is_sandbox,
-        python=value["python"],
+        python=value[Key.PYTHON],
         build_dir=build_dir,
         build_command=tuple(
-            str(arg).format(build_dir=build_dir, root=root) for arg in value["build_command"]
+            str(arg).format(build_dir=build_dir, root=root) for arg in value[Key.BUILD_COMMAND]
         ),
         state_dir=state_dir,
-        lock_wait=float(value["lock_wait"]),
-        test_file=value["test.file"],
-        test_kinds=tuple(value["test.kinds"]),
-        test_timeout=float(value["test.timeout"]),
-        pytest_args=tuple(str(a) for a in value["test.pytest_args"]),
+        lock_wait=float(value[Key.LOCK_WAIT]),
+        test_file=value[Key.TEST_FILE],
+        test_kinds=tuple(value[Key.TEST_KINDS]),
+        test_timeout=float(value[Key.TEST_TIMEOUT]),
+        pytest_args=tuple(str(a) for a in value[Key.TEST_PYTEST_ARGS]),
         opinfo_table=root / opinfo_table if opinfo_table else None,
-        github=GitHubSettings(
-            **{key.partition(".")[2]: v for key, v in value.items() if key.startswith("github.")}
-        ),
+        github=github(sources),
         runners=runner_names,
         nightly=nightly(sources),
         runner_macos=MappingProxyType(runner_macos),
@@ -628,7 +595,7 @@ def load_settings(
         sources=MappingProxyType(sources),
         config_file=str(user_path.resolve()) if user_path is not None else None,
         warnings=tuple(warnings),
-        math=math(sources, defaults()["math.references"], math_cache),
+        math=math(sources, defaults()[Key.MATH_REFERENCES], math_cache),
         looked_at=trail.done(),
-        history_url=value["history.url"] or None,
+        history_url=value[Key.HISTORY_URL] or None,
     )

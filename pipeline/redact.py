@@ -24,14 +24,16 @@ _PARAM = re.compile(r"(?P<name>[A-Za-z_]+)=(?P<value>[^&\s]*)")
 
 def redact(url: str) -> str:
     """``url`` with its password and credential-like query parameters replaced by ***."""
-    out = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{HIDDEN}@", url)
+    out = _USERINFO.sub(rf"\g<scheme>\g<user>:{HIDDEN}@", url)
     head, sep, query = out.partition("?")
     if not sep:
         return out
-    hidden = _PARAM.sub(
-        lambda m: f"{m['name']}={HIDDEN}" if _SECRET_PARAMS.search(m["name"]) else m[0], query
-    )
-    return f"{head}?{hidden}"
+    return f"{head}?{_PARAM.sub(_hide_secret_param, query)}"
+
+
+def _hide_secret_param(param: re.Match[str]) -> str:
+    name = param["name"]
+    return f"{name}={HIDDEN}" if _SECRET_PARAMS.search(name) else param[0]
 
 
 def secrets_of(url: str) -> tuple[str, ...]:
@@ -47,8 +49,8 @@ def secrets_of(url: str) -> tuple[str, ...]:
     if password:
         found += [password, unquote(password)]
     match = _USERINFO.match(url)
-    if match and match["pw"]:
-        found.append(match["pw"])
+    if match and (written := match["pw"]):
+        found.append(written)
     found += [value for name, value in query if value and _SECRET_PARAMS.search(name)]
     return tuple(sorted({s for s in found if s}, key=len, reverse=True))
 

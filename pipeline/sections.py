@@ -10,12 +10,67 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from pipeline.dtypes import canonical
 from pipeline.errors import ConfigError
+
+_NONE = type(None)
+
+
+class Key(str, Enum):
+    """Every setting, by its dotted name (defaults.yaml's keys, ``test.kinds``), declared
+    with the types its value may have: a misspelt name is mypy's error, not a KeyError."""
+
+    types: tuple[type, ...]
+
+    def __new__(cls, name: str, types: tuple[type, ...]) -> Key:
+        key = str.__new__(cls, name)
+        key._value_ = name
+        key.types = types
+        return key
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    ROOT = "root", (str, _NONE)
+    PYTHON = "python", (str, _NONE)
+    BUILD_DIR = "build_dir", (str,)
+    BUILD_COMMAND = "build_command", (list,)
+    STATE_DIR = "state_dir", (str, _NONE)
+    LOCK_WAIT = "lock_wait", (int, float)
+    TEST_FILE = "test.file", (str,)
+    TEST_KINDS = "test.kinds", (list,)
+    TEST_TIMEOUT = "test.timeout", (int, float)
+    TEST_PYTEST_ARGS = "test.pytest_args", (list,)
+    OPINFO_TABLE = "opinfo_table", (str, _NONE)
+    GITHUB_API_URL = "github.api_url", (str,)
+    GITHUB_REPO = "github.repo", (str,)
+    GITHUB_STATUS_CONTEXT = "github.status_context", (str,)
+    GITHUB_TOKEN_ENV = "github.token_env", (str,)
+    GITHUB_BOT_LOGIN = "github.bot_login", (str,)
+    # a list of runner names, or a table of runner name -> macOS version ("15.0")
+    RUNNERS = "runners", (list, dict)
+    MATH_CXX = "math.cxx", (str, _NONE)
+    MATH_KNOWN = "math.known", (list,)
+    MATH_REFERENCES = "math.references", (dict,)
+    MATH_MAX_SAMPLES = "math.max_samples", (int,)
+    MATH_CACHE = "math.cache", (str, _NONE)
+    REVIEW_DISABLE = "review.disable", (list,)
+    SPEED_THRESHOLD = "speed.threshold", (int, float)
+    SPEED_MIN_NIGHTS = "speed.min_nights", (int,)
+    NIGHTLY_MIN_PASSES = "nightly.min_passes", (int,)
+    NIGHTLY_FLAKY_WINDOW = "nightly.flaky_window", (int,)
+    NIGHTLY_KEEP = "nightly.keep", (int,)
+    NIGHTLY_BACKUPS = "nightly.backups", (int,)
+    NIGHTLY_SHARD_NIGHTS = "nightly.shard_nights", (int,)
+    TRACKER_QUERY = "tracker.query", (str,)
+    TRACKER_MAX_REQUESTS = "tracker.max_requests", (int,)
+    # null: the SQLite file in the state directory; a postgresql:// URL: a history server
+    HISTORY_URL = "history.url", (str, _NONE)
 
 
 @dataclass(frozen=True)
@@ -80,19 +135,36 @@ class NightlySettings:
     shard_nights: int  # nightlies whose durations `shards` balances by
 
 
+def github(sources: Mapping[str, Resolved]) -> GitHubSettings:
+    """The ``github.*`` settings (their types checked where each source was read)."""
+    return GitHubSettings(
+        api_url=sources[Key.GITHUB_API_URL].value,
+        repo=sources[Key.GITHUB_REPO].value,
+        status_context=sources[Key.GITHUB_STATUS_CONTEXT].value,
+        token_env=sources[Key.GITHUB_TOKEN_ENV].value,
+        bot_login=sources[Key.GITHUB_BOT_LOGIN].value,
+    )
+
+
 def nightly(sources: Mapping[str, Resolved]) -> NightlySettings:
     """The ``nightly.*`` settings, each a count that works (``backups`` may be 0)."""
-    values = {}
-    for name in ("min_passes", "flaky_window", "keep", "backups", "shard_nights"):
-        source = sources[f"nightly.{name}"]
-        least = 0 if name == "backups" else 1
+    counts = (Key.NIGHTLY_MIN_PASSES, Key.NIGHTLY_FLAKY_WINDOW, Key.NIGHTLY_KEEP,
+              Key.NIGHTLY_BACKUPS, Key.NIGHTLY_SHARD_NIGHTS)  # fmt: skip
+    for key in counts:
+        source = sources[key]
+        least = 0 if key is Key.NIGHTLY_BACKUPS else 1
         if isinstance(source.value, bool) or source.value < least:
             raise ConfigError(
-                f"config key 'nightly.{name}' ({source.origin}): must be a whole number of at "
+                f"config key '{key}' ({source.origin}): must be a whole number of at "
                 f"least {least}, got {source.value!r}"
             )
-        values[name] = source.value
-    return NightlySettings(**values)
+    return NightlySettings(
+        min_passes=sources[Key.NIGHTLY_MIN_PASSES].value,
+        flaky_window=sources[Key.NIGHTLY_FLAKY_WINDOW].value,
+        keep=sources[Key.NIGHTLY_KEEP].value,
+        backups=sources[Key.NIGHTLY_BACKUPS].value,
+        shard_nights=sources[Key.NIGHTLY_SHARD_NIGHTS].value,
+    )
 
 
 _MACOS_VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
@@ -127,7 +199,7 @@ def math(
 ) -> MathSettings:
     """The ``math.*`` settings, each entry checked (a bad one names its key and origin);
     ``packaged``: the defaults' ``math.references``; ``cache``: ``math.cache`` resolved."""
-    known_source = sources["math.known"]
+    known_source = sources[Key.MATH_KNOWN]
     known = []
     for i, entry in enumerate(known_source.value):
         where = f"config key 'math.known' ({known_source.origin}), entry {i + 1}"
@@ -144,18 +216,18 @@ def math(
             except KeyError:
                 raise ConfigError(f"{where}: {dtype!r} is not a dtype (or '*')") from None
         known.append(KnownDeviation(op, dtype, reason.strip()))
-    refs_source = sources["math.references"]
+    refs_source = sources[Key.MATH_REFERENCES]
     for kernel, ref in refs_source.value.items():
         if not isinstance(ref, str) or not ref:
             raise ConfigError(
                 f"config key 'math.references' ({refs_source.origin}): {kernel!r} must map to "
                 '"opinfo.variant", "torch.fn" or "none"'
             )
-    samples = sources["math.max_samples"]
+    samples = sources[Key.MATH_MAX_SAMPLES]
     if samples.value < 0:
         raise ConfigError(f"config key 'math.max_samples' ({samples.origin}) must be >= 0")
     return MathSettings(
-        cxx=sources["math.cxx"].value,
+        cxx=sources[Key.MATH_CXX].value,
         known=tuple(known),
         # a file's table adds to (and overrides) the packaged one, it does not replace it
         references=MappingProxyType({**packaged, **refs_source.value}),
@@ -167,24 +239,24 @@ def math(
 def review(sources: Mapping[str, Resolved]) -> ReviewSettings:
     """The review, speed and tracker settings, each checked for a value that works."""
 
-    def bad(key: str, want: str) -> ConfigError:
+    def bad(key: Key, want: str) -> ConfigError:
         source = sources[key]
         return ConfigError(f"config key '{key}' ({source.origin}): {want}, got {source.value!r}")
 
-    disable = sources["review.disable"].value
+    disable = sources[Key.REVIEW_DISABLE].value
     if not all(isinstance(x, str) and x for x in disable):
-        raise bad("review.disable", "must list review check ids (mps-pipeline review --list)")
-    threshold = float(sources["speed.threshold"].value)
+        raise bad(Key.REVIEW_DISABLE, "must list review check ids (mps-pipeline review --list)")
+    threshold = float(sources[Key.SPEED_THRESHOLD].value)
     if not threshold >= 1.0:
-        raise bad("speed.threshold", "must be a ratio of at least 1.0 (1.10: 10% slower)")
-    if sources["speed.min_nights"].value < 2:
-        raise bad("speed.min_nights", "must be at least 2 (a spread needs two nights)")
-    if sources["tracker.max_requests"].value < 1:
-        raise bad("tracker.max_requests", "must be at least 1")
+        raise bad(Key.SPEED_THRESHOLD, "must be a ratio of at least 1.0 (1.10: 10% slower)")
+    if sources[Key.SPEED_MIN_NIGHTS].value < 2:
+        raise bad(Key.SPEED_MIN_NIGHTS, "must be at least 2 (a spread needs two nights)")
+    if sources[Key.TRACKER_MAX_REQUESTS].value < 1:
+        raise bad(Key.TRACKER_MAX_REQUESTS, "must be at least 1")
     return ReviewSettings(
         disable=tuple(disable),
         speed_threshold=threshold,
-        speed_min_nights=sources["speed.min_nights"].value,
-        tracker_query=sources["tracker.query"].value,
-        tracker_max_requests=sources["tracker.max_requests"].value,
+        speed_min_nights=sources[Key.SPEED_MIN_NIGHTS].value,
+        tracker_query=sources[Key.TRACKER_QUERY].value,
+        tracker_max_requests=sources[Key.TRACKER_MAX_REQUESTS].value,
     )

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.errors import PipelineError
+from pipeline.errors import DocumentError, PipelineError
+from pipeline.fields import Fields
 from pipeline.fsio import write_atomic
 from pipeline.tree import files, paths
 
@@ -166,8 +167,7 @@ def build_identity(settings: Settings, *, did_work: bool) -> str:
     log = settings.build_dir / NINJA_LOG
     if log.is_file():
         return "ninja:" + _sha(log)
-    stamp = build_stamp(settings)
-    previous = json.loads(stamp.read_text()).get("build", "") if stamp.is_file() else ""
+    previous = _stamped(build_stamp(settings))
     if not previous.startswith("count:"):
         return "count:1"
     count = int(previous.removeprefix("count:"))
@@ -178,8 +178,27 @@ def write_build_stamp(settings: Settings, *, did_work: bool) -> None:
     """Rewrite the stamp only when the identity changed, so an idle build changes nothing."""
     identity = build_identity(settings, did_work=did_work)
     stamp = build_stamp(settings)
-    if not stamp.is_file() or json.loads(stamp.read_text()).get("build") != identity:
+    if _stamped(stamp) != identity:
         write_json(stamp, {"build": identity})
+
+
+def _stamped(stamp: Path) -> str:
+    """The build identity ``stamp`` holds ("" when there is none)."""
+    if not stamp.is_file():
+        return ""
+    fields = _fields(stamp)
+    build: str = fields.pop("build", str)
+    fields.done()
+    return build
+
+
+def _fields(path: Path) -> Fields:
+    """The JSON object in ``path`` (a file this tool wrote), to be read key by key."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DocumentError(str(path), "the file", f"is not JSON ({exc})") from None
+    return Fields(data, "", str(path))
 
 
 def build_inputs(settings: Settings) -> list[Path]:
@@ -243,22 +262,6 @@ def edit_digest(settings: Settings, body: str | None, host_body: str | None = No
     return _digest(edit_inputs(settings), f"{body or ''}\0{host_body or ''}\0")
 
 
-def edit_current(
-    settings: Settings, op: str, body: str | None, host_body: str | None = None
-) -> bool:
-    """True when the operator's plan was last found empty for the tree exactly as it is.
-
-    The plan is a pure function of the tree, ``body`` and ``host_body``, so this memo of
-    "the plan is empty" is the rule itself; any change to the tree (a fold by hand, a
-    half-done migration) re-plans.
-    """
-    path = op_files(settings, op).edit
-    if not path.is_file():
-        return False
-    recorded = json.loads(path.read_text()).get("inputs")
-    return recorded == edit_digest(settings, body, host_body)
-
-
 def xfail_digest(settings: Settings, op: str) -> str:
     """Digest of the operator's xfail/skip entries: what decides its expected outcomes."""
     from pipeline.tree.index import load_index  # the slow path only
@@ -288,10 +291,12 @@ def expectations_current(settings: Settings, op: str) -> bool:
     path = op_files(settings, op).expectations
     if not path.is_file():
         return False
-    recorded = json.loads(path.read_text())
-    if recorded["common_mps"] == _sha(settings.root / paths.COMMON_MPS):
+    recorded = _fields(path)
+    common_mps, entries = recorded.pop("common_mps", str), recorded.pop("entries", str)
+    recorded.done()
+    if common_mps == _sha(settings.root / paths.COMMON_MPS):
         return True
-    return recorded["entries"] == xfail_digest(settings, op)
+    return entries == xfail_digest(settings, op)
 
 
 def interpreter_identity(python: str) -> str:

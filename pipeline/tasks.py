@@ -304,37 +304,45 @@ def _create(stage: Stage, opts: dict[str, str]) -> dict | Iterator[dict]:
         host_body=var("host_body", opts),
         past_edit=_past_edit_requested(),
     )
-    task: dict = {
+    task = {
         "task_dep": [f"{dep}:{op}" if _per_op(dep) and op else dep for dep in stage.after(request)],
         "verbosity": 2,
+        **_work(stage, request),
     }
-    if stage.action is not None:
-        action = stage.action
-
-        def run(console: Console) -> None:
-            from pipeline.flows.hold import hold_tree
-
-            # until this doit run ends; a dry run recovers nothing (it writes nothing)
-            hold_tree(request.settings, console, recover=not request.dry_run)
-            action(request, console)
-
-        task["actions"] = [guarded(run, stage.name, lazy=stage.lazy_console)]
-        task["file_dep"] = [str(p) for p in stage.inputs(request)]
-        task["targets"] = [str(p) for p in stage.outputs(request)]
-        if stage.uptodate is None:
-            task["uptodate"] = [False]
-        else:
-            rules = [False]  # asked for: it runs, its rules unasked (the audit's hash)
-            if not (stage.rerun_when_asked and _explicitly_requested(stage.name)):
-                rules = stage.uptodate(request)
-                if stage.rerun_when_asked:
-                    rules = [True, *rules]
-            task["uptodate"] = rules
-    else:
-        task["actions"] = None
     if not stage.per_op or op is None:  # a per-op stage without one failed above
         return task
     return _subtasks(stage, op, task)
+
+
+def _work(stage: Stage, request: Request) -> dict[str, object]:
+    """The actions, files and up-to-date rules of ``stage``'s task; a stage without an
+    action only orders others."""
+    if stage.action is None:
+        return {"actions": None}
+    action = stage.action
+
+    def run(console: Console) -> None:
+        from pipeline.flows.hold import hold_tree
+
+        # until this doit run ends; a dry run recovers nothing (it writes nothing)
+        hold_tree(request.settings, console, recover=not request.dry_run)
+        action(request, console)
+
+    return {
+        "actions": [guarded(run, stage.name, lazy=stage.lazy_console)],
+        "file_dep": [str(p) for p in stage.inputs(request)],
+        "targets": [str(p) for p in stage.outputs(request)],
+        "uptodate": _uptodate(stage, request),
+    }
+
+
+def _uptodate(stage: Stage, request: Request) -> list[object]:
+    if stage.uptodate is None:
+        return [False]
+    if stage.rerun_when_asked and _explicitly_requested(stage.name):
+        return [False]  # asked for: it runs, its rules unasked (the audit's hash)
+    rules = stage.uptodate(request)
+    return [True, *rules] if stage.rerun_when_asked else list(rules)
 
 
 def _subtasks(stage: Stage, op: str, task: dict) -> Iterator[dict]:

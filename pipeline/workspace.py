@@ -20,20 +20,23 @@ import os
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from pipeline import config, fsio, sections
 from pipeline.config import Settings
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, DocumentError
+from pipeline.fields import Fields
+from pipeline.sections import Key
 from pipeline.tree import paths
 
 MEMO = "settings.{via}.json"  # in the state folder's cache
 # variables that decide a default path: a ~ in a path setting, the sandbox's state folder
 _HOMES = ("HOME", "XDG_STATE_HOME")
 # the classes a memo holds, by name
-_CLASSES: dict[str, Any] = {
+_CLASSES: dict[str, type[Any]] = {
     cls.__name__: cls
     for cls in (
         config.Settings, sections.GitHubSettings, sections.MathSettings,
@@ -71,7 +74,7 @@ def prepare(settings: Settings) -> Settings:
     # exists(), not is_file(): a native_functions.yaml that is a folder or unreadable is the
     # reader's one-line error, naming what is wrong with it
     elif not (settings.root / paths.NATIVE_YAML).exists():
-        origin = settings.sources["root"].origin if settings.sources else "root="
+        origin = settings.sources[Key.ROOT].origin if settings.sources else "root="
         raise ConfigError(
             f"{settings.root} is not a PyTorch checkout: no {paths.NATIVE_YAML} "
             f"(set by {origin}); point root= at one, or leave it unset for the bundled sandbox"
@@ -150,41 +153,66 @@ def _encode(value: Any) -> Any:
     raise TypeError(f"no memo for a {name}")
 
 
-def _decode(doc: Any) -> Any:
-    if not isinstance(doc, dict):
-        return [_decode(v) for v in doc] if isinstance(doc, list) else doc
-    if "tuple" in doc:
-        return tuple(_decode(v) for v in doc["tuple"])
-    if "path" in doc:
-        return Path(doc["path"])
-    if "class" in doc:
-        fields = {k: _decode(v) for k, v in doc["fields"].items()}
-        return _CLASSES[doc["class"]](**fields)
-    pairs = {_decode(k): _decode(v) for k, v in doc.get("dict") or doc.get("proxy") or []}
-    return MappingProxyType(pairs) if "proxy" in doc else pairs
+def _decode(doc: object) -> Any:
+    """What :func:`_encode` made ``doc`` of; ValueError for what it never makes."""
+    match doc:
+        case list():
+            return [_decode(v) for v in doc]
+        case {"tuple": list(items)}:
+            return tuple(_decode(v) for v in items)
+        case {"path": str(path)}:
+            return Path(path)
+        case {"class": str(name), "fields": dict(fields)}:
+            return _CLASSES[name](**{k: _decode(v) for k, v in fields.items()})
+        case {"dict": list(pairs)}:
+            return {_decode(k): _decode(v) for k, v in pairs}
+        case {"proxy": list(pairs)}:
+            return MappingProxyType({_decode(k): _decode(v) for k, v in pairs})
+        case dict():
+            raise ValueError(f"not a value of a settings memo: {sorted(doc)}")
+    return doc
+
+
+@dataclass(frozen=True)
+class _Process:
+    """The memo's witness that is no file: what was asked, where, with which variables
+    (as JSON keeps them: lists, which a memo read back compares equal to)."""
+
+    overrides: list[list[str]]
+    via: str
+    config: str | None
+    cwd: str
+    env: list[list[str]]
+    python: list[str]
+
+    @classmethod
+    def read(cls, held: Fields) -> _Process:
+        return cls(
+            held.pop("overrides", list), held.pop("via", str), held.pop("config", str, type(None)),
+            held.pop("cwd", str), held.pop("env", list), held.pop("python", list),
+        )  # fmt: skip
 
 
 def _process(overrides: Mapping[str, str | None], via: str, config_path: Path | None,
-             cwd: str) -> dict[str, Any]:  # fmt: skip
-    """The memo's witness that is no file: what was asked, where, with which variables."""
+             cwd: str) -> _Process:  # fmt: skip
     env = [[k, v] for k, v in os.environ.items() if k.startswith("MPS_PIPELINE_") or k in _HOMES]
-    return {
-        "overrides": sorted([k, v] for k, v in overrides.items() if v not in (None, "")),
-        "via": via,
-        "config": None if config_path is None else str(config_path),
-        "cwd": cwd,
-        "env": sorted(env),
-        "python": [sys.executable, sys.version],
-    }  # fmt: skip
+    return _Process(
+        overrides=sorted([k, v] for k, v in overrides.items() if v not in (None, "")),
+        via=via,
+        config=None if config_path is None else str(config_path),
+        cwd=cwd,
+        env=sorted(env),
+        python=[sys.executable, sys.version],
+    )
 
 
 def _candidates(overrides: Mapping[str, str | None], cwd: str) -> list[str]:
     """The state folders a memo of these settings may be in (the witness decides)."""
-    named = overrides.get("state_dir") or os.environ.get(config.env_var("state_dir"))
+    named = overrides.get(Key.STATE_DIR) or os.environ.get(config.env_var(Key.STATE_DIR))
     if named:
         return [os.path.join(cwd, os.path.expanduser(named))]
     folders = []
-    root = overrides.get("root")
+    root = overrides.get(Key.ROOT)
     if root and root != config.SANDBOX:
         folders.append(os.path.join(cwd, os.path.expanduser(root)))
     here = cwd
@@ -213,19 +241,24 @@ def load(
         memo = os.path.join(state_dir, "cache", MEMO.format(via=via))
         try:
             with open(memo, encoding="utf-8") as fh:
-                saved = json.load(fh)
-            held = saved["witness"]
+                saved = Fields(json.load(fh), "", memo)
+            held, encoded = saved.obj("witness"), saved.pop("settings", dict)
+            asked, folder = _Process.read(held), held.pop("state_dir", str)
+            files, kinds = held.pop("files", list), held.pop("kinds", list)
+            resolved = held.pop("resolved", list)
+            held.done()
+            saved.done()
             if (
-                {k: held.get(k) for k in process} == process
-                and held["state_dir"] == os.path.realpath(state_dir)
-                and fsio.holds(held["files"], fsio.status)
-                and fsio.holds(held["kinds"], fsio.kind)
-                and fsio.holds(held["resolved"], os.path.realpath)
+                asked == process
+                and folder == os.path.realpath(state_dir)
+                and fsio.holds(files, fsio.status)
+                and fsio.holds(kinds, fsio.kind)
+                and fsio.holds(resolved, os.path.realpath)
             ):
-                settings = _decode(saved["settings"])
+                settings = _decode(encoded)
                 if isinstance(settings, Settings):
                     return settings
-        except (OSError, ValueError, LookupError, TypeError, AttributeError):
+        except (OSError, ValueError, LookupError, TypeError, AttributeError, DocumentError):
             continue  # none, or damaged: resolve
     looked = time.time_ns()  # before the resolution reads its files
     settings = config.load_settings(overrides, via=via, config_path=config_path, cwd=cwd)
@@ -233,7 +266,7 @@ def load(
     return settings
 
 
-def _remember(settings: Settings, process: dict[str, Any], looked: int) -> None:
+def _remember(settings: Settings, process: _Process, looked: int) -> None:
     """Keep ``settings`` for :func:`load`, when they can be told apart from any other and
     their state folder exists; a memo that cannot be written is only not kept."""
     looked_at = settings.looked_at
@@ -247,13 +280,13 @@ def _remember(settings: Settings, process: dict[str, Any], looked: int) -> None:
     except (TypeError, ValueError):
         return
     witness = {
-        **process,
+        **dataclasses.asdict(process),
         "state_dir": str(settings.state_dir),
         "files": [[path, st] for path, st in found.items()],
         "kinds": [[path, fsio.kind(path)] for path in looked_at.kinds],
         "resolved": [list(pair) for pair in looked_at.resolved],
     }
-    memo = settings.cache_dir / MEMO.format(via=process["via"])
+    memo = settings.cache_dir / MEMO.format(via=process.via)
     try:
         memo.parent.mkdir(exist_ok=True)
         fsio.write_atomic(memo, json.dumps({"witness": witness, "settings": encoded}) + "\n")

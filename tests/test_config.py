@@ -13,6 +13,7 @@ from pipeline import sandbox
 from pipeline.__main__ import main
 from pipeline.config import TYPES, defaults, env_var, load_settings, read_file
 from pipeline.errors import ConfigError
+from pipeline.sections import Key
 from pipeline.tree import paths
 from pipeline.workspace import prepare
 
@@ -31,6 +32,17 @@ def _checkout(folder: Path, *, git: bool = False) -> Path:
     if git:
         subprocess.run(["git", "init", "-q", str(folder)], check=True)
     return folder
+
+
+def test_a_key_is_written_as_its_dotted_name() -> None:
+    # messages, `config`'s listing and the settings memo print keys: never "Key.TEST_KINDS"
+    key = Key.TEST_KINDS
+    assert (str(key), f"{key}", f"{key:<12}|", key.upper()) == (
+        "test.kinds", "test.kinds", "test.kinds  |", "TEST.KINDS",
+    )  # fmt: skip
+    assert json.dumps({key: [key]}) == '{"test.kinds": ["test.kinds"]}'
+    assert {"test.kinds": 1}[key] == 1 and Key("test.kinds") is key
+    assert TYPES[key] == (list,) and env_var(key) == "MPS_PIPELINE_TEST_KINDS"
 
 
 def test_packaged_defaults_cover_every_key_and_default_to_the_sandbox(tmp_path: Path) -> None:

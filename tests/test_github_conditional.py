@@ -79,3 +79,33 @@ def test_search_keeps_pull_requests_only(httpserver):
     assert [i.number for i in _client(httpserver).search_pulls("is:open")] == [1]
     ((request, _),) = httpserver.log
     assert request.args["q"] == f"repo:{REPO} is:pr is:open"
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        ({"body": None}, ""),
+        ({"body": 5}, f"GET /repos/{REPO}/issues/6: expected `body` to be a string, got a number"),
+        ([], f"GET /repos/{REPO}/issues/6: expected `body` to be a string, but it is missing"),
+    ],
+)
+def test_an_issue_body_is_text_or_null_else_an_error_naming_the_field(httpserver, answer, says):
+    httpserver.expect_request(f"/repos/{REPO}/issues/6").respond_with_json(answer)
+    if not says:
+        assert _client(httpserver).issue_body(6) == ""
+        return
+    with pytest.raises(GitHubError) as raised:
+        _client(httpserver).issue_body(6)
+    assert str(raised.value) == says
+
+
+def test_a_search_result_needs_an_integer_number_and_may_leave_the_rest_out(httpserver):
+    items = [{"pull_request": {}, "number": 3, "user": None, "title": None}]
+    httpserver.expect_request("/search/issues").respond_with_json({"items": items})
+    (found,) = _client(httpserver).search_pulls("x")
+    assert (found.number, found.title, found.author, found.updated_at) == (3, "", "", "")
+    httpserver.clear()
+    items = [{"pull_request": {}, "number": True}]
+    httpserver.expect_request("/search/issues").respond_with_json({"items": items})
+    with pytest.raises(GitHubError, match=r"^GET /search/issues: a result without an integer"):
+        _client(httpserver).search_pulls("y")

@@ -132,6 +132,11 @@ def test_a_damaged_memo_is_resolved_again(loads: Loads) -> None:
     assert resolved and settings.is_sandbox
     memo.write_text("{not json")
     assert loads()[1]
+    loads.warm()
+    doc = json.loads(memo.read_text())
+    for damage in ({"files": "x"}, {"unknown": 1}, {"via": None}):
+        memo.write_text(json.dumps({**doc, "witness": {**doc["witness"], **damage}}))
+        assert loads()[1], damage  # a witness of another shape is no witness
 
 
 def test_values_json_would_change_are_never_remembered() -> None:

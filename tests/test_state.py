@@ -7,8 +7,11 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from pipeline import state
 from pipeline.config import load_settings
+from pipeline.errors import DocumentError
 
 
 def _settings(tmp_path: Path):
@@ -38,6 +41,10 @@ def test_build_identity_without_ninja_counts_builds_that_did_work(tmp_path: Path
         state.write_build_stamp(s, did_work=did_work)
         ids.append(json.loads(state.build_stamp(s).read_text())["build"])
     assert ids == ["count:1", "count:1", "count:2"]
+    # a stamp of another shape says which file and field, never a traceback
+    state.build_stamp(s).write_text('{"build": 3}')
+    with pytest.raises(DocumentError, match=r"build\.json: build must be str, got int"):
+        state.write_build_stamp(s, did_work=True)
 
 
 def test_one_interpreter_under_two_names_is_one_input(tmp_path: Path) -> None:

@@ -156,7 +156,9 @@ def check_file(
 ) -> KernelFileReport:
     builder = runners.builder
     resolved = resolve(spec, launches)
-    build = builder.build(metal, _probes(resolved))
+    # a check of some kernels compiles only those: a large file's other instantiations
+    # would cost most of its compile
+    build = builder.build(metal, _probes(resolved), frozenset(kernels))
     chosen = [k for k in build.kernels if not kernels or k.decl.host_name in kernels]
     runnable = []
     checks: dict[str, KernelCheck] = {}

@@ -47,6 +47,9 @@ ReferenceFn = Callable[[list[Case]], Mapping[str, TorchAnswer]]
 RunFn = Callable[[Path, Path, Sequence[cxx.Registered], Sequence[cxx.Job], Path], cxx.RunOutcome]
 
 ALPHA_NOTE = "an ALPHA kernel whose alpha is a parameter struct: no one torch argument takes it"
+# which torch arguments fill a struct's fields is the host's to say (nan_to_num's posinf is
+# the dtype's max when None): through a launch form the host lookup does not read
+STRUCT_LAUNCH = "exec_*_kernel_with_params, a launch form the host lookup does not read"
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ def check(
                         guide_math.aten_names(t, alpha is not None),
                         t.bound,
                         t.alpha_argument,
+                        t.avoid,
                     )
                 )
     answers = runners.references(cases) if cases else {}
@@ -159,7 +163,8 @@ def _run_one(
         dtype = metal_dtype(r.input)
         answer = answers.get(_case_id(t.kernel, dtype))
         if _struct_alpha(r):
-            checks.append(_no_reference(t, r, ALPHA_NOTE, names, known))
+            why = f"{ALPHA_NOTE}: the host fills its fields ({STRUCT_LAUNCH})"
+            checks.append(_no_reference(t, r, why, names, known))
             continue
         if answer is None or not answer.inputs:
             why = (answer and answer.no_reference) or "no torch reference"
@@ -233,12 +238,20 @@ def _checked(
         output=b"".join(m.output for m in blocks),
         status=b"".join(m.status for m in blocks),
         known=known,
-        no_reference=answer.no_reference,
+        no_reference=_host_why(t, answer.no_reference),
         edge=answer.edge,
         samples=answer.samples,
         upcast=answer.upcast,
         alphas=answer.alpha_shown,
     )
+
+
+def _host_why(t: Target, why: str | None) -> str | None:
+    """Why a kernel has no reference: what the host code leaves unread says it better than
+    the search by its name (inputs are still made, to run the kernel, so this path too)."""
+    if why is not None and t.host is not None and t.host.unknown is not None:
+        return f"unknown: {t.host.unknown}"
+    return why
 
 
 def _jobs(r: cxx.Registered, answer: TorchAnswer) -> list[cxx.Job]:

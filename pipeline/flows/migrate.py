@@ -40,6 +40,12 @@ def _audit() -> ModuleType:
     return audit
 
 
+def _records() -> ModuleType:
+    from pipeline.flows import records  # the edit's record: only when its rule is asked
+
+    return records
+
+
 def _none(_: Request) -> list:
     return []
 
@@ -133,7 +139,7 @@ STAGES: tuple[Stage, ...] = (
         after=lambda _: ("audit",),
         outputs=lambda r: [_op(r).edit],
         # Up to date when the plan for this operator is empty, re-computed from the tree.
-        uptodate=lambda r: [lambda: state.edit_current(r.settings, r.op, r.body, r.host_body)],
+        uptodate=lambda r: [lambda: _records().edit_current(r.settings, r.op, r.body, r.host_body)],
         variables=("force", "body", "host_body"),
     ),
     Stage(

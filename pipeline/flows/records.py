@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from pipeline.config import Settings
 from pipeline.errors import DocumentError
 from pipeline.fields import Fields
 from pipeline.results.decide import XfailDecision
+from pipeline.state import edit_digest, op_files
 
 
 def _fields(path: Path) -> Fields:
@@ -48,7 +49,7 @@ class EditRecord:
     manual: tuple[str, ...]
     old_name_refs: tuple[OldNameRef, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "inputs": self.inputs,
             "edited": [{"file": e.file, "summary": e.summary} for e in self.edited],
@@ -74,6 +75,25 @@ class EditRecord:
         return record
 
 
+def edit_current(
+    settings: Settings, op: str, body: str | None, host_body: str | None = None
+) -> bool:
+    """True when the operator's plan was last found empty for the tree exactly as it is.
+
+    The plan is a pure function of the tree, ``body`` and ``host_body``, so this memo of
+    "the plan is empty" is the rule itself; any change to the tree (a fold by hand, a
+    half-done migration) re-plans, and so does a record that does not read back.
+    """
+    path = op_files(settings, op).edit
+    if not path.is_file():
+        return False
+    try:
+        recorded = EditRecord.read(path).inputs
+    except DocumentError:
+        return False
+    return recorded == edit_digest(settings, body, host_body)
+
+
 @dataclass(frozen=True)
 class DropsRecord:
     """``xfails.json``: the drop_xfails stage's decisions, its diff of common_mps.py, and the
@@ -85,7 +105,7 @@ class DropsRecord:
     verified_junit: str | None  # the re-run's report: what the tests say now
     tested: str  # digest of the operator's report the decisions were made over
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "decisions": [d.to_dict() for d in self.decisions],
             "diff": self.diff,

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
-from pipeline.github import GitHubClient, Written
+from pipeline.errors import DocumentError
+from pipeline.fields import Fields
+from pipeline.github import Cached, GitHubClient, Written
 from pipeline.guide.backlog import BacklogItem, backlog
 from pipeline.guide.claims import Claim, PullRequest, claims, identifiers, patch_words
 from pipeline.report.tracker import listed_operators, render_section, replace_section
@@ -52,26 +54,54 @@ class TrackerRun:
     not_modified: int
 
 
+@dataclass(frozen=True)
+class KnownPull:
+    """An open pull request as the last run read it: the files and words of its changes,
+    which hold while its ``updated_at`` does."""
+
+    updated_at: str
+    files: tuple[str, ...]
+    words: tuple[str, ...]
+
+    @classmethod
+    def read(cls, fields: Fields) -> KnownPull:
+        known = cls(fields.pop("updated_at", str), fields.strings("files"), fields.strings("words"))
+        fields.done()
+        return known
+
+    def as_json(self) -> dict[str, object]:
+        return {"updated_at": self.updated_at, "files": self.files, "words": self.words}
+
+
 @dataclass
 class Cache:
     """What a run keeps for the next: the ETags (with what a 304 stands for) and each open
-    pull request's ``updated_at``, files and words."""
+    pull request's ``updated_at``, files and words, by its number."""
 
-    etags: dict[str, Any] = field(default_factory=dict)
-    prs: dict[str, Any] = field(default_factory=dict)
+    etags: dict[str, Cached] = field(default_factory=dict)
+    prs: dict[str, KnownPull] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Cache:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            top = Fields(json.loads(path.read_text(encoding="utf-8")), "", path.name)
+            if top.pop("version", int, type(None)) != CACHE_VERSION:
+                return cls()  # another version's: start again
+            etags, prs = top.obj_or_none("etags"), top.obj_or_none("prs")
+            top.done()
+            return cls(
+                {url: Cached.read(etags.obj(url)) for url in etags.names()} if etags else {},
+                {n: KnownPull.read(prs.obj(n)) for n in prs.names()} if prs else {},
+            )
+        except (OSError, ValueError, DocumentError):
             return cls()  # none yet, or damaged: the run costs what a first run costs
-        if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
-            return cls()
-        return cls(dict(data.get("etags") or {}), dict(data.get("prs") or {}))
 
     def save(self, path: Path) -> None:
-        write_json(path, {"version": CACHE_VERSION, "etags": self.etags, "prs": self.prs})
+        write_json(path, {
+            "version": CACHE_VERSION,
+            "etags": {url: cached.as_json() for url, cached in self.etags.items()},
+            "prs": {number: known.as_json() for number, known in self.prs.items()},
+        })  # fmt: skip
 
 
 def client_for(
@@ -103,28 +133,28 @@ def _names(index: TreeIndex, items: Sequence[BacklogItem]) -> dict[str, frozense
 def open_prs(client: GitHubClient, query: str, cache: Cache) -> tuple[PullRequest, ...]:
     """The open pull requests the search finds, each with the words of its changes;
     ``cache.prs`` is replaced by theirs (closed ones drop out)."""
-    fresh: dict[str, Any] = {}
+    fresh: dict[str, KnownPull] = {}
     prs = []
     for found in client.search_pulls(query):
         number, updated = found.number, found.updated_at
         known = cache.prs.get(str(number))
-        if known and known.get("updated_at") == updated and updated:
-            files, words = known["files"], known["words"]
+        if known and known.updated_at == updated and updated:
+            files, words = known.files, known.words
         else:
             listed = client.pull_files(number)
-            files = [f.filename for f in listed]
-            words = sorted(set().union(*(patch_words(f.patch) for f in listed)))
+            files = tuple(f.filename for f in listed)
+            words = tuple(sorted(set().union(*(patch_words(f.patch) for f in listed))))
             # the list's own ETag and patches are not kept: the words stand for them
             client.etags.pop(
                 f"{client.api_url}/repos/{client.repo}/pulls/{number}/files?per_page=100", None
             )
-        fresh[str(number)] = {"updated_at": updated, "files": files, "words": words}
+        fresh[str(number)] = KnownPull(updated, files, words)
         prs.append(
             PullRequest(
                 number=number,
                 title=found.title,
                 author=found.author,
-                files=tuple(files),
+                files=files,
                 words=frozenset(words),
             )
         )

@@ -21,20 +21,21 @@ import requests
 
 from pipeline.errors import GitHubError
 from pipeline.github.answers import (
-    _MISSING,
+    Cached,
     ChangedFile,
     Comment,
     FoundPull,
+    _Answer,
+    _answer,
     _backoff,
     _changed_file,
     _comment,
     _errors,
     _found_pull,
-    _got,
-    _integer,
     _json,
     _kind,
     _message,
+    _next_link,
     _normalise,
     _page_key,
     _read_body,
@@ -140,7 +141,7 @@ class GitHubClient:
         token_env: str = "GITHUB_TOKEN",
         permissions: str = PR_PERMISSIONS,
         budget: int | None = None,
-        etags: dict[str, Any] | None = None,
+        etags: dict[str, Cached] | None = None,
     ) -> None:
         parts = urlsplit(api_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -172,8 +173,8 @@ class GitHubClient:
         self.budget = budget
         self.sent = 0
         self.not_modified = 0
-        # url -> {"etag", "data", "next"}: what a 304 stands for; the caller keeps it
-        self.etags: dict[str, Any] = {} if etags is None else etags
+        # url -> what a 304 stands for; the caller keeps it
+        self.etags: dict[str, Cached] = {} if etags is None else etags
         self._session = requests.Session()
         self._session.auth = _BearerAuth(token)
         self._session.headers.update(
@@ -213,7 +214,7 @@ class GitHubClient:
             if not isinstance(items, list):
                 raise GitHubError(f"{what}: expected a list of comments, got {_kind(items)}")
             comments.extend(_comment(item, what, f"comment [{i}]") for i, item in enumerate(items))
-            url = response.links.get("next", {}).get("url")
+            url = _next_link(response)
             if url:
                 url = urljoin(first, url)
                 self._check_same_origin(url, what)
@@ -352,15 +353,8 @@ class GitHubClient:
         """The commit PR ``pr`` currently points at (where its commit status belongs)."""
         url = self._url(f"/repos/{self.repo}/pulls/{int(pr)}")
         what = _what("GET", url)
-        pull = _json(self._request("GET", url), what)
-        if not isinstance(pull, dict):
-            raise GitHubError(f"{what}: expected a pull request object, got {_kind(pull)}")
-        head = pull.get("head", _MISSING)
-        if not isinstance(head, dict):
-            raise GitHubError(f"{what}: expected `head` to be an object, {_got(head)}")
-        sha = head.get("sha", _MISSING)
-        if not isinstance(sha, str):
-            raise GitHubError(f"{what}: expected `head.sha` to be a string, {_got(sha)}")
+        pull = _answer(_json(self._request("GET", url), what), what, "a pull request object")
+        sha: str = pull.obj("head").pop("sha", str)
         return sha
 
     def set_status(
@@ -382,15 +376,14 @@ class GitHubClient:
         description = " ".join(description.split())
         if len(description) > STATUS_DESCRIPTION_MAX:
             description = description[: STATUS_DESCRIPTION_MAX - 1] + "…"
-        payload: dict[str, Any] = {"state": state, "description": description, "context": context}
-        if target_url:
-            payload["target_url"] = target_url
+        payload = {"state": state, "description": description, "context": context,
+                   **({"target_url": target_url} if target_url else {})}  # fmt: skip
         url = self._url(f"/repos/{self.repo}/statuses/{sha}")
         what = _what("POST", url)
         status = _json(self._request("POST", url, json=payload), what)
-        if not isinstance(status, dict):
-            raise GitHubError(f"{what}: expected a commit status object, got {_kind(status)}")
-        return _integer(status.get("id", _MISSING), what, "the commit status")
+        answer = _answer(status, what, "a commit status object", "the commit status")
+        status_id: int = answer.pop("id", int)
+        return status_id
 
     def get_conditional(self, url: str) -> tuple[Any, str | None]:
         """GET ``url`` (a path or a URL of this origin) with the ETag last seen for it: a
@@ -399,18 +392,18 @@ class GitHubClient:
         url = url if "://" in url else self._url(url)
         what = _what("GET", url)
         cached = self.etags.get(url)
-        headers = {"If-None-Match": cached["etag"]} if cached else None
+        headers = {"If-None-Match": cached.etag} if cached else None
         response = self._request("GET", url, headers=headers)
         if response.status_code == 304 and cached:
             self.not_modified += 1
-            return cached["data"], cached.get("next")
+            return cached.data, cached.next
         data = _json(response, what)
-        nxt = response.links.get("next", {}).get("url")
+        nxt = _next_link(response)
         if nxt:
             nxt = urljoin(url, nxt)
             self._check_same_origin(nxt, what)
-        if response.headers.get("ETag"):
-            self.etags[url] = {"etag": response.headers["ETag"], "data": data, "next": nxt}
+        if etag := response.headers.get("ETag"):
+            self.etags[url] = Cached(etag, data, nxt)
         return data, nxt
 
     def get_pages(self, path: str, key: str | None = None) -> list[Any]:
@@ -452,12 +445,10 @@ class GitHubClient:
         """The body of issue ``issue`` (conditional GET: unchanged costs nothing)."""
         url = f"/repos/{self.repo}/issues/{int(issue)}"
         data, _ = self.get_conditional(url)
-        body = data.get("body", _MISSING) if isinstance(data, dict) else _MISSING
-        if body is None:
-            return ""
-        if not isinstance(body, str):
-            raise GitHubError(f"GET {url}: expected `body` to be a string, {_got(body)}")
-        return body
+        # an answer that is no object has no body: "expected `body` ..., but it is missing"
+        answer = _Answer(dict(data) if isinstance(data, dict) else {}, f"GET {url}")
+        body: str | None = answer.pop("body", str, type(None))
+        return body or ""
 
     def update_issue_body(self, issue: int, body: str) -> None:
         """Replace the body of issue ``issue`` (needs issues: write)."""
@@ -500,7 +491,6 @@ class GitHubClient:
         method: str,
         url: str,
         *,
-        params: Mapping[str, Any] | None = None,
         json: Any = None,
         idempotent: bool = True,
         headers: Mapping[str, str] | None = None,
@@ -516,7 +506,7 @@ class GitHubClient:
                 )
             self.sent += 1
             try:
-                response = self._send(method, url, params, json, what, headers)
+                response = self._send(method, url, json, what, headers)
             except _TooSlow as exc:
                 if not idempotent:
                     raise _Ambiguous(str(exc)) from None
@@ -576,7 +566,6 @@ class GitHubClient:
         self,
         method: str,
         url: str,
-        params: Mapping[str, Any] | None,
         json: Any,
         what: str,
         headers: Mapping[str, str] | None = None,
@@ -587,7 +576,7 @@ class GitHubClient:
         deadline = time.monotonic() + self._deadline
         for _hop in range(MAX_REDIRECTS + 1):
             response = self._session.request(
-                method, url, params=params, json=json, timeout=self._timeout,
+                method, url, json=json, timeout=self._timeout,
                 allow_redirects=False, stream=True, headers=headers,
             )  # fmt: skip
             location = response.headers.get("Location")
@@ -606,7 +595,7 @@ class GitHubClient:
                 )
             if response.status_code in (301, 302, 303) and method != "GET":
                 raise GitHubError(f"{what}: GitHub answered {response.status_code} to a {method}")
-            url, params = target, None  # the Location carries the query
+            url = target  # the Location carries the query
         raise GitHubError(f"{what}: more than {MAX_REDIRECTS} redirects")
 
     def _rate_limit_wait(self, response: requests.Response, attempt: int) -> float | None:
@@ -616,10 +605,10 @@ class GitHubClient:
         retry_after = _retry_after(response, self._clock)
         if retry_after is not None:
             return retry_after
-        headers = response.headers
-        if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset"):
+        remaining = response.headers.get("x-ratelimit-remaining")
+        if remaining == "0" and (reset_at := response.headers.get("x-ratelimit-reset")):
             try:
-                reset = float(headers["x-ratelimit-reset"])
+                reset = float(reset_at)
             except ValueError:
                 return SECONDARY_LIMIT_WAIT
             return max(reset - self._clock(), 1.0)

@@ -19,6 +19,7 @@ import requests
 import urllib3
 
 from pipeline.errors import GitHubError
+from pipeline.fields import Fields
 
 MAX_BODY = 50 * 1024 * 1024  # bytes of one answer: a comment list page is a few hundred KB
 
@@ -52,6 +53,26 @@ class ChangedFile:
 
     filename: str
     patch: str
+
+
+@dataclass(frozen=True)
+class Cached:
+    """What a 304 for one URL stands for: the answer read with ``etag``, and its next page."""
+
+    etag: str
+    data: Any  # the JSON as GitHub sent it
+    next: str | None
+
+    @classmethod
+    def read(cls, fields: Fields) -> Cached:
+        """One entry of a saved cache, checked (:class:`~pipeline.fields.Fields`)."""
+        cached = cls(fields.pop("etag", str), fields.pop("data", dict, list),
+                     fields.pop("next", str, type(None)))  # fmt: skip
+        fields.done()
+        return cached
+
+    def as_json(self) -> dict[str, object]:
+        return {"etag": self.etag, "data": self.data, "next": self.next}
 
 
 class _TooSlow(Exception):
@@ -106,8 +127,8 @@ def _retry_after(response: requests.Response, clock: Callable[[], float]) -> flo
 def _page_key(url: str) -> str:
     """A page's URL with its query parameters in order: the same page, however spelled."""
     parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    query.setdefault("page", "1")  # no page parameter is page 1
+    # no page parameter is page 1
+    query = {"page": "1", **dict(parse_qsl(parts.query, keep_blank_values=True))}
     return f"{parts.scheme}://{parts.netloc.lower()}{parts.path}?{sorted(query.items())}"
 
 
@@ -148,14 +169,70 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _integer(value: Any, what: str, where: str) -> int:
-    # JSON true is a Python bool, and bool is an int: refuse it explicitly
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise GitHubError(f"{what}: expected `id` of {where} to be an integer, {_got(value)}")
-    return value
+_NULL = type(None)
+# how a message names what was expected, by type (null is allowed, never asked for)
+_WANTED = {int: "an integer", str: "a string", dict: "an object", list: "a list"}
 
 
-def _body(response: requests.Response) -> dict[str, Any]:
+class _Answer:
+    """One JSON object of GitHub's answer to ``what`` (``where`` in it: "comment [0]"), each
+    key read once: a value of another type is a GitHubError naming the endpoint and the
+    field (``user.login`` of the object at ``path`` "user.")."""
+
+    def __init__(self, data: dict[str, object], what: str, where: str = "", path: str = ""):
+        self._data, self._what, self._where, self._path = data, what, where, path
+
+    def pop(self, key: str, *kinds: type, problem: str = "") -> Any:
+        """The value of ``key`` (absent: :data:`_MISSING`), one of ``kinds``; ``problem``:
+        what an error says instead of the usual "expected ...", when given."""
+        value = self._data.pop(key, _MISSING)
+        # JSON true is a Python bool, and bool is an int: refuse it unless asked for
+        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+            want = " or ".join(_WANTED[k] for k in kinds if k is not _NULL)
+            of = f" of {self._where}" if self._where else ""
+            said = problem or f"expected `{self._path}{key}`{of} to be {want}, {_got(value)}"
+            raise GitHubError(f"{self._what}: {said}")
+        return value
+
+    def text(self, key: str) -> str:
+        """``key``'s value as text, "" when it is absent, null or empty (a field GitHub may
+        leave out, which the caller does without)."""
+        return str(self._data.pop(key, None) or "")
+
+    def inner(self, key: str) -> _Answer | None:
+        """The object at ``key``, None when it is anything else (one the caller does
+        without)."""
+        value = self._data.pop(key, None)
+        return self._inside(key, value) if isinstance(value, dict) else None
+
+    def obj(self, key: str) -> _Answer:
+        """The object at ``key``, as an answer of its own."""
+        return self._inside(key, self.pop(key, dict))
+
+    def obj_or_none(self, key: str) -> _Answer | None:
+        """The object at ``key``, or None for null."""
+        found = self.pop(key, dict, _NULL)
+        return None if found is None else self._inside(key, found)
+
+    def _inside(self, key: str, data: dict[str, object]) -> _Answer:
+        return _Answer(dict(data), self._what, self._where, f"{self._path}{key}.")
+
+
+def _answer(data: object, what: str, expected: str, where: str = "") -> _Answer:
+    """``data`` as an :class:`_Answer`, when it is an object (``expected``: "a pull request
+    object", what an error says it should have been)."""
+    if not isinstance(data, dict):
+        raise GitHubError(f"{what}: expected {expected}, got {_kind(data)}")
+    return _Answer(dict(data), what, where)
+
+
+def _next_link(response: requests.Response) -> str | None:
+    """The URL of the next page (Link rel="next"), as given (maybe relative)."""
+    link = response.links.get("next") or {}
+    return link.get("url")
+
+
+def _body(response: requests.Response) -> dict[str, object]:
     try:
         data = response.json()
     except ValueError:
@@ -164,8 +241,7 @@ def _body(response: requests.Response) -> dict[str, Any]:
 
 
 def _message(response: requests.Response) -> str:
-    message = _body(response).get("message")
-    return str(message) if message else ""
+    return _Answer(_body(response), "").text("message")
 
 
 def _errors(response: requests.Response) -> str:
@@ -174,10 +250,9 @@ def _errors(response: requests.Response) -> str:
     out = []
     for item in items if isinstance(items, list) else [items]:
         if isinstance(item, dict):
-            text = item.get("message") or " ".join(
-                f"{k}={item[k]}" for k in ("resource", "field", "code") if item.get(k)
-            )
-            out.append(str(text))
+            said = _Answer(dict(item), "")
+            parts = ((k, said.text(k)) for k in ("resource", "field", "code"))
+            out.append(said.text("message") or " ".join(f"{k}={v}" for k, v in parts if v))
         else:
             out.append(str(item))
     return "; ".join(out)
@@ -186,22 +261,13 @@ def _errors(response: requests.Response) -> str:
 def _comment(item: Any, what: str, where: str = "the comment") -> Comment:
     """A comment object as GitHub documents it, checked: whatever else arrives is a
     GitHubError naming the endpoint (``what``) and the comment (``where``)."""
-    if not isinstance(item, dict):
-        raise GitHubError(f"{what}: expected {where} to be an object, got {_kind(item)}")
-    comment_id = _integer(item.get("id", _MISSING), what, where)
-    body = item.get("body", _MISSING)
-    if not isinstance(body, str):
-        raise GitHubError(f"{what}: expected `body` of {where} to be a string, {_got(body)}")
-    user = item.get("user", _MISSING)
+    answer = _answer(item, what, f"{where} to be an object", where)
+    comment_id = answer.pop("id", int)
+    body = answer.pop("body", str)
     # GitHub's schema allows a null user (nullable-simple-user): a comment nobody owns,
     # never the bot's. Anything else must carry a login.
-    if user is None:
-        login = ""
-    elif not isinstance(user, dict):
-        raise GitHubError(f"{what}: expected `user` of {where} to be an object, {_got(user)}")
-    elif not isinstance(login := user.get("login", _MISSING), str):
-        raise GitHubError(f"{what}: expected `user.login` of {where} to be a string, {_got(login)}")
-    return Comment(id=comment_id, body=body, user=login)
+    user = answer.obj_or_none("user")
+    return Comment(id=comment_id, body=body, user="" if user is None else user.pop("login", str))
 
 
 def _normalise(body: str) -> str:
@@ -210,17 +276,16 @@ def _normalise(body: str) -> str:
 
 
 def _found_pull(item: dict[str, object], what: str) -> FoundPull:
-    number = item.get("number")
-    if not isinstance(number, int) or isinstance(number, bool):
-        raise GitHubError(f"{what}: a result without an integer `number`")
-    user = item.get("user")
+    answer = _Answer(dict(item), what)
+    user = answer.inner("user")
     return FoundPull(
-        number=number,
-        title=str(item.get("title") or ""),
-        author=str(user.get("login", "")) if isinstance(user, dict) else "",
-        updated_at=str(item.get("updated_at") or ""),
+        number=answer.pop("number", int, problem="a result without an integer `number`"),
+        title=answer.text("title"),
+        author="" if user is None else user.text("login"),
+        updated_at=answer.text("updated_at"),
     )
 
 
 def _changed_file(item: dict[str, object]) -> ChangedFile:
-    return ChangedFile(str(item.get("filename", "")), str(item.get("patch") or ""))
+    answer = _Answer(dict(item), "")
+    return ChangedFile(answer.text("filename"), answer.text("patch"))

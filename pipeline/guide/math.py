@@ -68,6 +68,11 @@ class Target:
         """The schema argument the functor's alpha fills, as the host passes it."""
         return self.host.alpha if self.host and self.host.op else None
 
+    @property
+    def avoid(self) -> tuple[str, ...]:
+        """Alpha values the host sends to another kernel: the check leaves them out."""
+        return self.host.avoid if self.host and self.host.op else ()
+
 
 def aten_names(t: Target, alpha: bool) -> tuple[str, ...]:
     """The aten operators ``t``'s reference may fall back on, first existing one wins: its

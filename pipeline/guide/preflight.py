@@ -20,6 +20,7 @@ from pipeline.errors import PipelineError
 from pipeline.guide.plan import EditPlan
 from pipeline.run.build import CONFIGURE_HINT
 from pipeline.run.tests import PLUGIN_DIR, PROBE_TIMEOUT
+from pipeline.sections import Key
 from pipeline.tree import paths
 from pipeline.tree.index import OperatorRecord
 
@@ -44,7 +45,7 @@ def _build(settings: Settings) -> list[str]:
     if not found:
         hint = "pip install ninja" if exe == "ninja" else "install it or fix build_command"
         problems.append(f"the build command's {exe!r} is not found on PATH: {hint}")
-    origin = settings.sources["build_command"].origin if settings.sources else "default"
+    origin = settings.sources[Key.BUILD_COMMAND].origin if settings.sources else "default"
     ninja_file = settings.build_dir / "build.ninja"
     if origin == "default" and not ninja_file.is_file():
         problems.append(f"{ninja_file} not found: {CONFIGURE_HINT}, or set build_dir=")

@@ -42,6 +42,8 @@ from pipeline.run.kernel_decls import (
 
 DRIVER_SOURCE = cxx.SHIM_DIR / "mps_kernel_driver.cpp"
 CACHE_VERSION = "3"
+# a kernel left out of a build for some kernels of its file (``KernelBuilder.build(only=)``)
+NOT_ASKED = "not compiled: the check asked for other kernels of the file"
 # the runtime switches fibers with _longjmp, which _FORTIFY_SOURCE refuses between stacks;
 # a simd function's call site is its return address: no sibling calls to blur it
 FLAGS = ("-U_FORTIFY_SOURCE", "-fno-optimize-sibling-calls", "-DMPS_KERNEL_THREADS=1")
@@ -101,13 +103,18 @@ class KernelBuilder:
         extra = ["-ferror-limit=0"] if "clang" in self.compiler.identity else []
         return [*base, *FLAGS, *extra]
 
-    def build(self, metal: Path, probes: Sequence[Probe] = ()) -> FileBuild:
-        """Build ``metal``'s kernels, with the layout of each struct of ``probes``."""
+    def build(
+        self, metal: Path, probes: Sequence[Probe] = (), only: frozenset[str] = frozenset()
+    ) -> FileBuild:
+        """Build ``metal``'s kernels, with the layout of each struct of ``probes``; with
+        ``only``, just the kernels of those host names (a check of a few kernels: the
+        compiler instantiates nothing else, the rest carry NOT_ASKED)."""
         start = time.monotonic()
         metal = metal.resolve()
         text = metal.read_text(encoding="utf-8")
         key = cxx.digest(
             [CACHE_VERSION, self.compiler.identity, *self.flags(), str(metal), text, repr(probes)]
+            + sorted(only)
         )
         base = self.cache_dir / f"{metal.stem}-{key[:20]}"
         library, manifest = base.with_suffix(".so"), base.with_suffix(".json")
@@ -131,6 +138,13 @@ class KernelBuilder:
         drop: set[int] = set()
         failed: dict[int, CompilerError] = {}
         unmodelled = {i: d.not_modelled for i, d in enumerate(decls) if d.not_modelled}
+        if only:
+            where = cxx.relative(metal, self.root)
+            failed = {
+                i: CompilerError(where, d.line, None, NOT_ASKED)
+                for i, d in enumerate(decls)
+                if d.host_name not in only
+            }
         log = ""
         probe_errors: dict[str, str] = {}
         for _ in range(cxx.MAX_ATTEMPTS):

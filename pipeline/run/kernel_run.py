@@ -196,8 +196,10 @@ def run(
         reported, pos = _text(data, pos)
         out = []
         for b in r.buffers:
-            out.append(data[pos : pos + len(b)])
-            pos += len(b)
+            # 0: the bytes sent, unchanged (the driver writes back only what a run changed)
+            changed, pos = data[pos], pos + 1
+            out.append(data[pos : pos + len(b)] if changed else b)
+            pos += len(b) if changed else 0
         results.append(RunResult(status, why, reported, tuple(out)))
     return Outcome(tuple(results))
 

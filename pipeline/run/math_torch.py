@@ -22,7 +22,8 @@ that exists, when exactly one functional overload takes the kernel's operands on
 arguments in order and the alpha on its one number argument (:func:`fits`): otherwise there
 is no reference, never a guessed mapping. A case resolved through the host code
 (``pipeline/tree/host_refs.py``) names the operator alone, the argument its alpha fills
-(``"alpha_arg": "delta"``) and the ones the host fixes (``"bound": [["n", "1"]]``); an
+(``"alpha_arg": "delta"``), the ones the host fixes (``"bound": [["n", "1"]]``) and the
+alpha values it sends elsewhere (``"avoid": ["2.0"]``, left out of :data:`ALPHA_VALUES`); an
 ``int reduction`` argument is always None (0): the kernel is element-wise. An ALPHA case
 runs its inputs once per alpha value (:data:`ALPHA_VALUES`, as its alpha type holds them).
 
@@ -330,9 +331,11 @@ ALPHA_VALUES: dict[str, tuple[Any, ...]] = {
 }
 
 
-def alpha_values(dtype):
+def alpha_values(dtype, avoid=()):
     """The alpha values a case runs with, as the kernel receives them (rounded to its alpha
-    type): not 1, which hides a dropped or misplaced alpha; 0 and negatives where they fit."""
+    type): not 1, which hides a dropped or misplaced alpha; 0 and negatives where they fit.
+    Those equal to an ``avoid`` literal are left out: the host sends them to another kernel
+    (sqr for an exponent of 2), so this one's result there is nothing torch is asked for."""
     kind = "int"
     if dtype == torch.bool:
         kind = "bool"
@@ -340,7 +343,8 @@ def alpha_values(dtype):
         kind = "complex"
     elif dtype.is_floating_point:
         kind = "float"
-    return [torch.tensor(v).to(dtype) for v in ALPHA_VALUES[kind]]
+    values = [torch.tensor(v).to(dtype) for v in ALPHA_VALUES[kind]]
+    return [v for v in values if all(v.item() != float(lit) for lit in avoid)]
 
 
 def is_reduction(arg):
@@ -396,16 +400,49 @@ def aten_operator(names, arity, alpha, bound=(), alpha_arg=None):
         if len(found) == 1:
             return found[0][0], found[0][1], None
         if not found:
-            return None, None, f"aten.{name} has no overload the kernel's operands map onto"
+            why = f"aten.{name} has no overload the kernel's operands map onto"
+            return None, None, why + unfilled(packet, arity, alpha, bound)
         shown = ", ".join(str(op) for op, _ in found)
         return None, None, f"ambiguous: the kernel's operands map onto {shown}"
     return None, None, "no OpInfo, torch function or aten operator of that name"
 
 
+def unfilled(packet, arity, alpha, bound):
+    """What keeps the functional overloads with as many Tensor arguments as the kernel has
+    operands from fitting: their arguments without a default that no operand, alpha, host
+    literal or reduction fills (``; leaky_relu_backward.default needs self_is_result
+    (bool)``); "" when no overload has that many Tensor arguments."""
+    given = {name for name, _ in bound}
+    notes = []
+    for overload in packet.overloads():
+        schema = getattr(packet, overload)._schema
+        args = schema.arguments
+        if any(a.alias_info is not None and a.alias_info.is_write for a in args):
+            continue
+        if sum(str(a.type) == "Tensor" for a in args) != arity:
+            continue
+        left = [
+            a for a in args
+            if str(a.type) != "Tensor" and not a.has_default_value()
+            and a.name not in given and not is_reduction(a)
+        ]  # fmt: skip
+        numbers = [a for a in left if str(a.type) in NUMBER_TYPES]
+        if alpha and numbers:
+            left.remove(numbers[0])  # the alpha's, at best
+        if left:
+            shown = ", ".join(f"{a.name} ({a.type})" for a in left)
+            notes.append(f"{schema.name.removeprefix('aten::')}.{overload} needs {shown}")
+    return "; " + "; ".join(notes) if notes else ""
+
+
 def literal(text, arg):
-    """The host's literal as the schema argument's type takes it."""
+    """The host's literal as the schema argument's type takes it; a whole number for a
+    ``Scalar`` as an int, which promotes no integer tensor to float (the host's
+    ``exp.to<float>() == 2.0`` holds for the int 2 too)."""
     value = float(text)
-    return int(value) if str(arg.type) in ("int", "SymInt") else value
+    kind = str(arg.type)
+    whole = kind in ("int", "SymInt") or (kind == "number" and value.is_integer())
+    return int(value) if whole else value
 
 
 def bind(op, tensors, slot, alpha, bound=()):
@@ -508,7 +545,9 @@ def one_case(case, limit):
     kwargs = plain_kwargs(kwargs) if not case.get("alpha") else {}
     tensors = [torch.cat([e, s]) for e, s in zip(edge, samples, strict=False)] if samples else edge
     # with an alpha the inputs run once per alpha value: "inputs" hold one block, "n" all
-    alphas = alpha_values(dtype_of(case["alpha"])) if case.get("alpha") else []
+    alphas = (
+        alpha_values(dtype_of(case["alpha"]), case.get("avoid") or ()) if case.get("alpha") else []
+    )
     out["block"] = int(tensors[0].numel())
     out["n"] = out["block"] * max(len(alphas), 1)
     out["edge"] = int(edge[0].numel())
@@ -521,6 +560,9 @@ def one_case(case, limit):
     out["result_dtype"] = None
     if fn is None:
         out["no_reference"] = why or "no OpInfo and no torch function of that name"
+        return out
+    if case.get("alpha") and not alphas:
+        out["no_reference"] = "every alpha value checked is one the host sends elsewhere"
         return out
     try:
         result, upcast, errors = one_reference(fn, tensors, kwargs, dtype, alphas)

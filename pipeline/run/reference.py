@@ -58,11 +58,13 @@ class Case:
     aten: tuple[str, ...] = ()  # aten operators to fall back on, first existing one wins
     bound: tuple[tuple[str, str], ...] = ()  # schema arguments fixed (name, literal)
     alpha_arg: str | None = None  # the schema argument the alpha fills, when known
+    avoid: tuple[str, ...] = ()  # alpha literals the host never sends this kernel
 
     def to_json(self) -> dict[str, object]:
         # the host's scalars only when there are some: a case's cache key is its JSON
         bound = {"bound": [list(b) for b in self.bound]} if self.bound else {}
         alpha_arg = {"alpha_arg": self.alpha_arg} if self.alpha_arg else {}
+        avoid = {"avoid": list(self.avoid)} if self.avoid else {}
         return {
             "id": self.id,
             "dtype": self.dtype,
@@ -73,6 +75,7 @@ class Case:
             "aten": list(self.aten),
             **bound,
             **alpha_arg,
+            **avoid,
         }
 
 

@@ -8,12 +8,24 @@ that: the stub's operator, with that parameter where the host puts it.
 
 Read here, from the host's text:
 
-- ``PARAM == LITERAL`` (either side, or ``PARAM.equal(LITERAL)``) over one of the function's
-  scalar parameters fixes that parameter for the launch under it;
+- ``PARAM == LITERAL`` (either side, or ``PARAM.equal(LITERAL)``, or ``PARAM.to<T>() ==
+  LITERAL``) over one of the function's scalar parameters fixes that parameter for the
+  launch under it;
 - a condition that names no scalar parameter (``isFloatingType(iter.common_dtype())``)
-  restricts the dtypes the kernel runs for, not the math: it changes no reference;
-- any other condition over a parameter (an ``else`` after one of the above, ``order > 1``,
-  a ``switch``) is one the tool cannot read: the launch's reference is unknown.
+  restricts the dtypes the kernel runs for, not the math: it changes no reference; so does
+  a test of a parameter's own type (``!exp_scalar.isComplex()``);
+- ``A && B`` is read part by part: restrictions and at most one pin per parameter
+  (``!exp_scalar.isComplex() && exp_scalar.to<float>() == 2.0`` fixes the exponent at 2);
+- where such a pin did not hold (an ``else`` after it, a branch after it, a launch after a
+  branch that returned) and the launch passes that same parameter on as the functor's
+  scalar, the launch's reference is the operator with the parameter as its alpha, and the
+  pinned literal is a value this functor never gets: the check leaves it out of the alpha
+  values it runs (``avoid``). Left out even where the pin came with a dtype restriction
+  (so the value may reach the functor for other dtypes): a value fewer, never a result the
+  host cannot produce;
+- any other condition over a parameter (the negation of a pin on a parameter the launch
+  does not pass on, ``order > 1``, a ``switch``) is one the tool cannot read: the launch's
+  reference is unknown.
 """
 
 from __future__ import annotations
@@ -42,7 +54,8 @@ class KernelLaunch:
     ``alpha``: the index, among the function's parameters, of the one passed as the
     kernel's scalar (None: none, or not a parameter). ``fixed``: (parameter index, literal)
     the conditions the launch is under fix. ``unread``: a condition over a parameter the
-    tool cannot read (then the reference is unknown).
+    tool cannot read (then the reference is unknown). ``avoid``: the literals a pin on the
+    alpha's parameter held where the launch is not reached.
     """
 
     kind: str
@@ -50,6 +63,7 @@ class KernelLaunch:
     alpha: int | None = None
     fixed: tuple[tuple[int, str], ...] = ()
     unread: str | None = None
+    avoid: tuple[str, ...] = ()  # literals the alpha never is here (pins that did not hold)
 
 
 def param_names(params: list[str]) -> tuple[str, ...]:
@@ -121,9 +135,10 @@ def _fixes(cond: str, params: tuple[str, ...]) -> tuple[int, str] | None:
         if not name:
             continue
         p = re.escape(name)
+        value = rf"{p}(?:\s*\.\s*to\s*<[^<>]*>\s*\(\s*\))?"
         for form in (
-            rf"{p}\s*==\s*({_LITERAL})",
-            rf"({_LITERAL})\s*==\s*{p}",
+            rf"{value}\s*==\s*({_LITERAL})",
+            rf"({_LITERAL})\s*==\s*{value}",
             rf"{p}\s*\.\s*equal\s*\(\s*({_LITERAL})\s*\)",
         ):
             m = re.fullmatch(rf"\(?\s*{form}\s*\)?", cond)
@@ -134,6 +149,60 @@ def _fixes(cond: str, params: tuple[str, ...]) -> tuple[int, str] | None:
 
 def _names_param(cond: str, params: tuple[str, ...]) -> bool:
     return any(name and re.search(rf"\b{re.escape(name)}\b", cond) for name in params[1:])
+
+
+def _conjuncts(cond: str) -> list[str]:
+    """``cond``'s top-level ``&&`` parts (one part when it has none)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(cond):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif cond.startswith("&&", i) and depth == 0:
+            parts.append(cond[start:i].strip())
+            start = i + 2
+    return [*parts, cond[start:].strip()]
+
+
+def _type_test(part: str, params: tuple[str, ...]) -> bool:
+    """Whether ``part`` tests a parameter's own type (``!exp_scalar.isComplex()``)."""
+    return any(
+        name
+        and re.fullmatch(
+            rf"\(?\s*!?\s*{re.escape(name)}\s*\.\s*is(?:Complex|FloatingPoint|Integral|Boolean)"
+            r"\s*\([^()]*\)\s*\)?",
+            part,
+        )
+        for name in params[1:]
+    )
+
+
+def _pins(cond: str, params: tuple[str, ...]) -> tuple[tuple[int, str], ...] | None:
+    """The (parameter index, literal) pins of a condition whose every part over a parameter
+    is a pin or a type test; None when a part is neither (the condition is not read)."""
+    if cond.startswith("switch"):
+        return None
+    pins = []
+    for part in _conjuncts(cond):
+        if not _names_param(part, params) or _type_test(part, params):
+            continue  # a restriction of the dtypes or of the parameter's type
+        fix = _fixes(part, params)
+        if fix is None:
+            return None
+        pins.append(fix)
+    return tuple(pins)
+
+
+def _not_taken(cond: str, params: tuple[str, ...]) -> tuple[int, str] | str | None:
+    """What ``cond`` not holding says for a launch: nothing (None), a pin that did not
+    hold (parameter, literal), or ``cond`` itself when that is not read."""
+    if not _names_param(cond, params):
+        return None
+    pins = _pins(cond, params)
+    if pins is None or len(pins) > 1:
+        return cond  # not (A && P == 1 && Q == 2) tells no one parameter's value
+    return pins[0] if pins else None
 
 
 def launches(
@@ -153,29 +222,34 @@ def launches(
             alpha = params.index(passed.group(1))
         fixed: list[tuple[int, str]] = []
         unread = None
+        negated: list[str] = []  # the conditions that did not hold where the launch runs
         pos = call.start()
         for chain in chains:
             # an if that returned before the launch: the launch runs where it did not hold
             if chain[-1][2] < pos and any(
                 _RETURN.search(source.masked, lo, hi) for _, lo, hi in chain
             ):
-                for cond, _, _ in chain:
-                    if cond is not None and _names_param(cond, params):
-                        unread = unread or f"not ({cond})"
+                negated += [cond for cond, _, _ in chain if cond is not None]
             for k, (cond, lo, hi) in enumerate(chain):
                 if not lo <= pos <= hi:
                     continue
                 # the branches before this one were not taken: their negations hold too
-                for before, _, _ in chain[:k]:
-                    if before is not None and _names_param(before, params):
-                        unread = unread or f"not ({before})"
+                negated += [before for before, _, _ in chain[:k] if before is not None]
                 if cond is None or not _names_param(cond, params):
                     continue
-                fix = _fixes(cond, params) if not cond.startswith("switch") else None
-                if fix is None:
+                pins = _pins(cond, params)
+                if pins is None:
                     unread = unread or cond
                 else:
-                    fixed.append(fix)
+                    fixed += pins
+        avoid: list[str] = []
+        for cond in negated:
+            held = _not_taken(cond, params)
+            if isinstance(held, str) or (held is not None and held[0] != alpha):
+                unread = unread or f"not ({cond})"
+            elif held is not None and held[1] not in avoid:
+                avoid.append(held[1])
         kernel = name.group(1) if name else None
-        found.append(KernelLaunch(call.group(1), kernel, alpha, tuple(fixed), unread))
+        launch = KernelLaunch(call.group(1), kernel, alpha, tuple(fixed), unread, tuple(avoid))
+        found.append(launch)
     return tuple(found)

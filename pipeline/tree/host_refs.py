@@ -19,9 +19,12 @@ that says what was looked for, never a guess.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
+from pipeline.tree import host_impl
+from pipeline.tree.cpp import split_args
 from pipeline.tree.index import TreeIndex
 from pipeline.tree.objc import StubRegistration
 from pipeline.tree.sources import Implementation
@@ -35,6 +38,8 @@ class HostReference:
 
     ``alpha``: the schema argument the functor's scalar fills (None: none named).
     ``bound``: (schema argument, literal) the host's condition fixes for this kernel.
+    ``avoid``: literals of the alpha that a condition sends elsewhere (``order == 1`` to
+    trigamma: polygamma's kernel never gets n=1), to leave out of the values checked.
     """
 
     kernel: str
@@ -43,6 +48,7 @@ class HostReference:
     alpha: str | None = None
     bound: tuple[tuple[str, str], ...] = ()
     unknown: str | None = None
+    avoid: tuple[str, ...] = ()  # alpha values the host sends to another kernel
 
 
 def _argument(impl: Implementation, stub: str, index: int) -> str | None:
@@ -89,12 +95,16 @@ def _through(
                 continue
             alpha = _argument(impl, s.stub, launch.alpha) if launch.alpha is not None else None
             bound = [(_argument(impl, s.stub, i), lit) for i, lit in launch.fixed]
+            alpha, bound = _in_schema(index, impl, alpha, bound)
             if (launch.alpha is not None and alpha is None) or any(a is None for a, _ in bound):
                 why = f"{via}: a scalar the host passes is no argument name in the stub's call"
                 found.append(HostReference(kernel, None, via, unknown=why))
                 continue
             pairs = tuple((a, lit) for a, lit in bound if a is not None)
-            found += [HostReference(kernel, op, via, alpha, pairs) for op in ops.get(impl.name, ())]
+            found += [
+                HostReference(kernel, op, via, alpha, pairs, avoid=launch.avoid)
+                for op in ops.get(impl.name, ())
+            ]
     return found
 
 
@@ -104,7 +114,7 @@ def resolve(index: TreeIndex, kernel: str) -> HostReference | None:
         s for f in index.host.files for s in f.stubs if any(x.kernel == kernel for x in s.launches)
     ]
     if not stubs:
-        return None
+        return _from_implementations(index, kernel)
     names = ", ".join(dict.fromkeys(s.stub for s in stubs))
     if index.sources is None or not index.sources.present:
         why = f"{kernel} runs for {names}; the tree has no native/*.cpp to read who calls it"
@@ -114,7 +124,7 @@ def resolve(index: TreeIndex, kernel: str) -> HostReference | None:
     unknown = [r for r in found if r.unknown]
     if unknown:
         return unknown[0]
-    distinct = {(r.op, r.alpha, r.bound): r for r in found}
+    distinct = _merged(found)
     if len(distinct) == 1:
         return next(iter(distinct.values()))
     if not distinct:
@@ -123,3 +133,75 @@ def resolve(index: TreeIndex, kernel: str) -> HostReference | None:
     shown = ", ".join(sorted({str(r.op) for r in distinct.values()}))
     why = f"{names} serve(s) several operators ({shown}): which one the functor is is unknown"
     return HostReference(kernel, None, names, unknown=why)
+
+
+def _merged(found: list[HostReference]) -> dict[tuple[object, ...], HostReference]:
+    """One reference per (operator, alpha, bound): launches of one kernel that differ only
+    in the values they avoid (pow_scalar after sqr's, sqrt's... pins) avoid them all, which
+    leaves values out but never checks one the host does not send."""
+    out: dict[tuple[object, ...], HostReference] = {}
+    for r in found:
+        key = (r.op, r.alpha, r.bound)
+        if key in out:
+            avoid = tuple(dict.fromkeys(out[key].avoid + r.avoid))
+            r = dataclasses.replace(out[key], avoid=avoid)
+        out[key] = r
+    return out
+
+
+def _schema_args(schema: str) -> tuple[str, ...]:
+    """The argument names of a yaml ``func:`` (``pow.Tensor_Scalar_out(Tensor self, Scalar
+    exponent, *, Tensor(a!) out) -> Tensor(a!)``: self, exponent, out)."""
+    open_ = schema.find("(")
+    close = schema.rfind(")", 0, schema.find("->") if "->" in schema else len(schema))
+    names = []
+    for arg in split_args(schema[open_ + 1 : close]):
+        word = re.search(r"(\w+)\s*(?:=.*)?\Z", arg.strip())
+        if arg.strip() != "*" and word:
+            names.append(word.group(1))
+    return tuple(names)
+
+
+def _in_schema(
+    index: TreeIndex,
+    impl: Implementation,
+    alpha: str | None,
+    bound: list[tuple[str | None, str]],
+) -> tuple[str | None, list[tuple[str | None, str]]]:
+    """The host's scalars named as the operator's schema names them: an implementation's
+    parameter is the schema argument at its place (``exp`` of ``pow_Tensor_Scalar_out(base,
+    exp, out)`` is ``exponent``), when the row's schema has as many arguments; else its own
+    name, which the torch side takes only if the schema has it."""
+    rows = [
+        _schema_args(e.schema)
+        for entries in index.entries_by_operator().values()
+        for e in entries
+        if e.kernel_for("CPU") == impl.name and e.kernel_for("CUDA") == impl.name
+    ]
+    places = {args for args in rows if len(args) == len(impl.params)}
+
+    def named(name: str | None) -> str | None:
+        if name is None or name not in impl.params or len(places) != 1:
+            return name
+        return next(iter(places))[impl.params.index(name)]
+
+    return named(alpha), [(named(a), lit) for a, lit in bound]
+
+
+def _from_implementations(index: TreeIndex, kernel: str) -> HostReference | None:
+    """The operator an MPS row's own function launches ``kernel`` for (see
+    :mod:`pipeline.tree.host_impl`); None when none launches it. One launch read whole is
+    the functor's reference, whatever other launches leave unread: the math is the
+    functor's, not the launch's."""
+    found = host_impl.find(index.root, index.native.entries, kernel)
+    known = {(f.op, f.alpha, f.bound): f for f in found if f.op is not None}
+    if len(known) == 1:
+        f = next(iter(known.values()))
+        return HostReference(kernel, f.op, f.via, f.alpha, f.bound)
+    if known:
+        shown = ", ".join(sorted({str(f.op) for f in known.values()}))
+        why = f"launched for several operators ({shown}): which one the functor is is unknown"
+        return HostReference(kernel, None, shown, unknown=why)
+    if found:
+        return HostReference(kernel, None, found[0].via, unknown=found[0].unknown)
+    return None

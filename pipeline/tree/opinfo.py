@@ -20,7 +20,7 @@ Two sources, chosen by :func:`load_opinfos`:
   Unknown keys and duplicate ``name``+``variant_test_name`` pairs are errors.
 
 - the real ``op_db``, dumped by ``opinfo_dump.py`` in a subprocess under ``source.python``
-  and cached as JSON in ``source.cache_dir``.
+  and cached as JSON (see the cache rule below).
 
 **Output dtypes.** ``OpInfoRecord.output_dtypes`` maps an input dtype to the dtype PyTorch's
 result has (atan2: int64 -> float32; neg: int64 -> int64), what a Metal functor must be
@@ -48,8 +48,10 @@ from: ``common_methods_invocations.py``, ``common_dtype.py`` and ``opinfo/**/*.p
 ``source.root`` when it is a PyTorch checkout (it has them), assuming ``source.python``
 imports that checkout's torch, as a develop build does; otherwise from the torch package of
 ``source.python``, whose location is found once (``importlib.util.find_spec``, which does
-not import torch) and recorded in ``opinfo-locations.json`` in the cache directory. A warm
-load therefore only hashes about 2 MB and reads one JSON file; it never starts Python.
+not import torch) and recorded in ``opinfo-locations.json`` in the cache directory. The dump
+is written to ``<state_dir>/cache`` (where the nightly's workflow collects it), or to
+``math.cache`` when that is set (a folder state dirs and checkouts share). A warm load only
+hashes about 2 MB and reads one JSON file; it never starts Python.
 """
 
 from __future__ import annotations
@@ -425,7 +427,8 @@ def _dumped_record(op: Fields) -> OpInfoRecord:
 
 def _dump_data(source: TreeSource) -> OpDbDump:
     """op_db's dump, from the cache named by its sources' digest, else made and cached."""
-    cache = source.cache_dir / f"opinfo-{_source_hash(_source_dir(source))}.json"
+    folder = source.answers_cache or source.cache_dir
+    cache = folder / f"opinfo-{_source_hash(_source_dir(source))}.json"
     if cache.is_file():
         data = json.loads(cache.read_text(encoding="utf-8"))
     else:

@@ -17,3 +17,6 @@ class TreeSource:
     opinfo_table: Path | None
     # which consistency tests an operator's record lists (output_match, output_grad_match)
     test_kinds: tuple[str, ...] = ("output_match",)
+    # ``math.cache`` when set: a folder of torch's answers, named by digests, that state dirs
+    # share; op_db's dump is one (a torch import and a sample run per OpInfo: about 20 s)
+    answers_cache: Path | None = None

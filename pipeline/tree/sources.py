@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pipeline.errors import ParseError
 from pipeline.tree import cpp, paths
+from pipeline.tree.host_choice import param_names
 from pipeline.tree.span import Span
 from pipeline.tree.text import read_text
 
@@ -42,6 +43,8 @@ class Implementation:
     calls: tuple[str, ...]  # the functions and methods it calls, in order
     # each stub's arguments at its first call (device type, iterator, then its scalars)
     stub_args: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # its parameters' names, in order (none read for one a macro generates)
+    params: tuple[str, ...] = ()
 
     def args_of(self, stub: str) -> tuple[str, ...] | None:
         return next((args for name, args in self.stub_args if name == stub), None)
@@ -70,7 +73,20 @@ def _name_of(header: str) -> str | None:
     return word.group(1)
 
 
-def _implementation(name: str, body: str, span: Span) -> Implementation:
+def _params(header: str) -> tuple[str, ...]:
+    """The parameter names of a function header's last parenthesised list."""
+    close = header.rfind(")")
+    depth = 0
+    for i in range(close, -1, -1):
+        depth += {")": 1, "(": -1}.get(header[i], 0)
+        if depth == 0:
+            return param_names(cpp.split_args(header[i + 1 : close]))
+    return ()
+
+
+def _implementation(
+    name: str, body: str, span: Span, params: tuple[str, ...] = ()
+) -> Implementation:
     stubs = tuple(dict.fromkeys(_STUB_CALL.findall(body)))
     calls = [m.group(1) or m.group(2) for m in _CALL.finditer(body)]
     args: dict[str, tuple[str, ...]] = {}
@@ -80,7 +96,9 @@ def _implementation(name: str, body: str, span: Span) -> Implementation:
             continue
         close = cpp.match_close(masked, m.end() - 1, span.path)
         args[m.group(1)] = tuple(a.strip() for a in cpp.split_args(body[m.end() : close]))
-    return Implementation(name, span, stubs, tuple(dict.fromkeys(calls)), tuple(args.items()))
+    return Implementation(
+        name, span, stubs, tuple(dict.fromkeys(calls)), tuple(args.items()), params
+    )
 
 
 def parse(text: str, path: str) -> SourceFile:
@@ -94,7 +112,9 @@ def parse(text: str, path: str) -> SourceFile:
             name = _name_of(source.masked[item.start : item.body[0]])
             if name:
                 body = source.code[item.body[0] : item.body[1] + 1]
-                found.append(_implementation(name, body, source.span(item.start, item.end)))
+                params = _params(source.code[item.start : item.body[0]])
+                span = source.span(item.start, item.end)
+                found.append(_implementation(name, body, span, params))
         elif item.kind == "call" and item.name in macros:
             expanded = cpp.expand(source.code[item.start : item.end], macros)
             span = source.span(item.start, item.end)

@@ -176,6 +176,7 @@ def test_a_comment_that_should_go_but_stays_is_refused(monkeypatch):
 
 
 @pytest.mark.realdata
+@pytest.mark.slow  # every entry of a 1 MB file, each edit re-parsed
 def test_every_judgeable_entry_of_the_newest_wheel_is_deleted_and_narrowed_cleanly():
     from pipeline.results.decorations import split
     from tests.releases import NEWEST, release_tree

@@ -194,6 +194,7 @@ def test_ambiguous_schema_stays_without_reference(
     assert "aten.pow.Scalar" in check.no_reference
 
 
+@pytest.mark.slow  # a file's parts set aside and rebuilt, round after round
 def test_a_broken_functor_leaves_the_others_of_its_file_checked(
     tmp_path: Path, host_cxx, real_c10_include: Path
 ) -> None:
@@ -288,3 +289,35 @@ def test_host_resolved_operators_are_checked_with_the_host_s_scalars(
     # every input once per alpha value (0.5, 2.0, -1.5); torch refuses a negative delta
     (f32,) = huber.dtypes
     assert f32.checked == 2 * f32.edge and f32.refused == f32.edge
+
+
+@pytest.mark.slow
+def test_host_pinned_exponents_are_bound_or_left_out(
+    tmp_path: Path, host_cxx, real_c10_include: Path
+) -> None:
+    """sqr as pow with the exponent the host pins (2, an int: an int32 tensor stays int32),
+    pow_scalar as pow with its alpha on the exponent, 2 left out of the values it runs
+    with: the host sends 2 to sqr, and this fixture's pow_scalar is wrong there alone."""
+    from pipeline.guide.math import Target
+    from pipeline.tree.host_refs import HostReference
+    from tests.flows.math_helpers import fixture_root
+
+    root = fixture_root(tmp_path)
+    file = "host_named.metal"
+    refs = [
+        HostReference("sqr", "pow", "pow_tensor_scalar_stub", bound=(("exponent", "2.0"),)),
+        HostReference("pow_scalar", "pow", "pow_tensor_scalar_stub", "exponent", avoid=("2.0",)),
+    ]
+    targets = [Target(r.kernel, root / file, file, r.op, None, None, None, r) for r in refs]
+    sqr, pow_scalar = run_flow(tmp_path, host_cxx, real_c10_include, targets).functors
+    assert sqr.reference == "aten.pow.Tensor_Scalar, exponent=2.0"
+    checks = by_dtype(sqr)
+    assert checks["int32"].torch_dtype == "int32"
+    # every input once per alpha value left (0.5, -1.5); the functor's zeros at 2 unseen
+    # (what differs is the toy's pow(-inf, 0.5): inf, where torch gives nan)
+    (f32,) = pow_scalar.dtypes
+    assert f32.checked + f32.refused == 2 * f32.edge
+    assert f32.matched >= f32.checked - 2
+    assert all(e.inputs[-1] != "alpha=2.0" for e in f32.counterexamples)
+    for check in sqr.dtypes:
+        assert check.status is Agreement.OK, check

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import GitHubError
-from pipeline.flows.tracker import Cache, client_for, find_claims, update_tracker
+from pipeline.flows.tracker import Cache, KnownPull, client_for, find_claims, update_tracker
+from pipeline.github import Cached
 from pipeline.guide.claims import ClaimState, patch_words
 from pipeline.report.tracker import END, START
 from pipeline.state import tracker_cache
@@ -104,6 +105,27 @@ def test_first_run_then_an_unchanged_night_costs_304s_only(settings, github):
     third = _run(settings)
     assert third.requests == 4 and third.not_modified == 4
     assert github.issues[ISSUE] == body
+
+
+def test_the_cache_reads_back_as_written_and_a_damaged_one_as_none(tmp_path: Path) -> None:
+    path = tmp_path / "tracker.json"
+    cache = Cache(
+        {"https://x/a": Cached('"v1"', {"items": []}, None),
+         "https://x/b": Cached('"v2"', [1], "https://x/b?page=2")},
+        {"7": KnownPull("2026-12-01T08:00:00Z", ("a.mm",), ("atan2",))},
+    )  # fmt: skip
+    cache.save(path)
+    saved = json.loads(path.read_text())
+    assert saved["prs"] == {"7": {"updated_at": "2026-12-01T08:00:00Z", "files": ["a.mm"],
+                                  "words": ["atan2"]}}  # fmt: skip
+    assert saved["etags"]["https://x/a"] == {"etag": '"v1"', "data": {"items": []}, "next": None}
+    assert Cache.load(path) == cache
+    # an entry of another shape: the whole cache is dropped, as a first run (never a crash)
+    saved["prs"]["7"]["files"] = "a.mm"
+    path.write_text(json.dumps(saved))
+    assert Cache.load(path) == Cache()
+    path.write_text(json.dumps({**saved, "version": 2}))
+    assert Cache.load(path) == Cache()
 
 
 def test_a_changed_pr_alone_is_read_again_and_a_closed_one_drops_out(settings, github):

@@ -19,7 +19,7 @@ from pipeline.flows import kernel as flow
 from pipeline.report.kernel import to_json
 from pipeline.results.kernel import KernelFileReport, KernelStatus
 from pipeline.run import cxx, kernel_run, reference
-from pipeline.run.kernel_build import KernelBuilder
+from pipeline.run.kernel_build import NOT_ASKED, KernelBuilder
 from pipeline.tree import host_launch, launch
 from pipeline.tree.source import TreeSource
 from tests.conftest import fetched
@@ -215,6 +215,26 @@ def test_a_kernel_that_does_not_compile_hides_no_other(work, compiler, headers):
     assert found["row_max_float"] is KernelStatus.COMPILE_ERROR
     assert found["row_sum_float"] is KernelStatus.OK
     assert found["row_sum_half"] is KernelStatus.OK
+
+
+def test_a_check_of_some_kernels_compiles_only_those(work, one_compiler, headers):
+    """A build for named kernels instantiates only them: a kernel not asked for, broken where
+    only its instantiation shows it, neither fails the build nor is in the object."""
+    edit = (
+        "  acc = c10::metal::threadgroup_max(partial, acc, tid, tptg);",
+        "  acc = c10::metal::threadgroup_max(partial, acc, tid, tptg).no_such_member;",
+    )
+    whole = status(check(work, one_compiler, headers, "Reduction", edit))
+    assert whole["row_max_float"] is KernelStatus.COMPILE_ERROR
+    assert whole["row_sum_float"] is KernelStatus.OK
+    root = work / f"tree-Reduction-{abs(hash(edit))}"
+    builder = KernelBuilder(one_compiler, headers, root, work / "only" / one_compiler.name)
+    build = builder.build(root / KERNELS / "Reduction.metal", only=frozenset({"row_sum_float"}))
+    assert build.library is not None and not build.set_aside, build.log
+    built = {k.decl.host_name for k in build.kernels if k.built}
+    assert built == {"row_sum_float"}
+    assert all(k.error and k.error.message == NOT_ASKED for k in build.kernels if not k.built)
+    assert set(kernel_run.list_object(builder.driver(), build.library).kernels) == built
 
 
 TAIL = """#include <metal_stdlib>

@@ -45,6 +45,7 @@ def test_answers_are_kept_per_case_and_a_kept_case_starts_no_python(
     assert again == {"other/float32": first["hypot/float32"], "exp2/float16": both["exp2/float16"]}
 
 
+@pytest.mark.slow  # op_db's import, twice
 def test_a_damaged_kept_answer_is_asked_again(tmp_path: Path) -> None:
     source = TreeSource(tmp_path / "tree", tmp_path / "cache", sys.executable, None)
     cache = tmp_path / "math"
@@ -69,3 +70,34 @@ def test_an_input_torch_dies_on_is_set_aside_and_one_it_refuses_is_named(tmp_pat
     refused = [i for i, why in errors.items() if "ZeroDivisionError" in why]
     assert refused and all(b[i] == 0 for i in refused)
     assert set(died) | set(refused) == set(errors)  # every other input has its reference
+
+
+def _ask(tmp_path: Path, case: Case) -> reference.TorchAnswer:
+    source = TreeSource(tmp_path / "tree", tmp_path / "cache", sys.executable, None)
+    return reference.references(source, [case], tmp_path / "math")[case.id]
+
+
+@pytest.mark.slow  # a torch process
+def test_alpha_values_the_host_sends_elsewhere_are_left_out(tmp_path: Path) -> None:
+    pow_scalar = Case(
+        "pow_scalar/float32", "float32", 1, None, None, "float32", ("pow",),
+        alpha_arg="exponent", avoid=("2.0", "-1.0"),
+    )  # fmt: skip
+    answer = _ask(tmp_path, pow_scalar)
+    assert answer.no_reference is None and answer.alpha_shown == ("0.5", "-1.5")
+    assert answer.n == 2 * answer.block
+    every = _ask(tmp_path, replace(pow_scalar, avoid=("0.5", "2.0", "-1.5")))
+    assert every.reference is None and every.no_reference is not None
+    assert "every alpha value" in every.no_reference
+
+
+@pytest.mark.slow  # a torch process
+def test_an_argument_no_operand_fills_is_named(tmp_path: Path) -> None:
+    # leaky_relu_backward's self_is_result: required, a bool, no operand of the kernel
+    case = Case(
+        "leaky_relu_backward/float32", "float32", 2, None, None, "float32",
+        ("leaky_relu_backward",),
+    )  # fmt: skip
+    answer = _ask(tmp_path, case)
+    assert answer.no_reference is not None
+    assert "leaky_relu_backward.default needs self_is_result (bool)" in answer.no_reference

@@ -13,6 +13,7 @@ import pytest
 
 from pipeline.guide import math as guide_math
 from pipeline.tree import host_refs
+from pipeline.tree.host_choice import KernelLaunch
 from pipeline.tree.index import TreeIndex, load_index
 from pipeline.tree.source import TreeSource
 
@@ -79,10 +80,18 @@ def test_a_condition_fixing_a_scalar_binds_it(tmp_path: Path) -> None:
     assert (ref.op, ref.alpha, ref.bound) == ("polygamma", None, (("n", "1"),))
     t = guide_math.target(index, "trigamma", METAL, {})
     assert t.bound == (("n", "1"),) and t.reference == "aten.polygamma"
-    # the launch after the returning branch runs where order != 1: not read, so unknown
+    # the launch after the returning branch runs where order != 1 and passes order on: its
+    # alpha is n, never 1 there
     (stub,) = [s for f in index.host.files for s in f.stubs if s.stub == "polygamma_stub"]
-    launches = stub.launches
-    assert launches[1].kernel == "polygamma" and launches[1].unread == "not (order == 1)"
+    launch = stub.launches[1]
+    assert (launch.kernel, launch.alpha, launch.unread, launch.avoid) == (
+        "polygamma",
+        1,
+        None,
+        ("1",),
+    )
+    poly = host_refs.resolve(index, "polygamma")
+    assert poly is not None and (poly.op, poly.alpha, poly.avoid) == ("polygamma", "n", ("1",))
 
 
 def test_a_condition_the_tool_cannot_read_is_unknown(tmp_path: Path) -> None:
@@ -114,3 +123,44 @@ def test_a_stub_one_of_several_an_implementation_chooses_between_is_unknown(
     ref = host_refs.resolve(_index(tmp_path), "margin_floor")
     assert ref is not None and ref.op is None
     assert ref.unknown is not None and "also calls margin_trunc_stub" in ref.unknown
+
+
+def _launch(index: TreeIndex, stub: str, kernel: str) -> KernelLaunch:
+    (found,) = [s for f in index.host.files for s in f.stubs if s.stub == stub]
+    return next(la for la in found.launches if la.kernel == kernel)
+
+
+def test_a_pin_beside_a_type_test_of_its_parameter_binds_it(tmp_path: Path) -> None:
+    # `!exp_scalar.isComplex() && exp_scalar.to<float>() == 2.0`: the type test restricts,
+    # the pin fixes the exponent; named as the schema names it (the .cpp says `exp`)
+    ref = host_refs.resolve(_index(tmp_path), "sqr")
+    assert ref is not None and ref.unknown is None
+    assert (ref.op, ref.alpha, ref.bound, ref.avoid) == ("pow", None, (("exponent", "2.0"),), ())
+
+
+def test_where_a_pin_did_not_hold_its_literal_is_avoided_on_the_alpha(tmp_path: Path) -> None:
+    # pow_scalar's three launches pass the exponent on, after sqr's pin (2) and, for two of
+    # them, reciprocal's (-1): one reference, avoiding both
+    index = _index(tmp_path)
+    first = _launch(index, "pow_tensor_scalar_stub", "pow_scalar")
+    assert (first.alpha, first.unread, first.avoid) == (1, None, ("2.0",))
+    ref = host_refs.resolve(index, "pow_scalar")
+    assert ref is not None and ref.unknown is None
+    assert (ref.op, ref.alpha, ref.bound) == ("pow", "exponent", ())
+    assert set(ref.avoid) == {"2.0", "-1.0"}
+    t = guide_math.target(index, "pow_scalar", METAL, {})
+    assert t.reference == "aten.pow" and t.alpha_argument == "exponent"
+    assert set(t.avoid) == {"2.0", "-1.0"}
+
+
+def test_a_pin_on_a_parameter_the_launch_does_not_pass_on_is_unknown(tmp_path: Path) -> None:
+    index = _index(tmp_path)
+    zero = _launch(index, "pow_mode_stub", "pow_mode_zero")
+    assert zero.fixed == ((2, "0"),) and zero.unread is None
+    # mode != 0 says nothing of the exponent the functor gets
+    assert _launch(index, "pow_mode_stub", "pow_mode").unread == "not (mode == 0)"
+    big = _launch(index, "pow_mode_stub", "pow_mode_big")
+    assert big.unread == "exp_scalar.to<float>() > 2.0 && mode == 1"
+    ref = host_refs.resolve(index, "pow_mode")
+    assert ref is not None and ref.op is None
+    assert ref.unknown is not None and "`not (mode == 0)`" in ref.unknown

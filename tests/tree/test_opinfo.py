@@ -244,6 +244,24 @@ def test_installed_torch_is_located_once(tmp_path, fake_python):
     }
 
 
+def test_state_dirs_sharing_math_cache_dump_op_db_once(tmp_path, fake_python):
+    """math.cache is torch's answers by digest: a second state dir (a worktree, a runner's
+    second checkout) reuses op_db's dump instead of importing torch again."""
+    shared = tmp_path / "answers"
+    for state in ("one", "two"):
+        settings = load_settings(
+            {"root": str(tmp_path), "state_dir": str(tmp_path / state), "python": str(fake_python)},
+            env={"MPS_PIPELINE_MATH_CACHE": str(shared)},
+            cwd=tmp_path,
+        )
+        (record,) = load_opinfos(settings.tree)
+        assert record.name == "atan2"
+    # locate torch once per state dir (its own opinfo-locations.json), dump once in all
+    assert calls(tmp_path) == 3
+    assert [p.name.startswith("opinfo-") for p in shared.iterdir()] == [True]
+    assert not list((tmp_path / "two" / "cache").glob("opinfo-[0-9a-f]*.json"))
+
+
 def test_interpreter_failures_are_config_errors(tmp_path):
     broken = tmp_path / "broken-python"
     broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named numpy' >&2\nexit 1\n")

@@ -144,15 +144,7 @@ inline bool run_group(Order& order, uint32_t* perm) {
   }
   for (;;) {
     order.fill(perm, n);
-    bool ran = false;
-    for (uint32_t k = 0; k < n; ++k) {
-      Fiber& f = r.fibers[perm[k]];
-      if (f.state == State::runnable) {
-        resume(f);
-        ran = true;
-      }
-    }
-    if (ran) {
+    if (run_round(perm, n)) {
       continue;
     }
     if (resolve_simd(n)) {

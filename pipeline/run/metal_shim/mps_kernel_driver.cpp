@@ -9,12 +9,16 @@
 // TORCH_REPORT_ERROR buffer, size bytes; u32 dispatches, per dispatch u32 kernel, u32 mode,
 // u32 size[3], u32 threads per threadgroup[3], u32 schedule, u64 seed, u32 slots, u32
 // buffer per slot. OUT per run: u32 status (0 ran, 1 stopped, 2 fault), u32 length and the
-// text saying why, u32 length and the reported errors, then every buffer's bytes.
+// text saying why, u32 length and the reported errors, then per buffer u8 1 and its bytes,
+// or u8 0 when they are the bytes REQUEST gave (a kernel's inputs: not written back, which
+// halves what a large case writes).
 //
 // Each buffer ends where an inaccessible page begins, and another comes before it: a read or
 // write past either end faults, and the fault names the buffer and the thread.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -62,13 +66,60 @@ Guarded allocate(uint64_t size) {
   }
   if (body > 0) {
     mprotect(g.map + page(), body, PROT_READ | PROT_WRITE);
+#ifdef MADV_HUGEPAGE
+    // a large buffer in 2 MB pages: a few faults instead of one per 4 KB page as it is filled
+    madvise(g.map + page(), body, MADV_HUGEPAGE);
+#endif
   }
   g.data = g.map + page() + body - padded;
   return g;
 }
 
-bool read_all(FILE* f, void* p, size_t n) {
-  return n == 0 || fread(p, 1, n, f) == n;
+// The request, mapped read-only: its buffers' bytes are copied out of it, and compared with
+// it after the run.
+struct Request {
+  const char* data = nullptr;
+  size_t size = 0;
+  size_t pos = 0;
+  // the next n bytes, or nullptr (and no more) when the request is shorter
+  const char* take(size_t n) {
+    if (n > size - pos) {
+      pos = size;
+      return nullptr;
+    }
+    pos += n;
+    return data + pos - n;
+  }
+  bool read(void* out, size_t n) {
+    const char* p = take(n);
+    if (p != nullptr && n > 0) {
+      memcpy(out, p, n);
+    }
+    return p != nullptr;
+  }
+};
+
+bool map_request(const char* path, Request& req) {
+  const int fd = open(path, O_RDONLY);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {
+    if (fd >= 0) {
+      close(fd);
+    }
+    return false;
+  }
+  int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+  flags |= MAP_POPULATE;
+#endif
+  void* p = mmap(nullptr, size_t(st.st_size), PROT_READ, flags, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    return false;
+  }
+  req.data = static_cast<const char*>(p);
+  req.size = size_t(st.st_size);
+  return true;
 }
 
 void put_text(FILE* out, const std::string& s) {
@@ -105,52 +156,56 @@ int run_file(void* lib, const char* request, const char* response) {
   auto run = reinterpret_cast<RunFn>(dlsym(lib, "mps_kernel_run"));
   auto outcome = reinterpret_cast<OutcomeFn>(dlsym(lib, "mps_kernel_outcome"));
   auto errors = reinterpret_cast<ErrorsFn>(dlsym(lib, "mps_kernel_errors"));
-  FILE* in = fopen(request, "rb");
+  Request in;
   FILE* out = fopen(response, "wb");
-  if (!in || !out) {
+  if (!map_request(request, in) || !out) {
     fprintf(stderr, "cannot open %s or %s\n", request, response);
     return 2;
   }
   uint32_t runs = 0;
-  if (!read_all(in, &runs, 4)) {
+  if (!in.read(&runs, 4)) {
     fprintf(stderr, "truncated request\n");
     return 2;
   }
   for (uint32_t r = 0; r < runs; ++r) {
     uint32_t nbuf = 0;
-    read_all(in, &nbuf, 4);
+    in.read(&nbuf, 4);
     std::vector<Guarded> bufs;
+    std::vector<const char*> sent;
     for (uint32_t b = 0; b < nbuf; ++b) {
       uint64_t size = 0;
       uint8_t is_errors = 0;
-      read_all(in, &size, 8);
-      read_all(in, &is_errors, 1);
+      in.read(&size, 8);
+      in.read(&is_errors, 1);
       Guarded g = allocate(size);
-      if (g.map == nullptr || !read_all(in, g.data, size)) {
+      const char* bytes = in.take(size);
+      if (g.map == nullptr || bytes == nullptr) {
         fprintf(stderr, "cannot read or allocate buffer %u of run %u\n", b, r);
         return 2;
       }
+      memcpy(g.data, bytes, size);
       g.errors = is_errors != 0;
       bufs.push_back(g);
+      sent.push_back(bytes);
     }
     uint32_t ndispatch = 0;
-    read_all(in, &ndispatch, 4);
+    in.read(&ndispatch, 4);
     uint32_t status = 0;
     std::string why;
     for (uint32_t d = 0; d < ndispatch; ++d) {
       uint32_t kernel = 0, slots = 0;
       mps_kernel::Dispatch dispatch{};
-      read_all(in, &kernel, 4);
-      read_all(in, &dispatch.mode, 4);
-      read_all(in, dispatch.size, 12);
-      read_all(in, dispatch.tptg, 12);
-      read_all(in, &dispatch.schedule, 4);
-      read_all(in, &dispatch.seed, 8);
-      read_all(in, &slots, 4);
+      in.read(&kernel, 4);
+      in.read(&dispatch.mode, 4);
+      in.read(dispatch.size, 12);
+      in.read(dispatch.tptg, 12);
+      in.read(&dispatch.schedule, 4);
+      in.read(&dispatch.seed, 8);
+      in.read(&slots, 4);
       std::vector<void*> args(slots + 1, nullptr);
       for (uint32_t s = 0; s < slots; ++s) {
         uint32_t b = 0;
-        read_all(in, &b, 4);
+        in.read(&b, 4);
         args[s] = b < bufs.size() ? bufs[b].data : nullptr;
       }
       if (status != 0) {
@@ -177,12 +232,20 @@ int run_file(void* lib, const char* request, const char* response) {
       }
     }
     put_text(out, reported);
-    for (Guarded& g : bufs) {
-      fwrite(g.data, 1, g.size, out);
+    for (size_t b = 0; b < bufs.size(); ++b) {
+      Guarded& g = bufs[b];
+      const uint8_t changed = memcmp(g.data, sent[b], g.size) != 0 ? 1 : 0;
+      fwrite(&changed, 1, 1, out);
+      if (changed) {
+        fwrite(g.data, 1, g.size, out);
+      }
       munmap(g.map, g.map_size);
     }
   }
-  fclose(out);
+  if (fclose(out) != 0) {
+    fprintf(stderr, "cannot write %s\n", response);
+    return 2;
+  }
   return 0;
 }
 

@@ -18,9 +18,11 @@
 // Fibers are portable without assembly: a fiber's stack is set up once with POSIX ucontext
 // (getcontext/makecontext/setcontext: Linux and macOS, x86-64 and arm64 alike), and later
 // switches go through _setjmp/_longjmp, which save and restore the same registers without
-// swapcontext's signal-mask system call (18 times cheaper here). A fiber slot is never
-// unwound: when its GPU thread returns it waits to be given the next one. The object is
-// built without _FORTIFY_SOURCE, whose longjmp check refuses a jump between stacks.
+// swapcontext's signal-mask system call (18 times cheaper here). A fiber that stops hands
+// over to the next runnable fiber of the round itself, one jump where going through the
+// scheduler took two; only the round's end and a fiber yet to start go back to it. A fiber
+// slot is never unwound: when its GPU thread returns it waits to be given the next one. The
+// object is built without _FORTIFY_SOURCE, whose longjmp check refuses a jump between stacks.
 //
 // Threadgroup memory declared in a kernel body becomes a static variable (the translation
 // unit's text is rewritten so, see pipeline/run/kernel_build.py): one per threadgroup, since
@@ -73,7 +75,6 @@ using Resolver = void (*)(Fiber* const* lanes, int n);
 
 struct Fiber {
   jmp_buf context;
-  ucontext_t start;
   char* stack;
   bool started;
   State state;
@@ -102,6 +103,11 @@ struct Runtime {
   uint32_t threads = 0; // in this threadgroup
   uint64_t generation = 0; // of threadgroups run: threadgroup memory is poisoned per one
   const char* fault = nullptr; // why the dispatch stopped, when it did
+  // the round being run: the fibers in the schedule's order, and how far it has got
+  const uint32_t* round = nullptr;
+  uint32_t round_size = 0;
+  uint32_t round_at = 0;
+  Fiber* unstarted = nullptr; // handed back to the scheduler to start
   Fiber fibers[kMaxThreads];
 };
 
@@ -112,42 +118,84 @@ inline Runtime& rt() {
 
 // ---- fibers ----------------------------------------------------------------------------
 
+// the next runnable fiber of the round, or nullptr at its end
+inline Fiber* next_runnable() {
+  Runtime& r = rt();
+  while (r.round_at < r.round_size) {
+    Fiber* f = &r.fibers[r.round[r.round_at++]];
+    if (f->state == State::runnable) {
+      return f;
+    }
+  }
+  return nullptr;
+}
+
+// the running fiber, no longer runnable, hands over to the next runnable one of the round;
+// returns when it is resumed
+inline void switch_away() {
+  Runtime& r = rt();
+  if (_setjmp(r.current->context)) {
+    return;
+  }
+  Fiber* next = next_runnable();
+  if (next != nullptr && next->started) {
+    r.current = next;
+    _longjmp(next->context, 1);
+  }
+  r.unstarted = next;
+  _longjmp(r.scheduler, 1);
+}
+
 inline void fiber_main() {
   Runtime& r = rt();
   for (;;) {
     r.entry(r.buffers);
     r.current->state = State::done;
-    if (!_setjmp(r.current->context)) {
-      _longjmp(r.scheduler, 1);
-    }
+    switch_away();
   }
 }
 
-// the running fiber waits (at a barrier, a SIMD-group function) until the scheduler resumes it
+// the running fiber waits (at a barrier, a SIMD-group function) until a later round
 inline void block(State state) {
-  Runtime& r = rt();
-  r.current->state = state;
-  if (!_setjmp(r.current->context)) {
-    _longjmp(r.scheduler, 1);
-  }
+  rt().current->state = state;
+  switch_away();
 }
 
-inline void resume(Fiber& f) {
+// run ``f`` and the fibers it hands over to; returns when one hands back to the scheduler
+inline void run_from(Fiber& f) {
   Runtime& r = rt();
   r.current = &f;
   if (_setjmp(r.scheduler)) {
     return;
   }
   if (!f.started) {
+    // only for the jump onto the new stack: one context serves every start
+    static ucontext_t start;
     f.started = true;
-    getcontext(&f.start);
-    f.start.uc_stack.ss_sp = f.stack;
-    f.start.uc_stack.ss_size = kStack;
-    f.start.uc_link = nullptr;
-    makecontext(&f.start, fiber_main, 0);
-    setcontext(&f.start);
+    getcontext(&start);
+    start.uc_stack.ss_sp = f.stack;
+    start.uc_stack.ss_size = kStack;
+    start.uc_link = nullptr;
+    makecontext(&start, fiber_main, 0);
+    setcontext(&start);
   }
   _longjmp(f.context, 1);
+}
+
+// one round: every runnable fiber, in ``order``, until it stops; whether any ran
+inline bool run_round(const uint32_t* order, uint32_t n) {
+  Runtime& r = rt();
+  r.round = order;
+  r.round_size = n;
+  r.round_at = 0;
+  Fiber* f = next_runnable();
+  const bool ran = f != nullptr;
+  while (f != nullptr) {
+    r.unstarted = nullptr;
+    run_from(*f);
+    f = r.unstarted;
+  }
+  return ran;
 }
 
 // ---- the thread-position attributes ----------------------------------------------------
