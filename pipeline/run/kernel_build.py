@@ -26,7 +26,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pipeline.errors import ConfigError, ParseError
@@ -78,6 +78,12 @@ class FileBuild:
     error: CompilerError | None = None  # the file itself: nothing of it could be read
     # a launch spec's struct type -> why its layout could not be read (a field it lacks)
     probe_errors: dict[str, str] = field(default_factory=dict)
+    # the compiler's label when the builder's bfloat compiler built it, not its own
+    built_with: str | None = None
+
+    @property
+    def built_count(self) -> int:
+        return sum(k.built for k in self.kernels)
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,10 @@ class KernelBuilder:
     headers: cxx.Headers
     root: Path
     cache_dir: Path
+    # a compiler with the built-in bfloat, for what the class does not compile (cxx's doc)
+    bfloat: cxx.Compiler | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _bfloat_builder: KernelBuilder | None = field(default=None, repr=False)
 
     def flags(self) -> list[str]:
         base = cxx.Builder(self.compiler, self.headers, self.root, self.cache_dir).flags()
@@ -102,7 +111,22 @@ class KernelBuilder:
         return [*base, *FLAGS, *extra]
 
     def build(self, metal: Path, probes: Sequence[Probe] = ()) -> FileBuild:
-        """Build ``metal``'s kernels, with the layout of each struct of ``probes``."""
+        """Build ``metal``'s kernels, with the layout of each struct of ``probes``: with the
+        class bfloat, else with the built-in one when that builds more of them."""
+        first = self._build(metal, probes)
+        if self.bfloat is None or not any(k.error for k in first.kernels):
+            return first
+        with self._lock:
+            if self._bfloat_builder is None:
+                self._bfloat_builder = KernelBuilder(
+                    self.bfloat, self.headers, self.root, self.cache_dir
+                )
+        second = self._bfloat_builder.build(metal, probes)
+        if second.built_count > first.built_count:
+            return replace(second, built_with=self.bfloat.label)
+        return first
+
+    def _build(self, metal: Path, probes: Sequence[Probe]) -> FileBuild:
         start = time.monotonic()
         metal = metal.resolve()
         text = metal.read_text(encoding="utf-8")
@@ -196,6 +220,7 @@ class KernelBuilder:
                 return False, pre.stderr.replace(str(source_metal), str(metal))
             write_atomic(expanded, strip_instantiations(pre.stdout))
             command = [*common, *cxx.LINK_FLAGS, "-o", str(tmp), str(expanded), *cxx.LIBS]
+            command += self.compiler.bfloat_libs
             proc = subprocess.run(
                 command, capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False
             )
