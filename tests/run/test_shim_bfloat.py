@@ -1,6 +1,7 @@
 """Metal's bfloat on the host (cxx.py's module doc): the shim's class, and clang's built-in
-``__bf16`` for what the class cannot build (``c ? bfloat : float``), on a fixture of our own
-in upstream's angle shape (tests/fixtures/metal_math/bfloat) with the real c10/metal."""
+``__bf16`` for what the class cannot build (``c ? bfloat : float``), on fixtures of our own
+in upstream's shapes (tests/fixtures/metal_math/bfloat: angle's; metal_kernel_bfloat:
+GridSampler's and HistogramKernel's) with the real c10/metal."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import pytest
 import torch
 
 from pipeline.run import cxx
+from pipeline.run.kernel_build import KernelBuilder
 from tests.flows.math_helpers import FIXTURES
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 
 METAL = FIXTURES / "bfloat" / "conditional.metal"
+KERNEL_FIXTURES = Path(__file__).parents[1] / "fixtures" / "metal_kernel_bfloat"
 PI_BFLOAT = 0x4049  # pi rounded to bfloat: 3.140625
 
 
@@ -102,3 +105,18 @@ def test_the_builtin_bfloat_rounds_every_operation_as_the_class(
     assert torch.equal(got.isnan(), nan)
     assert torch.equal(got[~nan].view(torch.int16), per_op[~nan].view(torch.int16))
     assert (got[~nan].view(torch.int16) != once[~nan].view(torch.int16)).any()
+
+
+def test_check_kernel_keeps_the_build_that_compiles_more(
+    tmp_path: Path, gxx: cxx.Compiler, builtin: cxx.Compiler, real_c10_include: Path
+) -> None:
+    root = KERNEL_FIXTURES
+    metal = root / "aten/src/ATen/native/mps/kernels/Conditional.metal"
+    headers = cxx.Headers(real_c10_include, "wheel")
+    alone = KernelBuilder(gxx, headers, root, tmp_path / "class").build(metal)
+    # the class fails the template itself, which every instantiation shares
+    bfloat = next(k for k in alone.kernels if k.decl.host_name == "clamp_or_count_bfloat")
+    assert alone.built_count == 0 and bfloat.error is not None and bfloat.error.line == 14
+    assert alone.built_with is None
+    both = KernelBuilder(gxx, headers, root, tmp_path / "both", builtin).build(metal)
+    assert both.built_count == 3 and both.built_with == builtin.label
