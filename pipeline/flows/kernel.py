@@ -172,9 +172,10 @@ def check_file(
         listing = kernel_run.list_object(builder.driver(), build.library)
         checks.update(_run_all(build, runnable, resolved, listing, runners, scratch))
     ordered = tuple(checks[k.decl.host_name] for k in chosen if k.decl.host_name in checks)
+    compiler = build.built_with or builder.compiler.label
     return KernelFileReport(
-        cxx.relative(metal, root), ordered, builder.compiler.identity, builder.headers.origin,
-        build.seconds, build.cached, str(spec.path) if spec else None, build.set_aside,
+        cxx.relative(metal, root), ordered, compiler, builder.headers.origin, build.seconds,
+        build.cached, str(spec.path) if spec else None, build.set_aside,
     )  # fmt: skip
 
 
@@ -319,7 +320,8 @@ def runners_for(settings: Settings) -> KernelRunners:
     package = reference.torch_package(settings.tree)
     headers = cxx.find_c10_headers(settings.root, package)
     cache = settings.cache_dir / "kernel"
-    builder = KernelBuilder(compiler, headers, settings.root, cache)
+    bfloat = cxx.find_bfloat_compiler(settings.math.cxx)
+    builder = KernelBuilder(compiler, headers, settings.root, cache, bfloat)
 
     def references(cases: list[KernelCase]) -> dict[str, tuple[KernelAnswer, ...]]:
         return reference.kernel_references(settings.tree, cases, cache)

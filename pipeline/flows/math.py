@@ -126,6 +126,7 @@ def check(
                 compile_error=str(b.error) if b.error is not None else None,
                 not_modelled=b.not_modelled,
                 set_aside=b.set_aside,
+                built_with=b.built_with,
                 seconds=b.seconds,
             )
         assert driver is not None
@@ -141,7 +142,7 @@ def check(
         functors = [one(p) for p in pairs]
     return MathReport(
         tuple(functors),
-        compiler=builder.compiler.identity,
+        compiler=compiler_text(builder),
         headers=builder.headers.origin,
     )
 
@@ -192,6 +193,7 @@ def _run_one(
             failure=outcome.failure,
             skipped=skipped,
             set_aside=b.set_aside,
+            built_with=b.built_with,
             cached=b.cached,
             seconds=b.seconds,
         )
@@ -209,6 +211,7 @@ def _run_one(
         tuple(checks),
         skipped=skipped,
         set_aside=b.set_aside,
+        built_with=b.built_with,
         cached=b.cached,
         seconds=b.seconds,
     )
@@ -334,13 +337,21 @@ def select_targets(
     return targets
 
 
+def compiler_text(builder: cxx.Builder) -> str:
+    """The compiler, and the one for what the shim's bfloat class does not compile."""
+    if builder.bfloat is None:
+        return f"{builder.compiler.label}; no compiler with a built-in bfloat"
+    return f"{builder.compiler.label}; where that does not compile: {builder.bfloat.label}"
+
+
 def runners_for(settings: Settings) -> Runners:
     """The real runners: the host compiler, the checkout's (or wheel's) c10/metal headers,
     and the configured interpreter for the references."""
     compiler = cxx.find_compiler(settings.math.cxx)
     package = reference.torch_package(settings.tree)  # NoTorchError without torch
     headers = cxx.find_c10_headers(settings.root, package)
-    builder = cxx.Builder(compiler, headers, settings.root, settings.math_cache)
+    bfloat = cxx.find_bfloat_compiler(settings.math.cxx)
+    builder = cxx.Builder(compiler, headers, settings.root, settings.math_cache, bfloat=bfloat)
     max_samples, cache = settings.math.max_samples, settings.math_cache
 
     def references(cases: list[Case]) -> dict[str, TorchAnswer]:

@@ -129,6 +129,9 @@ def render_terminal(report: MathReport, console: Console) -> None:
             )
         if f.set_aside:
             console.print(Text(f"  {set_aside_text(f)}", "dim"))
+        if f.built_with:
+            note = f"  built with {f.built_with}: the shim's bfloat class does not compile it"
+            console.print(Text(note, "dim"))
     console.print(Text(NOT_COVERED, style="dim"))
 
 
@@ -217,6 +220,7 @@ def _functor_json(f: FunctorCheck) -> dict[str, Any]:
         "failure": f.failure,
         "not_modelled": list(f.not_modelled),
         "set_aside": list(f.set_aside),
+        "built_with": f.built_with,
         "cached": f.cached,
         "skipped_dtypes": list(f.skipped),
         "dtypes": [_dtype_json(d) for d in f.dtypes],

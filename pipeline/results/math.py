@@ -397,6 +397,8 @@ class FunctorCheck:
     not_modelled: tuple[str, ...] = ()
     # other parts of its .metal file left out of its build: they do not compile here
     set_aside: tuple[str, ...] = ()
+    # the compiler that built it when the shim's bfloat class did not compile it (cxx.py)
+    built_with: str | None = None
     # registered input dtypes left out: not among the OpInfo's MPS dtypes
     skipped: tuple[str, ...] = ()
     cached: bool = False

@@ -142,6 +142,7 @@ def _functor_from(f: Fields) -> FunctorCheck:
         failure=f.pop("failure", str, _NULL),
         not_modelled=f.strings("not_modelled"),
         set_aside=f.strings("set_aside"),
+        built_with=f.pop("built_with", str, _NULL),
         skipped=f.strings("skipped_dtypes"),
         cached=f.pop("cached", bool),
     )

@@ -15,6 +15,16 @@ shim does not model (SIMD-group, threadgroup) is reported as such, never run.
 **Compiler.** g++ >= 12 or clang >= 15: Metal's ``half`` is ``_Float16``, which older
 clang lacks on x86-64 (Debian 12's default ``clang`` is 14; its ``clang-19`` works).
 
+**bfloat.** The shim's bfloat is a class, for which ``c ? bfloat : float`` (Metal's float)
+is ambiguous. clang >= 17's ``__bf16`` is an arithmetic type that gives that float, and
+rounds every operation with ``-fbfloat16-excess-precision=none`` (its float-to-bfloat
+conversion comes from compiler-rt's builtins where libgcc has none), but clang refuses any
+conversion between it and ``_Float16``, which c10's ``cast_to`` makes (half <-> bfloat
+outputs). Neither model builds everything, and each refuses, never miscompiles, what it
+cannot model: a build is made with the class, and made again with the built-in type
+(:func:`find_bfloat_compiler`, probed by building and running BFLOAT_PROBE) only when the
+class left something uncompiled; the one that built more is kept and named in the output.
+
 **Cache.** An object is named by a digest of what selects it (compiler identity, flags,
 .metal path, kernel name); next to it, a manifest lists every file the compiler read (its
 ``-MD`` depfile, and the .metal file itself when parts of it were set aside) with a digest
@@ -30,11 +40,12 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pipeline.errors import ConfigError, NoCompilerError
@@ -48,6 +59,8 @@ DRIVER_SOURCE = SHIM_DIR / "mps_math_driver.cpp"
 CACHE_VERSION = "2"
 COMPILE_TIMEOUT = 300.0
 CANDIDATES = ("clang++", "g++")
+# where a built-in bfloat may be: clang >= 17, Debian's versioned ones too
+BFLOAT_CANDIDATES = ("clang++", "clang++-20", "clang++-19", "clang++-18", "clang++-17")
 FLAGS: tuple[str, ...] = (
     "-std=c++17",
     "-O1",
@@ -72,6 +85,26 @@ LIBS: tuple[str, ...] = ("-lm",)
 MAX_ATTEMPTS = 6
 # Metal's half; a compiler without it cannot build the shim
 HALF_PROBE = "_Float16 half_probe = 1;\n"
+# Metal's bfloat as the built-in __bf16: its usual arithmetic conversions, constexpr bits,
+# and one rounding per operation (a*b+c in float, rounded once, would give 0.00787353515625)
+BFLOAT_FLAGS: tuple[str, ...] = (
+    "-Xclang",
+    "-fbfloat16-excess-precision=none",
+    "-DMPS_SHIM_NATIVE_BFLOAT=1",
+)
+BFLOAT_PROBE = """#include <type_traits>
+static_assert(std::is_same_v<decltype(true ? (__bf16)1 : 1.0f), float>, "");
+static_assert(std::is_same_v<decltype(true ? (__bf16)1 : 1), __bf16>, "");
+static_assert(__builtin_bit_cast(unsigned short, (__bf16)-__builtin_inff()) == 0xff80, "");
+__attribute__((noinline)) __bf16 fma_like(__bf16 a, __bf16 b, __bf16 c) { return a * b + c; }
+__attribute__((noinline)) __bf16 round_float(float x) { return (__bf16)x; }
+int main() {
+  const __bf16 a = 1.0078125f, c = -1.0078125f;
+  const bool per_op = float(fma_like(a, a, c)) == 0.0078125f;
+  const bool even = __builtin_bit_cast(unsigned short, round_float(1.00390625f)) == 0x3f80;
+  return per_op && even ? 0 : 1;
+}
+"""
 _DIAGNOSTIC = re.compile(
     r"^(?P<path>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<message>.*)$"
 )
@@ -82,15 +115,28 @@ _LOCATION = re.compile(r"^(?P<path>[^:\n]+):(?P<line>\d+):(?:\d+:)? ")
 class Compiler:
     path: str
     identity: str  # the first line of ``--version``: part of every cache key
+    # BFLOAT_FLAGS when the probe found a built-in bfloat, else nothing (the shim's class)
+    bfloat_flags: tuple[str, ...] = ()
+    bfloat_libs: tuple[str, ...] = ()  # where __bf16's conversions come from, if not libgcc
 
     @property
     def name(self) -> str:
         return Path(self.path).name
 
+    @property
+    def native_bfloat(self) -> bool:
+        return bool(self.bfloat_flags)
+
+    @property
+    def label(self) -> str:
+        """The compiler and how Metal's bfloat is modelled, for the output."""
+        model = "built-in __bf16" if self.native_bfloat else "the shim's class"
+        return f"{self.identity} (bfloat: {model})"
+
 
 def find_compiler(setting: str | None) -> Compiler:
     """The ``math.cxx`` setting, else the first of clang++ / g++ on PATH that has
-    ``_Float16`` (see the module doc)."""
+    ``_Float16`` (see the module doc); it builds with the shim's bfloat class."""
     names = (setting,) if setting else CANDIDATES
     skipped = []
     for name in names:
@@ -143,6 +189,55 @@ def _has_half(path: str) -> bool:
     return proc.returncode == 0
 
 
+def find_bfloat_compiler(setting: str | None) -> Compiler | None:
+    """The ``math.cxx`` setting, else the first of BFLOAT_CANDIDATES on PATH, with Metal's
+    bfloat as the built-in ``__bf16`` (see the module doc); None when none passes."""
+    for name in (setting,) if setting else BFLOAT_CANDIDATES:
+        path = shutil.which(name)
+        identity = _identity(path) if path is not None else None
+        if path is None or identity is None or not _has_half(path):
+            continue
+        found = _with_bfloat(Compiler(path, identity))
+        if found is not None:
+            return found
+    return None
+
+
+def _with_bfloat(compiler: Compiler) -> Compiler | None:
+    """``compiler`` with BFLOAT_FLAGS when BFLOAT_PROBE builds and passes with them, with
+    libgcc or else compiler-rt's builtins."""
+    with tempfile.TemporaryDirectory(prefix="mps-bfloat-probe-") as tmp:
+        source, exe = Path(tmp) / "probe.cpp", Path(tmp) / "probe"
+        source.write_text(BFLOAT_PROBE, encoding="utf-8")
+        for libs in ((), _compiler_rt_builtins(compiler.path)):
+            if libs is None:
+                continue
+            command = [compiler.path, "-std=c++17", "-O1", *BFLOAT_FLAGS, "-o", str(exe)]
+            if _runs([*command, str(source), *libs]) and _runs([str(exe)]):
+                return Compiler(compiler.path, compiler.identity, BFLOAT_FLAGS, libs)
+    return None
+
+
+def _compiler_rt_builtins(path: str) -> tuple[str, ...] | None:
+    try:
+        proc = subprocess.run(
+            [path, "--rtlib=compiler-rt", "-print-libgcc-file-name"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    archive = proc.stdout.strip()
+    return (archive,) if proc.returncode == 0 and Path(archive).is_file() else None
+
+
+def _runs(command: list[str]) -> bool:
+    try:
+        proc = subprocess.run(command, capture_output=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
 @dataclass(frozen=True)
 class Headers:
     """Where ``#include <c10/metal/...>`` comes from: the checkout's own, else the wheel's."""
@@ -179,6 +274,8 @@ class FunctorBuild:
     log: str = ""
     not_modelled: tuple[str, ...] = ()
     set_aside: tuple[str, ...] = ()
+    # the compiler's label when the builder's bfloat compiler built it, not its own
+    built_with: str | None = None
 
     @property
     def built(self) -> bool:
@@ -204,13 +301,17 @@ class Builder:
     root: Path
     cache_dir: Path
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    # a compiler with the built-in bfloat, for what the class does not compile (module doc)
+    bfloat: Compiler | None = None
     # (metal path, text) -> parts found not to compile, shared by the parallel builds
     _bad: dict[tuple[str, str], set[int]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _bfloat_builder: Builder | None = field(default=None, repr=False)
 
     def flags(self) -> list[str]:
         return [
             *FLAGS,
+            *self.compiler.bfloat_flags,
             f"-I{SHIM_DIR}",
             f"-I{self.headers.include_root}",
             f"-I{self.root / 'aten' / 'src'}",
@@ -237,6 +338,19 @@ class Builder:
             return list(pool.map(one, targets))
 
     def build(self, metal: Path, kernel: str) -> FunctorBuild:
+        """``kernel``'s object, built with the class bfloat, else with the built-in one."""
+        first = self._build(metal, kernel)
+        if first.error is None or self.bfloat is None:
+            return first
+        with self._lock:
+            if self._bfloat_builder is None:
+                self._bfloat_builder = Builder(
+                    self.bfloat, self.headers, self.root, self.cache_dir, self.jobs
+                )
+        second = self._bfloat_builder.build(metal, kernel)
+        return replace(second, built_with=self.bfloat.label) if second.built else first
+
+    def _build(self, metal: Path, kernel: str) -> FunctorBuild:
         start = time.monotonic()
         key = digest(
             [CACHE_VERSION, self.compiler.path, self.compiler.identity, *self.flags()]
@@ -293,6 +407,7 @@ class Builder:
         tmp = base.with_suffix(f".{os.getpid()}.{threading.get_ident()}.so")
         command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", *LINK_FLAGS]
         command += ["-MD", "-MF", str(depfile), "-o", str(tmp), str(source), *LIBS]
+        command += self.compiler.bfloat_libs
         try:
             proc = subprocess.run(
                 command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT, check=False

@@ -26,7 +26,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pipeline.errors import ConfigError, ParseError
@@ -80,6 +80,12 @@ class FileBuild:
     error: CompilerError | None = None  # the file itself: nothing of it could be read
     # a launch spec's struct type -> why its layout could not be read (a field it lacks)
     probe_errors: dict[str, str] = field(default_factory=dict)
+    # the compiler's label when the builder's bfloat compiler built it, not its own
+    built_with: str | None = None
+
+    @property
+    def built_count(self) -> int:
+        return sum(k.built for k in self.kernels)
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,10 @@ class KernelBuilder:
     headers: cxx.Headers
     root: Path
     cache_dir: Path
+    # a compiler with the built-in bfloat, for what the class does not compile (cxx's doc)
+    bfloat: cxx.Compiler | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _bfloat_builder: KernelBuilder | None = field(default=None, repr=False)
 
     def flags(self) -> list[str]:
         base = cxx.Builder(self.compiler, self.headers, self.root, self.cache_dir).flags()
@@ -106,9 +115,25 @@ class KernelBuilder:
     def build(
         self, metal: Path, probes: Sequence[Probe] = (), only: frozenset[str] = frozenset()
     ) -> FileBuild:
-        """Build ``metal``'s kernels, with the layout of each struct of ``probes``; with
+        """Build ``metal``'s kernels, with the layout of each struct of ``probes``: with the
+        class bfloat, else with the built-in one when that builds more of them. With
         ``only``, just the kernels of those host names (a check of a few kernels: the
         compiler instantiates nothing else, the rest carry NOT_ASKED)."""
+        first = self._build(metal, probes, only)
+        failed = any(k.error and k.error.message != NOT_ASKED for k in first.kernels)
+        if self.bfloat is None or not failed:
+            return first
+        with self._lock:
+            if self._bfloat_builder is None:
+                self._bfloat_builder = KernelBuilder(
+                    self.bfloat, self.headers, self.root, self.cache_dir
+                )
+        second = self._bfloat_builder.build(metal, probes, only)
+        if second.built_count > first.built_count:
+            return replace(second, built_with=self.bfloat.label)
+        return first
+
+    def _build(self, metal: Path, probes: Sequence[Probe], only: frozenset[str]) -> FileBuild:
         start = time.monotonic()
         metal = metal.resolve()
         text = metal.read_text(encoding="utf-8")
@@ -210,6 +235,7 @@ class KernelBuilder:
                 return False, pre.stderr.replace(str(source_metal), str(metal))
             write_atomic(expanded, strip_instantiations(pre.stdout))
             command = [*common, *cxx.LINK_FLAGS, "-o", str(tmp), str(expanded), *cxx.LIBS]
+            command += self.compiler.bfloat_libs
             proc = subprocess.run(
                 command, capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False
             )

@@ -120,9 +120,31 @@ template <typename V, typename T>
 using if_device_of = std::enable_if_t<std::is_volatile_v<V> && std::is_same_v<std::remove_cv_t<V>, T>, bool>;
 } // namespace mps_shim
 
-// bfloat: the top 16 bits of a float32; float -> bfloat rounds to nearest even, NaN stays
-// a (quiet) NaN. It converts to float implicitly and does its arithmetic in float, rounding
-// the result back, as a bfloat ALU would. Constexpr, as Metal's bfloat is a literal type.
+namespace mps_shim {
+// a built-in scalar other than bfloat (std's traits do not count _Float16 nor __bf16)
+template <typename T>
+using if_other = std::enable_if_t<std::is_arithmetic_v<T> || std::is_same_v<T, _Float16>, bool>;
+} // namespace mps_shim
+
+// bfloat: the top 16 bits of a float32; float -> bfloat rounds to nearest even. Two models,
+// each refusing what it cannot model (cxx.py builds with the class, and again with the
+// built-in type where the class did not compile):
+// - the class below: Metal's `c ? bfloat : float` (a float) is ambiguous for it;
+// - with MPS_SHIM_NATIVE_BFLOAT (cxx.py's probe, with -fbfloat16-excess-precision=none so
+//   that every operation rounds), clang's __bf16, an arithmetic type with Metal's usual
+//   arithmetic conversions; clang refuses any conversion between it and half (c10's
+//   cast_to<half>(bfloat)), which keeps a bfloat argument off metal::'s half overloads.
+#ifdef MPS_SHIM_NATIVE_BFLOAT
+typedef __bf16 bfloat;
+namespace mps_shim {
+constexpr bfloat bfloat_from_bits(uint16_t b) {
+  return __builtin_bit_cast(bfloat, b);
+}
+} // namespace mps_shim
+#else
+// The class: NaN stays a (quiet) NaN. It converts to float implicitly and does its
+// arithmetic in float, rounding the result back, as a bfloat ALU would. Constexpr, as
+// Metal's bfloat is a literal type.
 struct bfloat {
   uint16_t bits;
   bfloat() = default;
@@ -168,14 +190,9 @@ struct bfloat {
 };
 
 namespace mps_shim {
-template <typename T>
-constexpr bool is_scalar_arith_v =
-    std::is_arithmetic_v<T> || std::is_same_v<T, _Float16> || std::is_same_v<T, bfloat>;
 // bfloat with an integer stays bfloat; with a float (or a wider literal) it becomes float.
 template <typename T>
 using bf_result = std::conditional_t<std::is_integral_v<T>, bfloat, float>;
-template <typename T>
-using if_other = std::enable_if_t<std::is_arithmetic_v<T> || std::is_same_v<T, _Float16>, bool>;
 } // namespace mps_shim
 
 #define MPS_SHIM_BF_OP(OP)                                                   \
@@ -243,6 +260,19 @@ constexpr bfloat operator-(bfloat a) {
 constexpr bfloat operator+(bfloat a) {
   return a;
 }
+
+namespace mps_shim {
+constexpr bfloat bfloat_from_bits(uint16_t b) {
+  return bfloat::from_bits(b);
+}
+} // namespace mps_shim
+#endif
+
+namespace mps_shim {
+template <typename T>
+constexpr bool is_scalar_arith_v =
+    std::is_arithmetic_v<T> || std::is_same_v<T, _Float16> || std::is_same_v<T, bfloat>;
+} // namespace mps_shim
 
 namespace metal {
 

@@ -213,25 +213,25 @@ struct numeric_limits<bfloat> {
   static constexpr int min_exponent = -125;
   static constexpr int max_exponent = 128;
   static constexpr bfloat min() {
-    return bfloat::from_bits(0x0080);
+    return mps_shim::bfloat_from_bits(0x0080);
   }
   static constexpr bfloat max() {
-    return bfloat::from_bits(0x7f7f);
+    return mps_shim::bfloat_from_bits(0x7f7f);
   }
   static constexpr bfloat lowest() {
-    return bfloat::from_bits(0xff7f);
+    return mps_shim::bfloat_from_bits(0xff7f);
   }
   static constexpr bfloat epsilon() {
-    return bfloat::from_bits(0x3c00);
+    return mps_shim::bfloat_from_bits(0x3c00);
   }
   static constexpr bfloat infinity() {
-    return bfloat::from_bits(0x7f80);
+    return mps_shim::bfloat_from_bits(0x7f80);
   }
   static constexpr bfloat quiet_NaN() {
-    return bfloat::from_bits(0x7fc0);
+    return mps_shim::bfloat_from_bits(0x7fc0);
   }
   static constexpr bfloat denorm_min() {
-    return bfloat::from_bits(0x0001);
+    return mps_shim::bfloat_from_bits(0x0001);
   }
 };
 
