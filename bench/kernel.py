@@ -65,9 +65,8 @@ def _upstream_share(compiler: cxx.Compiler, headers: cxx.Headers, folder: Path, 
         p for p in sorted((folder / KERNELS).glob("*.metal"))
         if not any(p.stem.startswith(x) for x in _LEFT_OUT)
     ]  # fmt: skip
-    builder = KernelBuilder(
-        compiler, headers, folder, work / "upstream", cxx.find_bfloat_compiler(None)
-    )
+    bfloat = cxx.find_bfloat_compiler(None, work / "upstream")
+    builder = KernelBuilder(compiler, headers, folder, work / "upstream", bfloat)
     ok, failed, seconds, one = 0, [], {}, {}
     for path in files:
         build = builder.build(path)

@@ -320,7 +320,7 @@ def runners_for(settings: Settings) -> KernelRunners:
     package = reference.torch_package(settings.tree)
     headers = cxx.find_c10_headers(settings.root, package)
     cache = settings.cache_dir / "kernel"
-    bfloat = cxx.find_bfloat_compiler(settings.math.cxx)
+    bfloat = cxx.find_bfloat_compiler(settings.math.cxx, cache)
     builder = KernelBuilder(compiler, headers, settings.root, cache, bfloat)
 
     def references(cases: list[KernelCase]) -> dict[str, tuple[KernelAnswer, ...]]:

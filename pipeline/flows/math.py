@@ -350,7 +350,7 @@ def runners_for(settings: Settings) -> Runners:
     compiler = cxx.find_compiler(settings.math.cxx)
     package = reference.torch_package(settings.tree)  # NoTorchError without torch
     headers = cxx.find_c10_headers(settings.root, package)
-    bfloat = cxx.find_bfloat_compiler(settings.math.cxx)
+    bfloat = cxx.find_bfloat_compiler(settings.math.cxx, settings.math_cache)
     builder = cxx.Builder(compiler, headers, settings.root, settings.math_cache, bfloat=bfloat)
     max_samples, cache = settings.math.max_samples, settings.math_cache
 

@@ -189,18 +189,39 @@ def _has_half(path: str) -> bool:
     return proc.returncode == 0
 
 
-def find_bfloat_compiler(setting: str | None) -> Compiler | None:
+def find_bfloat_compiler(setting: str | None, cache_dir: Path) -> Compiler | None:
     """The ``math.cxx`` setting, else the first of BFLOAT_CANDIDATES on PATH, with Metal's
-    bfloat as the built-in ``__bf16`` (see the module doc); None when none passes."""
+    bfloat as the built-in ``__bf16`` (see the module doc); None when none passes. The
+    probe's verdict is kept in ``cache_dir`` by the compiler's identity: building and
+    running it costs most of a second, every run."""
     for name in (setting,) if setting else BFLOAT_CANDIDATES:
         path = shutil.which(name)
         identity = _identity(path) if path is not None else None
-        if path is None or identity is None or not _has_half(path):
+        if path is None or identity is None:
             continue
-        found = _with_bfloat(Compiler(path, identity))
+        found = _probed(Compiler(path, identity), cache_dir)
         if found is not None:
             return found
     return None
+
+
+def _probed(compiler: Compiler, cache_dir: Path) -> Compiler | None:
+    """``_with_bfloat``'s verdict, kept as JSON: null (no built-in bfloat) or the libraries
+    its conversions link with; anything else in the file is probed again."""
+    key = digest([compiler.path, compiler.identity, BFLOAT_PROBE, HALF_PROBE, *BFLOAT_FLAGS])
+    kept = cache_dir / f"bfloat-probe-{key[:20]}.json"
+    try:
+        verdict = json.loads(kept.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        verdict = False
+    if verdict is None:
+        return None
+    if isinstance(verdict, list) and all(isinstance(x, str) for x in verdict):
+        return Compiler(compiler.path, compiler.identity, BFLOAT_FLAGS, tuple(verdict))
+    found = _with_bfloat(compiler) if _has_half(compiler.path) else None
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(kept, json.dumps(None if found is None else list(found.bfloat_libs)))
+    return found
 
 
 def _with_bfloat(compiler: Compiler) -> Compiler | None:

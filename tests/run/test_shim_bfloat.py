@@ -5,6 +5,7 @@ GridSampler's and HistogramKernel's) with the real c10/metal."""
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 from pathlib import Path
@@ -32,8 +33,8 @@ def gxx() -> cxx.Compiler:
 
 
 @pytest.fixture(scope="module")
-def builtin() -> cxx.Compiler:
-    found = cxx.find_bfloat_compiler("clang++-19")
+def builtin(tmp_path_factory: pytest.TempPathFactory) -> cxx.Compiler:
+    found = cxx.find_bfloat_compiler("clang++-19", tmp_path_factory.mktemp("probe"))
     if found is None:
         pytest.skip("no clang++-19 with a built-in bfloat (apt-get install clang-19)")
     return found
@@ -55,13 +56,25 @@ def _run(builder: cxx.Builder, build: cxx.FunctorBuild, dtype: str, block: bytes
 
 
 def test_the_probe_finds_clangs_bfloat_and_not_gxx_12s(
-    gxx: cxx.Compiler, builtin: cxx.Compiler
+    tmp_path: Path, gxx: cxx.Compiler, builtin: cxx.Compiler
 ) -> None:
     assert builtin.native_bfloat and "-DMPS_SHIM_NATIVE_BFLOAT=1" in builtin.bfloat_flags
     assert builtin.label.endswith("(bfloat: built-in __bf16)")
     assert gxx.label.endswith("(bfloat: the shim's class)")
     if gxx.identity.startswith("g++") and " 12." in gxx.identity:
-        assert cxx.find_bfloat_compiler("g++") is None  # no arithmetic __bf16 before 13
+        assert cxx.find_bfloat_compiler("g++", tmp_path) is None  # no arithmetic __bf16 before 13
+        assert cxx.find_bfloat_compiler("g++", tmp_path) is None  # the kept verdict
+
+
+def test_the_probes_verdict_is_kept_and_a_damaged_one_probed_again(tmp_path: Path) -> None:
+    found = cxx.find_bfloat_compiler("clang++-19", tmp_path)
+    if found is None:
+        pytest.skip("no clang++-19 with a built-in bfloat (apt-get install clang-19)")
+    (kept,) = tmp_path.glob("bfloat-probe-*.json")
+    assert cxx.find_bfloat_compiler("clang++-19", tmp_path) == found  # read, not probed
+    kept.write_text('{"libs": [1]}')  # not a verdict: probed again, and rewritten
+    assert cxx.find_bfloat_compiler("clang++-19", tmp_path) == found
+    assert kept.read_text() == json.dumps(list(found.bfloat_libs))
 
 
 def test_what_the_class_cannot_build_is_built_with_the_builtin_bfloat(
