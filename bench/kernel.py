@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.math import wheel_build
-from pipeline.run import cxx, kernel_run
+from pipeline.run import cxx, cxx_bfloat, kernel_run
 from pipeline.run.kernel_build import KernelBuilder, Probe
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,7 +65,7 @@ def _upstream_share(compiler: cxx.Compiler, headers: cxx.Headers, folder: Path, 
         p for p in sorted((folder / KERNELS).glob("*.metal"))
         if not any(p.stem.startswith(x) for x in _LEFT_OUT)
     ]  # fmt: skip
-    bfloat = cxx.find_bfloat_compiler(None, work / "upstream")
+    bfloat = cxx_bfloat.find_bfloat_compiler(None, work / "upstream")
     builder = KernelBuilder(compiler, headers, folder, work / "upstream", bfloat)
     ok, failed, seconds, one = 0, [], {}, {}
     for path in files:

@@ -29,7 +29,7 @@ from pipeline.results.kernel import (
     ScheduledRun,
     judge,
 )
-from pipeline.run import cxx, kernel_run, reference
+from pipeline.run import cxx, cxx_bfloat, kernel_run, reference
 from pipeline.run.kernel_build import FileBuild, KernelBuild, KernelBuilder, Probe
 from pipeline.run.kernel_run import SCHEDULES, Dispatch, Listing, Run, schedule_name
 from pipeline.run.reference import KernelAnswer
@@ -320,7 +320,7 @@ def runners_for(settings: Settings) -> KernelRunners:
     package = reference.torch_package(settings.tree)
     headers = cxx.find_c10_headers(settings.root, package)
     cache = settings.cache_dir / "kernel"
-    bfloat = cxx.find_bfloat_compiler(settings.math.cxx, cache)
+    bfloat = cxx_bfloat.find_bfloat_compiler(settings.math.cxx, cache)
     builder = KernelBuilder(compiler, headers, settings.root, cache, bfloat)
 
     def references(cases: list[KernelCase]) -> dict[str, tuple[KernelAnswer, ...]]:

@@ -39,7 +39,7 @@ from pipeline.results.math import (
     check_dtype,
     metal_dtype,
 )
-from pipeline.run import cxx, reference
+from pipeline.run import cxx, cxx_bfloat, reference
 from pipeline.run.reference import Case, TorchAnswer
 from pipeline.tree.index import TreeIndex, load_index
 
@@ -350,7 +350,7 @@ def runners_for(settings: Settings) -> Runners:
     compiler = cxx.find_compiler(settings.math.cxx)
     package = reference.torch_package(settings.tree)  # NoTorchError without torch
     headers = cxx.find_c10_headers(settings.root, package)
-    bfloat = cxx.find_bfloat_compiler(settings.math.cxx, settings.math_cache)
+    bfloat = cxx_bfloat.find_bfloat_compiler(settings.math.cxx, settings.math_cache)
     builder = cxx.Builder(compiler, headers, settings.root, settings.math_cache, bfloat=bfloat)
     max_samples, cache = settings.math.max_samples, settings.math_cache
 

@@ -22,7 +22,7 @@ conversion comes from compiler-rt's builtins where libgcc has none), but clang r
 conversion between it and ``_Float16``, which c10's ``cast_to`` makes (half <-> bfloat
 outputs). Neither model builds everything, and each refuses, never miscompiles, what it
 cannot model: a build is made with the class, and made again with the built-in type
-(:func:`find_bfloat_compiler`, probed by building and running BFLOAT_PROBE) only when the
+(:mod:`pipeline.run.cxx_bfloat`, probed by building and running a program) only when the
 class left something uncompiled; the one that built more is kept and named in the output.
 
 **Cache.** An object is named by a digest of what selects it (compiler identity, flags,
@@ -40,7 +40,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -59,8 +58,6 @@ DRIVER_SOURCE = SHIM_DIR / "mps_math_driver.cpp"
 CACHE_VERSION = "2"
 COMPILE_TIMEOUT = 300.0
 CANDIDATES = ("clang++", "g++")
-# where a built-in bfloat may be: clang >= 17, Debian's versioned ones too
-BFLOAT_CANDIDATES = ("clang++", "clang++-20", "clang++-19", "clang++-18", "clang++-17")
 FLAGS: tuple[str, ...] = (
     "-std=c++17",
     "-O1",
@@ -85,26 +82,6 @@ LIBS: tuple[str, ...] = ("-lm",)
 MAX_ATTEMPTS = 6
 # Metal's half; a compiler without it cannot build the shim
 HALF_PROBE = "_Float16 half_probe = 1;\n"
-# Metal's bfloat as the built-in __bf16: its usual arithmetic conversions, constexpr bits,
-# and one rounding per operation (a*b+c in float, rounded once, would give 0.00787353515625)
-BFLOAT_FLAGS: tuple[str, ...] = (
-    "-Xclang",
-    "-fbfloat16-excess-precision=none",
-    "-DMPS_SHIM_NATIVE_BFLOAT=1",
-)
-BFLOAT_PROBE = """#include <type_traits>
-static_assert(std::is_same_v<decltype(true ? (__bf16)1 : 1.0f), float>, "");
-static_assert(std::is_same_v<decltype(true ? (__bf16)1 : 1), __bf16>, "");
-static_assert(__builtin_bit_cast(unsigned short, (__bf16)-__builtin_inff()) == 0xff80, "");
-__attribute__((noinline)) __bf16 fma_like(__bf16 a, __bf16 b, __bf16 c) { return a * b + c; }
-__attribute__((noinline)) __bf16 round_float(float x) { return (__bf16)x; }
-int main() {
-  const __bf16 a = 1.0078125f, c = -1.0078125f;
-  const bool per_op = float(fma_like(a, a, c)) == 0.0078125f;
-  const bool even = __builtin_bit_cast(unsigned short, round_float(1.00390625f)) == 0x3f80;
-  return per_op && even ? 0 : 1;
-}
-"""
 _DIAGNOSTIC = re.compile(
     r"^(?P<path>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<message>.*)$"
 )
@@ -115,7 +92,7 @@ _LOCATION = re.compile(r"^(?P<path>[^:\n]+):(?P<line>\d+):(?:\d+:)? ")
 class Compiler:
     path: str
     identity: str  # the first line of ``--version``: part of every cache key
-    # BFLOAT_FLAGS when the probe found a built-in bfloat, else nothing (the shim's class)
+    # cxx_bfloat.BFLOAT_FLAGS when the probe found a built-in bfloat, else nothing (the class)
     bfloat_flags: tuple[str, ...] = ()
     bfloat_libs: tuple[str, ...] = ()  # where __bf16's conversions come from, if not libgcc
 
@@ -143,10 +120,10 @@ def find_compiler(setting: str | None) -> Compiler:
         path = shutil.which(name)
         if path is None:
             continue
-        identity = _identity(path)
+        identity = version_line(path)
         if identity is None:
             continue
-        if not _has_half(path):
+        if not has_half(path):
             skipped.append(f"{name} ({identity}) has no _Float16, Metal's half")
             continue
         return Compiler(path, identity)
@@ -162,7 +139,7 @@ def find_compiler(setting: str | None) -> Compiler:
     )
 
 
-def _identity(path: str) -> str | None:
+def version_line(path: str) -> str | None:
     try:
         proc = subprocess.run(
             [path, "--version"], capture_output=True, text=True, timeout=30, check=False
@@ -174,7 +151,7 @@ def _identity(path: str) -> str | None:
     return (proc.stdout.splitlines() or [""])[0]
 
 
-def _has_half(path: str) -> bool:
+def has_half(path: str) -> bool:
     try:
         proc = subprocess.run(
             [path, "-std=c++17", "-fsyntax-only", "-x", "c++", "-"],
@@ -184,76 +161,6 @@ def _has_half(path: str) -> bool:
             timeout=60,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0
-
-
-def find_bfloat_compiler(setting: str | None, cache_dir: Path) -> Compiler | None:
-    """The ``math.cxx`` setting, else the first of BFLOAT_CANDIDATES on PATH, with Metal's
-    bfloat as the built-in ``__bf16`` (see the module doc); None when none passes. The
-    probe's verdict is kept in ``cache_dir`` by the compiler's identity: building and
-    running it costs most of a second, every run."""
-    for name in (setting,) if setting else BFLOAT_CANDIDATES:
-        path = shutil.which(name)
-        identity = _identity(path) if path is not None else None
-        if path is None or identity is None:
-            continue
-        found = _probed(Compiler(path, identity), cache_dir)
-        if found is not None:
-            return found
-    return None
-
-
-def _probed(compiler: Compiler, cache_dir: Path) -> Compiler | None:
-    """``_with_bfloat``'s verdict, kept as JSON: null (no built-in bfloat) or the libraries
-    its conversions link with; anything else in the file is probed again."""
-    key = digest([compiler.path, compiler.identity, BFLOAT_PROBE, HALF_PROBE, *BFLOAT_FLAGS])
-    kept = cache_dir / f"bfloat-probe-{key[:20]}.json"
-    try:
-        verdict = json.loads(kept.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        verdict = False
-    if verdict is None:
-        return None
-    if isinstance(verdict, list) and all(isinstance(x, str) for x in verdict):
-        return Compiler(compiler.path, compiler.identity, BFLOAT_FLAGS, tuple(verdict))
-    found = _with_bfloat(compiler) if _has_half(compiler.path) else None
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(kept, json.dumps(None if found is None else list(found.bfloat_libs)))
-    return found
-
-
-def _with_bfloat(compiler: Compiler) -> Compiler | None:
-    """``compiler`` with BFLOAT_FLAGS when BFLOAT_PROBE builds and passes with them, with
-    libgcc or else compiler-rt's builtins."""
-    with tempfile.TemporaryDirectory(prefix="mps-bfloat-probe-") as tmp:
-        source, exe = Path(tmp) / "probe.cpp", Path(tmp) / "probe"
-        source.write_text(BFLOAT_PROBE, encoding="utf-8")
-        for libs in ((), _compiler_rt_builtins(compiler.path)):
-            if libs is None:
-                continue
-            command = [compiler.path, "-std=c++17", "-O1", *BFLOAT_FLAGS, "-o", str(exe)]
-            if _runs([*command, str(source), *libs]) and _runs([str(exe)]):
-                return Compiler(compiler.path, compiler.identity, BFLOAT_FLAGS, libs)
-    return None
-
-
-def _compiler_rt_builtins(path: str) -> tuple[str, ...] | None:
-    try:
-        proc = subprocess.run(
-            [path, "--rtlib=compiler-rt", "-print-libgcc-file-name"],
-            capture_output=True, text=True, timeout=30, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    archive = proc.stdout.strip()
-    return (archive,) if proc.returncode == 0 and Path(archive).is_file() else None
-
-
-def _runs(command: list[str]) -> bool:
-    try:
-        proc = subprocess.run(command, capture_output=True, timeout=120, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return proc.returncode == 0

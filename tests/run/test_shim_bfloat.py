@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.run import cxx
+from pipeline.run import cxx, cxx_bfloat
 from pipeline.run.kernel_build import KernelBuilder
 from tests.flows.math_helpers import FIXTURES
 
@@ -34,7 +34,7 @@ def gxx() -> cxx.Compiler:
 
 @pytest.fixture(scope="module")
 def builtin(tmp_path_factory: pytest.TempPathFactory) -> cxx.Compiler:
-    found = cxx.find_bfloat_compiler("clang++-19", tmp_path_factory.mktemp("probe"))
+    found = cxx_bfloat.find_bfloat_compiler("clang++-19", tmp_path_factory.mktemp("probe"))
     if found is None:
         pytest.skip("no clang++-19 with a built-in bfloat (apt-get install clang-19)")
     return found
@@ -62,18 +62,20 @@ def test_the_probe_finds_clangs_bfloat_and_not_gxx_12s(
     assert builtin.label.endswith("(bfloat: built-in __bf16)")
     assert gxx.label.endswith("(bfloat: the shim's class)")
     if gxx.identity.startswith("g++") and " 12." in gxx.identity:
-        assert cxx.find_bfloat_compiler("g++", tmp_path) is None  # no arithmetic __bf16 before 13
-        assert cxx.find_bfloat_compiler("g++", tmp_path) is None  # the kept verdict
+        assert (
+            cxx_bfloat.find_bfloat_compiler("g++", tmp_path) is None
+        )  # no arithmetic __bf16 before 13
+        assert cxx_bfloat.find_bfloat_compiler("g++", tmp_path) is None  # the kept verdict
 
 
 def test_the_probes_verdict_is_kept_and_a_damaged_one_probed_again(tmp_path: Path) -> None:
-    found = cxx.find_bfloat_compiler("clang++-19", tmp_path)
+    found = cxx_bfloat.find_bfloat_compiler("clang++-19", tmp_path)
     if found is None:
         pytest.skip("no clang++-19 with a built-in bfloat (apt-get install clang-19)")
     (kept,) = tmp_path.glob("bfloat-probe-*.json")
-    assert cxx.find_bfloat_compiler("clang++-19", tmp_path) == found  # read, not probed
+    assert cxx_bfloat.find_bfloat_compiler("clang++-19", tmp_path) == found  # read, not probed
     kept.write_text('{"libs": [1]}')  # not a verdict: probed again, and rewritten
-    assert cxx.find_bfloat_compiler("clang++-19", tmp_path) == found
+    assert cxx_bfloat.find_bfloat_compiler("clang++-19", tmp_path) == found
     assert kept.read_text() == json.dumps(list(found.bfloat_libs))
 
 
