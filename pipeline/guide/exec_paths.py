@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pipeline.errors import ParseError, UnreadableFileError
 from pipeline.tree import objc, sources
@@ -164,7 +164,43 @@ def counts_to_json(counts: dict[ExecPath, int]) -> dict[str, int]:
     return {p.value: n for p, n in counts.items()}
 
 
-def to_json(report: PathsReport) -> dict[str, Any]:
+class CalleeJson(TypedDict):
+    op: str
+    paths: list[str]
+
+
+class OverloadJson(TypedDict):
+    func: str
+    path: str
+    via: str
+    entry: str
+    evidence: str | None
+    callees: list[CalleeJson]
+
+
+class FlagJson(TypedDict):
+    kind: str
+    where: str
+    text: str
+
+
+class OperatorJson(TypedDict):
+    op: str
+    paths: list[str]
+    overloads: list[OverloadJson]
+    flags: list[FlagJson]
+
+
+class PathsJson(TypedDict):
+    """The ``paths --json`` document."""
+
+    schema: int
+    counts: dict[str, int]
+    operators: list[OperatorJson]
+    warnings: list[str]
+
+
+def to_json(report: PathsReport) -> PathsJson:
     """The ``paths --json`` document (docs/machine-output.md, "paths --json")."""
 
     def span(s: Span | None) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from pipeline.fields import Fields
 from pipeline.impact import cscan, pyscan
@@ -64,6 +64,34 @@ class AffectedOp:
         return self.operator in (info.name, info.aten_name) or self.operator in info.aliases
 
 
+class AffectedOpJson(TypedDict):
+    operator: str
+    reasons: list[str]
+
+
+class ImpactJson(TypedDict):
+    """results.json's ``impact``."""
+
+    operators: list[AffectedOpJson]
+    full_sweep: bool
+    full_sweep_reasons: list[str]
+    build_needed: bool
+    ignored: list[str]
+    selected: int
+    total: int
+    fraction: float
+    test_ids: list[str]
+    warnings: list[str]
+    inductor_tests: list[str]
+    inductor_reasons: list[str]
+
+
+class AffectedJson(ImpactJson):
+    """The ``affected --json`` document."""
+
+    schema: int
+
+
 @dataclass(frozen=True)
 class Impact:
     """What a diff affects and which consistency tests to run for it."""
@@ -91,7 +119,7 @@ class Impact:
     def operator_names(self) -> tuple[str, ...]:
         return tuple(op.operator for op in self.operators)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ImpactJson:
         """Plain data for ``--json`` and for the PR report."""
         return {
             "operators": [
@@ -136,7 +164,7 @@ class Impact:
         f.done()
         return impact
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AffectedJson:
         """The ``affected --json`` document: ``to_dict()`` with its schema version."""
         return {"schema": SCHEMA, **self.to_dict()}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pipeline.impact.analyze import analyze
 from pipeline.impact.changes import ChangedFile, Range, changes_from_list
@@ -22,13 +22,28 @@ def _as_changes(root: Path, changes: Sequence[Any]) -> tuple[ChangedFile, ...]:
     return changes_from_list(root, changes)
 
 
+class SelectionRow(TypedDict):
+    """One case of :func:`selection_report`."""
+
+    operator: str  # the one whose code was edited
+    files: list[str]
+    affected: list[str]
+    selected: int
+    total: int
+    fraction: float
+    own_tests: int  # the operator's own tests in the suite
+    missed: bool
+    full_sweep: bool
+    build_needed: bool
+
+
 def selection_report(
     root: Path,
     opinfos: Iterable[OpInfoRecord],
     changes_list: Iterable[Case],
     *,
     kinds: Sequence[str] = ("output_match",),
-) -> list[dict[str, Any]]:
+) -> list[SelectionRow]:
     """For each single-operator change: tests selected out of the suite, and whether the
     edited operator was missed.
 
@@ -39,7 +54,7 @@ def selection_report(
     """
     opinfos = tuple(opinfos)
     base = load_view(root)
-    rows = []
+    rows: list[SelectionRow] = []
     for operator, raw in changes_list:
         changes = _as_changes(root, raw)
         view = base.with_texts({c.path: c.new_text for c in changes})

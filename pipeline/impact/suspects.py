@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from pipeline.errors import PipelineError
 from pipeline.fields import Fields
@@ -38,6 +38,13 @@ KINDS = (OWN, SHARED, SWEEP)  # the ranking, first first
 MAX_COMMITS = 200  # per range; the newest are analysed
 
 
+class SuspectJson(TypedDict):
+    commit: str
+    title: str
+    kind: str
+    reasons: list[str]
+
+
 @dataclass(frozen=True)
 class Suspect:
     """A commit that can affect the operator, why (``kind``: one of :data:`KINDS`)."""
@@ -47,7 +54,7 @@ class Suspect:
     kind: str
     reasons: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SuspectJson:
         return {
             "commit": self.commit,
             "title": self.title,

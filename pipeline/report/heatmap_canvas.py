@@ -37,7 +37,7 @@ import html
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from pipeline.results.junit import Outcome
 from pipeline.results.table import Cell, DtypeTable
@@ -137,6 +137,38 @@ def cell_count(table: DtypeTable) -> int:
     return len(table.rows) * len(table.dtypes)
 
 
+class LayoutJson(TypedDict):
+    cell: int
+    gap: int
+    left: float
+    top: int
+    rows_per_canvas: int
+
+
+class CellDetailJson(TypedDict):
+    title: str
+    stripes: NotRequired[list[int]]  # only a cell whose runners disagree
+    flaky: NotRequired[bool]  # only true
+
+
+class CanvasJson(TypedDict):
+    """The data block the page's script draws from."""
+
+    dtypes: list[str]
+    runners: list[str]
+    outcomes: list[str]
+    colors: dict[str, str]
+    not_run: str
+    edge: str
+    hatched: list[int]  # indexes into outcomes
+    hatch: str
+    ink: str
+    rows: list[str]
+    grid: list[str]
+    details: dict[str, CellDetailJson]  # by "row:column"
+    layout: LayoutJson
+
+
 @dataclass(frozen=True)
 class CanvasData:
     """The data block (see the module docstring): made here, written by :meth:`to_json`."""
@@ -148,7 +180,7 @@ class CanvasData:
     details: Mapping[tuple[int, int], CellDetail]
     left: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CanvasJson:
         index = {outcome: i for i, outcome in enumerate(self.palette.outcomes)}
         return {
             "dtypes": list(self.table.dtypes),
@@ -181,8 +213,8 @@ class CellDetail:
     stripes: tuple[int, ...] | None  # a cell whose runners disagree: see the docstring
     flaky: bool
 
-    def to_json(self) -> dict[str, object]:
-        found: dict[str, object] = {"title": self.title}
+    def to_json(self) -> CellDetailJson:
+        found: CellDetailJson = {"title": self.title}
         if self.stripes is not None:
             found["stripes"] = list(self.stripes)
         if self.flaky:

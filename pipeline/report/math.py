@@ -3,7 +3,7 @@ migrate summary, the PR comment) and as JSON (schema in docs/machine-output.md).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from rich.console import Console
 from rich.table import Table
@@ -12,6 +12,64 @@ from rich.text import Text
 from pipeline.report.pr_comment import code_span
 from pipeline.report.render import escape_markdown
 from pipeline.results.math import SCHEMA, Agreement, DtypeCheck, FunctorCheck, MathReport
+
+
+class CounterexampleJson(TypedDict):
+    inputs: list[str]
+    kernel: str
+    torch: str
+    kind: str
+
+
+class DtypeCheckJson(TypedDict):
+    dtype: str
+    output_dtype: str
+    torch_dtype: str | None
+    status: str
+    checked: int
+    matched: int
+    mismatched: int
+    precision: int
+    nan_inf: int
+    value: int
+    crashes: int
+    subnormal: int
+    refused: int
+    edge_inputs: int
+    sample_inputs: int
+    upcast: bool
+    findings: list[str]
+    counterexamples: list[CounterexampleJson]
+    no_reference: str | None
+    known: str | None
+
+
+class FunctorCheckJson(TypedDict):
+    kernel: str
+    file: str
+    reference: str | None
+    compile_error: str | None
+    failure: str | None
+    not_modelled: list[str]
+    set_aside: list[str]
+    built_with: str | None
+    cached: bool
+    skipped_dtypes: list[str]
+    dtypes: list[DtypeCheckJson]
+
+
+class MathJson(TypedDict):
+    """The ``check-math --json`` document (and results.json's ``math``)."""
+
+    schema: int
+    ok: bool
+    compiler: str
+    headers: str
+    counts: dict[str, int]
+    functors: list[FunctorCheckJson]
+    not_covered: str
+    warnings: list[str]
+
 
 NOT_COVERED = (
     "Not covered: subnormal flushing on the GPU, fast-math precision, host-side dispatch "
@@ -183,7 +241,7 @@ def render_markdown(report: MathReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _dtype_json(d: DtypeCheck) -> dict[str, Any]:
+def _dtype_json(d: DtypeCheck) -> DtypeCheckJson:
     return {
         "dtype": d.dtype,
         "output_dtype": d.output,
@@ -211,7 +269,7 @@ def _dtype_json(d: DtypeCheck) -> dict[str, Any]:
     }
 
 
-def _functor_json(f: FunctorCheck) -> dict[str, Any]:
+def _functor_json(f: FunctorCheck) -> FunctorCheckJson:
     return {
         "kernel": f.kernel,
         "file": f.file,
@@ -227,7 +285,7 @@ def _functor_json(f: FunctorCheck) -> dict[str, Any]:
     }
 
 
-def to_json(report: MathReport) -> dict[str, Any]:
+def to_json(report: MathReport) -> MathJson:
     return {
         "schema": SCHEMA,
         "ok": not report.failed,

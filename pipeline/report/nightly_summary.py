@@ -13,24 +13,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from pipeline.errors import PipelineError
 from pipeline.fields import Fields
 from pipeline.guide.backlog import BacklogItem
 from pipeline.guide.exec_paths import ExecPath
-from pipeline.results.decide import XfailDecision
-from pipeline.results.device import UNKNOWN, Device
+from pipeline.results.decide import XfailDecision, XfailDecisionJson
+from pipeline.results.device import UNKNOWN, Device, DeviceJson
 from pipeline.results.junit import Outcome
 from pipeline.results.nightly import (
     SCHEMA,
     Candidate,
+    CandidateJson,
     FlakyTest,
+    FlakyTestJson,
     Regression,
+    RegressionJson,
     ShardBalance,
+    ShardBalanceJson,
     pass_rate,
 )
-from pipeline.results.table import DtypeTable
+from pipeline.results.table import DtypeTable, TableJson
 
 SUMMARY_JSON = "summary.json"
 _NULL = type(None)
@@ -45,6 +49,61 @@ def _counts(f: Fields, names: tuple[str, ...]) -> dict[str, int]:
 
 _OUTCOMES = tuple(o.value for o in Outcome)
 _PATHS = tuple(p.value for p in ExecPath)
+
+
+class BacklogJson(TypedDict):
+    error: str | None
+    counts: dict[str, int]
+    total: int
+    items: list[dict]  # BacklogItem.to_dict's
+
+
+class RunCountsJson(TypedDict):
+    started: str
+    runner: str
+    counts: dict[str, int]
+    pass_rate: float | None
+
+
+class NightPathsJson(TypedDict):
+    started: str
+    counts: dict[str, int]
+
+
+class ReportsReadJson(TypedDict):
+    total: int
+    skipped: list[str]
+
+
+class SummaryJson(TypedDict):
+    """summary.json, as docs/machine-output.md documents it."""
+
+    schema: int
+    started: str
+    commit: str
+    source: str
+    runners: list[str]
+    required_runners: list[str]
+    missing_runners: list[str]
+    min_passes: int
+    counts: dict[str, dict[str, int]]
+    pass_rate: dict[str, float | None]
+    table: TableJson
+    shards: dict[str, ShardBalanceJson]
+    devices: dict[str, DeviceJson | str]  # the string: UNKNOWN
+    proposals: list[XfailDecisionJson]
+    proposal_note: str
+    judged_nightlies: list[str]
+    candidates: list[CandidateJson]
+    diff: str
+    not_judged: list[XfailDecisionJson]
+    regressions: list[RegressionJson]
+    flaky: list[FlakyTestJson]
+    backlog: BacklogJson
+    paths: list[NightPathsJson]
+    history: list[RunCountsJson]
+    reports: ReportsReadJson
+    warnings: list[str]
 
 
 @dataclass(frozen=True)
@@ -62,7 +121,7 @@ class Backlog:
             counts[item.workflow.value] = counts.get(item.workflow.value, 0) + 1
         return counts
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> BacklogJson:
         return {
             "error": self.error,
             "counts": self.counts,
@@ -93,7 +152,7 @@ class RunCounts:
     def pass_rate(self) -> float | None:
         return pass_rate(self.counts)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RunCountsJson:
         return {"started": self.started, "runner": self.runner, "counts": dict(self.counts),
                 "pass_rate": self.pass_rate}  # fmt: skip
 
@@ -114,7 +173,7 @@ class NightPaths:
     started: str
     counts: Mapping[str, int]  # every path
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> NightPathsJson:
         return {"started": self.started, "counts": dict(self.counts)}
 
     @classmethod
@@ -170,7 +229,7 @@ class NightlySummary:
         """Per runner, the share of the tests that ran that passed or xpassed."""
         return {runner: pass_rate(c) for runner, c in self.counts.items()}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SummaryJson:
         """summary.json (schema ``SCHEMA``, documented in docs/machine-output.md)."""
         return {
             "schema": SCHEMA,

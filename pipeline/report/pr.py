@@ -9,18 +9,19 @@ The model and its rendering, nothing else: the values come from the PR flow
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pipeline.errors import DocumentError, PipelineError
 from pipeline.fields import Fields
 from pipeline.guide.review import ReviewDocument
-from pipeline.impact.model import Impact
+from pipeline.impact.model import Impact, ImpactJson
 from pipeline.report import render
 from pipeline.report.inductor import render_markdown as inductor_markdown
 from pipeline.report.inductor import summary as inductor_summary
 from pipeline.report.kernel import from_fields as kernel_from_fields
 from pipeline.report.kernel import render_markdown as kernel_markdown
 from pipeline.report.kernel import to_json as kernel_to_json
+from pipeline.report.math import MathJson
 from pipeline.report.math import render_markdown as math_markdown
 from pipeline.report.math import to_json as math_json
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
@@ -28,12 +29,12 @@ from pipeline.report.review import render_markdown as review_markdown
 from pipeline.report.speed import render_markdown as speed_markdown
 from pipeline.results import baseline as baselines
 from pipeline.results import table as tables
-from pipeline.results.decide import XfailDecision
-from pipeline.results.device import Device
-from pipeline.results.inductor import InductorRun
+from pipeline.results.decide import XfailDecision, XfailDecisionJson
+from pipeline.results.device import Device, DeviceJson
+from pipeline.results.inductor import InductorJson, InductorRun
 from pipeline.results.kernel import SCHEMA as KERNEL_SCHEMA
 from pipeline.results.kernel import KernelsSection
-from pipeline.results.math import MathReport, MathSkipped
+from pipeline.results.math import MathReport, MathSkipped, MathSkippedJson
 from pipeline.results.pr import (
     RESULTS_JSON,
     SCHEMA,
@@ -44,6 +45,62 @@ from pipeline.results.pr import (
 )
 from pipeline.results.speed import SpeedReport
 from pipeline.run.shaders import ShaderCheck
+
+
+class StatusJson(TypedDict):
+    state: str
+    description: str
+
+
+class BuildJson(TypedDict):
+    needed: bool
+    ok: bool
+    error: str | None
+    check: dict[str, object] | None  # ShaderCheck.to_dict's
+
+
+class PrTestsJson(TypedDict):
+    selectors: list[str]
+    error: str | None
+    run: str | None
+    counts: dict[str, int]
+
+
+class XfailsJson(TypedDict):
+    decisions: list[XfailDecisionJson]
+    diff: str
+
+
+class KernelsJson(TypedDict):
+    """check-kernel's section: ``skipped``, or ``files`` and ``errors``."""
+
+    schema: int
+    skipped: NotRequired[str]
+    files: NotRequired[list[dict[str, object]]]  # report.kernel.to_json's, one per file
+    errors: NotRequired[list[str]]
+
+
+class PrResultsJson(TypedDict):
+    """results.json, as docs/machine-output.md documents it."""
+
+    schema: int
+    pr: int
+    base: str
+    head: str | None
+    title: str
+    status: StatusJson
+    impact: ImpactJson
+    device: DeviceJson | None
+    build: BuildJson
+    tests: PrTestsJson
+    table: tables.TableJson | None
+    xfails: XfailsJson
+    baseline: baselines.BaselineJson
+    review: dict | None  # ReviewDocument.to_json's
+    speed: dict[str, object] | None  # SpeedReport.to_dict's
+    math: MathJson | MathSkippedJson | None
+    kernels: KernelsJson | None
+    inductor: InductorJson | None
 
 
 @dataclass(frozen=True)
@@ -203,7 +260,7 @@ class PrResults:
             out.append(speed_markdown(self.speed))
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PrResultsJson:
         """results.json (schema ``SCHEMA``, documented in docs/machine-output.md); ``title``
         and ``status`` are for readers, not read back."""
         state, description = self.status()
@@ -241,7 +298,7 @@ class PrResults:
             "inductor": None if self.inductor is None else self.inductor.to_dict(),
         }
 
-    def _math_json(self) -> dict[str, Any] | None:
+    def _math_json(self) -> MathJson | MathSkippedJson | None:
         if self.math is None:
             return None
         if isinstance(self.math, MathSkipped):
@@ -272,7 +329,7 @@ class PrResults:
         decisions = tuple(XfailDecision.from_fields(d) for d in xfails.objs("decisions"))
         review, speed = f.obj_or_none("review"), f.obj_or_none("speed")
         math = f.obj_or_none("math")
-        kernels = f.pop("kernels", dict, type(None))
+        kernels = f.obj_or_none("kernels")
         device = f.pop("device", dict, type(None))
         inductor = f.obj_or_none("inductor")
         check = build.pop("check", dict, type(None))
@@ -305,16 +362,15 @@ class PrResults:
         return results
 
 
-def _kernels_json(section: KernelsSection) -> dict[str, Any]:
+def _kernels_json(section: KernelsSection) -> KernelsJson:
     if section.skipped is not None:
         return {"schema": KERNEL_SCHEMA, "skipped": section.skipped}
     files = [kernel_to_json(r) for r in section.files]
     return {"schema": KERNEL_SCHEMA, "files": files, "errors": list(section.errors)}
 
 
-def _kernels_from(data: dict[str, Any]) -> KernelsSection:
+def _kernels_from(f: Fields) -> KernelsSection:
     """results.json's ``kernels`` read back, every key checked before anything is posted."""
-    f = Fields(data, "kernels", RESULTS_JSON)
     schema = f.pop("schema", int)
     if schema != KERNEL_SCHEMA:
         raise f.error("schema", f"schema {schema}, not {KERNEL_SCHEMA}")

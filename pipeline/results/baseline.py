@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from pipeline import state
 from pipeline.config import Settings, defaults
@@ -89,6 +89,39 @@ class Failure:
         return str(TestId(self.kind, self.stem, self.dtype))
 
 
+class NightJson(TypedDict):
+    started: str
+    commit: str
+    runners: list[str]
+
+
+# functional form: "class" is a keyword
+BaselineCaseJson = TypedDict(
+    "BaselineCaseJson",
+    {
+        "test": str,
+        "stem": str,
+        "kind": str,
+        "dtype": str,
+        "outcome": str,
+        "class": str,
+        "reason": str,
+        "main": dict[str, str],  # runner -> its outcome in the nightly
+    },
+)
+
+
+class BaselineJson(TypedDict):
+    """results.json's ``baseline``."""
+
+    runner: str | None
+    nightly: NightJson | None
+    flaky_window: int
+    note: str
+    counts: dict[str, int]
+    cases: list[BaselineCaseJson]
+
+
 @dataclass(frozen=True)
 class Baseline:
     """A PR run's failing tests, each with its class, and what they were compared with."""
@@ -107,7 +140,7 @@ class Baseline:
         """Failing tests per class, every class."""
         return {k: len(self.of(k)) for k in CLASSES}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BaselineJson:
         """results.json's ``baseline`` (docs/machine-output.md); ``counts`` is for readers."""
         night = self.night
         return {

@@ -17,7 +17,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any, Protocol
+from typing import NotRequired, Protocol, TypedDict
 
 from pipeline.dtypes import sort_key
 from pipeline.fields import Fields
@@ -82,6 +82,19 @@ class OpInfoLike(Protocol):
     def dtypes_for(self, kind: str) -> tuple[str, ...]: ...
 
 
+class XfailDecisionJson(TypedDict):
+    list: str
+    function: str
+    key: str
+    action: str
+    reason: str
+    old_dtypes: list[str] | None  # None: every dtype
+    new_dtypes: list[str] | None
+    dropped: list[str]
+    to_list: NotRequired[str]  # a move's only
+    at: NotRequired[str]  # an entry's outside common_mps.py only
+
+
 @dataclass(frozen=True)
 class XfailDecision:
     """What to do with one xfail entry, and why.
@@ -137,10 +150,10 @@ class XfailDecision:
         f.done()
         return decision
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> XfailDecisionJson:
         """The decision as JSON data: every field, dtype tuples as lists (None = all dtypes)."""
         as_list = lambda dtypes: None if dtypes is None else list(dtypes)  # noqa: E731
-        out = {
+        out: XfailDecisionJson = {
             "list": self.list,
             "function": self.function,
             "key": self.key,

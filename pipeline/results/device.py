@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import TypedDict
 
 from pipeline.errors import DocumentError, PipelineError
 from pipeline.fields import Fields
@@ -101,6 +102,17 @@ class DeviceClass:
         return f"{self.chip}, {self.gpu_cores} GPU cores, macOS {self.macos_major}"
 
 
+class DeviceJson(TypedDict):
+    chip: str
+    gpu: str
+    gpu_family: str
+    gpu_cores: int | None
+    macos: str
+    macos_build: str
+    metal: str
+    virtualization: str
+
+
 @dataclass(frozen=True)
 class Device:
     """One runner's device, as ``device.json`` holds it."""
@@ -162,7 +174,7 @@ class Device:
             virtualization=virtualization,
         )
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> DeviceJson:
         return {
             "chip": self.chip,
             "gpu": self.gpu,

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pipeline.errors import PipelineError
-from pipeline.results.device import Device
+from pipeline.results.device import Device, DeviceJson
 from pipeline.results.history_access import (  # noqa: F401 (re-exported)
     for_comparing,
     found,
@@ -496,8 +496,8 @@ def path_counts(db: HistoryDB, last_n: int) -> tuple[tuple[str, dict[str, int]],
     return tuple(out.items())
 
 
-DEVICE_COLUMNS = ("chip", "gpu", "gpu_family", "gpu_cores", "macos", "macos_build", "metal",
-                   "virtualization")  # fmt: skip
+# run_devices' columns are device.json's keys, in its order
+DEVICE_COLUMNS = tuple(DeviceJson.__annotations__)
 
 
 def record_devices(db: HistoryDB, devices: Mapping[int, Device]) -> None:
@@ -507,7 +507,7 @@ def record_devices(db: HistoryDB, devices: Mapping[int, Device]) -> None:
     db.executemany(
         f"INSERT INTO run_devices (run_id, {', '.join(DEVICE_COLUMNS)}) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(run, *(d.to_dict()[c] for c in DEVICE_COLUMNS)) for run, d in devices.items()],
+        [(run, *d.to_dict().values()) for run, d in devices.items()],
     )
 
 

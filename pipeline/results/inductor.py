@@ -10,10 +10,21 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TypedDict
 
 from pipeline.fields import Fields
 from pipeline.results.junit import DISPLAY_ORDER, FAILING, CaseResult, Outcome
+
+
+class InductorJson(TypedDict):
+    """results.json's ``inductor``."""
+
+    files: list[str]
+    missing: list[str]
+    counts: dict[str, int]
+    failed: list[str]
+    error: str | None
+    run: str | None
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,7 @@ class InductorRun:
         """Every selected file ran and no test failed."""
         return self.error is None and not self.missing and not self.failed
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> InductorJson:
         return {
             "files": list(self.files),
             "missing": list(self.missing),

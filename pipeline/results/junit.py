@@ -264,7 +264,8 @@ class _Read:
 # A classname or name no XML can hold (it has no NUL): it matches no testcase's
 _NO_NAME = "\x00"
 _TIMES_KEPT = 4096  # distinct ``time`` strings whose float is shared (pytest writes "%.3f")
-_UNSEEN = object()  # a head not parsed yet (None: parsed, no consistency test)
+# parse_head's answer for a name's head: (kind, stem), or None for no consistency test's
+_Head = tuple[str, str] | None
 
 
 class _Firsts:
@@ -292,7 +293,7 @@ def _another_attempt(read: _Read, key: _Key, summary: _Summary, firsts: _Firsts)
     found.append(summary)
 
 
-def _head_of(text: str, heads: dict[str, Any], stems: dict[str, str]) -> tuple[str, str] | None:
+def _head_of(text: str, heads: dict[str, _Head], stems: dict[str, str]) -> _Head:
     """parse_head(text), kept in ``heads`` (an operator's dtypes share it), its stem one
     string of ``stems``."""
     found = parse_head(text)
@@ -337,7 +338,7 @@ def _collector(read: _Read, source: str) -> AddRows:
     classnames: dict[str, str] = {}  # one string for a class's 10,000 results, not one each
     last = _NO_NAME  # the last testcase's classname
     first_class: str | None = None  # the first testcase's classname (see _Key)
-    heads: dict[str, Any] = {}  # a name's head (before its last _mps_) -> parse_head of it
+    heads: dict[str, _Head] = {}  # a name's head (before its last _mps_) -> parse_head of it
     stems: dict[str, str] = {}  # one string per stem
     times: dict[str | None, float] = {}  # one float for each time string
     new, case_class = tuple.__new__, CaseResult
@@ -351,6 +352,8 @@ def _collector(read: _Read, source: str) -> AddRows:
         if firsts.common < 0:
             firsts.common = suite
         common = firsts.common
+        kind: str | None  # None with stem: not a consistency test
+        stem: str | None
         for classname, name, written, children in rows:
             if classname != last:
                 last = classnames.setdefault(classname, classname)
@@ -374,8 +377,9 @@ def _collector(read: _Read, source: str) -> AddRows:
                     continue
                 outcome, message = summary[1], summary[2]
             text, _, dtype = name.rpartition("_mps_")
-            parsed = heads.get(text, _UNSEEN)
-            if parsed is _UNSEEN:
+            try:  # a miss is once per operator: its dtypes share the head
+                parsed = heads[text]
+            except KeyError:
                 parsed = head_of(text, heads, stems)
             found = dtypes.get(dtype)
             if parsed and found:

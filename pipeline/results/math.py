@@ -27,6 +27,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypedDict
 
 from pipeline.dtypes import METAL_TO_DTYPE
 
@@ -87,6 +88,11 @@ class Kind(str, Enum):
         return self.value
 
 
+class MathSkippedJson(TypedDict):
+    schema: int
+    skipped: str
+
+
 @dataclass(frozen=True)
 class MathSkipped:
     """check-math did not run, and why (no functor, no compiler, no torch): the
@@ -94,7 +100,7 @@ class MathSkipped:
 
     reason: str
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> MathSkippedJson:
         return {"schema": SCHEMA, "skipped": self.reason}
 
 

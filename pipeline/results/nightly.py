@@ -37,11 +37,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pipeline.errors import PipelineError
 from pipeline.fields import Fields
-from pipeline.impact.suspects import CommitAnalysis, Suspect
+from pipeline.impact.suspects import CommitAnalysis, Suspect, SuspectJson
 from pipeline.results import decide, decorations, history, junit
 from pipeline.results.history_db import HistoryDB
 from pipeline.results.junit import CaseResult, Outcome
@@ -52,6 +52,55 @@ from pipeline.tree.index import TreeIndex
 SCHEMA = 2  # of summary.json (2: plain table cells are just their outcome; shards)
 CHART_NIGHTLIES = 60
 MEASURED = ("suite", "cases")  # how a report's wall time was measured (junit.ReportWall)
+
+
+class RegressionJson(TypedDict):
+    runner: str
+    classname: str
+    name: str
+    stem: str | None
+    dtype: str | None
+    before: str
+    after: str
+    flaky: bool
+    message: str
+    previous: str
+    previous_commit: str
+    suspects: list[SuspectJson]
+    suspects_note: str
+
+
+class FlakyTestJson(TypedDict):
+    runner: str
+    classname: str
+    name: str
+    stem: str | None
+    dtype: str | None
+    reasons: list[str]
+    outcomes: list[str]
+
+
+class CandidateJson(TypedDict):
+    list: str
+    function: str
+    key: str
+    streaks: dict[str, int]
+
+
+class ShardReportJson(TypedDict):
+    report: str
+    shard: int | None
+    seconds: float
+    measured: str
+    tests: int
+
+
+class ShardBalanceJson(TypedDict):
+    reports: list[ShardReportJson]
+    total_seconds: float
+    max_seconds: float
+    mean_seconds: float
+    ratio: float | None
 
 
 @dataclass(frozen=True)
@@ -72,12 +121,21 @@ class Regression:
     suspects: tuple[Suspect, ...] = ()  # ranked, from name_suspects
     suspects_note: str = ""  # what limits the suspects ("": nothing)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RegressionJson:
         return {
-            **self.__dict__,
+            "runner": self.runner,
+            "classname": self.classname,
+            "name": self.name,
+            "stem": self.stem,
+            "dtype": self.dtype,
             "before": self.before.value,
             "after": self.after.value,
+            "flaky": self.flaky,
+            "message": self.message,
+            "previous": self.previous,
+            "previous_commit": self.previous_commit,
             "suspects": [s.to_dict() for s in self.suspects],
+            "suspects_note": self.suspects_note,
         }
 
     @classmethod
@@ -114,9 +172,13 @@ class FlakyTest:
     reasons: tuple[str, ...]
     outcomes: tuple[Outcome, ...]  # over the flaky window, oldest first (or tonight's only)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FlakyTestJson:
         return {
-            **self.__dict__,
+            "runner": self.runner,
+            "classname": self.classname,
+            "name": self.name,
+            "stem": self.stem,
+            "dtype": self.dtype,
             "reasons": list(self.reasons),
             "outcomes": [o.value for o in self.outcomes],
         }
@@ -146,7 +208,7 @@ class Candidate:
     key: str
     streaks: dict[str, int]  # dtype -> consecutive nightlies, newest back, it would go
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CandidateJson:
         return {"list": self.list, "function": self.function, "key": self.key,
                 "streaks": dict(self.streaks)}  # fmt: skip
 
@@ -182,8 +244,9 @@ class ShardReport:
         f.done()
         return found
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    def to_dict(self) -> ShardReportJson:
+        return {"report": self.report, "shard": self.shard, "seconds": self.seconds,
+                "measured": self.measured, "tests": self.tests}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -214,7 +277,7 @@ class ShardBalance:
         f.done()
         return found
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ShardBalanceJson:
         seconds = [r.seconds for r in self.reports]
         return {
             "reports": [r.to_dict() for r in self.reports],

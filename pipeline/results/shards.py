@@ -33,7 +33,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pipeline.errors import PipelineError
 from pipeline.results.junit import parse_test_id
@@ -284,7 +284,18 @@ def plan(
 # ------------------------------------------------------------------------- the document
 
 
-def to_json(result: Plan, *, timed: bool = True) -> dict[str, Any]:
+class ShardJson(TypedDict):
+    index: int  # 1 first
+    tests: list[str]
+    seconds: float | None  # estimated; None for a plan by count
+
+
+class PlanJson(TypedDict):
+    schema: int
+    shards: list[ShardJson]
+
+
+def to_json(result: Plan, *, timed: bool = True) -> PlanJson:
     """The plan document: ``{"schema": 1, "shards": [{"index", "tests", "seconds"}]}``;
     ``seconds`` (estimated) is null for a plan by count."""
     return {

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pipeline.dtypes import TEST_KINDS, sort_key
 from pipeline.fields import Fields
@@ -20,6 +20,37 @@ if TYPE_CHECKING:
     from pipeline.tree.opinfo import OpInfoRecord
 
 LOCAL_RUNNER = "local"
+
+
+class RunnerResultJson(TypedDict):
+    outcome: str
+    flaky: bool
+    attempts: int
+    message: str
+
+
+class CellJson(TypedDict):
+    outcome: str
+    flaky: bool
+    mixed: bool
+    runners: dict[str, RunnerResultJson]
+
+
+class RowJson(TypedDict):
+    stem: str
+    kind: str
+    name: str
+    cells: dict[str, str | CellJson]  # dtype -> a plain cell's outcome (compact), or the cell
+
+
+class TableJson(TypedDict):
+    runners: list[str]
+    dtypes: list[str]
+    counts: dict[str, int]
+    flaky: int
+    ignored: int
+    rows: list[RowJson]
+
 
 # When runners disagree, the cell shows the most alarming outcome: a failure anywhere
 # matters more than an xpass, an xpass (something to clean up) more than an xfail.
@@ -141,7 +172,7 @@ class DtypeTable:
             for r in cell.results
         )
 
-    def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
+    def to_dict(self, *, compact: bool = False) -> TableJson:
         """Plain JSON-serialisable data (the shape render_json writes).
 
         ``compact`` (the nightly's summary.json): a *plain* cell, one every runner of the

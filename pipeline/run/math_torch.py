@@ -42,9 +42,32 @@ import math
 import os
 import sys
 import warnings
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
+
+
+# total=False: a case refused early (no reference, a crash) stops before the rest; runs
+# under the configured interpreter, 3.10 up, so no NotRequired
+class CaseAnswer(TypedDict, total=False):
+    """One case of OUT (the module docstring has its shape)."""
+
+    no_reference: str | None
+    note: str  # op_db could not be imported
+    via: str
+    n: int
+    block: int
+    edge: int
+    samples: int
+    inputs: list[str]
+    alphas: list[str]
+    alpha_shown: list[str]
+    kwargs: dict[str, str]
+    reference: str | None
+    result_dtype: str | None
+    upcast: bool
+    errors: dict[str, str]
+
 
 UPCAST = {
     torch.float16: torch.float32,
@@ -536,7 +559,7 @@ def one_case(case, limit):
     torch.manual_seed(0)
     dtype = dtype_of(case["dtype"])
     arity = case["arity"]
-    out: dict[str, Any] = {"no_reference": None, "errors": {}, "upcast": False, "kwargs": {}}
+    out: CaseAnswer = {"no_reference": None, "errors": {}, "upcast": False, "kwargs": {}}
     fn, op, why = choose_reference(case, arity, out)
     edge = edge_inputs(dtype, arity)
     samples, kwargs = ([], {})
@@ -551,7 +574,7 @@ def one_case(case, limit):
     out["block"] = int(tensors[0].numel())
     out["n"] = out["block"] * max(len(alphas), 1)
     out["edge"] = int(edge[0].numel())
-    out["samples"] = int(out["block"] - out["edge"])
+    out["samples"] = out["block"] - out["edge"]
     out["inputs"] = [b64(t) for t in tensors]
     out["alphas"] = [b64(a.reshape(1)) for a in alphas]
     out["alpha_shown"] = [repr(a.item()) for a in alphas]
@@ -567,8 +590,8 @@ def one_case(case, limit):
     try:
         result, upcast, errors = one_reference(fn, tensors, kwargs, dtype, alphas)
     except Exception as exc:
-        out["no_reference"] = f"torch refuses {case['dtype']}: {type(exc).__name__}: {exc}"
-        out["no_reference"] = out["no_reference"].splitlines()[0][:300]
+        refused = f"torch refuses {case['dtype']}: {type(exc).__name__}: {exc}"
+        out["no_reference"] = refused.splitlines()[0][:300]
         return out
     if not isinstance(result, torch.Tensor) or result.numel() != out["n"]:
         out["no_reference"] = "the reference is not one value per element"
@@ -589,7 +612,7 @@ def main():
     with open(request_path, encoding="utf-8") as fh:
         request = json.load(fh)
     limit = int(request.get("max_samples", 256))
-    cases = {}
+    cases: dict[str, CaseAnswer] = {}
     for case in request["cases"]:
         try:
             cases[case["id"]] = one_case(case, limit)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any
+from dataclasses import dataclass, fields
 
 from pipeline.errors import ParseError
 from pipeline.impact.changes import ChangedFile
@@ -22,15 +22,31 @@ def _yaml_code(text: str) -> list[str]:
     return [_YAML_COMMENT.sub("", line).rstrip() for line in text.splitlines()]
 
 
-def _entry_signature(entry: NativeFunction, code: list[str]) -> dict[str, Any]:
-    body = [line for line in code[entry.span.start - 1 : entry.span.end] if line.strip()]
-    return {
-        "schema": entry.schema,
-        "dispatch": tuple((row.keys, row.kernel) for row in entry.dispatch),
-        "structured": (entry.structured, entry.structured_delegate, entry.structured_inherits),
-        "autogen": entry.autogen,
-        "definition": tuple(body),
-    }
+@dataclass(frozen=True)
+class _Signature:
+    """The aspects of an entry compared between two versions; a field's name is how a
+    reason names that aspect."""
+
+    schema: str
+    dispatch: tuple[tuple[tuple[str, ...], str], ...]  # (keys, kernel) of each row
+    structured: tuple[bool, str | None, str | None]  # structured, its delegate, inherits
+    autogen: tuple[str, ...]
+    definition: tuple[str, ...]  # the entry's lines, comments and blank lines left out
+
+    @classmethod
+    def of(cls, entry: NativeFunction, code: list[str]) -> _Signature:
+        body = [line for line in code[entry.span.start - 1 : entry.span.end] if line.strip()]
+        return cls(
+            schema=entry.schema,
+            dispatch=tuple((row.keys, row.kernel) for row in entry.dispatch),
+            structured=(entry.structured, entry.structured_delegate, entry.structured_inherits),
+            autogen=entry.autogen,
+            definition=tuple(body),
+        )
+
+    def changed(self, other: _Signature) -> list[str]:
+        """The aspects that differ, in field order."""
+        return [f.name for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)]
 
 
 def _dispatch_detail(old: NativeFunction, new: NativeFunction) -> str:
@@ -70,8 +86,7 @@ def rule(change: ChangedFile, ctx: Context) -> None:
         if before is None:
             ctx.found.hit(entry.operator, f"{name}:{line} {full_name} added", build=True)
             continue
-        a, b = _entry_signature(before, old_code), _entry_signature(entry, new_code)
-        changed = [aspect for aspect in a if a[aspect] != b[aspect]]
+        changed = _Signature.of(before, old_code).changed(_Signature.of(entry, new_code))
         if not changed:
             continue
         # "definition" (the entry's text sans comments) is implied by any other aspect
