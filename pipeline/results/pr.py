@@ -34,7 +34,6 @@ SCHEMA = 1
 STATUS_DESCRIPTION_MAX = 140
 RESULTS_JSON = "results.json"
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-_NULL = type(None)
 
 
 def results_folder(settings: Settings, pr: int) -> Path:
@@ -73,7 +72,7 @@ def baseline_from_fields(f: Fields | None, table: DtypeTable | None) -> baseline
     results.json without one (an earlier version of schema 1) counts every failure new."""
     if f is None:
         return baselines.without_history(table)
-    runner = f.pop("runner", str, _NULL)
+    runner = f.pop("runner", str, type(None))
     night = None
     if (nightly := f.obj_or_none("nightly")) is not None:
         started, commit = nightly.pop("started", str), nightly.pop("commit", str)
@@ -115,7 +114,7 @@ def math_from_fields(f: Fields) -> MathReport | MathSkipped:
     schema = f.pop("schema", int)
     if schema != MATH_SCHEMA:
         raise f.error("schema", f"is {schema}, not {MATH_SCHEMA}")
-    if (skipped := f.pop("skipped", str, _NULL)) is not None:
+    if (skipped := f.pop("skipped", str, type(None))) is not None:
         f.done()
         return MathSkipped(skipped)
     report = MathReport(
@@ -136,13 +135,13 @@ def _functor_from(f: Fields) -> FunctorCheck:
     found = FunctorCheck(
         kernel=kernel,
         file=f.pop("file", str),
-        reference=f.pop("reference", str, _NULL),
+        reference=f.pop("reference", str, type(None)),
         dtypes=tuple(_dtype_check(kernel, d) for d in f.objs("dtypes")),
-        compile_error=f.pop("compile_error", str, _NULL),
-        failure=f.pop("failure", str, _NULL),
+        compile_error=f.pop("compile_error", str, type(None)),
+        failure=f.pop("failure", str, type(None)),
         not_modelled=f.strings("not_modelled"),
         set_aside=f.strings("set_aside"),
-        built_with=f.pop("built_with", str, _NULL),
+        built_with=f.pop("built_with", str, type(None)),
         skipped=f.strings("skipped_dtypes"),
         cached=f.pop("cached", bool),
     )
@@ -162,7 +161,7 @@ def _dtype_check(kernel: str, f: Fields) -> DtypeCheck:
         kernel=kernel,
         dtype=f.pop("dtype", str),
         output=f.pop("output_dtype", str),
-        torch_dtype=f.pop("torch_dtype", str, _NULL),
+        torch_dtype=f.pop("torch_dtype", str, type(None)),
         checked=f.pop("checked", int),
         matched=f.pop("matched", int),
         precision=f.pop("precision", int),
@@ -176,8 +175,8 @@ def _dtype_check(kernel: str, f: Fields) -> DtypeCheck:
         upcast=f.pop("upcast", bool),
         counterexamples=tuple(_counterexample(c) for c in f.objs("counterexamples")),
         findings=f.strings("findings"),
-        no_reference=f.pop("no_reference", str, _NULL),
-        known=f.pop("known", str, _NULL),
+        no_reference=f.pop("no_reference", str, type(None)),
+        known=f.pop("known", str, type(None)),
     )
     if (status := f.pop("status", str)) != str(check.status):
         raise f.error("status", f"{status!r} is not what its counts give ({check.status})")

@@ -92,24 +92,27 @@ def parse_query(text: str) -> dict[str, Node]:
     name: str | None = None
     rule: str | None = None
     section = ""
-    lists: dict[str, list[str]] = {}
+    explicit: list[str] = []
+    implicit: list[str] = []
+    order_only: list[str] = []
+    consumers: list[str] = []
 
     def close() -> None:
         if name is not None:
             nodes[name] = Node(
                 name,
                 rule,
-                tuple(lists["explicit"]),
-                tuple(lists["implicit"]),
-                tuple(lists["order_only"]),
-                tuple(lists["consumers"]),
+                tuple(explicit),
+                tuple(implicit),
+                tuple(order_only),
+                tuple(consumers),
             )
 
     for raw in text.splitlines():
         if raw and not raw.startswith(" "):
             close()
             name, rule, section = raw.rstrip().removesuffix(":"), None, ""
-            lists = {"explicit": [], "implicit": [], "order_only": [], "consumers": []}
+            explicit, implicit, order_only, consumers = [], [], [], []
             continue
         line = raw.strip()
         if line.startswith("input:"):
@@ -119,13 +122,13 @@ def parse_query(text: str) -> dict[str, Node]:
         elif line in ("validations:", "") or section == "":
             section = "" if line == "validations:" else section
         elif section == "outputs":
-            lists["consumers"].append(line)
+            consumers.append(line)
         elif line.startswith("|| "):
-            lists["order_only"].append(line[3:])
+            order_only.append(line[3:])
         elif line.startswith("| "):
-            lists["implicit"].append(line[2:])
+            implicit.append(line[2:])
         else:
-            lists["explicit"].append(line)
+            explicit.append(line)
     close()
     return nodes
 

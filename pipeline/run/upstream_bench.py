@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.fields import Fields
 from pipeline.fsio import write_atomic
 from pipeline.results.speed import UpstreamFigure
 from pipeline.run.speed import BenchOp
@@ -96,9 +97,18 @@ def run(
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise PipelineError(f"speed: {BENCH_FILE} failed (exit {proc.returncode}): {last}")
-    rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
-    return tuple(
-        UpstreamFigure(str(r["op"]), str(r["dtype"]), str(r.get("label", "")),
-                       r.get("median"), r.get("iqr"), str(r.get("error", "")))
-        for r in rows
+    top = Fields(json.loads(out.read_text(encoding="utf-8")), "", out.name)
+    figures = tuple(_figure(f) for f in top.objs("rows"))
+    top.done()
+    return figures
+
+
+def _figure(f: Fields) -> UpstreamFigure:
+    """One row SCRIPT wrote: a measurement (label, median, iqr) or the error instead."""
+    figure = UpstreamFigure(
+        f.pop("op", str), f.pop("dtype", str), f.pop("label", str, type(None)) or "",
+        f.pop("median", float, int, type(None)), f.pop("iqr", float, int, type(None)),
+        f.pop("error", str, type(None)) or "",
     )  # fmt: skip
+    f.done()
+    return figure
