@@ -33,9 +33,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
-from pipeline.errors import PipelineError
+from pipeline.errors import DocumentError, PipelineError
+from pipeline.fields import Fields
 from pipeline.results.junit import parse_test_id
 from pipeline.testid import node_of
 
@@ -307,26 +308,27 @@ def to_json(result: Plan, *, timed: bool = True) -> PlanJson:
     }
 
 
-def from_json(doc: Any, where: str) -> list[list[str]]:
+def from_json(doc: object, where: str) -> list[list[str]]:
     """The shards (test ids, shard 1 first) of a plan document; PipelineError naming
     ``where`` when it is not one."""
+    try:
+        return _shards(Fields(doc, "", where))
+    except DocumentError as exc:
+        raise PipelineError(f"{where}: not a shard plan ({exc.where} {exc.problem})") from None
 
-    def bad(why: str) -> PipelineError:
-        return PipelineError(f"{where}: not a shard plan ({why})")
 
-    if not isinstance(doc, dict) or not isinstance(doc.get("shards"), list):
-        raise bad('no "shards" list')
-    if doc.get("schema") != SCHEMA:
-        raise bad(f"schema {doc.get('schema')!r}, this mps-pipeline reads {SCHEMA}")
-    shards = []
-    for n, shard in enumerate(doc["shards"], 1):
-        if not isinstance(shard, dict) or shard.get("index") != n:
-            raise bad(f"shard {n} is not an object with index {n}")
-        tests = shard.get("tests")
-        if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
-            raise bad(f"shard {n}: tests is not a list of test ids")
-        shards.append(tests)
-    return shards
+def _shards(f: Fields) -> list[list[str]]:
+    if (schema := f.pop("schema", int, type(None))) != SCHEMA:
+        raise f.error("schema", f"is {schema!r}, this mps-pipeline reads {SCHEMA}")
+    found = []
+    for n, shard in enumerate(f.objs("shards"), 1):
+        if shard.pop("index", int) != n:
+            raise shard.error("index", f"is not {n}")
+        found.append(list(shard.strings("tests")))
+        shard.pop("seconds", float, int, type(None))  # the estimate, for the person only
+        shard.done()
+    f.done()
+    return found
 
 
 @dataclass(frozen=True)

@@ -220,10 +220,12 @@ def test_the_document_round_trips_and_bad_ones_are_named():
     assert [tuple(t) for t in shards.from_json(doc, "p.json")] == list(plan.shards)
     assert doc["shards"][0]["seconds"] == round(plan.loads[0], 6)
     for bad, why in (
-        ([], 'no "shards" list'),
-        ({"schema": 9, "shards": []}, "schema 9"),
-        ({"schema": 1, "shards": [{"index": 2, "tests": []}]}, "shard 1 is not"),
-        ({"schema": 1, "shards": [{"index": 1, "tests": [1]}]}, "not a list of test ids"),
+        ([], "the top level must be dict, got list"),
+        ({"schema": 1}, "shards must be list, got NoneType"),
+        ({"schema": 9, "shards": []}, "schema is 9, this mps-pipeline reads 1"),
+        ({"schema": 1, "shards": [{"index": 2, "tests": []}]}, r"shards\[0\].index is not 1"),
+        ({"schema": 1, "shards": [{"index": 1, "tests": [1]}]}, r"tests\[0\] must be str"),
+        ({"schema": 1, "shards": [], "shard": []}, r"unknown key\(s\) 'shard'"),
     ):
         with pytest.raises(PipelineError, match=f"p.json: not a shard plan .*{why}"):
             shards.from_json(bad, "p.json")
