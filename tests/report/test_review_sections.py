@@ -52,6 +52,13 @@ def test_results_json_round_trips_the_sections():
     data["speed"]["verdicts"][0]["judgement"] = "faster"
     with pytest.raises(PipelineError, match="speed.verdicts\\[0\\].judgement is 'faster'"):
         type(results).from_json(data, 7).comment()
+    data["speed"]["verdicts"][0]["judgement"] = "slower"
+    data["review"]["findings"][1]["severity"] = "fatal"
+    with pytest.raises(PipelineError, match="review.findings\\[1\\].severity is 'fatal'"):
+        type(results).from_json(data, 7)
+    data["review"]["findings"][1].update(severity="error", line="73")
+    with pytest.raises(PipelineError, match="review.findings\\[1\\].line must be int"):
+        type(results).from_json(data, 7)
 
 
 def test_without_either_section_the_comment_is_as_before():

@@ -97,10 +97,7 @@ class ReviewDocument:
             if check.pop("ran", bool):
                 ran.append(name)
             check.done()
-        findings = tuple(
-            Finding.from_dict(d, f"{f.doc}: {f.where}.findings[{i}]")
-            for i, d in enumerate(f.pop("findings", list))
-        )
+        findings = tuple(Finding.from_fields(d) for d in f.objs("findings"))
         document = cls(findings, tuple(ran), f.strings("notes"))
         f.done()
         return document

@@ -11,9 +11,9 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
-from pipeline.errors import ParseError, PipelineError, UnknownOperatorError
+from pipeline.errors import ParseError, UnknownOperatorError
+from pipeline.fields import Fields
 from pipeline.tree import metal, objc, paths
 from pipeline.tree.cpp import lex
 from pipeline.tree.index import OperatorRecord, TreeIndex
@@ -40,13 +40,12 @@ class Finding:
     reason: str  # one line
 
     @classmethod
-    def from_dict(cls, d: Any, where: str) -> Finding:
-        """A finding as ``review --json`` (and results.json) hold it, checked."""
-        try:
-            return cls(str(d["path"]), int(d["line"]), str(d["check"]), Severity(d["severity"]),
-                       str(d["reason"]))  # fmt: skip
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PipelineError(f"{where} is not a review finding ({exc})") from None
+    def from_fields(cls, f: Fields) -> Finding:
+        """A finding as ``review --json`` (and results.json) hold it, every key checked."""
+        finding = cls(f.pop("path", str), f.pop("line", int), f.pop("check", str),
+                      f.enum("severity", Severity), f.pop("reason", str))  # fmt: skip
+        f.done()
+        return finding
 
     def to_dict(self) -> dict[str, object]:
         return {
