@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.errors import DamagedHistoryError, PipelineError
+from pipeline.errors import DamagedHistoryError, DocumentError, PipelineError
+from pipeline.fields import Fields
 from pipeline.fsio import write_atomic
 from pipeline.results import history_schema as schema
 from pipeline.results.history_db import SqliteDB
@@ -261,6 +262,32 @@ def _seal_path(path: Path) -> Path:
     return path.with_name(path.name + SEAL)
 
 
+@dataclass(frozen=True)
+class _Seal:
+    """``<path>.seal``: the history's digest and size as a nightly left it, and the nights
+    since the last whole integrity_check."""
+
+    sha256: str
+    size: int
+    since_full: int
+
+    @classmethod
+    def read(cls, path: Path) -> _Seal | None:
+        """The seal beside the history at ``path``; None when there is none or it does not
+        read (either way the next check is the whole one)."""
+        try:
+            f = Fields(json.loads(_seal_path(path).read_text()), "", SEAL)
+            found = cls(f.pop("sha256", str), f.pop("size", int), f.pop("since_full", int))
+            f.done()
+        except (OSError, ValueError, DocumentError):
+            return None
+        return found
+
+    def write(self, path: Path) -> None:
+        doc = {"sha256": self.sha256, "size": self.size, "since_full": self.since_full}
+        write_atomic(_seal_path(path), json.dumps(doc) + "\n")
+
+
 # The digest is taken in a thread beside the night's work, and between reads the thread
 # must get the GIL back from a busy main thread, each time up to its switch interval:
 # hashlib.file_digest's 256 KiB reads made that 1,300 hand-overs for a 317 MB history (1.3 s
@@ -290,12 +317,10 @@ def seal(path: str | Path, *, full: bool) -> None:
 def _write_seal(path: Path, sha256: str, full: bool) -> None:
     since = 0
     if not full:
-        try:
-            since = int(json.loads(_seal_path(path).read_text())["since_full"]) + 1
-        except (OSError, ValueError, KeyError, TypeError):
-            since = FULL_CHECK_EVERY  # unknown: the next night checks the whole file
-    doc = {"sha256": sha256, "size": path.stat().st_size, "since_full": since}
-    write_atomic(_seal_path(path), json.dumps(doc) + "\n")
+        last = _Seal.read(path)
+        # unknown: the next night checks the whole file
+        since = FULL_CHECK_EVERY if last is None else last.since_full + 1
+    _Seal(sha256, path.stat().st_size, since).write(path)
 
 
 def sealed(path: str | Path, *, wal: bool | None = None) -> bool:
@@ -314,12 +339,12 @@ def sealed(path: str | Path, *, wal: bool | None = None) -> bool:
     path = Path(path)
     if wal is None:
         wal = Path(f"{path}-wal").exists()
+    last = None if wal else _Seal.read(path)
+    if last is None or last.since_full >= FULL_CHECK_EVERY - 1:
+        return False
     try:
-        doc = json.loads(_seal_path(path).read_text())
-        if wal or int(doc["since_full"]) >= FULL_CHECK_EVERY - 1:
-            return False
-        return doc["size"] == path.stat().st_size and doc["sha256"] == _sha256(path)
-    except (OSError, ValueError, KeyError, TypeError):
+        return last.size == path.stat().st_size and last.sha256 == _sha256(path)
+    except OSError:
         return False
 
 

@@ -91,3 +91,10 @@ def test_no_seal_or_an_unreadable_one_means_the_whole_check(settings, nights, ch
     seal.unlink()
     run(settings, nights.results(), started=night(3))
     assert checks == [str(path), str(path)]
+    # a field of the wrong type is no seal either, nor is an unknown one
+    written = json.loads(seal.read_text())
+    seal.write_text(json.dumps({**written, "since_full": str(written["since_full"])}))
+    run(settings, nights.results(), started=night(4))
+    seal.write_text(json.dumps({**json.loads(seal.read_text()), "checked": True}))
+    run(settings, nights.results(), started=night(5))
+    assert checks == [str(path)] * 4
