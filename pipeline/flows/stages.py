@@ -21,7 +21,8 @@ from pipeline import sandbox, state, testid
 from pipeline.config import Settings
 from pipeline.edit import transaction
 from pipeline.edit.atomic import FileEdit
-from pipeline.errors import PipelineError, StaleShaderError, WorkLeftError
+from pipeline.errors import DocumentError, PipelineError, StaleShaderError, WorkLeftError
+from pipeline.fields import Fields
 from pipeline.flows.audit import record_audit
 from pipeline.flows.hold import pending, recover_edit, waiting_line
 from pipeline.flows.records import DropsRecord, EditedFile, EditRecord, OldNameRef
@@ -365,9 +366,12 @@ def _build_lines(settings: Settings) -> list[str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(data, dict) and "stale" in data:  # the check stopped that build
-            return [f"- build: stale shader: {line}" for line in data["stale"]]
+            record = Fields(data, "", path.name)
+            stale = record.strings("stale")
+            record.done()
+            return [f"- build: stale shader: {line}" for line in stale]
         check = shaders.ShaderCheck.from_dict(data)
-    except ValueError as exc:  # json.JSONDecodeError included
+    except (ValueError, DocumentError) as exc:  # json.JSONDecodeError included
         return [f"- build: shader check unknown ({path.name} unreadable: {exc})"]
     return [f"- build: {check.describe()}", f"- build: {check.toolchain.describe()}"]
 
@@ -428,7 +432,8 @@ def summary(request: Request, console: Console) -> None:
     files = state.op_files(settings, request.op)  # where the other stages wrote, as asked
     edits = EditRecord.read(files.edit)
     drops = DropsRecord.read(files.xfails)
-    counts = json.loads(files.table_json.read_text()).get("counts", {})
+    table = json.loads(files.table_json.read_text(encoding="utf-8"))
+    counts = tables.DtypeTable.from_fields(Fields(table, "", files.table_json.name)).counts()
     # not passed: failed, or unknown (what it rests on could not be read)
     items = checklist.checklist(record)
     missing = [i for i in items if not i.ok]

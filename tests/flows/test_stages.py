@@ -65,3 +65,17 @@ def test_the_audit_stage_records_the_checklist(sandbox_tree: Path, tmp_path: Pat
     ]  # fmt: skip
     # recorded with the digest of what it was judged on: current until the tree changes
     assert state.audit_current(settings, "atan2")
+
+
+def test_the_summary_names_a_stale_shader_record_and_refuses_a_bad_one(
+    sandbox_tree: Path, tmp_path: Path
+) -> None:
+    settings = _settings(sandbox_tree, tmp_path)
+    path = state.build_check(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"stale": ["a.metallib is older than b.h"]}))
+    assert stages._build_lines(settings) == ["- build: stale shader: a.metallib is older than b.h"]
+    path.write_text(json.dumps({"stale": [3]}))
+    (line,) = stages._build_lines(settings)
+    assert line.startswith("- build: shader check unknown (build-check.json unreadable: ")
+    assert "stale[0] must be str, got int" in line
