@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from pipeline.results.speed import (
     Judgement,
     Measurement,
+    NotTimed,
     SpeedReport,
     UpstreamFigure,
     Verdict,
     path_pairs,
     worst_per_class,
 )
-from pipeline.run.speed import NotTimed
 
 if TYPE_CHECKING:
     from rich.console import Console

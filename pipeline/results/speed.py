@@ -154,7 +154,7 @@ class SpeedReport:
         measured = [_measurement(m) for m in f.objs("measurements")]
         report = cls(
             runner=f.pop("runner", str),
-            measurements=tuple(m for m in measured if m is not None),
+            measurements=tuple(m for m in measured if isinstance(m, Measurement)),
             threshold=float(f.pop("threshold", int, float)),
             nights=f.pop("nights", int),
             verdicts=tuple(verdict_from_fields(v) for v in f.objs("verdicts")),
@@ -169,9 +169,20 @@ def _machine(data: dict[str, object] | None, where: str) -> Device | None:
     return None if data is None else Device.from_dict(data, where)
 
 
-def _measurement(f: Fields) -> Measurement | None:
-    """One row of speed.json's ``results`` (or results.json's ``measurements``); None for
-    an operator the device cannot run in that dtype (its ``error``: no figure)."""
+@dataclass(frozen=True)
+class NotTimed:
+    """A benchmark the device could not run (an operator or dtype it lacks), and why."""
+
+    op: str
+    dtype: str
+    shape: str
+    layout: str
+    error: str  # "TypeError: ..."
+
+
+def _measurement(f: Fields) -> Measurement | NotTimed:
+    """One row of speed.json's ``results`` (or results.json's ``measurements``); NotTimed
+    for an operator the device cannot run in that dtype (its ``error``: no figure)."""
     found = Measurement(f.pop("op", str), f.pop("dtype", str), f.pop("shape", str),
                         f.pop("layout", str), ())  # fmt: skip
     f.pop("elements", int, type(None))  # for readers: the input's size
@@ -179,7 +190,7 @@ def _measurement(f: Fields) -> Measurement | None:
     times = f.pop("times", list, type(None))
     f.done()
     if error:
-        return None
+        return NotTimed(found.op, found.dtype, found.shape, found.layout, error)
     if not times or not all(isinstance(t, int | float) and not isinstance(t, bool) for t in times):
         raise f.error("times", "must be a list of numbers")
     if min(times) <= 0:
@@ -190,6 +201,12 @@ def _measurement(f: Fields) -> Measurement | None:
 def parse(data: object, where: str) -> tuple[str, tuple[Measurement, ...]]:
     """(device, measurements) of a ``speed.json`` document, every key checked; PipelineError
     naming ``where``."""
+    device, measured = parse_rows(data, where)
+    return device, tuple(m for m in measured if isinstance(m, Measurement))
+
+
+def parse_rows(data: object, where: str) -> tuple[str, tuple[Measurement | NotTimed, ...]]:
+    """:func:`parse`, with the benchmarks the device could not run among the measurements."""
     f = Fields(data, "", where) if isinstance(data, dict) else None
     if f is None or f.pop("schema", int, type(None)) != SCHEMA_VERSION:
         raise PipelineError(f"{where}: not a speed.json of schema {SCHEMA_VERSION}")
@@ -199,15 +216,21 @@ def parse(data: object, where: str) -> tuple[str, tuple[Measurement, ...]]:
     rows = f.pop("results", list, type(None)) or []
     measured = [_measurement(Fields(row, f"results[{i}]", where)) for i, row in enumerate(rows)]
     f.done()
-    return device, tuple(m for m in measured if m is not None)
+    return device, tuple(measured)
 
 
 def read(path: Path) -> tuple[str, tuple[Measurement, ...]]:
+    device, rows = read_rows(path)
+    return device, tuple(m for m in rows if isinstance(m, Measurement))
+
+
+def read_rows(path: Path) -> tuple[str, tuple[Measurement | NotTimed, ...]]:
+    """:func:`parse_rows` of the ``speed.json`` at ``path``."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise PipelineError(f"{path}: cannot read it as JSON ({exc})") from None
-    return parse(data, str(path))
+    return parse_rows(data, str(path))
 
 
 def _has_table(db: HistoryDB) -> bool:

@@ -32,7 +32,13 @@ from pathlib import Path
 from pipeline.errors import ConfigError, NoDeviceError, PipelineError
 from pipeline.fsio import write_atomic
 from pipeline.results.device import Device
-from pipeline.results.speed import SPEED_JSON, Measurement, UpstreamFigure, read
+from pipeline.results.speed import (
+    SPEED_JSON,
+    Measurement,
+    NotTimed,
+    UpstreamFigure,
+    read_rows,
+)
 
 SCRIPT_NAME = "speed_bench.py"
 # elements of each shape: a launch-bound size, a cache-sized one, a bandwidth-bound one
@@ -217,17 +223,6 @@ class SpeedRequest:
 
 
 @dataclass(frozen=True)
-class NotTimed:
-    """A benchmark the device could not run (an operator or dtype it lacks), and why."""
-
-    op: str
-    dtype: str
-    shape: str
-    layout: str
-    error: str  # "TypeError: ..."
-
-
-@dataclass(frozen=True)
 class SpeedResult:
     path: Path  # speed.json
     device: str
@@ -297,10 +292,7 @@ def run(request: SpeedRequest) -> SpeedResult:
         raise NoDeviceError(request.device, last)
     if proc.returncode != 0:
         raise PipelineError(f"speed: the benchmark script failed (exit {proc.returncode}): {last}")
-    device, measurements = read(out)
-    data = json.loads(out.read_text(encoding="utf-8"))
-    errors = tuple(
-        NotTimed(*(str(r.get(k, "")) for k in ("op", "dtype", "shape", "layout", "error")))
-        for r in data["results"] if r.get("error")
-    )  # fmt: skip
+    device, rows = read_rows(out)
+    measurements = tuple(r for r in rows if isinstance(r, Measurement))
+    errors = tuple(r for r in rows if isinstance(r, NotTimed))
     return SpeedResult(out, device, measurements, errors)
