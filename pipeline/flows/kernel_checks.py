@@ -19,7 +19,8 @@ from rich.console import Console
 
 from pipeline import state
 from pipeline.config import Settings
-from pipeline.errors import ConfigError, WorkLeftError
+from pipeline.errors import ConfigError, DocumentError, WorkLeftError
+from pipeline.fields import Fields
 from pipeline.flows import kernel
 from pipeline.flows.request import Request
 from pipeline.fsio import write_atomic
@@ -132,6 +133,19 @@ class AllRun:
     new: tuple[str, ...]
 
 
+def _last_findings(record: Path) -> frozenset[str]:
+    """The findings the last run recorded; none when there was no run yet (or the record
+    is damaged): every finding is new."""
+    try:
+        f = Fields(json.loads(record.read_text(encoding="utf-8")), "", record.name)
+        f.pop("schema", int)
+        found = frozenset(f.strings("findings"))
+        f.done()
+    except (OSError, ValueError, DocumentError):
+        return frozenset()
+    return found
+
+
 def _finding_keys(reports: Sequence[KernelFileReport]) -> list[str]:
     """One line per finding (and per kernel that does not compile), the same across runs."""
     out = []
@@ -154,10 +168,7 @@ def check_all(settings: Settings) -> AllRun:
         except ConfigError as exc:
             errors.append(f"{metal.name}: {exc}")
     record = settings.state_dir / LAST_RUN
-    try:
-        last = set(json.loads(record.read_text(encoding="utf-8"))["findings"])
-    except (OSError, ValueError, KeyError, TypeError):
-        last = set()  # no run yet (or a damaged record): every finding is new
+    last = _last_findings(record)
     found = _finding_keys(reports)
     record.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(record, json.dumps({"schema": 1, "findings": found}, indent=1))
