@@ -60,10 +60,15 @@ class Option:
             parser.add_argument(self.flag, metavar=self.metavar, help=text)
 
 
+# the two most commands take, by name (a renamed one is a mypy error, not a KeyError)
+OP = Option("op", "operator name or OpInfo alias", "NAME", "op=atan2, op=arctan2")
+JSON = Option(
+    "json", "print JSON instead of the report (schema: docs/machine-output.md)", doit=False
+)
 OPTIONS: dict[str, Option] = {
     o.name: o
     for o in (
-        Option("op", "operator name or OpInfo alias", "NAME", "op=atan2, op=arctan2"),
+        OP,
         Option("root", "PyTorch checkout (default: the one you stand in, else the sandbox)", "DIR"),
         Option("force", "edit files that have uncommitted changes of yours"),
         Option("dry_run", "show every diff and what is left to write; write nothing"),
@@ -79,11 +84,7 @@ OPTIONS: dict[str, Option] = {
         Option("build_dir", "the build directory, relative to root (default: build)", "DIR"),
         Option("opinfo_table", "a static OpInfo table instead of importing op_db", "FILE"),
         Option("config", "a config file instead of the checkout's .mps-pipeline.yaml", "FILE"),
-        Option(
-            "json",
-            "print JSON instead of the report (schema: docs/machine-output.md)",
-            doit=False,
-        ),
+        JSON,
     )
 }
 # the settings a command line may set (config.load_settings refuses any other)

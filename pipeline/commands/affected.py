@@ -14,7 +14,7 @@ import sys
 from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.impact import diff_impact, listed_impact
-from pipeline.options import OPTIONS
+from pipeline.options import JSON
 from pipeline.report.impact import render_text
 
 
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "the tree"
         ),
     )
-    OPTIONS["json"].add_to(parser)
+    JSON.add_to(parser)
     parser.add_argument("--tests", action="store_true", help="also list the selected test ids")
 
 

@@ -6,12 +6,12 @@ import argparse
 
 from pipeline.config import Settings
 from pipeline.flows.audit import audit_command
-from pipeline.options import OPTIONS
+from pipeline.options import JSON, OP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    OPTIONS["op"].add_to(parser, positional=True)
-    OPTIONS["json"].add_to(parser)
+    OP.add_to(parser, positional=True)
+    JSON.add_to(parser)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

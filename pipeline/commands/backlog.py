@@ -8,14 +8,14 @@ import sys
 
 from pipeline.config import Settings
 from pipeline.guide.backlog import backlog, to_json
-from pipeline.options import OPTIONS
+from pipeline.options import JSON
 from pipeline.report.console import terminal
 from pipeline.report.guide import render_backlog
 from pipeline.tree.index import load_index
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    OPTIONS["json"].add_to(parser)
+    JSON.add_to(parser)
     parser.add_argument(
         "--claims",
         action="store_true",

@@ -13,7 +13,7 @@ from pipeline.config import Settings
 from pipeline.errors import EXIT_INPUT, EXIT_OK, EXIT_WORK_LEFT
 from pipeline.flows.kernel import run_check
 from pipeline.flows.kernel_checks import check_all
-from pipeline.options import OPTIONS
+from pipeline.options import JSON
 from pipeline.report.kernel import render_lines, to_json
 
 
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kernel", action="append", default=[], help="only this kernel (host name); repeatable"
     )
-    OPTIONS["json"].add_to(parser)
+    JSON.add_to(parser)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -10,16 +10,16 @@ import sys
 from pipeline.config import Settings
 from pipeline.errors import EXIT_INPUT, EXIT_OK, EXIT_WORK_LEFT
 from pipeline.flows.math import run_check
-from pipeline.options import OPTIONS
+from pipeline.options import JSON, OP
 from pipeline.report.console import terminal
 from pipeline.report.math import render_terminal, to_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    OPTIONS["op"].add_to(parser, positional=True, optional=True)
+    OP.add_to(parser, positional=True, optional=True)
     parser.add_argument("--file", help="every functor of one kernels/*.metal file")
     parser.add_argument("--all", action="store_true", help="every functor of every .metal file")
-    OPTIONS["json"].add_to(parser)
+    JSON.add_to(parser)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

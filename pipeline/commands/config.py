@@ -11,7 +11,7 @@ import json
 import sys
 
 from pipeline.config import SECRET_SETTINGS, TYPES, Resolved, Settings
-from pipeline.options import OPTIONS
+from pipeline.options import JSON
 from pipeline.redact import redact
 
 # listing the settings must work on any root, a wrong one included: it is how you find out
@@ -20,7 +20,7 @@ SCHEMA = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    OPTIONS["json"].add_to(parser)
+    JSON.add_to(parser)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

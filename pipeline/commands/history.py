@@ -14,7 +14,7 @@ import json
 
 from pipeline.config import Settings
 from pipeline.errors import ConfigError
-from pipeline.options import OPTIONS
+from pipeline.options import JSON
 from pipeline.results.history_copy import copy
 from pipeline.results.history_db import HistoryLocation
 
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="an empty history: a postgresql:// URL, an SQLite file, or '-' for the "
         "history.url setting (so the URL's password stays in the environment)",
     )
-    OPTIONS["json"].add_to(copying)
+    JSON.add_to(copying)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

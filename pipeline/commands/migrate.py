@@ -9,11 +9,11 @@ import argparse
 
 from pipeline.config import Settings
 from pipeline.flows.migrate import STAGE_NAMES
-from pipeline.options import OPTIONS, SETTINGS_OPTIONS
+from pipeline.options import OP, OPTIONS, SETTINGS_OPTIONS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    OPTIONS["op"].add_to(parser, positional=True)
+    OP.add_to(parser, positional=True)
     for name in ("force", "dry_run", "body", "host_body"):
         OPTIONS[name].add_to(parser)
     parser.add_argument(

@@ -27,7 +27,7 @@ from pipeline.config import Settings
 from pipeline.errors import DamagedHistoryError, HistoryBusyError, PipelineError
 from pipeline.flows.nightly import run_nightly
 from pipeline.guide.backlog import backlog
-from pipeline.options import HISTORY, OPTIONS
+from pipeline.options import HISTORY, JSON
 from pipeline.report.console import terminal
 from pipeline.report.nightly import publish, render_terminal
 from pipeline.results import history, history_pg
@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dashboard", type=Path, help="dashboard directory (default: <state_dir>/dashboard)"
     )
-    OPTIONS["json"].add_to(parser)
+    JSON.add_to(parser)
     parser.add_argument(
         "--min-passes",
         type=int,

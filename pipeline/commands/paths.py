@@ -12,13 +12,13 @@ import sys
 
 from pipeline.config import Settings
 from pipeline.guide.exec_paths import operator_paths, to_json
-from pipeline.options import OPTIONS
+from pipeline.options import JSON
 from pipeline.tree.index import load_index
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ops", nargs="*", metavar="OP", help="operators (default: every one)")
-    OPTIONS["json"].add_to(parser)
+    JSON.add_to(parser)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -12,7 +12,7 @@ from pipeline.config import Settings
 from pipeline.errors import EXIT_OK, EXIT_WORK_LEFT
 from pipeline.flows.review import review
 from pipeline.guide.review import CHECKS
-from pipeline.options import OPTIONS
+from pipeline.options import JSON
 from pipeline.report.console import terminal
 from pipeline.report.review import render_terminal
 from pipeline.tree.git import BASE_BRANCHES
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--base", help=f"base revision (default: merge base with {' or '.join(BASE_BRANCHES)})"
     )
     parser.add_argument("--head", help="head revision (default: the work tree)")
-    OPTIONS["json"].add_to(parser)
+    JSON.add_to(parser)
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
 
 

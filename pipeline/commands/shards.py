@@ -26,7 +26,7 @@ from pathlib import Path
 from pipeline import state
 from pipeline.config import Settings
 from pipeline.flows.shards import ShardRequest, plan_shards
-from pipeline.options import HISTORY, OPTIONS
+from pipeline.options import HISTORY, JSON
 from pipeline.report.shards import render_plan
 from pipeline.results import shards
 
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--num-shards", type=int, required=True, help="how many shards the sweep runs in"
     )
-    OPTIONS["json"].add_to(parser)
+    JSON.add_to(parser)
     HISTORY.add_to(parser)
     parser.add_argument(
         "--out",
