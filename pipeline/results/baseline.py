@@ -35,6 +35,7 @@ from pipeline.results import history
 from pipeline.results.history_db import HistoryDB
 from pipeline.results.junit import FAILING, CaseResult, Outcome
 from pipeline.results.table import DtypeTable
+from pipeline.sections import Key
 from pipeline.testid import TestId
 
 NEW = "new"
@@ -180,7 +181,7 @@ def failing(table: DtypeTable | None) -> list[tuple[_Key, Outcome]]:
 
 
 def _default_window() -> int:
-    window: int = defaults()["nightly.flaky_window"]
+    window: int = defaults()[Key.NIGHTLY_FLAKY_WINDOW]
     return window
 
 
