@@ -85,13 +85,32 @@ _TYPES = frozenset({"str", "int", "bool", "float", "list", "dict"})
 
 def _edge_reads(tree: ast.Module) -> int:
     """``f.pop("key", str, ...)``: a key read once and checked for its type where the
-    document is read (:class:`pipeline.fields.Fields`), not a lookup deep in the code."""
+    document is read (:class:`pipeline.fields.Fields`), not a lookup deep in the code. A
+    kind may be a module-level name for one (``_NULL = type(None)``) or a tuple of them
+    spread (``*_EXPR``)."""
 
     def a_type(node: ast.expr) -> bool:
         return (isinstance(node, ast.Name) and node.id in _TYPES) or (
             isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id == "type"
         )  # fmt: skip
+
+    named = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and (
+            a_type(node.value)
+            or (isinstance(node.value, ast.Tuple) and all(a_type(e) for e in node.value.elts))
+        )
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+    def a_kind(node: ast.expr) -> bool:
+        if isinstance(node, ast.Starred):
+            node = node.value
+        return a_type(node) or (isinstance(node, ast.Name) and node.id in named)
 
     return sum(
         1
@@ -101,7 +120,7 @@ def _edge_reads(tree: ast.Module) -> int:
         and node.func.attr == "pop"
         and len(node.args) >= 2
         and _is_str(node.args[0])
-        and all(a_type(a) for a in node.args[1:])
+        and all(a_kind(a) for a in node.args[1:])
     )
 
 

@@ -239,16 +239,19 @@ def test_code_figures_count_what_they_name(tmp_path: Path) -> None:
     (package / "commands" / "a.py").write_text(
         "from typing import Any, Mapping\n"
         "from pipeline.errors import PipelineError\n"
+        "_NULL = type(None)\n_EXPR = (str, int)\n"
         "class Mine(PipelineError):\n    pass\n"
         "class Deeper(Mine):\n    pass\n"
         "def f(d: dict[str, Any], m: Mapping[str, Any]) -> int:\n"
         "    d['a'] = m['b']\n    d.get('c')\n    d.pop(0)\n    m.pop('e', str, type(None))\n"
+        "    m.pop('f', int, _NULL)\n    m.pop('g', *_EXPR)\n    m.pop('h', d)\n"
         "    try:\n        return 0\n    except Mine:\n        return 1\n"
         "def g(p) -> None:\n    p.add_argument('--json')\n" + long_body
     )
     figures = measure(package)
-    # d['a'], m['b'], d.get('c') and the checked m.pop('e', ...); not d.pop(0)
-    assert figures.string_key_lookups == 4 and figures.edge_reads == 1
+    # d['a'], m['b'], d.get('c'), m.pop('h', d) and the checked pops of e, f (a named
+    # type) and g (a spread tuple of types); not d.pop(0)
+    assert figures.string_key_lookups == 7 and figures.edge_reads == 3
     assert figures.str_any_mappings == 2
     assert figures.exit_code_mappers == ("pipeline/commands/a.py", "pipeline/errors.py")
     assert figures.errors_outside_errors_py == (
