@@ -139,8 +139,8 @@ def test_a_pin_beside_a_type_test_of_its_parameter_binds_it(tmp_path: Path) -> N
 
 
 def test_where_a_pin_did_not_hold_its_literal_is_avoided_on_the_alpha(tmp_path: Path) -> None:
-    # pow_scalar's three launches pass the exponent on, after sqr's pin (2) and, for two of
-    # them, reciprocal's (-1): one reference, avoiding both
+    # pow_scalar's two launches pass the exponent on, after sqr's pin (2) and, for the
+    # second, reciprocal's (-1): one reference, avoiding both
     index = _index(tmp_path)
     first = _launch(index, "pow_tensor_scalar_stub", "pow_scalar")
     assert (first.alpha, first.unread, first.avoid) == (1, None, ("2.0",))
