@@ -342,29 +342,26 @@ def names(expr: str) -> list[tuple[str, Cond]] | None:
 
 def _tensor(expr: str) -> str | None:
     """The entry's tensor parameter ``expr`` is (through casts), if one."""
-    expr = host_cond.unwrap(expr)
-    for _ in range(4):
-        m = re.fullmatch(r"%(\w+)", expr)
-        if m is not None:
-            return m.group(1)
-        w = _TENSOR_CAST.fullmatch(expr)
-        if w is None:
-            return None
-        expr = host_cond.unwrap(w.group(1) or w.group(2))
-    return None
+    return _passed(expr, "%", _TENSOR_CAST)
 
 
 def _scalar(expr: str) -> str | None:
     """The entry's scalar parameter ``expr`` passes on (``c10::Scalar(beta)``), if one."""
+    return _passed(expr, "@", _SCALAR_WRAP)
+
+
+def _passed(expr: str, sigil: str, wrap: re.Pattern[str]) -> str | None:
+    """The parameter marked ``sigil`` that ``expr`` is, under up to four of ``wrap``'s
+    casts or wrappers."""
     expr = host_cond.unwrap(expr)
     for _ in range(4):
-        m = re.fullmatch(r"@(\w+)", expr)
+        m = re.fullmatch(rf"{sigil}(\w+)", expr)
         if m is not None:
             return m.group(1)
-        w = _SCALAR_WRAP.fullmatch(expr)
+        w = wrap.fullmatch(expr)
         if w is None:
             return None
-        expr = host_cond.unwrap(w.group(1))
+        expr = host_cond.unwrap(next(g for g in w.groups() if g is not None))
     return None
 
 
@@ -372,13 +369,15 @@ def _scalar(expr: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class _Schema:
+class Schema:
     names: tuple[str, ...]
     tensors: tuple[str, ...]  # the Tensor arguments that are no outputs, in order
     outs: tuple[str, ...]
 
 
-def _schema(text: str) -> _Schema | None:
+def schema_of(text: str) -> Schema | None:
+    """A yaml ``func:``'s arguments (``pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *,
+    Tensor(a!) out) -> Tensor(a!)``: self, exponent, out), or None when it has no list."""
     open_ = text.find("(")
     close = text.rfind(") ->") if ") ->" in text else text.rfind(")")
     if open_ < 0 or close < open_:
@@ -393,14 +392,14 @@ def _schema(text: str) -> _Schema | None:
             outs.append(name)
         elif typ == "Tensor":
             tensors.append(name)
-    return _Schema(tuple(names), tuple(tensors), tuple(outs))
+    return Schema(tuple(names), tuple(tensors), tuple(outs))
 
 
 @dataclass(frozen=True)
 class _Entry:
     fn: _Fn
     native: NativeFunction
-    schema: _Schema
+    schema: Schema
 
 
 def _calls(fn: _Fn) -> list[tuple[int, str, list[str]]]:
@@ -603,7 +602,7 @@ def _entries(natives: tuple[NativeFunction, ...], fns: dict[str, list[_Fn]]) -> 
     for e in natives:
         name = e.kernel_for("MPS")
         defs = fns.get(name or "", [])
-        schema = _schema(e.schema)
+        schema = schema_of(e.schema)
         if len(defs) == 1 and schema is not None and len(schema.outs) == 1:
             out.append(_Entry(defs[0], e, schema))
     return out

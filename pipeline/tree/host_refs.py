@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass
 
 from pipeline.tree import host_impl
-from pipeline.tree.cpp import split_args
 from pipeline.tree.index import TreeIndex
 from pipeline.tree.objc import StubRegistration
 from pipeline.tree.sources import Implementation
@@ -149,19 +148,6 @@ def _merged(found: list[HostReference]) -> dict[tuple[object, ...], HostReferenc
     return out
 
 
-def _schema_args(schema: str) -> tuple[str, ...]:
-    """The argument names of a yaml ``func:`` (``pow.Tensor_Scalar_out(Tensor self, Scalar
-    exponent, *, Tensor(a!) out) -> Tensor(a!)``: self, exponent, out)."""
-    open_ = schema.find("(")
-    close = schema.rfind(")", 0, schema.find("->") if "->" in schema else len(schema))
-    names = []
-    for arg in split_args(schema[open_ + 1 : close]):
-        word = re.search(r"(\w+)\s*(?:=.*)?\Z", arg.strip())
-        if arg.strip() != "*" and word:
-            names.append(word.group(1))
-    return tuple(names)
-
-
 def _in_schema(
     index: TreeIndex,
     impl: Implementation,
@@ -172,12 +158,13 @@ def _in_schema(
     parameter is the schema argument at its place (``exp`` of ``pow_Tensor_Scalar_out(base,
     exp, out)`` is ``exponent``), when the row's schema has as many arguments; else its own
     name, which the torch side takes only if the schema has it."""
-    rows = [
-        _schema_args(e.schema)
+    schemas = [
+        host_impl.schema_of(e.schema)
         for entries in index.entries_by_operator().values()
         for e in entries
         if e.kernel_for("CPU") == impl.name and e.kernel_for("CUDA") == impl.name
     ]
+    rows = [s.names for s in schemas if s is not None]
     places = {args for args in rows if len(args) == len(impl.params)}
 
     def named(name: str | None) -> str | None:
