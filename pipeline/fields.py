@@ -6,6 +6,11 @@ the file is read, never a silent default further in.
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
+import functools
+import types
+import typing
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -41,6 +46,15 @@ class Fields:
     def pop(self, key: str, *kinds: type) -> Any:
         """The value of ``key`` (absent: null), checked to be one of ``kinds``."""
         return self._want(self._left.pop(key, None), kinds, self._at(key))
+
+    def has(self, key: str) -> bool:
+        """Whether ``key`` is there and not read yet."""
+        return key in self._left
+
+    def take(self, key: str) -> tuple[object, str]:
+        """The value of ``key`` unchecked (absent: null), and where it is: for
+        :func:`read`, which checks it against a model's annotation."""
+        return self._left.pop(key, None), self._at(key)
 
     def strings(self, key: str) -> tuple[str, ...]:
         """The list of strings at ``key``."""
@@ -99,3 +113,125 @@ class Fields:
     def error(self, key: str, problem: str) -> DocumentError:
         """An error about ``key``'s value (which was of the right type)."""
         return DocumentError(self.doc, self._at(key), problem)
+
+
+# --- the declarative reader: a frozen dataclass names a document's keys --------------------
+#
+# A model's fields are the document's keys (a field's ``metadata={"key": ...}`` spells one
+# that is no Python name), and their annotations the kinds each value is checked against, so
+# a key is written once, where the model declares it, and mypy sees every use of it.
+
+D = TypeVar("D")
+KEY = "key"
+
+
+def key(name: str) -> dict[str, str]:
+    """A field's ``metadata`` for a document key that is not the field's name."""
+    return {KEY: name}
+
+
+@functools.cache
+def _fields_of(kind: type) -> tuple[tuple[str, str, object, dataclasses.Field[object]], ...]:
+    hints = typing.get_type_hints(kind)
+    return tuple(
+        (f.name, f.metadata.get(KEY, f.name), hints[f.name], f)
+        for f in dataclasses.fields(kind)
+        if f.init
+    )
+
+
+def read(kind: type[D], data: object, doc: str, where: str = "") -> D:
+    """The ``kind`` (a dataclass) that the JSON object ``data`` holds: each of its fields
+    read from the key of its name and checked against its annotation; an absent key is
+    the field's default, else null; a key no field names is an error."""
+    f = Fields(data, where, doc)
+    values: dict[str, object] = {}
+    for name, json_key, hint, field in _fields_of(typing.cast(type, kind)):
+        if f.has(json_key) or not _has_default(field):
+            values[name] = _value(hint, *f.take(json_key), doc)
+    f.done()
+    return typing.cast(Any, kind)(**values)
+
+
+def _has_default(field: dataclasses.Field[object]) -> bool:
+    return (
+        field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+    )
+
+
+def _value(hint: object, value: object, where: str, doc: str) -> object:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return _one_of(args, value, where, doc)
+    if hint is object:  # kept as the document has it: a value only shown, never read into
+        return value
+    if origin is tuple:
+        items = _checked(value, (list,), where, doc)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_value(args[0], v, f"{where}[{i}]", doc) for i, v in enumerate(items))
+        if len(items) != len(args):
+            raise DocumentError(doc, where, f"must hold {len(args)} items, got {len(items)}")
+        return tuple(
+            _value(a, v, f"{where}[{i}]", doc)
+            for i, (a, v) in enumerate(zip(args, items, strict=True))
+        )
+    if origin in (dict, collections.abc.Mapping):
+        found = _checked(value, (dict,), where, doc)
+        return {k: _value(args[1], v, f"{where}.{k}", doc) for k, v in found.items()}
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return read(hint, value, doc, where)
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return _member(hint, value, where, doc)
+    if hint is float:  # JSON writes 2.0 as 2
+        return float(_checked(value, (float, int), where, doc))
+    if hint is _NULL or hint is None:
+        return _checked(value, (_NULL,), where, doc)
+    if isinstance(hint, type):
+        return _checked(value, (hint,), where, doc)
+    raise TypeError(f"{where}: the reader has no rule for {hint!r}")  # a model's mistake
+
+
+def _one_of(kinds: tuple[object, ...], value: object, where: str, doc: str) -> object:
+    if value is None:
+        if _NULL in kinds:
+            return None
+        raise DocumentError(doc, where, "must not be null")
+    problems = []
+    for kind in kinds:
+        if kind is _NULL:
+            continue
+        try:
+            return _value(kind, value, where, doc)
+        except DocumentError as e:
+            problems.append(e.problem)
+    raise DocumentError(doc, where, " or ".join(dict.fromkeys(problems)))
+
+
+def _checked(value: object, kinds: tuple[type, ...], where: str, doc: str) -> Any:
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        raise DocumentError(doc, where, f"must be {_names(kinds)}, got {type(value).__name__}")
+    return value
+
+
+def _member(kind: type[Enum], value: object, where: str, doc: str) -> Enum:
+    try:
+        return kind(value)
+    except ValueError:
+        known = ", ".join(str(m.value) for m in kind)
+        raise DocumentError(doc, where, f"is {value!r}, not one of {known}") from None
+
+
+def dump(model: object) -> object:
+    """The JSON value of a model, as :func:`read` reads it back: a dataclass as an object
+    keyed by its fields' keys, an enum as its value, a tuple as a list."""
+    if dataclasses.is_dataclass(model) and not isinstance(model, type):
+        return {
+            json_key: dump(getattr(model, name)) for name, json_key, _, _ in _fields_of(type(model))
+        }
+    if isinstance(model, Enum):
+        return model.value
+    if isinstance(model, (tuple, list)):
+        return [dump(v) for v in model]
+    if isinstance(model, dict):
+        return {str(k): dump(v) for k, v in model.items()}
+    return model
