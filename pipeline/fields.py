@@ -233,5 +233,5 @@ def dump(model: object) -> object:
     if isinstance(model, (tuple, list)):
         return [dump(v) for v in model]
     if isinstance(model, dict):
-        return {str(k): dump(v) for k, v in model.items()}
+        return {(k.value if isinstance(k, Enum) else k): dump(v) for k, v in model.items()}
     return model

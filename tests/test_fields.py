@@ -87,3 +87,7 @@ def test_a_wrong_value_is_named_where_it_is(change: dict[str, object], message: 
 def test_not_an_object_at_all() -> None:
     with pytest.raises(DocumentError, match=r"the top level must be dict, got list"):
         read(Inner, [], "doc.json")
+
+
+def test_an_enum_key_dumps_as_its_value() -> None:
+    assert dump({Colour.RED: (Inner("a"),)}) == {"red": [{"name": "a", "count": 0}]}
