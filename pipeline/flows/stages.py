@@ -22,7 +22,7 @@ from pipeline.config import Settings
 from pipeline.edit import transaction
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import DocumentError, PipelineError, StaleShaderError, WorkLeftError
-from pipeline.fields import Fields
+from pipeline.fields import Fields, dump
 from pipeline.flows.audit import record_audit
 from pipeline.flows.hold import pending, recover_edit, waiting_line
 from pipeline.flows.records import DropsRecord, EditedFile, EditRecord, OldNameRef
@@ -139,7 +139,7 @@ def edit(request: Request, console: Console) -> None:
         manual=tuple(plan.notes),
         old_name_refs=tuple(OldNameRef(n, s.path, s.start) for n, s in leftovers),
     )
-    state.write_json(files.edit, record.to_json())
+    state.write_json(files.edit, dump(record))
 
 
 # ---------------------------------------------------------------------------- build
