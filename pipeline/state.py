@@ -14,10 +14,11 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pipeline.config import Settings
 from pipeline.errors import DocumentError, PipelineError
-from pipeline.fields import Fields
+from pipeline.fields import dump, read
 from pipeline.fsio import write_atomic
 from pipeline.tree import files, paths
 
@@ -27,6 +28,7 @@ NINJA_LOG = ".ninja_log"
 HISTORY = "history/nightly.sqlite"
 DASHBOARD = "dashboard"
 SHARD_PLAN = "shards.json"
+D = TypeVar("D")
 
 
 @dataclass(frozen=True)
@@ -179,26 +181,30 @@ def write_build_stamp(settings: Settings, *, did_work: bool) -> None:
     identity = build_identity(settings, did_work=did_work)
     stamp = build_stamp(settings)
     if _stamped(stamp) != identity:
-        write_json(stamp, {"build": identity})
+        write_json(stamp, dump(_BuildStamp(identity)))
 
 
 def _stamped(stamp: Path) -> str:
     """The build identity ``stamp`` holds ("" when there is none)."""
     if not stamp.is_file():
         return ""
-    fields = _fields(stamp)
-    build: str = fields.pop("build", str)
-    fields.done()
-    return build
+    return _read(_BuildStamp, stamp).build
 
 
-def _fields(path: Path) -> Fields:
-    """The JSON object in ``path`` (a file this tool wrote), to be read key by key."""
+@dataclass(frozen=True)
+class _BuildStamp:
+    """The build stamp: the identity of the build the tests last ran against."""
+
+    build: str
+
+
+def _read(kind: type[D], path: Path) -> D:
+    """The ``kind`` the JSON file ``path`` (one this tool wrote) holds."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise DocumentError(str(path), "the file", f"is not JSON ({exc})") from None
-    return Fields(data, "", str(path))
+    return read(kind, data, str(path))
 
 
 def build_inputs(settings: Settings) -> list[Path]:
@@ -273,13 +279,17 @@ def xfail_digest(settings: Settings, op: str) -> str:
 
 def record_expectations(settings: Settings, op: str) -> None:
     """Note which expectations the operator's last test results were produced under."""
-    write_json(
-        op_files(settings, op).expectations,
-        {
-            "common_mps": _sha(settings.root / paths.COMMON_MPS),
-            "entries": xfail_digest(settings, op),
-        },
-    )
+    expectations = _Expectations(_sha(settings.root / paths.COMMON_MPS), xfail_digest(settings, op))
+    write_json(op_files(settings, op).expectations, dump(expectations))
+
+
+@dataclass(frozen=True)
+class _Expectations:
+    """What an operator's last test results were run under: common_mps.py's digest, and
+    its own xfail entries' (:func:`xfail_digest`)."""
+
+    common_mps: str
+    entries: str
 
 
 def expectations_current(settings: Settings, op: str) -> bool:
@@ -291,12 +301,10 @@ def expectations_current(settings: Settings, op: str) -> bool:
     path = op_files(settings, op).expectations
     if not path.is_file():
         return False
-    recorded = _fields(path)
-    common_mps, entries = recorded.pop("common_mps", str), recorded.pop("entries", str)
-    recorded.done()
-    if common_mps == _sha(settings.root / paths.COMMON_MPS):
+    recorded = _read(_Expectations, path)
+    if recorded.common_mps == _sha(settings.root / paths.COMMON_MPS):
         return True
-    return entries == xfail_digest(settings, op)
+    return recorded.entries == xfail_digest(settings, op)
 
 
 def interpreter_identity(python: str) -> str:

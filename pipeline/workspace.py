@@ -20,7 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -28,7 +28,7 @@ from typing import Any
 from pipeline import config, fsio, sections
 from pipeline.config import Settings
 from pipeline.errors import ConfigError, DocumentError
-from pipeline.fields import Fields
+from pipeline.fields import dump, read
 from pipeline.sections import Key
 from pipeline.tree import paths
 
@@ -175,34 +175,58 @@ def _decode(doc: object) -> Any:
 
 @dataclass(frozen=True)
 class _Process:
-    """The memo's witness that is no file: what was asked, where, with which variables
-    (as JSON keeps them: lists, which a memo read back compares equal to)."""
+    """The memo's witness that is no file: what was asked, where, with which variables."""
 
-    overrides: list[list[str]]
+    overrides: tuple[tuple[str, str], ...]
     via: str
     config: str | None
     cwd: str
-    env: list[list[str]]
-    python: list[str]
+    env: tuple[tuple[str, str], ...]
+    python: tuple[str, str]
 
-    @classmethod
-    def read(cls, held: Fields) -> _Process:
-        return cls(
-            held.pop("overrides", list), held.pop("via", str), held.pop("config", str, type(None)),
-            held.pop("cwd", str), held.pop("env", list), held.pop("python", list),
-        )  # fmt: skip
+    def same(self, other: _Process) -> bool:
+        """Whether ``other`` is this process (the witness adds fields of its own)."""
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(_Process))
+
+
+@dataclass(frozen=True)
+class _Witness(_Process):
+    """What a memo rests on: the process, the state folder it was kept in, and ``[path,
+    what]`` lists as read back from JSON (checked by :func:`pipeline.fsio.holds`)."""
+
+    state_dir: str
+    files: object  # [path, fsio.status(path)] of every path looked at
+    kinds: object  # [path, fsio.kind(path)]
+    resolved: object  # [path, os.path.realpath(path)]
+
+    def holds(self, state_dir: str) -> bool:
+        """Whether it was kept in ``state_dir`` and every path looked at is as it was."""
+        return (
+            self.state_dir == os.path.realpath(state_dir)
+            and fsio.holds(self.files, fsio.status)
+            and fsio.holds(self.kinds, fsio.kind)
+            and fsio.holds(self.resolved, os.path.realpath)
+        )
+
+
+@dataclass(frozen=True)
+class _Memo:
+    """A settings memo: the settings as :func:`_encode` wrote them, and their witness."""
+
+    witness: _Witness
+    settings: dict[str, object]
 
 
 def _process(overrides: Mapping[str, str | None], via: str, config_path: Path | None,
              cwd: str) -> _Process:  # fmt: skip
-    env = [[k, v] for k, v in os.environ.items() if k.startswith("MPS_PIPELINE_") or k in _HOMES]
+    env = ((k, v) for k, v in os.environ.items() if k.startswith("MPS_PIPELINE_") or k in _HOMES)
     return _Process(
-        overrides=sorted([k, v] for k, v in overrides.items() if v not in (None, "")),
+        overrides=tuple(sorted((k, v) for k, v in overrides.items() if v is not None and v)),
         via=via,
         config=None if config_path is None else str(config_path),
         cwd=cwd,
-        env=sorted(env),
-        python=[sys.executable, sys.version],
+        env=tuple(sorted(env)),
+        python=(sys.executable, sys.version),
     )
 
 
@@ -241,21 +265,9 @@ def load(
         memo = os.path.join(state_dir, "cache", MEMO.format(via=via))
         try:
             with open(memo, encoding="utf-8") as fh:
-                saved = Fields(json.load(fh), "", memo)
-            held, encoded = saved.obj("witness"), saved.pop("settings", dict)
-            asked, folder = _Process.read(held), held.pop("state_dir", str)
-            files, kinds = held.pop("files", list), held.pop("kinds", list)
-            resolved = held.pop("resolved", list)
-            held.done()
-            saved.done()
-            if (
-                asked == process
-                and folder == os.path.realpath(state_dir)
-                and fsio.holds(files, fsio.status)
-                and fsio.holds(kinds, fsio.kind)
-                and fsio.holds(resolved, os.path.realpath)
-            ):
-                settings = _decode(encoded)
+                saved = read(_Memo, json.load(fh), memo)
+            if saved.witness.same(process) and saved.witness.holds(state_dir):
+                settings = _decode(saved.settings)
                 if isinstance(settings, Settings):
                     return settings
         except (OSError, ValueError, LookupError, TypeError, AttributeError, DocumentError):
@@ -279,16 +291,16 @@ def _remember(settings: Settings, process: _Process, looked: int) -> None:
             return  # a value JSON would change (a NaN): resolve every time
     except (TypeError, ValueError):
         return
-    witness = {
+    witness = _Witness(
         **dataclasses.asdict(process),
-        "state_dir": str(settings.state_dir),
-        "files": [[path, st] for path, st in found.items()],
-        "kinds": [[path, fsio.kind(path)] for path in looked_at.kinds],
-        "resolved": [list(pair) for pair in looked_at.resolved],
-    }
+        state_dir=str(settings.state_dir),
+        files=[[path, st] for path, st in found.items()],
+        kinds=[[path, fsio.kind(path)] for path in looked_at.kinds],
+        resolved=[list(pair) for pair in looked_at.resolved],
+    )
     memo = settings.cache_dir / MEMO.format(via=process.via)
     try:
         memo.parent.mkdir(exist_ok=True)
-        fsio.write_atomic(memo, json.dumps({"witness": witness, "settings": encoded}) + "\n")
+        fsio.write_atomic(memo, json.dumps(dump(_Memo(witness, encoded))) + "\n")
     except OSError:
         pass

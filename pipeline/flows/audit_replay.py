@@ -35,11 +35,11 @@ from pipeline import fsio
 TYPE_CHECKING = False  # typing's own costs the CLI's replay 3 ms (mypy reads it alike)
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Final, TypeVar
+    from typing import Any, Final, TypeVar
 
     from pipeline.config import Settings
 
-    T = TypeVar("T")
+    M = TypeVar("M", bound="_Model")
 
 SCREEN = "audit.{kind}.screen.json"  # in the operator's state folder, one per kind of audit
 # what rich reads to decide colors and width, besides whether the stream is a terminal
@@ -74,45 +74,88 @@ class _Damaged(Exception):
     """A saved output that does not read back (another version's, or cut short): as none."""
 
 
-class _Doc:
-    """:class:`pipeline.fields.Fields`' way of reading a JSON object (each key popped once,
-    checked for its type, nothing left over) without its imports (the typed errors, enum,
-    typing), which the CLI's replay does without."""
+class _Inline:
+    """A model whose keys sit in its owner's object, not under a key of their own."""
 
-    __slots__ = ("_left",)
+    __slots__ = ("model",)
 
-    def __init__(self, data: object) -> None:
+    def __init__(self, model: type[_Model]) -> None:
+        self.model = model
+
+
+class _Model:
+    """:func:`pipeline.fields.read`'s way with a JSON object (the model's fields are its
+    keys, each checked for its kind, nothing left over) without its imports (dataclasses,
+    typing, the typed errors), which the CLI's replay does without. A model's ``__slots__``
+    name its keys and ``_KINDS`` says, slot by slot, what each holds: a type, a model (an
+    object of its own), an :class:`_Inline` model, or ``(kind, None)``: absent or null, read
+    as None and None written as no key."""
+
+    __slots__: tuple[str, ...] = ()
+    _KINDS: tuple[object, ...]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.to_json() == other.to_json()
+
+    def to_json(self) -> dict[str, object]:
+        found: dict[str, object] = {}
+        for name, kind in zip(self.__slots__, self._KINDS, strict=True):
+            value = getattr(self, name)
+            if isinstance(kind, _Inline):
+                found.update(value.to_json())
+            elif isinstance(value, _Model):
+                found[name] = value.to_json()
+            elif value is not None:
+                found[name] = value
+        return found
+
+    @classmethod
+    def from_json(cls: type[M], data: object) -> M:
+        """The model the JSON object ``data`` holds; :class:`_Damaged` when it does not."""
         if not isinstance(data, dict):
             raise _Damaged
-        self._left = dict(data)
-
-    def pop(self, key: str, kind: type[T]) -> T:
-        found = self.pop_or_none(key, kind)
-        if found is None:
+        left = dict(data)
+        found = cls._take(left)
+        if left:
             raise _Damaged
         return found
 
-    def pop_or_none(self, key: str, kind: type[T]) -> T | None:
-        value = self._left.pop(key, None)
-        if value is None:
-            return None
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-            raise _Damaged
-        return value
+    @classmethod
+    def _take(cls: type[M], left: dict[str, object]) -> M:
+        values = [
+            kind.model._take(left)
+            if isinstance(kind, _Inline)
+            else _value(left.pop(name, None), kind)
+            for name, kind in zip(cls.__slots__, cls._KINDS, strict=True)
+        ]
+        make: Any = cls  # each model's own __init__ takes its slots in order
+        return make(*values)
 
-    def done(self) -> None:
-        if self._left:
-            raise _Damaged
+
+def _value(value: object, kind: object) -> object:
+    if isinstance(kind, tuple):  # (kind, None)
+        return None if value is None else _value(value, kind[0])
+    if isinstance(kind, type) and issubclass(kind, _Model):
+        return kind.from_json(value)
+    # bool is an int to isinstance, never to a reader of a document
+    if (
+        not isinstance(kind, type)
+        or not isinstance(value, kind)
+        or (isinstance(value, bool) and kind is not bool)
+    ):
+        raise _Damaged
+    return value
 
 
 # The models below are slotted classes with Final attributes, not frozen dataclasses:
 # dataclasses imports inspect and typing, several milliseconds of the CLI's replay.
 
 
-class Keys:
+class Keys(_Model):
     """What a saved output must have been made with to be written again (:func:`keys`)."""
 
     __slots__ = ("kind", "inputs", "code", "terminal")
+    _KINDS = (str, str, str, list)
     kind: Final[str]  # cli or doit: which audit saved it
     inputs: Final[str]  # pipeline.state.inputs_digest
     code: Final[str]  # the status of the code that judges and renders (_CODE)
@@ -121,25 +164,12 @@ class Keys:
     def __init__(self, kind: str, inputs: str, code: str, terminal: list[object]) -> None:
         self.kind, self.inputs, self.code, self.terminal = kind, inputs, code, terminal
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Keys) and self.to_json() == other.to_json()
 
-    def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "inputs": self.inputs, "code": self.code,
-                "terminal": self.terminal}  # fmt: skip
-
-    @staticmethod
-    def read(f: _Doc) -> Keys:
-        found = Keys(f.pop("kind", str), f.pop("inputs", str), f.pop("code", str),
-                     f.pop("terminal", list))  # fmt: skip
-        f.done()
-        return found
-
-
-class Process:
+class Process(_Model):
     """The CLI witness's part that is no file: what the command was and where it ran."""
 
     __slots__ = ("argv", "cwd", "env", "python", "terminal")
+    _KINDS = (list, str, list, list, list)
     argv: Final[list[str]]
     cwd: Final[str]
     env: Final[list[list[str]]]  # the settings' variables and the homes (_environment)
@@ -153,25 +183,14 @@ class Process:
         self.argv, self.cwd, self.env, self.python = argv, cwd, env, python
         self.terminal = terminal
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Process) and self.to_json() == other.to_json()
 
-    def to_json(self) -> dict[str, object]:
-        return {"argv": self.argv, "cwd": self.cwd, "env": self.env, "python": self.python,
-                "terminal": self.terminal}  # fmt: skip
-
-    @staticmethod
-    def read(f: _Doc) -> Process:
-        return Process(f.pop("argv", list), f.pop("cwd", str), f.pop("env", list),
-                       f.pop("python", list), f.pop("terminal", list))  # fmt: skip
-
-
-class Witness:
+class Witness(_Model):
     """What a CLI audit's output rests on beyond its inputs' digest (:func:`witness`): the
-    process, the state folder, what it said before the audit, and ``[path, status]`` lists
-    (read back as JSON, checked by :func:`pipeline.fsio.holds`)."""
+    process (its keys beside the others), the state folder, what it said before the audit,
+    and ``[path, status]`` lists (read back as JSON, checked by :func:`pipeline.fsio.holds`)."""
 
     __slots__ = ("process", "state_dir", "announced", "files", "kinds", "resolved")
+    _KINDS = (_Inline(Process), str, str, list, list, list)
     process: Final[Process]
     state_dir: Final[str]
     announced: Final[str]  # what the CLI said on stderr before the audit
@@ -186,24 +205,6 @@ class Witness:
         self.process, self.state_dir, self.announced = process, state_dir, announced
         self.files, self.kinds, self.resolved = files, kinds, resolved
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Witness) and self.to_json() == other.to_json()
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            **self.process.to_json(), "state_dir": self.state_dir,
-            "announced": self.announced, "files": self.files, "kinds": self.kinds,
-            "resolved": self.resolved,
-        }  # fmt: skip
-
-    @staticmethod
-    def read(f: _Doc) -> Witness:
-        found = Witness(Process.read(f), f.pop("state_dir", str), f.pop("announced", str),
-                        f.pop("files", list), f.pop("kinds", list),
-                        f.pop("resolved", list))  # fmt: skip
-        f.done()
-        return found
-
     def holds(self) -> bool:
         """Whether every path looked at is as it was."""
         return (
@@ -213,11 +214,12 @@ class Witness:
         )
 
 
-class Screen:
+class Screen(_Model):
     """One audit's saved output (``audit.<kind>.screen.json``): the keys it was made with,
     what it wrote, whether every item passed, and (a CLI audit's) its witness."""
 
     __slots__ = ("keys", "stdout", "stderr", "ok", "witness")
+    _KINDS = (Keys, str, str, bool, (Witness, None))
     keys: Final[Keys]
     stdout: Final[str]
     stderr: Final[str]
@@ -230,24 +232,13 @@ class Screen:
         self.keys, self.stdout, self.stderr, self.ok = keys, stdout, stderr, ok
         self.witness = witness
 
-    def to_json(self) -> dict[str, object]:
-        held = {} if self.witness is None else {"witness": self.witness.to_json()}
-        return {"keys": self.keys.to_json(), "stdout": self.stdout, "stderr": self.stderr,
-                "ok": self.ok, **held}  # fmt: skip
-
     @staticmethod
     def read(text: str) -> Screen | None:
         """The saved output in ``text``, or None when it does not read back."""
         try:
-            f = _Doc(json.loads(text))
-            held = f.pop_or_none("witness", dict)
-            found = Screen(Keys.read(_Doc(f.pop("keys", dict))), f.pop("stdout", str),
-                           f.pop("stderr", str), f.pop("ok", bool),
-                           None if held is None else Witness.read(_Doc(held)))  # fmt: skip
-            f.done()
+            return Screen.from_json(json.loads(text))
         except (ValueError, _Damaged):
             return None
-        return found
 
 
 def _code_key() -> str:

@@ -20,7 +20,7 @@ from rich.console import Console
 from pipeline import state
 from pipeline.config import Settings
 from pipeline.errors import ConfigError, DocumentError, WorkLeftError
-from pipeline.fields import Fields
+from pipeline.fields import dump, read
 from pipeline.flows import kernel
 from pipeline.flows.request import Request
 from pipeline.fsio import write_atomic
@@ -137,13 +137,18 @@ def _last_findings(record: Path) -> frozenset[str]:
     """The findings the last run recorded; none when there was no run yet (or the record
     is damaged): every finding is new."""
     try:
-        f = Fields(json.loads(record.read_text(encoding="utf-8")), "", record.name)
-        f.pop("schema", int)
-        found = frozenset(f.strings("findings"))
-        f.done()
+        last = read(_LastRun, json.loads(record.read_text(encoding="utf-8")), record.name)
     except (OSError, ValueError, DocumentError):
         return frozenset()
-    return found
+    return frozenset(last.findings)
+
+
+@dataclass(frozen=True)
+class _LastRun:
+    """``check-kernel.json``: the findings of the last ``check-kernel --all``."""
+
+    schema: int
+    findings: tuple[str, ...]
 
 
 def _finding_keys(reports: Sequence[KernelFileReport]) -> list[str]:
@@ -171,5 +176,5 @@ def check_all(settings: Settings) -> AllRun:
     last = _last_findings(record)
     found = _finding_keys(reports)
     record.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(record, json.dumps({"schema": 1, "findings": found}, indent=1))
+    write_atomic(record, json.dumps(dump(_LastRun(1, tuple(found))), indent=1))
     return AllRun(tuple(reports), tuple(errors), tuple(f for f in found if f not in last))

@@ -1,6 +1,7 @@
 """What the migrate chain's stages hand each other through the operator's state folder:
-each file a frozen dataclass, written by one stage with ``to_json`` and read by the next
-with ``read`` (every key popped and checked, none left over: :class:`pipeline.fields.Fields`),
+each file a frozen dataclass, written by one stage (:func:`pipeline.fields.dump`, or its
+``to_json``) and read by the next with ``read`` (every key checked, none left over:
+:func:`pipeline.fields.read`),
 so a renamed field fails where the file is read, not as a missing key further in.
 """
 
@@ -12,17 +13,16 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.errors import DocumentError
-from pipeline.fields import Fields
+from pipeline.fields import Fields, read
 from pipeline.results.decide import XfailDecision
 from pipeline.state import edit_digest, op_files
 
 
-def _fields(path: Path) -> Fields:
+def _json(path: Path) -> object:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise DocumentError(str(path), "the file", f"is not JSON ({exc})") from None
-    return Fields(data, "", str(path))
 
 
 @dataclass(frozen=True)
@@ -49,30 +49,9 @@ class EditRecord:
     manual: tuple[str, ...]
     old_name_refs: tuple[OldNameRef, ...]
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "inputs": self.inputs,
-            "edited": [{"file": e.file, "summary": e.summary} for e in self.edited],
-            "manual": list(self.manual),
-            "old_name_refs": [
-                {"name": r.name, "file": r.file, "line": r.line} for r in self.old_name_refs
-            ],
-        }
-
     @classmethod
     def read(cls, path: Path) -> EditRecord:
-        f = _fields(path)
-        edited = []
-        for e in f.objs("edited"):
-            edited.append(EditedFile(e.pop("file", str), e.pop("summary", str)))
-            e.done()
-        refs = []
-        for r in f.objs("old_name_refs"):
-            refs.append(OldNameRef(r.pop("name", str), r.pop("file", str), r.pop("line", int)))
-            r.done()
-        record = cls(f.pop("inputs", str), tuple(edited), f.strings("manual"), tuple(refs))
-        f.done()
-        return record
+        return read(cls, _json(path), str(path))
 
 
 def edit_current(
@@ -116,13 +95,26 @@ class DropsRecord:
 
     @classmethod
     def read(cls, path: Path) -> DropsRecord:
-        f = _fields(path)
-        record = cls(
-            decisions=tuple(XfailDecision.from_fields(d) for d in f.objs("decisions")),
-            diff=f.pop("diff", str),
-            verified=f.pop("verified", str, type(None)),
-            verified_junit=f.pop("verified_junit", str, type(None)),
-            tested=f.pop("tested", str),
+        doc = str(path)
+        found = read(_Drops, _json(path), doc)
+        return cls(
+            decisions=tuple(
+                XfailDecision.from_fields(Fields(d, f"decisions[{i}]", doc))
+                for i, d in enumerate(found.decisions)
+            ),
+            diff=found.diff,
+            verified=found.verified,
+            verified_junit=found.verified_junit,
+            tested=found.tested,
         )
-        f.done()
-        return record
+
+
+@dataclass(frozen=True)
+class _Drops:
+    """``xfails.json`` as written: its decisions read by :class:`XfailDecision`'s own reader."""
+
+    decisions: tuple[object, ...]
+    diff: str
+    verified: str | None
+    verified_junit: str | None
+    tested: str

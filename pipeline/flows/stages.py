@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -22,7 +23,7 @@ from pipeline.config import Settings
 from pipeline.edit import transaction
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import DocumentError, PipelineError, StaleShaderError, WorkLeftError
-from pipeline.fields import Fields
+from pipeline.fields import Fields, dump, read
 from pipeline.flows.audit import record_audit
 from pipeline.flows.hold import pending, recover_edit, waiting_line
 from pipeline.flows.records import DropsRecord, EditedFile, EditRecord, OldNameRef
@@ -139,7 +140,7 @@ def edit(request: Request, console: Console) -> None:
         manual=tuple(plan.notes),
         old_name_refs=tuple(OldNameRef(n, s.path, s.start) for n, s in leftovers),
     )
-    state.write_json(files.edit, record.to_json())
+    state.write_json(files.edit, dump(record))
 
 
 # ---------------------------------------------------------------------------- build
@@ -167,7 +168,8 @@ def run_build(settings: Settings, console: Console) -> build_runner.BuildResult:
             settings.root, settings.build_dir, before, build_runner.find_ninja()
         )
     except StaleShaderError as exc:
-        state.write_json(state.build_check(settings), {"stale": [str(f) for f in exc.findings]})
+        stale = _StaleBuild(tuple(str(f) for f in exc.findings))
+        state.write_json(state.build_check(settings), dump(stale))
         raise
     state.write_json(state.build_check(settings), check.to_dict())
     console.print(f"build: {check.describe()}; {check.toolchain.describe()}", highlight=False)
@@ -358,6 +360,13 @@ def _final_table(
 # -------------------------------------------------------------------------- summary
 
 
+@dataclass(frozen=True)
+class _StaleBuild:
+    """build-check.json of a build the shader check stopped: its findings, one a line."""
+
+    stale: tuple[str, ...]
+
+
 def _build_lines(settings: Settings) -> list[str]:
     """The last build's shader check and toolchain, as build-check.json recorded them."""
     path = state.build_check(settings)
@@ -366,9 +375,7 @@ def _build_lines(settings: Settings) -> list[str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(data, dict) and "stale" in data:  # the check stopped that build
-            record = Fields(data, "", path.name)
-            stale = record.strings("stale")
-            record.done()
+            stale = read(_StaleBuild, data, path.name).stale
             return [f"- build: stale shader: {line}" for line in stale]
         check = shaders.ShaderCheck.from_dict(data)
     except (ValueError, DocumentError) as exc:  # json.JSONDecodeError included

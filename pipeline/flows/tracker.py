@@ -19,7 +19,7 @@ from typing import Any
 
 from pipeline.config import Settings
 from pipeline.errors import DocumentError
-from pipeline.fields import Fields
+from pipeline.fields import dump, read
 from pipeline.github import Cached, GitHubClient, Written
 from pipeline.guide.backlog import BacklogItem, backlog
 from pipeline.guide.claims import Claim, PullRequest, claims, identifiers, patch_words
@@ -63,15 +63,6 @@ class KnownPull:
     files: tuple[str, ...]
     words: tuple[str, ...]
 
-    @classmethod
-    def read(cls, fields: Fields) -> KnownPull:
-        known = cls(fields.pop("updated_at", str), fields.strings("files"), fields.strings("words"))
-        fields.done()
-        return known
-
-    def as_json(self) -> dict[str, object]:
-        return {"updated_at": self.updated_at, "files": self.files, "words": self.words}
-
 
 @dataclass
 class Cache:
@@ -84,24 +75,24 @@ class Cache:
     @classmethod
     def load(cls, path: Path) -> Cache:
         try:
-            top = Fields(json.loads(path.read_text(encoding="utf-8")), "", path.name)
-            if top.pop("version", int, type(None)) != CACHE_VERSION:
-                return cls()  # another version's: start again
-            etags, prs = top.obj_or_none("etags"), top.obj_or_none("prs")
-            top.done()
-            return cls(
-                {url: Cached.read(etags.obj(url)) for url in etags.names()} if etags else {},
-                {n: KnownPull.read(prs.obj(n)) for n in prs.names()} if prs else {},
-            )
+            found = read(_CacheFile, json.loads(path.read_text(encoding="utf-8")), path.name)
         except (OSError, ValueError, DocumentError):
             return cls()  # none yet, or damaged: the run costs what a first run costs
+        if found.version != CACHE_VERSION:
+            return cls()  # another version's: start again
+        return cls(found.etags or {}, found.prs or {})
 
     def save(self, path: Path) -> None:
-        write_json(path, {
-            "version": CACHE_VERSION,
-            "etags": {url: cached.as_json() for url, cached in self.etags.items()},
-            "prs": {number: known.as_json() for number, known in self.prs.items()},
-        })  # fmt: skip
+        write_json(path, dump(_CacheFile(CACHE_VERSION, self.etags, self.prs)))
+
+
+@dataclass(frozen=True)
+class _CacheFile:
+    """The cache as it is kept: a :class:`Cache` and the version of its shape."""
+
+    version: int | None = None
+    etags: dict[str, Cached] | None = None
+    prs: dict[str, KnownPull] | None = None
 
 
 def client_for(

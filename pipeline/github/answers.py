@@ -19,7 +19,6 @@ import requests
 import urllib3
 
 from pipeline.errors import GitHubError
-from pipeline.fields import Fields
 
 MAX_BODY = 50 * 1024 * 1024  # bytes of one answer: a comment list page is a few hundred KB
 
@@ -60,19 +59,8 @@ class Cached:
     """What a 304 for one URL stands for: the answer read with ``etag``, and its next page."""
 
     etag: str
-    data: Any  # the JSON as GitHub sent it
+    data: dict[str, object] | list  # the JSON as GitHub sent it (its items unchecked)
     next: str | None
-
-    @classmethod
-    def read(cls, fields: Fields) -> Cached:
-        """One entry of a saved cache, checked (:class:`~pipeline.fields.Fields`)."""
-        cached = cls(fields.pop("etag", str), fields.pop("data", dict, list),
-                     fields.pop("next", str, type(None)))  # fmt: skip
-        fields.done()
-        return cached
-
-    def as_json(self) -> dict[str, object]:
-        return {"etag": self.etag, "data": self.data, "next": self.next}
 
 
 class _TooSlow(Exception):

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from pipeline.fields import Fields
+from pipeline.fields import Fields, read
 from pipeline.guide.exec_paths import ExecPath, counts_to_json, operator_paths
 from pipeline.guide.workflow import Workflow, of_record
 from pipeline.tree.index import NO_OPINFO, TreeIndex
@@ -52,20 +52,32 @@ class BacklogItem:
     @classmethod
     def from_fields(cls, f: Fields) -> BacklogItem:
         """:meth:`to_dict` read back, every key checked."""
-        paths = f.obj("paths")
-        item = cls(
-            op=f.pop("op", str),
-            workflow=f.enum("workflow", Workflow),
-            overloads=f.pop("overloads", int),
-            mps_kernels=f.strings("mps_kernels"),
-            xfail_dtypes=f.pop("xfail_dtypes", int),
-            has_functor=f.pop("has_functor", bool),
-            has_opinfo=f.pop("has_opinfo", bool),
-            paths=tuple((paths.member(p, ExecPath, p), paths.pop(p, int)) for p in paths.names()),
+        # the reader of the nightly's summary hands an item over as fields: read whole
+        found = read(_Written, {k: f.take(k)[0] for k in f.names()}, f.doc, f.where)
+        return cls(
+            op=found.op,
+            workflow=found.workflow,
+            overloads=found.overloads,
+            mps_kernels=found.mps_kernels,
+            xfail_dtypes=found.xfail_dtypes,
+            has_functor=found.has_functor,
+            has_opinfo=found.has_opinfo,
+            paths=tuple((f.member(f"paths.{p}", ExecPath, p), n) for p, n in found.paths.items()),
         )
-        for done in (paths, f):
-            done.done()
-        return item
+
+
+@dataclass(frozen=True)
+class _Written:
+    """:meth:`BacklogItem.to_dict` as written: its paths' counts keyed by the path's name."""
+
+    op: str
+    workflow: Workflow
+    overloads: int
+    mps_kernels: tuple[str, ...]
+    xfail_dtypes: int
+    has_functor: bool
+    has_opinfo: bool
+    paths: dict[str, int]
 
 
 def paths_cell(paths: tuple[tuple[ExecPath, int], ...]) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from pipeline.fields import Fields
+from pipeline.fields import Fields, read
 from pipeline.impact import cscan, pyscan
 from pipeline.impact.changes import ChangedFile, Range
 from pipeline.impact.view import Resolver, TreeView
@@ -142,31 +142,51 @@ class Impact:
     def from_fields(cls, f: Fields) -> Impact:
         """``to_dict()`` read back (results.json's ``impact``), every key checked; the
         operators' kinds and keys, which the document does not hold, are left unknown."""
-        operators = []
-        for op in f.objs("operators"):
-            operators.append(AffectedOp(op.pop("operator", str), op.strings("reasons")))
-            op.done()
-        impact = cls(
-            operators=tuple(operators),
-            full_sweep=f.pop("full_sweep", bool),
-            full_sweep_reasons=f.strings("full_sweep_reasons"),
-            build_needed=f.pop("build_needed", bool),
-            ignored=f.strings("ignored"),
-            test_ids=f.strings("test_ids"),
-            selected=f.pop("selected", int),
-            total=f.pop("total", int),
-            warnings=f.strings("warnings"),
-            # absent from an older writer's document: it selected no Inductor test
-            inductor_tests=f.strings_or_none("inductor_tests") or (),
-            inductor_reasons=f.strings_or_none("inductor_reasons") or (),
+        # the reader of results.json hands its impact over as fields: read whole from them
+        data = {k: f.take(k)[0] for k in f.names()}
+        found = read(_Written, data, f.doc, f.where)
+        return cls(
+            operators=tuple(AffectedOp(op.operator, op.reasons) for op in found.operators),
+            full_sweep=found.full_sweep,
+            full_sweep_reasons=found.full_sweep_reasons,
+            build_needed=found.build_needed,
+            ignored=found.ignored,
+            test_ids=found.test_ids,
+            selected=found.selected,
+            total=found.total,
+            warnings=found.warnings,
+            inductor_tests=found.inductor_tests,
+            inductor_reasons=found.inductor_reasons,
         )
-        f.pop("fraction", int, float)  # derived from selected and total
-        f.done()
-        return impact
 
     def to_json(self) -> AffectedJson:
         """The ``affected --json`` document: ``to_dict()`` with its schema version."""
         return {"schema": SCHEMA, **self.to_dict()}
+
+
+@dataclass(frozen=True)
+class _WrittenOp:
+    operator: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Written:
+    """:meth:`Impact.to_dict` as written (:class:`ImpactJson`)."""
+
+    operators: tuple[_WrittenOp, ...]
+    full_sweep: bool
+    full_sweep_reasons: tuple[str, ...]
+    build_needed: bool
+    ignored: tuple[str, ...]
+    selected: int
+    total: int
+    fraction: float  # derived from selected and total: only checked
+    test_ids: tuple[str, ...]
+    warnings: tuple[str, ...]
+    # absent from an older writer's document: it selected no Inductor test
+    inductor_tests: tuple[str, ...] = ()
+    inductor_reasons: tuple[str, ...] = ()
 
 
 @dataclass

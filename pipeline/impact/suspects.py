@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from pipeline.errors import PipelineError
-from pipeline.fields import Fields
+from pipeline.fields import Fields, read
 from pipeline.impact.analyze import OWN, SHARED, Impact, analyze, classify
 from pipeline.impact.changes import changed_files
 from pipeline.impact.view import TreeView, load_view
@@ -65,11 +65,10 @@ class Suspect:
     @classmethod
     def from_fields(cls, f: Fields) -> Suspect:
         """:meth:`to_dict` read back, every key checked."""
-        kind = f.pop("kind", str)
-        if kind not in KINDS:
-            raise f.error("kind", f"is {kind!r}, not one of {', '.join(KINDS)}")
-        found = cls(f.pop("commit", str), f.pop("title", str), kind, f.strings("reasons"))
-        f.done()
+        # the reader of nightly.json hands a suspect over as fields: read whole from them
+        found = read(cls, {k: f.take(k)[0] for k in f.names()}, f.doc, f.where)
+        if found.kind not in KINDS:
+            raise f.error("kind", f"is {found.kind!r}, not one of {', '.join(KINDS)}")
         return found
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pipeline.errors import ConfigError, DocumentError, NoTorchError
-from pipeline.fields import Fields
+from pipeline.fields import Fields, read
 from pipeline.fsio import write_atomic
 from pipeline.tree import opinfo
 from pipeline.tree.source import TreeSource
@@ -80,10 +80,32 @@ class Case:
 
 
 @dataclass(frozen=True)
+class _CaseOut:
+    """One case of math_torch.py's OUT as it is written (its docstring has the shape); a
+    case the script refused early leaves the keys with a default out."""
+
+    n: int
+    inputs: tuple[str, ...]  # base64 of each operand's bytes, one block
+    errors: dict[str, str]
+    block: int | None = None
+    alphas: tuple[str, ...] | None = None  # base64 of each alpha value
+    alpha_shown: tuple[str, ...] | None = None
+    edge: int | None = None
+    samples: int | None = None
+    reference: str | None = None  # base64 of n values
+    result_dtype: str | None = None
+    upcast: bool | None = None
+    via: str | None = None
+    no_reference: str | None = None
+    kwargs: dict[str, object] | None = None  # for readers: the keywords the reference ran with
+    note: str | None = None  # for readers: why op_db could not be imported
+
+
+@dataclass(frozen=True)
 class TorchAnswer:
-    """math_torch.py's answer for one case (its docstring has the shape), read once: the
-    inputs, alphas and reference decoded from base64. A case the script failed on answers
-    ``no_reference`` and no inputs."""
+    """math_torch.py's answer for one case, read once: the inputs, alphas and reference
+    decoded from base64. A case the script failed on answers ``no_reference`` and no
+    inputs."""
 
     n: int  # values per operand, every alpha's block together
     block: int  # values per operand for one alpha value (``n`` without alphas)
@@ -100,36 +122,54 @@ class TorchAnswer:
     no_reference: str | None
 
     @classmethod
-    def from_fields(cls, f: Fields) -> TorchAnswer:
-        n = f.pop("n", int)
-        ref = f.pop("reference", str, type(None))
-        errors = f.obj("errors")
-        found = cls(
-            n=n,
-            block=f.pop("block", int, type(None)) or n,
-            inputs=tuple(base64.b64decode(x) for x in f.strings("inputs")),
-            alphas=tuple(base64.b64decode(a) for a in f.strings_or_none("alphas") or ()),
-            alpha_shown=f.strings_or_none("alpha_shown") or (),
-            edge=f.pop("edge", int, type(None)) or 0,
-            samples=f.pop("samples", int, type(None)) or 0,
-            reference=None if ref is None else base64.b64decode(ref),
-            result_dtype=f.pop("result_dtype", str, type(None)),
-            errors={int(i): errors.pop(i, str) for i in errors.names()},
-            upcast=bool(f.pop("upcast", bool, type(None))),
-            via=f.pop("via", str, type(None)),
-            no_reference=f.pop("no_reference", str, type(None)),
+    def from_json(cls, answer: object, case_id: str) -> TorchAnswer:
+        out = read(_CaseOut, answer, SCRIPT.name, case_id)
+        return cls(
+            n=out.n,
+            block=out.block or out.n,
+            inputs=tuple(base64.b64decode(x) for x in out.inputs),
+            alphas=tuple(base64.b64decode(a) for a in out.alphas or ()),
+            alpha_shown=out.alpha_shown or (),
+            edge=out.edge or 0,
+            samples=out.samples or 0,
+            reference=None if out.reference is None else base64.b64decode(out.reference),
+            result_dtype=out.result_dtype,
+            errors={int(i): message for i, message in out.errors.items()},
+            upcast=bool(out.upcast),
+            via=out.via,
+            no_reference=out.no_reference,
         )
-        f.pop("kwargs", dict, type(None))  # for readers: the keywords the reference ran with
-        f.pop("note", str, type(None))
-        for done in (errors, f):
-            done.done()
-        return found
+
+
+@dataclass(frozen=True)
+class _Storage:
+    """A tensor input of kernel_torch.py's answer: its storage from the view's offset."""
+
+    data: str  # base64
+    shape: tuple[object, ...]  # for readers: the view's shape and strides
+    stride: tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class _RunOut:
+    """kernel_torch.py's answer for one input of a kernel case, as it is written (its
+    docstring has the shape)."""
+
+    label: str
+    tensors: dict[str, _Storage]
+    structs: dict[str, dict[str, int | tuple[int, ...]]]
+    grid: tuple[int, int, int]
+    tptg: tuple[int, int, int]
+    output_bytes: int
+    output_dtype: str
+    reference: str | None  # base64
+    error: str | None
 
 
 @dataclass(frozen=True)
 class KernelAnswer:
-    """kernel_torch.py's answer for one input of a kernel case (its docstring has the shape),
-    read once: the inputs' bytes decoded, the structs' values, the launch sizes evaluated."""
+    """kernel_torch.py's answer for one input of a kernel case, read once: the inputs'
+    bytes decoded, the structs' values, the launch sizes evaluated."""
 
     label: str  # the input: "large magnitudes, length 1025"
     tensors: Mapping[str, bytes]  # input name -> its storage from the view's offset
@@ -142,44 +182,22 @@ class KernelAnswer:
     error: str | None  # torch's message when it refused the input
 
     @classmethod
-    def from_fields(cls, f: Fields) -> KernelAnswer:
-        tensors, structs = f.obj("tensors"), f.obj("structs")
-        ref = f.pop("reference", str, type(None))
-        found = cls(
-            label=f.pop("label", str),
-            tensors={name: _storage(tensors.obj(name)) for name in tensors.names()},
-            structs={name: _values(structs.obj(name)) for name in structs.names()},
-            grid=_ints(f, "grid"),
-            tptg=_ints(f, "tptg"),
-            output_bytes=f.pop("output_bytes", int),
-            output_dtype=f.pop("output_dtype", str),
-            reference=None if ref is None else base64.b64decode(ref),
-            error=f.pop("error", str, type(None)),
+    def from_json(cls, run: object, where: str) -> KernelAnswer:
+        out = read(_RunOut, run, KERNEL_SCRIPT.name, where)
+        return cls(
+            label=out.label,
+            tensors={name: base64.b64decode(t.data) for name, t in out.tensors.items()},
+            structs={
+                name: {f: list(v) if isinstance(v, tuple) else v for f, v in values.items()}
+                for name, values in out.structs.items()
+            },
+            grid=out.grid,
+            tptg=out.tptg,
+            output_bytes=out.output_bytes,
+            output_dtype=out.output_dtype,
+            reference=None if out.reference is None else base64.b64decode(out.reference),
+            error=out.error,
         )
-        for done in (tensors, structs, f):
-            done.done()
-        return found
-
-
-def _storage(f: Fields) -> bytes:
-    data = base64.b64decode(f.pop("data", str))
-    f.pop("shape", list)  # for readers: the view's shape and strides
-    f.pop("stride", list)
-    f.done()
-    return data
-
-
-def _values(f: Fields) -> dict[str, int | list[int]]:
-    found = {field: f.pop(field, int, list) for field in f.names()}
-    f.done()
-    return found
-
-
-def _ints(f: Fields, key: str) -> tuple[int, ...]:
-    found = f.pop(key, list)
-    if len(found) != 3 or not all(isinstance(n, int) and not isinstance(n, bool) for n in found):
-        raise f.error(key, f"is {found!r}, not three integers")
-    return tuple(found)
 
 
 def torch_package(source: TreeSource) -> Path:
@@ -205,10 +223,7 @@ def references(
     :func:`cached`)."""
     request = {"max_samples": max_samples}
     found = cached(source, SCRIPT, cases, cache_dir, request)
-    return {
-        case_id: TorchAnswer.from_fields(Fields(answer, case_id, SCRIPT.name))
-        for case_id, answer in found.items()
-    }
+    return {case_id: TorchAnswer.from_json(answer, case_id) for case_id, answer in found.items()}
 
 
 def kernel_references(
@@ -221,10 +236,17 @@ def kernel_references(
         if not isinstance(answer, list):
             raise DocumentError(KERNEL_SCRIPT.name, case_id, "must be list")
         found[case_id] = tuple(
-            KernelAnswer.from_fields(Fields(run, f"{case_id}[{i}]", KERNEL_SCRIPT.name))
-            for i, run in enumerate(answer)
+            KernelAnswer.from_json(run, f"{case_id}[{i}]") for i, run in enumerate(answer)
         )
     return found
+
+
+@dataclass(frozen=True)
+class _ScriptOut:
+    """A torch script's OUT: each case's answer, by id."""
+
+    torch: str  # for readers: the torch that answered
+    cases: dict[str, object]
 
 
 def cached(
@@ -261,16 +283,14 @@ def cached(
             missing[case.id] = (asked, path)
     if missing:
         asking = {**request, "cases": [c for c, _ in missing.values()]}
-        f = Fields(run_script(source, script, asking), "", script.name)
-        f.pop("torch", str)  # for readers: the torch that answered
-        found = f.obj("cases")
+        out = read(_ScriptOut, run_script(source, script, asking), script.name)
+        found = Fields(out.cases, "cases", script.name)  # keyed by case id
         cache_dir.mkdir(parents=True, exist_ok=True)
         for case_id, (_, path) in missing.items():
             answer = found.pop(case_id, dict, list)
             write_atomic(path, json.dumps(answer))
             answers[case_id] = answer
-        for done in (found, f):
-            done.done()
+        found.done()
     return {case.id: answers[case.id] for case in cases}
 
 

@@ -27,7 +27,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -40,7 +40,7 @@ from pipeline.errors import (
     StaleShaderFinding,
     StaleShaderReason,
 )
-from pipeline.fields import Fields
+from pipeline.fields import dump, read
 from pipeline.run.ninja_data import LogEntry, NinjaData, Node, read_log
 from pipeline.tree import files, paths
 from pipeline.tree.includes import shader_sources
@@ -59,11 +59,11 @@ BUILD_CHECK = "build-check.json"
 T = TypeVar("T")
 
 
-def _read(read: Callable[[], T]) -> T:
-    """A build-check.json record, read on Fields; ValueError, as its readers expect, for
-    a field that is missing, of another type or unknown."""
+def _read(kind: type[T], data: object) -> T:
+    """A build-check.json record (:func:`pipeline.fields.read`); ValueError, as its readers
+    expect, for a field that is missing, of another type or unknown."""
     try:
-        return read()
+        return read(kind, data, BUILD_CHECK)
     except DocumentError as exc:
         raise ValueError(f"not a shader check record: {exc.where} {exc.problem}") from None
 
@@ -137,30 +137,6 @@ class Toolchain:
             f"Metal language {self.metal_std}"
         )
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> Toolchain:
-        """The inverse of :meth:`to_dict` (build-check.json); ValueError on anything else."""
-        return _read(lambda: cls.from_fields(Fields(data, "", BUILD_CHECK)))
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> Toolchain:
-        made = cls(
-            f.enum("kind", ToolchainKind),
-            f.pop("developer_dir", str, type(None)),
-            f.enum("shader_form", ShaderForm),
-            f.pop("metal_std", str),
-        )
-        f.done()
-        return made
-
-    def to_dict(self) -> dict[str, str | None]:
-        return {
-            "kind": self.kind.value,
-            "developer_dir": self.developer_dir,
-            "shader_form": self.shader_form.value,
-            "metal_std": self.metal_std,
-        }
-
 
 def developer_dir() -> str | None:
     """``xcode-select -p``'s answer, or None where there is no such command (not a Mac)."""
@@ -205,27 +181,18 @@ class ShaderCheck:
         return f"shaders: {self.status.value} ({len(self.artifacts)} artifact(s))"
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> ShaderCheck:
+    def from_dict(cls, data: object) -> ShaderCheck:
         """The inverse of :meth:`to_dict` (build-check.json); ValueError on anything else."""
-        return _read(lambda: cls.from_fields(Fields(data, "", BUILD_CHECK)))
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> ShaderCheck:
-        checked = []
-        for pair in f.objs("checked"):
-            checked.append((pair.pop("source", str), pair.pop("artifact", str)))
-            pair.done()
-        made = cls(
-            f.enum("status", CheckStatus),
-            f.strings("artifacts"),
-            tuple(checked),
-            f.pop("library", str, type(None)),
-            Toolchain.from_fields(f.obj("toolchain")),
-            float(f.pop("seconds", float, int)),
-            f.pop("note", str),
+        found = _read(_Written, data)
+        return cls(
+            found.status,
+            found.artifacts,
+            tuple((c.source, c.artifact) for c in found.checked),
+            found.library,
+            found.toolchain,
+            found.seconds,
+            found.note,
         )
-        f.done()
-        return made
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -233,10 +200,30 @@ class ShaderCheck:
             "artifacts": list(self.artifacts),
             "checked": [{"source": s, "artifact": a} for s, a in self.checked],
             "library": self.library,
-            "toolchain": self.toolchain.to_dict(),
+            "toolchain": dump(self.toolchain),
             "seconds": round(self.seconds, 3),
             "note": self.note,
         }
+
+
+@dataclass(frozen=True)
+class _Checked:
+    source: str
+    artifact: str
+
+
+@dataclass(frozen=True)
+class _Written:
+    """:meth:`ShaderCheck.to_dict` as written: its pairs as objects (its toolchain is
+    :class:`Toolchain` as it is)."""
+
+    status: CheckStatus
+    artifacts: tuple[str, ...]
+    checked: tuple[_Checked, ...]
+    library: str | None
+    toolchain: Toolchain
+    seconds: float
+    note: str
 
 
 def check(
@@ -361,8 +348,8 @@ def _chain(
     """The non-phony nodes on a path of rebuild edges from ``start`` to ``library``
     (``start`` excluded, ``library`` included); None when there is no such path."""
     readers: dict[str, list[str]] = {}
-    for target, read in deps.items():
-        for name in read:
+    for target, inputs in deps.items():
+        for name in inputs:
             readers.setdefault(name, []).append(target)
     parent: dict[str, str] = {}
     phony: set[str] = set()

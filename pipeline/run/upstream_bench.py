@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.fields import Fields
+from pipeline.fields import read
 from pipeline.fsio import write_atomic
 from pipeline.results.speed import UpstreamFigure
 from pipeline.run.speed import BenchOp
@@ -97,18 +98,29 @@ def run(
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise PipelineError(f"speed: {BENCH_FILE} failed (exit {proc.returncode}): {last}")
-    top = Fields(json.loads(out.read_text(encoding="utf-8")), "", out.name)
-    figures = tuple(_figure(f) for f in top.objs("rows"))
-    top.done()
-    return figures
+    return _figures(json.loads(out.read_text(encoding="utf-8")), out.name)
 
 
-def _figure(f: Fields) -> UpstreamFigure:
-    """One row SCRIPT wrote: a measurement (label, median, iqr) or the error instead."""
-    figure = UpstreamFigure(
-        f.pop("op", str), f.pop("dtype", str), f.pop("label", str, type(None)) or "",
-        f.pop("median", float, int, type(None)), f.pop("iqr", float, int, type(None)),
-        f.pop("error", str, type(None)) or "",
-    )  # fmt: skip
-    f.done()
-    return figure
+def _figures(data: object, doc: str) -> tuple[UpstreamFigure, ...]:
+    """The rows SCRIPT wrote (``data``, from ``doc``) as figures."""
+    rows = read(_Rows, data, doc).rows
+    return tuple(
+        UpstreamFigure(r.op, r.dtype, r.label or "", r.median, r.iqr, r.error or "") for r in rows
+    )
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One row SCRIPT writes: a measurement (label, median, iqr) or the error instead."""
+
+    op: str
+    dtype: str
+    label: str | None = None
+    median: float | None = None
+    iqr: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class _Rows:
+    rows: tuple[_Row, ...]

@@ -63,7 +63,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -71,7 +71,7 @@ import yaml
 
 from pipeline.dtypes import TEST_KINDS, TORCH_ALIASES, sort_key
 from pipeline.errors import ConfigError, DocumentError, ParseError, UnreadableFileError
-from pipeline.fields import Fields
+from pipeline.fields import read
 from pipeline.fsio import write_atomic
 from pipeline.testid import TestId
 from pipeline.tree.source import TreeSource
@@ -201,18 +201,75 @@ def _sorted_pairs(mapping: dict) -> tuple[tuple[str, str], ...]:
 
 # --- the YAML table ----------------------------------------------------------------------
 
-_ENTRY_KEYS = {
-    "name",
-    "variant_test_name",
-    "aten_name",
-    "aliases",
-    "dtypes",
-    "decorators",
-    "output_dtypes",
-}
-_DECORATOR_KEYS = {"kind", "test", "dtypes", "where"}
-T = TypeVar("T")
+_SAYS = "says"  # a table field's metadata: a wrong value of it, in the table's own words
+_NAME_REQUIRED = "'name' is required and must be a string"
 Bad = Callable[[str], ParseError]
+T = TypeVar("T")
+
+
+def _says(message: str) -> dict[str, str]:
+    return {_SAYS: message}
+
+
+@dataclass(frozen=True)
+class _TableEntry:
+    """One OpInfo of a hand-written table as written (schema in the module docs)."""
+
+    name: str = field(metadata=_says(_NAME_REQUIRED))
+    dtypes: tuple[object, ...] = field(
+        metadata=_says("{name}: 'dtypes' is required and must be a list")
+    )
+    decorators: tuple[object, ...] | None = field(
+        default=None, metadata=_says("{name}: each decorator is a mapping with a 'kind'")
+    )
+    variant_test_name: str | None = field(
+        default=None, metadata=_says("{name}: variant_test_name must be a string")
+    )
+    aten_name: str | None = field(
+        default=None, metadata=_says("{name}: aten_name must be a string")
+    )
+    aliases: tuple[str, ...] | None = field(
+        default=None, metadata=_says("{name}: aliases must be a list of strings")
+    )
+    output_dtypes: dict[str, object] | None = field(
+        default=None, metadata=_says("{name}: output_dtypes must be a mapping {{input: output}}")
+    )
+
+
+@dataclass(frozen=True)
+class _TableDecorator:
+    """A decorator of a table's OpInfo as written."""
+
+    kind: str = field(metadata=_says("{name}: each decorator is a mapping with a 'kind'"))
+    test: str | None = field(
+        default=None, metadata=_says("{name}: a decorator's test must be a string")
+    )
+    dtypes: tuple[object, ...] | None = field(
+        default=None, metadata=_says("{name}: dtypes must be a list")
+    )
+    where: str | None = field(
+        default=None, metadata=_says("{name}: a decorator's where must be a string")
+    )
+
+
+def _keys(kind: type) -> set[str]:
+    return {f.name for f in fields(kind)}
+
+
+def _said(kind: type) -> dict[str, str]:
+    return {f.name: f.metadata[_SAYS] for f in fields(kind)}
+
+
+def _table_read(kind: type[T], item: dict[str, object], bad: Bad, name: str) -> T:
+    """The ``kind`` a table's mapping holds (its keys known), a wrong value said in the
+    table's own words (a hand-written table, not a document this tool wrote), at its line.
+    A field's message may name the OpInfo: the entry's name comes first, so it is ``name``
+    whenever a later field is wrong."""
+    try:
+        return read(kind, item, "")
+    except DocumentError as e:
+        says = _said(kind)
+        raise bad(says[e.where.split(".")[0].split("[")[0]].format(name=name)) from None
 
 
 def load_table(path: Path) -> tuple[OpInfoRecord, ...]:
@@ -244,93 +301,46 @@ def load_table(path: Path) -> tuple[OpInfoRecord, ...]:
     return tuple(records)
 
 
-def _said(bad: Bad, message: str, read: Callable[[], T]) -> T:
-    """``read()``, a field of the wrong type said in the table's own words, at its line (a
-    hand-written table, not a document this tool wrote)."""
-    try:
-        return read()
-    except DocumentError:
-        raise bad(message) from None
-
-
 def _table_record(item: object, where: str, line: int) -> OpInfoRecord:
     def bad(message: str) -> ParseError:
         return ParseError(where, line, message)
 
     if not isinstance(item, dict):
         raise bad("each OpInfo is a mapping")
-    f = Fields(item, "", where)
-    if unknown := set(f.names()) - _ENTRY_KEYS:
-        raise bad(f"unknown key(s) {sorted(unknown)}; known: {sorted(_ENTRY_KEYS)}")
-    required = "'name' is required and must be a string"
-    name: str = _said(bad, required, lambda: f.pop("name", str))
+    if unknown := set(item) - _keys(_TableEntry):
+        raise bad(f"unknown key(s) {sorted(unknown)}; known: {sorted(_keys(_TableEntry))}")
+    entry = _table_read(_TableEntry, item, bad, str(item.get("name")))
+    name = entry.name
     if not name:
-        raise bad(required)
-    listed = _said(
-        bad, f"{name}: 'dtypes' is required and must be a list", lambda: f.pop("dtypes", list)
-    )
-    decorators = _said(
-        bad,
-        f"{name}: each decorator is a mapping with a 'kind'",
-        lambda: f.pop("decorators", list, type(None)),
-    )
-    found = tuple(_table_decorator(dec, bad, name) for dec in decorators or ())
-    dtypes = _strict_dtypes(listed, bad, name)
-    variant = _said(
-        bad,
-        f"{name}: variant_test_name must be a string",
-        lambda: f.pop("variant_test_name", str, type(None)),
-    )
-    aten = _said(
-        bad, f"{name}: aten_name must be a string", lambda: f.pop("aten_name", str, type(None))
-    )
-    aliases: tuple[str, ...] | None = _said(
-        bad, f"{name}: aliases must be a list of strings", lambda: f.strings_or_none("aliases")
-    )
-    outputs = _said(
-        bad,
-        f"{name}: output_dtypes must be a mapping {{input: output}}",
-        lambda: f.pop("output_dtypes", dict, type(None)),
-    )
-    f.done()
+        raise bad(_NAME_REQUIRED)
+    found = tuple(_table_decorator(dec, bad, name) for dec in entry.decorators or ())
+    dtypes = _strict_dtypes(entry.dtypes, bad, name)
     return OpInfoRecord(
         name=name,
-        variant_test_name=variant or "",
-        aten_name=aten or name,
-        aliases=aliases or (),
+        variant_test_name=entry.variant_test_name or "",
+        aten_name=entry.aten_name or name,
+        aliases=entry.aliases or (),
         dtypes=dtypes,
         decorators=found,
-        output_dtypes=_strict_outputs(outputs or {}, dtypes, bad, name),
+        output_dtypes=_strict_outputs(entry.output_dtypes or {}, dtypes, bad, name),
     )
 
 
 def _table_decorator(dec: object, bad: Bad, name: str) -> MpsDecorator:
-    no_kind = f"{name}: each decorator is a mapping with a 'kind'"
     if not isinstance(dec, dict):
-        raise bad(no_kind)
-    f = Fields(dec, "", "")
-    kind: str = _said(bad, no_kind, lambda: f.pop("kind", str))
-    if unknown := set(f.names()) - _DECORATOR_KEYS:
+        raise bad(f"{name}: each decorator is a mapping with a 'kind'")
+    if unknown := set(dec) - _keys(_TableDecorator):
         raise bad(f"{name}: unknown decorator key(s) {sorted(unknown)}")
-    test = _said(
-        bad, f"{name}: a decorator's test must be a string", lambda: f.pop("test", str, type(None))
-    )
-    dtypes = _said(bad, f"{name}: dtypes must be a list", lambda: f.pop("dtypes", list, type(None)))
-    at = _said(
-        bad,
-        f"{name}: a decorator's where must be a string",
-        lambda: f.pop("where", str, type(None)),
-    )
-    f.done()
+    found = _table_read(_TableDecorator, dec, bad, name)
     return MpsDecorator(
-        kind=kind,
-        test=test,
-        dtypes=None if dtypes is None else _strict_dtypes(dtypes, bad, name),
-        where=at or "",
+        kind=found.kind,
+        test=found.test,
+        dtypes=None if found.dtypes is None else _strict_dtypes(found.dtypes, bad, name),
+        where=found.where or "",
     )
 
 
-def _strict_dtypes(names: list, bad: Bad, name: str) -> tuple[str, ...]:
+def _strict_dtypes(names: tuple[object, ...], bad: Bad, name: str) -> tuple[str, ...]:
     unknown = [n for n in names if str(n).removeprefix("torch.") not in TORCH_ALIASES]
     if unknown:
         raise bad(f"{name}: unknown dtype(s) {unknown}")
@@ -340,7 +350,7 @@ def _strict_dtypes(names: list, bad: Bad, name: str) -> tuple[str, ...]:
 def _strict_outputs(mapping: dict, dtypes: tuple[str, ...], bad: Bad, name: str):
     """The table's ``output_dtypes``: known dtypes on both sides, inputs among ``dtypes``
     (an output for a dtype the OpInfo is not tested with is most likely a typo)."""
-    _strict_dtypes([*mapping, *mapping.values()], bad, name)
+    _strict_dtypes((*mapping, *mapping.values()), bad, name)
     if extra := sorted({_dtype(str(k)) for k in mapping} - set(dtypes), key=sort_key):
         raise bad(f"{name}: output_dtypes for dtype(s) {extra} not in its dtypes")
     return _sorted_pairs(mapping)
@@ -372,57 +382,53 @@ class OpDbDump:
     backward_dtypes: Mapping[str, tuple[tuple[str, str], ...]]
 
     @classmethod
-    def from_fields(cls, f: Fields) -> OpDbDump:
-        # for readers of the cache: which torch it was dumped from, and its dtypes
-        f.pop("torch_version", str)
-        f.pop("torch_file", str)
-        f.strings("allowed_dtypes")
-        backward = f.obj_or_none("backward_dtypes")
-        found = cls(
-            records=tuple(_dumped_record(op) for op in f.objs("ops")),
-            backward_dtypes={}
-            if backward is None
-            else {op: _dumped_pairs(backward, op) for op in backward.names()},
+    def from_json(cls, data: object, doc: str) -> OpDbDump:
+        dump = read(_Dump, data, doc)
+        return cls(
+            records=tuple(op.record() for op in dump.ops),
+            backward_dtypes={
+                op: _sorted_pairs(pairs) for op, pairs in (dump.backward_dtypes or {}).items()
+            },
         )
-        for done in (backward, f):
-            if done is not None:
-                done.done()
-        return found
 
 
-def _dumped_pairs(f: Fields, key: str) -> tuple[tuple[str, str], ...]:
-    """The ``{input dtype: result dtype}`` at ``key``, as pairs (one check of the whole map:
-    op_db's dump holds thousands of them)."""
-    found = f.pop(key, dict)
-    if not all(isinstance(v, str) for v in found.values()):
-        raise f.error(key, "must map dtype names to dtype names")
-    return _sorted_pairs(found)
+@dataclass(frozen=True)
+class _DumpedOp:
+    """An OpInfo as ``opinfo_dump.py`` writes it; its dtypes made canonical on reading."""
 
+    name: str
+    variant_test_name: str
+    aten_name: str
+    aliases: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    decorators: tuple[MpsDecorator, ...]
+    output_dtypes: dict[str, str]
 
-def _dumped_record(op: Fields) -> OpInfoRecord:
-    decorators = []
-    for d in op.objs("decorators"):
-        dtypes = d.strings_or_none("dtypes")
-        decorators.append(
-            MpsDecorator(
-                kind=d.pop("kind", str),
-                test=d.pop("test", str, type(None)),
-                dtypes=None if dtypes is None else _sorted_dtypes(dtypes),
-                where=d.pop("where", str),
-            )
+    def record(self) -> OpInfoRecord:
+        return OpInfoRecord(
+            name=self.name,
+            variant_test_name=self.variant_test_name,
+            aten_name=self.aten_name,
+            aliases=self.aliases,
+            dtypes=_sorted_dtypes(self.dtypes),
+            decorators=tuple(
+                d if d.dtypes is None else replace(d, dtypes=_sorted_dtypes(d.dtypes))
+                for d in self.decorators
+            ),
+            output_dtypes=_sorted_pairs(self.output_dtypes),
         )
-        d.done()
-    record = OpInfoRecord(
-        name=op.pop("name", str),
-        variant_test_name=op.pop("variant_test_name", str),
-        aten_name=op.pop("aten_name", str),
-        aliases=op.strings("aliases"),
-        dtypes=_sorted_dtypes(op.strings("dtypes")),
-        decorators=tuple(decorators),
-        output_dtypes=_dumped_pairs(op, "output_dtypes"),
-    )
-    op.done()
-    return record
+
+
+@dataclass(frozen=True)
+class _Dump:
+    """``opinfo_dump.py``'s answer as written (its ``main`` has the shape)."""
+
+    torch_version: str  # for readers of the cache: which torch it was dumped from
+    torch_file: str
+    allowed_dtypes: tuple[str, ...]
+    ops: tuple[_DumpedOp, ...]
+    # backward operator -> {input dtype: result dtype} torch gives on CPU
+    backward_dtypes: dict[str, dict[str, str]] | None = None
 
 
 def _dump_data(source: TreeSource) -> OpDbDump:
@@ -435,7 +441,7 @@ def _dump_data(source: TreeSource) -> OpDbDump:
         data = _dump(source.python)
         cache.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(cache, json.dumps(data))
-    return OpDbDump.from_fields(Fields(data, "", cache.name))
+    return OpDbDump.from_json(data, cache.name)
 
 
 def source_files(source: TreeSource) -> list[Path]:

@@ -16,10 +16,18 @@ import pytest
 
 from pipeline import sandbox
 from pipeline.errors import EXIT_WORK_LEFT, StaleShaderError, StaleShaderReason
+from pipeline.fields import dump, read
 from pipeline.run import shaders
 from pipeline.run.build import find_ninja
 from pipeline.run.ninja_data import LogEntry, NinjaData, parse_deps, parse_query, read_log
-from pipeline.run.shaders import CheckStatus, ShaderCheck, ShaderForm, Toolchain, ToolchainKind
+from pipeline.run.shaders import (
+    BUILD_CHECK,
+    CheckStatus,
+    ShaderCheck,
+    ShaderForm,
+    Toolchain,
+    ToolchainKind,
+)
 
 UNARY_HEADER = "aten/src/ATen/native/mps/UnaryKernel_metallib.h"
 UTILS = "c10/metal/utils.h"
@@ -183,7 +191,7 @@ def test_toolchain_from_recorded_outputs(
 ) -> None:
     toolchain = Toolchain.read(xcode_select, command)
     assert (toolchain.kind, toolchain.shader_form, toolchain.metal_std) == expected
-    assert Toolchain.from_dict(toolchain.to_dict()) == toolchain
+    assert read(Toolchain, dump(toolchain), BUILD_CHECK) == toolchain
 
 
 def test_query_and_deps_output_parse() -> None:
@@ -215,7 +223,7 @@ def test_a_recorded_check_reads_back_whole_or_is_refused_naming_the_field() -> N
     for change, said in [
         ({"status": "fine"}, "status is 'fine', not one of"),
         ({"checked": [{"source": "k.metal"}]}, r"checked\[0\]\.artifact must be str"),
-        ({"toolchain": {**toolchain.to_dict(), "sdk": "x"}}, r"toolchain has unknown key"),
+        ({"toolchain": {**dump(toolchain), "sdk": "x"}}, r"toolchain has unknown key"),
         ({"seconds": "1.25"}, "seconds must be float or int, got str"),
     ]:
         with pytest.raises(ValueError, match=f"not a shader check record: {said}"):

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import DocumentError
-from pipeline.fields import Fields
 from pipeline.run.speed import BenchOp
-from pipeline.run.upstream_bench import _figure, run
+from pipeline.run.upstream_bench import _figures, run
 
 # bench_mps_ops.py's shape: a helper per arity, called with the torch function, device and
 # dtype, returning torch.utils.benchmark measurements. torch.no_such_op is named so that
@@ -55,4 +54,4 @@ def test_rows_come_back_as_figures_and_errors(tmp_path: Path) -> None:
 def test_a_row_with_an_unknown_key_is_refused() -> None:
     row = {"op": "abs", "dtype": "float32", "median": 1e-6, "iqr": 0, "lable": "8"}
     with pytest.raises(DocumentError, match=r"rows\[0\] has unknown key\(s\) 'lable'"):
-        _figure(Fields(json.loads(json.dumps(row)), "rows[0]", "upstream.json"))
+        _figures({"rows": [json.loads(json.dumps(row))]}, "upstream.json")

@@ -13,7 +13,6 @@ import pytest
 
 from pipeline.config import load_settings
 from pipeline.errors import ConfigError, DocumentError, ParseError
-from pipeline.fields import Fields
 from pipeline.tree.opinfo import (
     MpsDecorator,
     OpDbDump,
@@ -408,18 +407,18 @@ def test_a_failed_dump_is_one_line_with_the_exception_that_ended_it(tmp_path):
 
 
 def test_the_dump_is_read_once_every_key_checked():
-    dump = OpDbDump.from_fields(
-        Fields({**CANNED, "backward_dtypes": {"x_backward": {"int64": "float32"}}}, "", "d.json")
+    dump = OpDbDump.from_json(
+        {**CANNED, "backward_dtypes": {"x_backward": {"int64": "float32"}}}, "d.json"
     )
     assert [r.key for r in dump.records] == ["atan2"]
     assert dump.backward_dtypes == {"x_backward": (("int64", "float32"),)}
-    assert OpDbDump.from_fields(Fields(CANNED, "", "d.json")).backward_dtypes == {}  # unknown
+    assert OpDbDump.from_json(CANNED, "d.json").backward_dtypes == {}  # unknown
     misspelt = {**CANNED, "ops": [{**CANNED["ops"][0], "aten": "atan2"}]}
     with pytest.raises(DocumentError, match=r"d.json: ops\[0\] has unknown key\(s\) 'aten'"):
-        OpDbDump.from_fields(Fields(misspelt, "", "d.json"))
+        OpDbDump.from_json(misspelt, "d.json")
     no_kind = {**CANNED, "ops": [{**CANNED["ops"][0], "decorators": [{"test": None}]}]}
     with pytest.raises(DocumentError, match=r"ops\[0\]\.decorators\[0\]\.kind must be str"):
-        OpDbDump.from_fields(Fields(no_kind, "", "d.json"))
+        OpDbDump.from_json(no_kind, "d.json")
 
 
 @pytest.mark.parametrize(

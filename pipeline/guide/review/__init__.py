@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from pipeline.errors import ConfigError
-from pipeline.fields import Fields
+from pipeline.fields import Fields, read
 from pipeline.guide.review import (
     bare_minmax,
     check_math,
@@ -87,17 +87,26 @@ class ReviewDocument:
     @classmethod
     def from_fields(cls, f: Fields) -> ReviewDocument:
         """:meth:`to_json` read back, every key checked (it comes from another job)."""
-        if f.pop("schema", int, type(None)) not in (None, SCHEMA_VERSION):
+        # the reader of results.json hands its review over as fields: read whole from them
+        found = read(_Written, {k: f.take(k)[0] for k in f.names()}, f.doc, f.where)
+        if found.schema not in (None, SCHEMA_VERSION):
             raise f.error("schema", f"is not {SCHEMA_VERSION}")
-        ran = []
-        for check in f.objs("checks"):
-            name = check.pop("id", str)
-            check.pop("severity", str)
-            check.pop("title", str)
-            if check.pop("ran", bool):
-                ran.append(name)
-            check.done()
-        findings = tuple(Finding.from_fields(d) for d in f.objs("findings"))
-        document = cls(findings, tuple(ran), f.strings("notes"))
-        f.done()
-        return document
+        return cls(found.findings, tuple(c.id for c in found.checks if c.ran), found.notes)
+
+
+@dataclass(frozen=True)
+class _WrittenCheck:
+    id: str
+    severity: str  # for readers, as are the title
+    title: str
+    ran: bool
+
+
+@dataclass(frozen=True)
+class _Written:
+    """:func:`to_json`'s document as written (``schema`` left out inside results.json)."""
+
+    checks: tuple[_WrittenCheck, ...]
+    findings: tuple[Finding, ...]
+    notes: tuple[str, ...]
+    schema: int | None = None

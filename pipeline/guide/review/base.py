@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from pipeline.errors import ParseError, UnknownOperatorError
-from pipeline.fields import Fields
 from pipeline.tree import metal, objc, paths
 from pipeline.tree.cpp import lex
 from pipeline.tree.index import OperatorRecord, TreeIndex
@@ -33,19 +32,14 @@ class Severity(str, Enum):
 
 @dataclass(frozen=True, order=True)
 class Finding:
+    """A finding as ``review --json`` (and results.json) hold it (read by
+    :func:`pipeline.fields.read`; written by :meth:`to_dict`, in the document's key order)."""
+
     path: str
     line: int
     check: str
     severity: Severity
     reason: str  # one line
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> Finding:
-        """A finding as ``review --json`` (and results.json) hold it, every key checked."""
-        finding = cls(f.pop("path", str), f.pop("line", int), f.pop("check", str),
-                      f.enum("severity", Severity), f.pop("reason", str))  # fmt: skip
-        f.done()
-        return finding
 
     def to_dict(self) -> dict[str, object]:
         return {
