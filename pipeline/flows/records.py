@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.errors import DocumentError
-from pipeline.fields import Fields
+from pipeline.fields import Fields, read
 from pipeline.results.decide import XfailDecision
 from pipeline.state import edit_digest, op_files
 
@@ -118,7 +118,10 @@ class DropsRecord:
     def read(cls, path: Path) -> DropsRecord:
         f = _fields(path)
         record = cls(
-            decisions=tuple(XfailDecision.from_fields(d) for d in f.objs("decisions")),
+            decisions=tuple(
+                read(XfailDecision, d, f.doc, f"decisions[{i}]")
+                for i, d in enumerate(f.pop("decisions", list))
+            ),
             diff=f.pop("diff", str),
             verified=f.pop("verified", str, type(None)),
             verified_junit=f.pop("verified_junit", str, type(None)),

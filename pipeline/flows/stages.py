@@ -433,7 +433,7 @@ def summary(request: Request, console: Console) -> None:
     edits = EditRecord.read(files.edit)
     drops = DropsRecord.read(files.xfails)
     table = json.loads(files.table_json.read_text(encoding="utf-8"))
-    counts = tables.DtypeTable.from_fields(Fields(table, "", files.table_json.name)).counts()
+    counts = tables.DtypeTable.read(table, files.table_json.name, "").counts()
     # not passed: failed, or unknown (what it rests on could not be read)
     items = checklist.checklist(record)
     missing = [i for i in items if not i.ok]
