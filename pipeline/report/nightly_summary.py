@@ -2,8 +2,9 @@
 
 ``summary.json`` holds exactly this (:meth:`NightlySummary.to_json`, written by
 :func:`pipeline.report.dashboard.write_dashboard`; documented in docs/machine-output.md),
-and :meth:`NightlySummary.from_json` reads it back, every key popped and checked, nothing
-left over. The flow (:mod:`pipeline.flows.nightly`) builds it; the renderers take it.
+and :meth:`NightlySummary.from_json` reads it back through models whose fields name its
+keys (:func:`pipeline.fields.read`), every key checked, nothing left over. The flow
+(:mod:`pipeline.flows.nightly`) builds it; the renderers take it.
 Figures the document spells out for its readers (``missing_runners``, ``pass_rate``, the
 table's and the backlog's counts, a shard's totals) are made from the rest.
 """
