@@ -9,14 +9,17 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import functools
+import re
 import types
 import typing
+from collections.abc import Callable
 from enum import Enum
 from typing import Any, TypeVar
 
 from pipeline.errors import DocumentError
 
 _NULL = type(None)
+_MUST = re.compile(r"^(must be .+?)(, got \w+)$")
 E = TypeVar("E", bound=Enum)
 
 
@@ -125,9 +128,22 @@ D = TypeVar("D")
 KEY = "key"
 
 
+SHOWN = "shown"
+
+
 def key(name: str) -> dict[str, str]:
     """A field's ``metadata`` for a document key that is not the field's name."""
     return {KEY: name}
+
+
+def shown(of: Callable[[Any], object], name: str) -> dict[str, object]:
+    """The ``metadata`` of a key written for readers, made from the rest of the model by
+    ``of`` (a count, a test's full name), in a field declared ``init=False, repr=False,
+    compare=False``: :func:`dump` writes it where the field stands, :func:`read` checks its
+    type and leaves it (the model makes it again). The field holds nothing (its model's
+    property or method is what code reads), so it is named apart from that property,
+    ``name`` being the key."""
+    return {KEY: name, SHOWN: of}
 
 
 @functools.cache
@@ -136,21 +152,34 @@ def _fields_of(kind: type) -> tuple[tuple[str, str, object, dataclasses.Field[ob
     return tuple(
         (f.name, f.metadata.get(KEY, f.name), hints[f.name], f)
         for f in dataclasses.fields(kind)
-        if f.init
+        if f.init or SHOWN in f.metadata
     )
+
+
+def schema_of(data: object) -> object:
+    """The ``schema`` a document says it is of (None: none, or no object at all), read before
+    the rest, so that one of another version is refused for its version, not for its first
+    key this version does not know."""
+    return data.get("schema") if isinstance(data, dict) else None
 
 
 def read(kind: type[D], data: object, doc: str, where: str = "") -> D:
     """The ``kind`` (a dataclass) that the JSON object ``data`` holds: each of its fields
     read from the key of its name and checked against its annotation; an absent key is
-    the field's default, else null; a key no field names is an error."""
+    the field's default, else null; a key no field names is an error, and so is a
+    ValueError from the model's own check of its values (``__post_init__``)."""
     f = Fields(data, where, doc)
     values: dict[str, object] = {}
     for name, json_key, hint, field in _fields_of(typing.cast(type, kind)):
-        if f.has(json_key) or not _has_default(field):
+        if SHOWN in field.metadata:  # checked, then left: the model makes it again
+            _value(hint, *f.take(json_key), doc)
+        elif f.has(json_key) or not _has_default(field):
             values[name] = _value(hint, *f.take(json_key), doc)
     f.done()
-    return typing.cast(Any, kind)(**values)
+    try:
+        return typing.cast(Any, kind)(**values)
+    except ValueError as exc:  # the model's own check (its __post_init__) refused the values
+        raise DocumentError(doc, where or "the top level", str(exc)) from None
 
 
 def _has_default(field: dataclasses.Field[object]) -> bool:
@@ -196,7 +225,7 @@ def _one_of(kinds: tuple[object, ...], value: object, where: str, doc: str) -> o
         if _NULL in kinds:
             return None
         raise DocumentError(doc, where, "must not be null")
-    problems = []
+    problems, inside = [], None
     for kind in kinds:
         if kind is _NULL:
             continue
@@ -204,6 +233,12 @@ def _one_of(kinds: tuple[object, ...], value: object, where: str, doc: str) -> o
             return _value(kind, value, where, doc)
         except DocumentError as e:
             problems.append(e.problem)
+            # the value is of this kind, wrong further in: that is the error to show
+            inside = inside or (e if e.where != where else None)
+    if inside is not None:
+        raise inside
+    if _NULL in kinds:  # "must be int, got str" says "must be int or null, got str"
+        problems = [_MUST.sub(r"\1 or null\2", p) for p in problems]
     raise DocumentError(doc, where, " or ".join(dict.fromkeys(problems)))
 
 
@@ -226,12 +261,14 @@ def dump(model: object) -> object:
     keyed by its fields' keys, an enum as its value, a tuple as a list."""
     if dataclasses.is_dataclass(model) and not isinstance(model, type):
         return {
-            json_key: dump(getattr(model, name)) for name, json_key, _, _ in _fields_of(type(model))
-        }
+            json_key: dump(field.metadata[SHOWN](model) if SHOWN in field.metadata
+                           else getattr(model, name))
+            for name, json_key, _, field in _fields_of(type(model))
+        }  # fmt: skip
     if isinstance(model, Enum):
         return model.value
     if isinstance(model, (tuple, list)):
         return [dump(v) for v in model]
-    if isinstance(model, dict):
+    if isinstance(model, collections.abc.Mapping):
         return {(k.value if isinstance(k, Enum) else k): dump(v) for k, v in model.items()}
     return model

@@ -9,7 +9,7 @@ from enum import Enum
 import pytest
 
 from pipeline.errors import DocumentError
-from pipeline.fields import dump, key, read
+from pipeline.fields import dump, key, read, shown
 
 
 class Colour(str, Enum):
@@ -75,7 +75,7 @@ def test_an_absent_key_is_its_default_or_null() -> None:
         ({"inners": [{"name": "a", "extra": 1}]}, r"inners\[0\] has unknown key\(s\) 'extra'"),
         ({"by_name": {"x": {"name": 1}}}, r"by_name\.x\.name must be str, got int"),
         ({"pair": ["p"]}, r"pair must hold 2 items, got 1"),
-        ({"note": 3}, r"note must be str, got int"),
+        ({"note": 3}, r"note must be str or null, got int"),
         ({"surprise": 1}, r"the top level has unknown key\(s\) 'surprise'"),
     ],
 )
@@ -91,3 +91,45 @@ def test_not_an_object_at_all() -> None:
 
 def test_an_enum_key_dumps_as_its_value() -> None:
     assert dump({Colour.RED: (Inner("a"),)}) == {"red": [{"name": "a", "count": 0}]}
+
+
+@dataclass(frozen=True)
+class Tally:
+    """A model with a key for readers (``total``) and a check of its own."""
+
+    counts: tuple[int, ...]
+    _total: int = field(init=False, repr=False, compare=False,
+                        metadata=shown(lambda t: sum(t.counts), "total"))  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if any(n < 0 for n in self.counts):
+            raise ValueError("counts must not be negative")
+
+
+def test_a_key_for_readers_is_written_from_the_rest_and_only_type_checked() -> None:
+    assert dump(Tally((1, 2))) == {"counts": [1, 2], "total": 3}
+    with pytest.raises(DocumentError, match=r"doc.json: total must be int, got NoneType"):
+        read(Tally, {"counts": [1]}, "doc.json")
+    assert read(Tally, {"counts": [1, 2], "total": 7}, "doc.json") == Tally((1, 2))
+    with pytest.raises(DocumentError, match=r"doc.json: total must be int, got str"):
+        read(Tally, {"counts": [1], "total": "1"}, "doc.json")
+
+
+def test_the_models_own_check_is_an_error_where_the_model_is() -> None:
+    with pytest.raises(DocumentError, match=r"doc.json: tallies\[1\] counts must not be neg"):
+        read(Tallies, {"tallies": [{"counts": [1], "total": 1}, {"counts": [-1], "total": -1}]},
+             "doc.json")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Tallies:
+    tallies: tuple[Tally, ...]
+    either: Inner | str | None = None
+
+
+def test_a_union_names_the_error_inside_the_member_the_value_is() -> None:
+    data = {"tallies": [], "either": {"name": 1}}
+    with pytest.raises(DocumentError, match=r"doc.json: either.name must be str, got int"):
+        read(Tallies, data, "doc.json")
+    with pytest.raises(DocumentError, match=r"either must be dict or null, got int or must be"):
+        read(Tallies, {"tallies": [], "either": 3}, "doc.json")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.errors import DocumentError
-from pipeline.fields import Fields, read
+from pipeline.fields import read
 from pipeline.results.decide import XfailDecision
 from pipeline.state import edit_digest, op_files
 
@@ -95,26 +95,4 @@ class DropsRecord:
 
     @classmethod
     def read(cls, path: Path) -> DropsRecord:
-        doc = str(path)
-        found = read(_Drops, _json(path), doc)
-        return cls(
-            decisions=tuple(
-                XfailDecision.from_fields(Fields(d, f"decisions[{i}]", doc))
-                for i, d in enumerate(found.decisions)
-            ),
-            diff=found.diff,
-            verified=found.verified,
-            verified_junit=found.verified_junit,
-            tested=found.tested,
-        )
-
-
-@dataclass(frozen=True)
-class _Drops:
-    """``xfails.json`` as written: its decisions read by :class:`XfailDecision`'s own reader."""
-
-    decisions: tuple[object, ...]
-    diff: str
-    verified: str | None
-    verified_junit: str | None
-    tested: str
+        return read(cls, _json(path), str(path))

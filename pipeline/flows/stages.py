@@ -23,7 +23,7 @@ from pipeline.config import Settings
 from pipeline.edit import transaction
 from pipeline.edit.atomic import FileEdit
 from pipeline.errors import DocumentError, PipelineError, StaleShaderError, WorkLeftError
-from pipeline.fields import Fields, dump, read
+from pipeline.fields import dump, read
 from pipeline.flows.audit import record_audit
 from pipeline.flows.hold import pending, recover_edit, waiting_line
 from pipeline.flows.records import DropsRecord, EditedFile, EditRecord, OldNameRef
@@ -440,7 +440,7 @@ def summary(request: Request, console: Console) -> None:
     edits = EditRecord.read(files.edit)
     drops = DropsRecord.read(files.xfails)
     table = json.loads(files.table_json.read_text(encoding="utf-8"))
-    counts = tables.DtypeTable.from_fields(Fields(table, "", files.table_json.name)).counts()
+    counts = tables.DtypeTable.read(table, files.table_json.name, "").counts()
     # not passed: failed, or unknown (what it rests on could not be read)
     items = checklist.checklist(record)
     missing = [i for i in items if not i.ok]

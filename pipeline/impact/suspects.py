@@ -62,6 +62,10 @@ class Suspect:
             "reasons": list(self.reasons),
         }
 
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind is {self.kind!r}, not one of {', '.join(KINDS)}")
+
     @classmethod
     def from_fields(cls, f: Fields) -> Suspect:
         """:meth:`to_dict` read back, every key checked."""

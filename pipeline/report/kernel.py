@@ -4,11 +4,11 @@ migrate summary, the PR comment); and its JSON, written and read back."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from pipeline.fields import Fields
 from pipeline.report.pr_comment import code_span
 from pipeline.report.render import escape_markdown
-from pipeline.results.kernel import SCHEMA, Finding, KernelCheck, KernelFileReport, KernelStatus
+from pipeline.results.kernel import SCHEMA, KernelCheck, KernelFileReport, KernelStatus
 from pipeline.run.kernel_run import SCHEDULES, schedule_name
 
 SHOWN_FINDINGS = 3  # per kernel in the Markdown table
@@ -63,43 +63,37 @@ def to_json(report: KernelFileReport) -> dict[str, object]:
     }
 
 
-def from_fields(f: Fields) -> KernelFileReport:
-    """A ``check-kernel --json`` document read back (pr-report's --post-from): every key
-    popped and checked, nothing left over."""
-    schema = f.pop("schema", int)
-    if schema != SCHEMA:
-        raise f.error("schema", f"schema {schema}, not {SCHEMA}")
-    f.strings("schedules")  # for readers: the schedules each input ran under
-    report = KernelFileReport(
-        file=f.pop("file", str),
-        kernels=tuple(_kernel_from_fields(k) for k in f.objs("kernels")),
-        compiler=f.pop("compiler", str),
-        headers=f.pop("headers", str),
-        seconds=float(f.pop("seconds", float, int)),
-        cached=f.pop("cached", bool),
-        spec=f.pop("spec", str, type(None)),
-        set_aside=f.strings("set_aside"),
-    )
-    f.done()
-    return report
+@dataclass(frozen=True)
+class KernelFileDoc:
+    """A ``check-kernel --json`` document (:func:`to_json`), as pr-report's --post-from
+    reads it back; ``schedules`` is for readers: the schedules each input ran under."""
 
+    schema: int
+    file: str
+    compiler: str
+    headers: str
+    spec: str | None
+    cached: bool
+    seconds: float
+    set_aside: tuple[str, ...]
+    schedules: tuple[str, ...]
+    kernels: tuple[KernelCheck, ...]
 
-def _kernel_from_fields(f: Fields) -> KernelCheck:
-    findings = []
-    for finding in f.objs("findings"):
-        findings.append(Finding(finding.pop("input", str), finding.pop("message", str)))
-        finding.done()
-    check = KernelCheck(
-        kernel=f.pop("kernel", str),
-        line=f.pop("line", int),
-        status=f.enum("status", KernelStatus),
-        findings=tuple(findings),
-        inputs=f.pop("inputs", int),
-        detail=f.pop("detail", str),
-        reported=f.strings("reported"),
-    )
-    f.done()
-    return check
+    def __post_init__(self) -> None:
+        if self.schema != SCHEMA:
+            raise ValueError(f"schema {self.schema}, not {SCHEMA}")
+
+    def report(self) -> KernelFileReport:
+        return KernelFileReport(
+            file=self.file,
+            kernels=self.kernels,
+            compiler=self.compiler,
+            headers=self.headers,
+            seconds=self.seconds,
+            cached=self.cached,
+            spec=self.spec,
+            set_aside=self.set_aside,
+        )
 
 
 def render_markdown(reports: Sequence[KernelFileReport]) -> str:

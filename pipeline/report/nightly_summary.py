@@ -2,8 +2,9 @@
 
 ``summary.json`` holds exactly this (:meth:`NightlySummary.to_json`, written by
 :func:`pipeline.report.dashboard.write_dashboard`; documented in docs/machine-output.md),
-and :meth:`NightlySummary.from_json` reads it back, every key popped and checked, nothing
-left over. The flow (:mod:`pipeline.flows.nightly`) builds it; the renderers take it.
+and :meth:`NightlySummary.from_json` reads it back through models whose fields name its
+keys (:func:`pipeline.fields.read`), every key checked, nothing left over. The flow
+(:mod:`pipeline.flows.nightly`) builds it; the renderers take it.
 Figures the document spells out for its readers (``missing_runners``, ``pass_rate``, the
 table's and the backlog's counts, a shard's totals) are made from the rest.
 """
@@ -11,12 +12,12 @@ table's and the backlog's counts, a shard's totals) are made from the rest.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
-from pipeline.errors import PipelineError
-from pipeline.fields import Fields
+from pipeline.errors import DocumentError, PipelineError
+from pipeline.fields import Fields, dump, read, schema_of, shown
 from pipeline.guide.backlog import BacklogItem
 from pipeline.guide.exec_paths import ExecPath
 from pipeline.results.decide import XfailDecision, XfailDecisionJson
@@ -37,14 +38,6 @@ from pipeline.results.nightly import (
 from pipeline.results.table import DtypeTable, TableJson
 
 SUMMARY_JSON = "summary.json"
-_NULL = type(None)
-
-
-def _counts(f: Fields, names: tuple[str, ...]) -> dict[str, int]:
-    """An object with one count per name (every outcome, every MPS path), nothing else."""
-    found = {name: f.pop(name, int) for name in names}
-    f.done()
-    return found
 
 
 _OUTCOMES = tuple(o.value for o in Outcome)
@@ -129,16 +122,6 @@ class Backlog:
             "items": [item.to_dict() for item in self.items],
         }
 
-    @classmethod
-    def from_fields(cls, f: Fields) -> Backlog:
-        found = cls(tuple(BacklogItem.from_fields(i) for i in f.objs("items")),
-                    f.pop("error", str, _NULL))  # fmt: skip
-        if f.pop("total", int) != len(found.items):
-            raise f.error("total", f"is not the {len(found.items)} items'")
-        f.pop("counts", dict)  # for readers: the items'
-        f.done()
-        return found
-
 
 @dataclass(frozen=True)
 class RunCounts:
@@ -147,23 +130,15 @@ class RunCounts:
     started: str
     runner: str
     counts: Mapping[str, int]  # every outcome
+    _rate: float | None = field(init=False, repr=False, compare=False,
+                                metadata=shown(lambda r: r.pass_rate, "pass_rate"))  # fmt: skip
 
     @property
     def pass_rate(self) -> float | None:
         return pass_rate(self.counts)
 
     def to_json(self) -> RunCountsJson:
-        return {"started": self.started, "runner": self.runner, "counts": dict(self.counts),
-                "pass_rate": self.pass_rate}  # fmt: skip
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> RunCounts:
-        found = cls(
-            f.pop("started", str), f.pop("runner", str), _counts(f.obj("counts"), _OUTCOMES)
-        )
-        f.pop("pass_rate", float, int, _NULL)  # for readers: the counts'
-        f.done()
-        return found
+        return cast(RunCountsJson, dump(self))
 
 
 @dataclass(frozen=True)
@@ -174,13 +149,7 @@ class NightPaths:
     counts: Mapping[str, int]  # every path
 
     def to_json(self) -> NightPathsJson:
-        return {"started": self.started, "counts": dict(self.counts)}
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> NightPaths:
-        found = cls(f.pop("started", str), _counts(f.obj("counts"), _PATHS))
-        f.done()
-        return found
+        return cast(NightPathsJson, dump(self))
 
 
 @dataclass(frozen=True)
@@ -262,62 +231,121 @@ class NightlySummary:
 
     @classmethod
     def from_json(cls, data: object, doc: str = SUMMARY_JSON) -> NightlySummary:
-        """summary.json read back, every key popped and checked, none left over."""
-        f = Fields(data, "", doc)
-        schema = f.pop("schema", int, _NULL)
-        if schema != SCHEMA:
+        """summary.json read back, every key checked, none left over."""
+        if isinstance(data, dict) and (schema := schema_of(data)) != SCHEMA:
             raise PipelineError(
                 f"{doc} has schema {schema!r}; this version reads {SCHEMA} "
                 "(run the nightly again with it)"
             )
-        counts, shards, devices = f.obj("counts"), f.obj("shards"), f.obj("devices")
-        reports = f.obj("reports")
-        found = cls(
-            started=f.pop("started", str),
-            commit=f.pop("commit", str),
-            source=f.pop("source", str),
-            runners=f.strings("runners"),
-            required_runners=f.strings("required_runners"),
-            min_passes=f.pop("min_passes", int),
-            counts={r: _counts(counts.obj(r), _OUTCOMES) for r in counts.names()},
-            table=DtypeTable.from_fields(f.obj("table")),
-            shards={r: ShardBalance.from_fields(shards.obj(r)) for r in shards.names()},
-            devices={r: _device(devices, r) for r in devices.names()},
-            proposals=tuple(XfailDecision.from_fields(d) for d in f.objs("proposals")),
-            proposal_note=f.pop("proposal_note", str),
-            judged_nightlies=f.strings("judged_nightlies"),
-            candidates=tuple(Candidate.from_fields(c) for c in f.objs("candidates")),
-            diff=f.pop("diff", str),
-            not_judged=tuple(XfailDecision.from_fields(d) for d in f.objs("not_judged")),
-            regressions=tuple(Regression.from_fields(r) for r in f.objs("regressions")),
-            flaky=tuple(FlakyTest.from_fields(t) for t in f.objs("flaky")),
-            backlog=Backlog.from_fields(f.obj("backlog")),
-            paths=tuple(NightPaths.from_fields(p) for p in f.objs("paths")),
-            history=tuple(RunCounts.from_fields(h) for h in f.objs("history")),
-            reports=ReportsRead(reports.pop("total", int), reports.strings("skipped")),
-            warnings=f.strings("warnings"),
+        return read(_SummaryDoc, data, doc).summary(doc)
+
+
+@dataclass(frozen=True)
+class _BacklogDoc:
+    """:meth:`Backlog.to_json`; ``counts`` and ``total`` are for readers: the items'."""
+
+    error: str | None
+    counts: dict[str, int]
+    total: int
+    items: tuple[object, ...]  # BacklogItem.from_fields reads each
+
+    def backlog(self, doc: str) -> Backlog:
+        found = Backlog(
+            tuple(
+                BacklogItem.from_fields(Fields(item, f"backlog.items[{i}]", doc))
+                for i, item in enumerate(self.items)
+            ),
+            self.error,
         )
-        if f.strings("missing_runners") != found.missing_runners:
-            raise f.error("missing_runners", "are not the required runners without results")
-        rates = f.obj("pass_rate")  # for readers: the counts'
-        for runner in rates.names():
-            rates.pop(runner, float, int, _NULL)
-        for done in (rates, counts, shards, devices, reports, f):
-            done.done()
+        if self.total != len(found.items):
+            raise DocumentError(doc, "backlog.total", f"is not the {len(found.items)} items'")
         return found
 
 
-def _device(devices: Fields, runner: str) -> Device | None:
+@dataclass(frozen=True)
+class _SummaryDoc:
+    """summary.json as read back (:meth:`NightlySummary.to_json` writes it);
+    ``missing_runners`` and ``pass_rate`` are for readers, made of the rest."""
+
+    schema: int
+    started: str
+    commit: str
+    source: str
+    runners: tuple[str, ...]
+    required_runners: tuple[str, ...]
+    missing_runners: tuple[str, ...]
+    min_passes: int
+    counts: dict[str, dict[str, int]]
+    pass_rate: dict[str, float | None]
+    table: object  # DtypeTable.read
+    shards: dict[str, ShardBalance]
+    devices: dict[str, Device | str]  # the string: UNKNOWN
+    proposals: tuple[XfailDecision, ...]
+    proposal_note: str
+    judged_nightlies: tuple[str, ...]
+    candidates: tuple[Candidate, ...]
+    diff: str
+    not_judged: tuple[XfailDecision, ...]
+    regressions: tuple[Regression, ...]
+    flaky: tuple[FlakyTest, ...]
+    backlog: _BacklogDoc
+    paths: tuple[NightPaths, ...]
+    history: tuple[RunCounts, ...]
+    reports: ReportsRead
+    warnings: tuple[str, ...]
+
+    def summary(self, doc: str) -> NightlySummary:
+        for runner, counts in self.counts.items():
+            _every(counts, _OUTCOMES, doc, f"counts.{runner}")
+        for i, night in enumerate(self.paths):
+            _every(night.counts, _PATHS, doc, f"paths[{i}].counts")
+        for i, run in enumerate(self.history):
+            _every(run.counts, _OUTCOMES, doc, f"history[{i}].counts")
+        found = NightlySummary(
+            started=self.started,
+            commit=self.commit,
+            source=self.source,
+            runners=self.runners,
+            required_runners=self.required_runners,
+            min_passes=self.min_passes,
+            counts=self.counts,
+            table=DtypeTable.read(self.table, doc, "table"),
+            shards=self.shards,
+            devices={r: _device(d, doc, r) for r, d in self.devices.items()},
+            proposals=self.proposals,
+            proposal_note=self.proposal_note,
+            judged_nightlies=self.judged_nightlies,
+            candidates=self.candidates,
+            diff=self.diff,
+            not_judged=self.not_judged,
+            regressions=self.regressions,
+            flaky=self.flaky,
+            backlog=self.backlog.backlog(doc),
+            paths=self.paths,
+            history=self.history,
+            reports=self.reports,
+            warnings=self.warnings,
+        )
+        if self.missing_runners != found.missing_runners:
+            problem = "are not the required runners without results"
+            raise DocumentError(doc, "missing_runners", problem)
+        return found
+
+
+def _every(counts: Mapping[str, int], names: tuple[str, ...], doc: str, where: str) -> None:
+    """An object with one count per name (every outcome, every MPS path), nothing else."""
+    if set(counts) != set(names):
+        raise DocumentError(doc, where, f"must hold a count for each of {', '.join(names)}")
+
+
+def _device(device: Device | str, doc: str, runner: str) -> Device | None:
     """A runner's device, or None for the string ``"unknown"`` (none recorded)."""
-    value = devices.pop(runner, str, dict)
-    if isinstance(value, str):
-        if value != UNKNOWN:
-            raise devices.error(runner, f"is {value!r}, not a device or {UNKNOWN!r}")
+    if isinstance(device, str):
+        if device != UNKNOWN:
+            problem = f"is {device!r}, not a device or {UNKNOWN!r}"
+            raise DocumentError(doc, f"devices.{runner}", problem)
         return None
-    try:
-        return Device.from_dict(value, f"{devices.doc}: devices.{runner}")
-    except PipelineError as exc:
-        raise devices.error(runner, str(exc)) from None
+    return device
 
 
 @dataclass(frozen=True)

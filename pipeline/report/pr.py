@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from pipeline.errors import DocumentError, PipelineError
-from pipeline.fields import Fields
+from pipeline.fields import Fields, read, schema_of
 from pipeline.guide.review import ReviewDocument
 from pipeline.impact.model import Impact, ImpactJson
 from pipeline.report import render
 from pipeline.report.inductor import render_markdown as inductor_markdown
 from pipeline.report.inductor import summary as inductor_summary
-from pipeline.report.kernel import from_fields as kernel_from_fields
+from pipeline.report.kernel import KernelFileDoc
 from pipeline.report.kernel import render_markdown as kernel_markdown
 from pipeline.report.kernel import to_json as kernel_to_json
 from pipeline.report.math import MathJson
@@ -39,9 +39,9 @@ from pipeline.results.pr import (
     RESULTS_JSON,
     SCHEMA,
     STATUS_DESCRIPTION_MAX,
-    baseline_from_fields,
+    baseline_from,
     commit_id,
-    math_from_fields,
+    math_from,
 )
 from pipeline.results.speed import SpeedReport
 from pipeline.run.shaders import ShaderCheck
@@ -307,59 +307,117 @@ class PrResults:
 
     @classmethod
     def from_json(cls, data: Any, pr: int) -> PrResults:
-        """Read results.json back, every key popped and checked, none left over: it is data
-        from another job, which ran the PR's code. Refuses results of another PR."""
-        f = Fields(data, "", RESULTS_JSON)
-        if f.pop("schema", int, type(None)) != SCHEMA:
+        """Read results.json back, every key checked, none left over: it is data from
+        another job, which ran the PR's code. Refuses results of another PR."""
+        if isinstance(data, dict) and (schema := schema_of(data)) != SCHEMA:
             raise PipelineError(
-                f"results.json has schema {data.get('schema')!r}, this version reads {SCHEMA}: "
+                f"results.json has schema {schema!r}, this version reads {SCHEMA}: "
                 "write and post the results with the same mps-pipeline version"
             )
-        if f.pop("pr", int) != pr:
+        doc = read(_ResultsDoc, data, RESULTS_JSON)
+        if doc.pr != pr:
             raise PipelineError(
-                f"the results are for PR #{data['pr']}, not #{pr}; refusing to post them"
+                f"the results are for PR #{doc.pr}, not #{pr}; refusing to post them"
             )
-        f.pop("title", str)  # for readers: made again from the rest
-        f.pop("status", dict)
-        base = commit_id(f, "base", f.pop("base", str))
-        head = f.pop("head", str, type(None))
-        build, tests, xfails = f.obj("build"), f.obj("tests"), f.obj("xfails")
-        raw_table = f.obj_or_none("table")
-        table = None if raw_table is None else tables.DtypeTable.from_fields(raw_table)
-        decisions = tuple(XfailDecision.from_fields(d) for d in xfails.objs("decisions"))
-        review, speed = f.obj_or_none("review"), f.obj_or_none("speed")
-        math = f.obj_or_none("math")
-        kernels = f.obj_or_none("kernels")
-        device = f.pop("device", dict, type(None))
-        inductor = f.obj_or_none("inductor")
-        check = build.pop("check", dict, type(None))
-        results = cls(
-            pr=pr,
-            base=base,
-            head=None if head is None else commit_id(f, "head", head),
-            impact=Impact.from_fields(f.obj("impact")),
-            build_needed=build.pop("needed", bool),
-            build_ok=build.pop("ok", bool),
-            build_error=build.pop("error", str, type(None)),
-            test_error=tests.pop("error", str, type(None)),
-            selectors=tests.strings("selectors"),
-            run=tests.pop("run", str, type(None)),
+        return doc.results()
+
+
+@dataclass(frozen=True)
+class _BuildDoc:
+    needed: bool
+    ok: bool
+    error: str | None
+    check: dict[str, object] | None  # ShaderCheck.to_dict's, which ShaderCheck.from_dict reads
+
+
+@dataclass(frozen=True)
+class _TestsDoc:
+    selectors: tuple[str, ...]
+    error: str | None
+    run: str | None
+    counts: dict[str, int]  # for readers: the table's
+
+
+@dataclass(frozen=True)
+class _XfailsDoc:
+    decisions: tuple[XfailDecision, ...]
+    diff: str
+
+
+@dataclass(frozen=True)
+class _KernelsDoc:
+    """check-kernel's section: ``skipped``, or ``files`` and ``errors``."""
+
+    schema: int
+    skipped: str | None = None
+    files: tuple[KernelFileDoc, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.schema != KERNEL_SCHEMA:
+            raise ValueError(f"schema {self.schema}, not {KERNEL_SCHEMA}")
+
+    def section(self) -> KernelsSection:
+        if self.skipped is not None:
+            return KernelsSection(skipped=self.skipped)
+        return KernelsSection(tuple(f.report() for f in self.files), self.errors)
+
+
+@dataclass(frozen=True)
+class _ResultsDoc:
+    """results.json as read back (:meth:`PrResults.to_json` writes it); ``title``, ``status``
+    and ``tests.counts`` are for readers, made again from the rest. The sections whose
+    readers take the raw value (or check more than their types) are kept as the objects
+    they are."""
+
+    schema: int
+    pr: int
+    base: str
+    head: str | None
+    title: str
+    status: dict[str, object]
+    impact: dict[str, object]  # Impact.from_fields
+    device: Device | None
+    build: _BuildDoc
+    tests: _TestsDoc
+    table: dict[str, object] | None  # DtypeTable.read
+    xfails: _XfailsDoc
+    baseline: dict[str, object] | None  # baseline_from: checked against the table
+    review: dict[str, object] | None  # ReviewDocument.from_fields
+    speed: SpeedReport | None
+    math: dict[str, object] | None  # math_from
+    kernels: _KernelsDoc | None
+    inductor: InductorRun | None
+
+    def results(self) -> PrResults:
+        """The results, each section read and checked."""
+        table = None if self.table is None else tables.DtypeTable.read(self.table, RESULTS_JSON,
+                                                                       "table")  # fmt: skip
+        build, tests = self.build, self.tests
+        return PrResults(
+            pr=self.pr,
+            base=commit_id(self.base, "base"),
+            head=None if self.head is None else commit_id(self.head, "head"),
+            impact=Impact.from_fields(Fields(self.impact, "impact", RESULTS_JSON)),
+            build_needed=build.needed,
+            build_ok=build.ok,
+            build_error=build.error,
+            test_error=tests.error,
+            selectors=tests.selectors,
+            run=tests.run,
             table=table,
-            xfail_decisions=decisions,
-            xfail_diff=xfails.pop("diff", str),
-            baseline=baseline_from_fields(f.obj_or_none("baseline"), table),
-            review=None if review is None else ReviewDocument.from_fields(review),
-            speed=None if speed is None else SpeedReport.from_fields(speed),
-            math=None if math is None else math_from_fields(math),
-            build_check=None if check is None else _shader_check(check),
-            device=None if device is None else Device.from_dict(device, "results.json: device"),
-            kernels=None if kernels is None else _kernels_from(kernels),
-            inductor=None if inductor is None else InductorRun.from_fields(inductor),
-        )
-        tests.pop("counts", dict)  # for readers: the table's
-        for fields in (f, build, tests, xfails):
-            fields.done()
-        return results
+            xfail_decisions=self.xfails.decisions,
+            xfail_diff=self.xfails.diff,
+            baseline=baseline_from(self.baseline, table),
+            review=None if self.review is None
+            else ReviewDocument.from_fields(Fields(self.review, "review", RESULTS_JSON)),
+            speed=self.speed,
+            math=None if self.math is None else math_from(self.math, "math"),
+            build_check=None if build.check is None else _shader_check(build.check),
+            device=self.device,
+            kernels=None if self.kernels is None else self.kernels.section(),
+            inductor=self.inductor,
+        )  # fmt: skip
 
 
 def _kernels_json(section: KernelsSection) -> KernelsJson:
@@ -367,21 +425,6 @@ def _kernels_json(section: KernelsSection) -> KernelsJson:
         return {"schema": KERNEL_SCHEMA, "skipped": section.skipped}
     files = [kernel_to_json(r) for r in section.files]
     return {"schema": KERNEL_SCHEMA, "files": files, "errors": list(section.errors)}
-
-
-def _kernels_from(f: Fields) -> KernelsSection:
-    """results.json's ``kernels`` read back, every key checked before anything is posted."""
-    schema = f.pop("schema", int)
-    if schema != KERNEL_SCHEMA:
-        raise f.error("schema", f"schema {schema}, not {KERNEL_SCHEMA}")
-    skipped = f.pop("skipped", str, type(None))
-    if skipped is not None:
-        f.done()
-        return KernelsSection(skipped=skipped)
-    reports = tuple(kernel_from_fields(doc) for doc in f.objs("files"))
-    section = KernelsSection(reports, f.strings("errors"))
-    f.done()
-    return section
 
 
 def _shader_check(data: dict[str, object]) -> ShaderCheck:

@@ -24,13 +24,14 @@ and the status is what it was without a history.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from pipeline import state
 from pipeline.config import Settings, defaults
 from pipeline.errors import PipelineError
+from pipeline.fields import dump, key, shown
 from pipeline.results import history
 from pipeline.results.history_db import HistoryDB
 from pipeline.results.junit import FAILING, CaseResult, Outcome
@@ -74,13 +75,16 @@ class Night:
 
 @dataclass(frozen=True)
 class Failure:
-    """One failing test of the PR run, classified."""
+    """One failing test of the PR run, classified: results.json's ``baseline.cases[]``."""
 
+    # for readers: made of the rest
+    _test: str = field(init=False, repr=False, compare=False,
+                       metadata=shown(lambda f: f.test, "test"))  # fmt: skip
     stem: str
     kind: str
     dtype: str
     outcome: Outcome  # in the PR run
-    klass: str  # one of CLASSES
+    klass: str = field(metadata=key("class"))  # one of CLASSES
     reason: str  # for people: what the history says about it
     main: Mapping[str, Outcome]  # runner -> its outcome in the nightly (empty: not run there)
 
@@ -125,13 +129,19 @@ class BaselineJson(TypedDict):
 
 @dataclass(frozen=True)
 class Baseline:
-    """A PR run's failing tests, each with its class, and what they were compared with."""
+    """A PR run's failing tests, each with its class, and what they were compared with:
+    results.json's ``baseline`` (docs/machine-output.md)."""
 
     runner: str | None  # the PR run's configuration, when known
-    night: Night | None  # None: no nightly baseline (every failure is new)
-    window: int  # nightlies looked back over for flipping outcomes
+    # None: no nightly baseline (every failure is new)
+    night: Night | None = field(metadata=key("nightly"))
+    # nightlies looked back over for flipping outcomes
+    window: int = field(metadata=key("flaky_window"))
     note: str  # what the comparison could not do, for the comment ("" when nothing)
-    failures: tuple[Failure, ...]
+    # for readers: the cases'
+    _counts: dict[str, int] = field(init=False, repr=False, compare=False,
+                                    metadata=shown(lambda b: b.counts, "counts"))  # fmt: skip
+    failures: tuple[Failure, ...] = field(metadata=key("cases"))
 
     def of(self, klass: str) -> tuple[Failure, ...]:
         return tuple(f for f in self.failures if f.klass == klass)
@@ -142,30 +152,8 @@ class Baseline:
         return {k: len(self.of(k)) for k in CLASSES}
 
     def to_dict(self) -> BaselineJson:
-        """results.json's ``baseline`` (docs/machine-output.md); ``counts`` is for readers."""
-        night = self.night
-        return {
-            "runner": self.runner,
-            "nightly": None
-            if night is None
-            else {"started": night.started, "commit": night.commit, "runners": list(night.runners)},
-            "flaky_window": self.window,
-            "note": self.note,
-            "counts": self.counts,
-            "cases": [
-                {
-                    "test": f.test,
-                    "stem": f.stem,
-                    "kind": f.kind,
-                    "dtype": f.dtype,
-                    "outcome": f.outcome.value,
-                    "class": f.klass,
-                    "reason": f.reason,
-                    "main": {runner: o.value for runner, o in f.main.items()},
-                }
-                for f in self.failures
-            ],
-        }
+        """results.json's ``baseline``."""
+        return cast(BaselineJson, dump(self))
 
 
 def failing(table: DtypeTable | None) -> list[tuple[_Key, Outcome]]:

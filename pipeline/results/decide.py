@@ -20,7 +20,6 @@ from enum import Enum
 from typing import NotRequired, Protocol, TypedDict
 
 from pipeline.dtypes import sort_key
-from pipeline.fields import Fields
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.table import Cell, DtypeTable, merge_runs
 
@@ -125,30 +124,6 @@ class XfailDecision:
         going = set(dtypes) & set(self.dropped)
         decision = _dropping(self.list, self.function, self.key, old, judged, going, reason)
         return replace(decision, at=self.at)
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> XfailDecision:
-        """:meth:`to_dict` read back, every key checked."""
-
-        action = f.pop("action", str)
-        try:
-            parsed = XfailAction.parse(action)
-        except ValueError as exc:
-            raise f.error("action", str(exc)) from None
-        decision = cls(
-            list=f.pop("list", str),
-            function=f.pop("function", str),
-            key=f.pop("key", str),
-            action=parsed,
-            old_dtypes=f.strings_or_none("old_dtypes"),
-            new_dtypes=f.strings_or_none("new_dtypes"),
-            reason=f.pop("reason", str),
-            dropped=f.strings("dropped"),
-            to_list=f.pop("to_list", str, type(None)),
-            at=f.pop("at", str, type(None)) or "",  # absent for a common_mps.py entry
-        )
-        f.done()
-        return decision
 
     def to_dict(self) -> XfailDecisionJson:
         """The decision as JSON data: every field, dtype tuples as lists (None = all dtypes)."""

@@ -24,10 +24,11 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from pipeline.errors import DocumentError, PipelineError
-from pipeline.fields import Fields
+from pipeline.fields import dump
+from pipeline.fields import read as read_model
 from pipeline.fsio import write_atomic
 
 DEVICE_JSON = "device.json"  # in a runner's results folder, beside its JUnit reports
@@ -175,40 +176,19 @@ class Device:
         )
 
     def to_dict(self) -> DeviceJson:
-        return {
-            "chip": self.chip,
-            "gpu": self.gpu,
-            "gpu_family": self.gpu_family,
-            "gpu_cores": self.gpu_cores,
-            "macos": self.macos,
-            "macos_build": self.macos_build,
-            "metal": self.metal,
-            "virtualization": self.virtualization.value,
-        }
+        return cast(DeviceJson, dump(self))
 
     @classmethod
     def from_dict(cls, data: object, where: str) -> Device:
         """``device.json``'s document; PipelineError naming ``where`` for anything else."""
         if not isinstance(data, dict):
             raise PipelineError(f"{where}: not a device record (a JSON object)")
-        f = Fields(data, "", where)
         try:
-            made = cls(
-                chip=f.pop("chip", str),
-                gpu=f.pop("gpu", str),
-                gpu_family=f.pop("gpu_family", str),
-                gpu_cores=f.pop("gpu_cores", int, type(None)),
-                macos=f.pop("macos", str),
-                macos_build=f.pop("macos_build", str),
-                metal=f.pop("metal", str),
-                virtualization=f.enum("virtualization", Virtualization),
-            )
-            f.done()
+            return read_model(cls, data, where)
         except DocumentError as exc:
             raise PipelineError(
                 f"{where}: not a device record ({exc.where} {exc.problem})"
             ) from None
-        return made
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import DamagedHistoryError, DocumentError, PipelineError
-from pipeline.fields import Fields
+from pipeline.fields import dump, read
 from pipeline.fsio import write_atomic
 from pipeline.results import history_schema as schema
 from pipeline.results.history_db import SqliteDB
@@ -276,16 +276,12 @@ class _Seal:
         """The seal beside the history at ``path``; None when there is none or it does not
         read (either way the next check is the whole one)."""
         try:
-            f = Fields(json.loads(_seal_path(path).read_text()), "", SEAL)
-            found = cls(f.pop("sha256", str), f.pop("size", int), f.pop("since_full", int))
-            f.done()
+            return read(cls, json.loads(_seal_path(path).read_text()), SEAL)
         except (OSError, ValueError, DocumentError):
             return None
-        return found
 
     def write(self, path: Path) -> None:
-        doc = {"sha256": self.sha256, "size": self.size, "since_full": self.since_full}
-        write_atomic(_seal_path(path), json.dumps(doc) + "\n")
+        write_atomic(_seal_path(path), json.dumps(dump(self)) + "\n")
 
 
 # The digest is taken in a thread beside the night's work, and between reads the thread

@@ -10,9 +10,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TypedDict
+from typing import TypedDict, cast
 
-from pipeline.fields import Fields
+from pipeline.fields import dump
 from pipeline.results.junit import DISPLAY_ORDER, FAILING, CaseResult, Outcome
 
 
@@ -42,6 +42,12 @@ class InductorRun:
     error: str | None = None
     run: str | None = None  # the run's folder under the results directory
 
+    def __post_init__(self) -> None:
+        outcomes = {o.value for o in Outcome}
+        for outcome, n in self.counts.items():
+            if outcome not in outcomes or n < 0:
+                raise ValueError(f"counts {outcome!r}: {n!r} is not an outcome's count")
+
     @classmethod
     def from_cases(
         cls, files: tuple[str, ...], missing: tuple[str, ...], cases: Iterable[CaseResult], run: str
@@ -58,32 +64,4 @@ class InductorRun:
         return self.error is None and not self.missing and not self.failed
 
     def to_dict(self) -> InductorJson:
-        return {
-            "files": list(self.files),
-            "missing": list(self.missing),
-            "counts": dict(self.counts),
-            "failed": list(self.failed),
-            "error": self.error,
-            "run": self.run,
-        }
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> InductorRun:
-        counts = f.pop("counts", dict)
-        for outcome, n in counts.items():
-            if (
-                outcome not in {o.value for o in Outcome}
-                or isinstance(n, bool)
-                or not (isinstance(n, int) and n >= 0)
-            ):
-                raise f.error("counts", f"{outcome!r}: {n!r} is not an outcome's count")
-        run = cls(
-            files=f.strings("files"),
-            missing=f.strings("missing"),
-            counts=MappingProxyType(dict(counts)),
-            failed=f.strings("failed"),
-            error=f.pop("error", str, type(None)),
-            run=f.pop("run", str, type(None)),
-        )
-        f.done()
-        return run
+        return cast(InductorJson, dump(self))

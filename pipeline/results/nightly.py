@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from pipeline.errors import PipelineError
-from pipeline.fields import Fields
+from pipeline.fields import dump, shown
 from pipeline.impact.suspects import CommitAnalysis, Suspect, SuspectJson
 from pipeline.results import decide, decorations, history, junit
 from pipeline.results.history_db import HistoryDB
@@ -105,7 +105,8 @@ class ShardBalanceJson(TypedDict):
 
 @dataclass(frozen=True)
 class Regression:
-    """A test that worked in ``runner``'s previous run (``previous``) and fails now."""
+    """A test that worked in ``runner``'s previous run (``previous``) and fails now:
+    summary.json's ``regressions[]``."""
 
     runner: str
     classname: str
@@ -122,47 +123,13 @@ class Regression:
     suspects_note: str = ""  # what limits the suspects ("": nothing)
 
     def to_dict(self) -> RegressionJson:
-        return {
-            "runner": self.runner,
-            "classname": self.classname,
-            "name": self.name,
-            "stem": self.stem,
-            "dtype": self.dtype,
-            "before": self.before.value,
-            "after": self.after.value,
-            "flaky": self.flaky,
-            "message": self.message,
-            "previous": self.previous,
-            "previous_commit": self.previous_commit,
-            "suspects": [s.to_dict() for s in self.suspects],
-            "suspects_note": self.suspects_note,
-        }
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> Regression:
-        """:meth:`to_dict` read back, every key checked."""
-        found = cls(
-            runner=f.pop("runner", str),
-            classname=f.pop("classname", str),
-            name=f.pop("name", str),
-            stem=f.pop("stem", str, type(None)),
-            dtype=f.pop("dtype", str, type(None)),
-            before=f.enum("before", Outcome),
-            after=f.enum("after", Outcome),
-            flaky=f.pop("flaky", bool),
-            message=f.pop("message", str),
-            previous=f.pop("previous", str),
-            previous_commit=f.pop("previous_commit", str),
-            suspects=tuple(Suspect.from_fields(s) for s in f.objs("suspects")),
-            suspects_note=f.pop("suspects_note", str),
-        )
-        f.done()
-        return found
+        return cast(RegressionJson, dump(self))
 
 
 @dataclass(frozen=True)
 class FlakyTest:
-    """A test whose result on ``runner`` cannot be trusted, and why."""
+    """A test whose result on ``runner`` cannot be trusted, and why: summary.json's
+    ``flaky[]``."""
 
     runner: str
     classname: str
@@ -173,35 +140,13 @@ class FlakyTest:
     outcomes: tuple[Outcome, ...]  # over the flaky window, oldest first (or tonight's only)
 
     def to_dict(self) -> FlakyTestJson:
-        return {
-            "runner": self.runner,
-            "classname": self.classname,
-            "name": self.name,
-            "stem": self.stem,
-            "dtype": self.dtype,
-            "reasons": list(self.reasons),
-            "outcomes": [o.value for o in self.outcomes],
-        }
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> FlakyTest:
-        """:meth:`to_dict` read back, every key checked."""
-        found = cls(
-            runner=f.pop("runner", str),
-            classname=f.pop("classname", str),
-            name=f.pop("name", str),
-            stem=f.pop("stem", str, type(None)),
-            dtype=f.pop("dtype", str, type(None)),
-            reasons=f.strings("reasons"),
-            outcomes=tuple(f.member("outcomes", Outcome, o) for o in f.strings("outcomes")),
-        )
-        f.done()
-        return found
+        return cast(FlakyTestJson, dump(self))
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """An entry some of whose dtypes xpass everywhere, but not yet for enough nightlies."""
+    """An entry some of whose dtypes xpass everywhere, but not yet for enough nightlies:
+    summary.json's ``candidates[]``."""
 
     list: str
     function: str
@@ -209,18 +154,7 @@ class Candidate:
     streaks: dict[str, int]  # dtype -> consecutive nightlies, newest back, it would go
 
     def to_dict(self) -> CandidateJson:
-        return {"list": self.list, "function": self.function, "key": self.key,
-                "streaks": dict(self.streaks)}  # fmt: skip
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> Candidate:
-        """:meth:`to_dict` read back, every key checked."""
-        streaks = f.obj("streaks")
-        found = cls(f.pop("list", str), f.pop("function", str), f.pop("key", str),
-                    {dtype: streaks.pop(dtype, int) for dtype in streaks.names()})  # fmt: skip
-        for done in (streaks, f):
-            done.done()
-        return found
+        return cast(CandidateJson, dump(self))
 
 
 @dataclass(frozen=True)
@@ -233,27 +167,30 @@ class ShardReport:
     measured: str  # "suite" | "cases" (junit.ReportWall)
     tests: int
 
-    @classmethod
-    def from_fields(cls, f: Fields) -> ShardReport:
-        """:meth:`to_dict` read back, every key checked."""
-        measured = f.pop("measured", str)
-        if measured not in MEASURED:
-            raise f.error("measured", f"is {measured!r}, not one of {', '.join(MEASURED)}")
-        found = cls(f.pop("report", str), f.pop("shard", int, type(None)),
-                    f.pop("seconds", float, int), measured, f.pop("tests", int))  # fmt: skip
-        f.done()
-        return found
-
-    def to_dict(self) -> ShardReportJson:
-        return {"report": self.report, "shard": self.shard, "seconds": self.seconds,
-                "measured": self.measured, "tests": self.tests}  # fmt: skip
+    def __post_init__(self) -> None:
+        if self.measured not in MEASURED:
+            raise ValueError(f"measured is {self.measured!r}, not one of {', '.join(MEASURED)}")
 
 
 @dataclass(frozen=True)
 class ShardBalance:
-    """One runner's reports' wall times, and the slowest over the mean."""
+    """One runner's reports' wall times, and the slowest over the mean: summary.json's
+    ``shards.<runner>``, whose figures are for readers, made of the reports'."""
 
     reports: tuple[ShardReport, ...]  # at least one
+    # for readers, made of the reports'
+    _total: float = field(init=False, repr=False, compare=False,
+                          metadata=shown(lambda b: b.total_seconds, "total_seconds"))  # fmt: skip
+    _max: float = field(init=False, repr=False, compare=False,
+                        metadata=shown(lambda b: b.max_seconds, "max_seconds"))  # fmt: skip
+    _mean: float = field(init=False, repr=False, compare=False,
+                         metadata=shown(lambda b: b.mean_seconds, "mean_seconds"))  # fmt: skip
+    _ratio: float | None = field(init=False, repr=False, compare=False,
+                                 metadata=shown(lambda b: b.ratio, "ratio"))  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if not self.reports:
+            raise ValueError("reports is empty")
 
     @property
     def ratio(self) -> float | None:
@@ -265,27 +202,16 @@ class ShardBalance:
     def max_seconds(self) -> float:
         return max(r.seconds for r in self.reports)
 
-    @classmethod
-    def from_fields(cls, f: Fields) -> ShardBalance:
-        """:meth:`to_dict` read back, every key checked (the figures are the reports')."""
-        found = cls(tuple(ShardReport.from_fields(r) for r in f.objs("reports")))
-        if not found.reports:
-            raise f.error("reports", "is empty")
-        for key in ("total_seconds", "max_seconds", "mean_seconds"):
-            f.pop(key, float, int)
-        f.pop("ratio", float, int, type(None))
-        f.done()
-        return found
+    @property
+    def total_seconds(self) -> float:
+        return round(sum(r.seconds for r in self.reports), 6)
+
+    @property
+    def mean_seconds(self) -> float:
+        return round(sum(r.seconds for r in self.reports) / len(self.reports), 6)
 
     def to_dict(self) -> ShardBalanceJson:
-        seconds = [r.seconds for r in self.reports]
-        return {
-            "reports": [r.to_dict() for r in self.reports],
-            "total_seconds": round(sum(seconds), 6),
-            "max_seconds": self.max_seconds,
-            "mean_seconds": round(sum(seconds) / len(seconds), 6),
-            "ratio": self.ratio,
-        }
+        return cast(ShardBalanceJson, dump(self))
 
 
 @dataclass(frozen=True)

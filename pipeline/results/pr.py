@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
-from pipeline.errors import PipelineError
-from pipeline.fields import Fields
+from pipeline.errors import DocumentError, PipelineError
+from pipeline.fields import read
 from pipeline.results import baseline as baselines
-from pipeline.results.junit import Outcome
 from pipeline.results.math import SCHEMA as MATH_SCHEMA
 from pipeline.results.math import (
+    Agreement,
     Counterexample,
     DtypeCheck,
     FunctorCheck,
-    Kind,
     MathReport,
     MathSkipped,
 )
@@ -58,129 +58,152 @@ def read_results_json(folder: Path, pr: int) -> Any:
     return data
 
 
-def commit_id(f: Fields, key: str, value: str) -> str:
-    """``value``, read at ``key`` of ``f``, checked to be a full commit id (SHA-1 or
+def commit_id(value: str, where: str) -> str:
+    """``value``, read at ``where`` of results.json, checked to be a full commit id (SHA-1 or
     SHA-256)."""
     if not _SHA.fullmatch(value):
-        raise f.error(key, "is not a full commit id")
+        raise DocumentError(RESULTS_JSON, where, "is not a full commit id")
     return value
 
 
-def baseline_from_fields(f: Fields | None, table: DtypeTable | None) -> baselines.Baseline:
-    """``baseline`` back from ``Baseline.to_dict()``, checked against ``table``: it must
-    classify exactly the table's failing tests, and only as new without a nightly. A
-    results.json without one (an earlier version of schema 1) counts every failure new."""
-    if f is None:
+def baseline_from(data: object, table: DtypeTable | None) -> baselines.Baseline:
+    """results.json's ``baseline`` read back, checked against ``table``: it must classify
+    exactly the table's failing tests, and only as new without a nightly. A results.json
+    without one (null: an earlier version of schema 1) counts every failure new."""
+    if data is None:
         return baselines.without_history(table)
-    runner = f.pop("runner", str, type(None))
-    night = None
-    if (nightly := f.obj_or_none("nightly")) is not None:
-        started, commit = nightly.pop("started", str), nightly.pop("commit", str)
-        night = baselines.Night(started, commit and commit_id(nightly, "commit", commit),
-                                nightly.strings("runners"))  # fmt: skip
-        nightly.done()
-    failures = tuple(_failure_from(case, night is not None) for case in f.objs("cases"))
-    got = [((c.kind, c.stem, c.dtype), c.outcome) for c in failures]
+    found = read(baselines.Baseline, data, RESULTS_JSON, "baseline")
+    if found.night is not None and found.night.commit:
+        commit_id(found.night.commit, "baseline.nightly.commit")
+    for i, case in enumerate(found.failures):
+        where = f"baseline.cases[{i}].class"
+        if case.klass not in baselines.CLASSES:
+            known = ", ".join(baselines.CLASSES)
+            raise DocumentError(RESULTS_JSON, where, f"is {case.klass!r}, not one of {known}")
+        if found.night is None and case.klass != baselines.NEW:
+            problem = f"is {case.klass!r} without a nightly to compare with"
+            raise DocumentError(RESULTS_JSON, where, problem)
+    got = [((c.kind, c.stem, c.dtype), c.outcome) for c in found.failures]
     if got != baselines.failing(table):
-        raise f.error("cases", "are not the failing tests of the table")
-    found = baselines.Baseline(runner, night, f.pop("flaky_window", int), f.pop("note", str),
-                               failures)  # fmt: skip
-    f.pop("counts", dict)  # for readers: the cases'
-    f.done()
+        problem = "are not the failing tests of the table"
+        raise DocumentError(RESULTS_JSON, "baseline.cases", problem)
     return found
 
 
-def _failure_from(f: Fields, with_nightly: bool) -> baselines.Failure:
-    klass = f.pop("class", str)
-    if klass not in baselines.CLASSES:
-        raise f.error("class", f"is {klass!r}, not one of {', '.join(baselines.CLASSES)}")
-    if not with_nightly and klass != baselines.NEW:
-        raise f.error("class", f"is {klass!r} without a nightly to compare with")
-    stem, kind, dtype = f.pop("stem", str), f.pop("kind", str), f.pop("dtype", str)
-    outcome, reason = f.enum("outcome", Outcome), f.pop("reason", str)
-    main = f.obj("main")
-    found = baselines.Failure(stem, kind, dtype, outcome, klass, reason,
-                              {r: main.enum(r, Outcome) for r in main.names()})  # fmt: skip
-    f.pop("test", str)  # for readers: made of the rest
-    for done in (main, f):
-        done.done()
-    return found
+@dataclass(frozen=True)
+class _SkippedDoc:
+    """check-math's document when it did not run."""
+
+    schema: int
+    skipped: str
 
 
-def math_from_fields(f: Fields) -> MathReport | MathSkipped:
-    """check-math's report back from its ``--json`` document (as results.json's ``math``),
-    every key checked; a dtype's ``status`` must be the one its counts give. A
-    ``{"schema", "skipped"}`` document gives why check-math did not run."""
-    schema = f.pop("schema", int)
+@dataclass(frozen=True)
+class _DtypeDoc:
+    """One dtype of a functor in check-math's ``--json`` (:func:`pipeline.report.math.to_json`):
+    a :class:`DtypeCheck`, with its status and mismatched count for readers."""
+
+    dtype: str
+    output_dtype: str
+    torch_dtype: str | None
+    status: Agreement
+    checked: int
+    matched: int
+    mismatched: int
+    precision: int
+    nan_inf: int
+    value: int
+    crashes: int
+    subnormal: int
+    refused: int
+    edge_inputs: int
+    sample_inputs: int
+    upcast: bool
+    findings: tuple[str, ...]
+    counterexamples: tuple[Counterexample, ...]
+    no_reference: str | None
+    known: str | None
+
+    def check(self, kernel: str, where: str) -> DtypeCheck:
+        """The check, whose status and mismatched count must be what the document says."""
+        check = DtypeCheck(
+            kernel, self.dtype, self.output_dtype, self.torch_dtype, checked=self.checked,
+            matched=self.matched, precision=self.precision, special=self.nan_inf,
+            exact=self.value, crashes=self.crashes, subnormal=self.subnormal,
+            refused=self.refused, edge=self.edge_inputs, samples=self.sample_inputs,
+            upcast=self.upcast, counterexamples=self.counterexamples, findings=self.findings,
+            no_reference=self.no_reference, known=self.known,
+        )  # fmt: skip
+        if self.status is not check.status:
+            problem = f"{str(self.status)!r} is not what its counts give ({check.status})"
+            raise DocumentError(RESULTS_JSON, f"{where}.status", problem)
+        if self.mismatched != check.mismatched:
+            problem = f"is not what its counts give ({check.mismatched})"
+            raise DocumentError(RESULTS_JSON, f"{where}.mismatched", problem)
+        return check
+
+
+@dataclass(frozen=True)
+class _FunctorDoc:
+    kernel: str
+    file: str
+    reference: str | None
+    compile_error: str | None
+    failure: str | None
+    not_modelled: tuple[str, ...]
+    set_aside: tuple[str, ...]
+    built_with: str | None
+    cached: bool
+    skipped_dtypes: tuple[str, ...]
+    dtypes: tuple[_DtypeDoc, ...]
+
+    def check(self, where: str) -> FunctorCheck:
+        return FunctorCheck(
+            kernel=self.kernel,
+            file=self.file,
+            reference=self.reference,
+            dtypes=tuple(
+                d.check(self.kernel, f"{where}.dtypes[{i}]") for i, d in enumerate(self.dtypes)
+            ),
+            compile_error=self.compile_error,
+            failure=self.failure,
+            not_modelled=self.not_modelled,
+            set_aside=self.set_aside,
+            built_with=self.built_with,
+            skipped=self.skipped_dtypes,
+            cached=self.cached,
+        )
+
+
+@dataclass(frozen=True)
+class _MathDoc:
+    """check-math's ``--json`` document; ``ok``, ``counts`` and ``not_covered`` are for
+    readers, made of the rest."""
+
+    schema: int
+    ok: bool
+    compiler: str
+    headers: str
+    counts: dict[str, int]
+    functors: tuple[_FunctorDoc, ...]
+    not_covered: str
+    warnings: tuple[str, ...]
+
+
+def math_from(data: object, where: str) -> MathReport | MathSkipped:
+    """check-math's report back from its ``--json`` document (as results.json's ``math``,
+    at ``where``), every key checked; a dtype's ``status`` must be the one its counts give.
+    A ``{"schema", "skipped"}`` document gives why check-math did not run."""
+    if isinstance(data, dict) and "skipped" in data:
+        skipped = read(_SkippedDoc, data, RESULTS_JSON, where)
+        _math_schema(skipped.schema, where)
+        return MathSkipped(skipped.skipped)
+    doc = read(_MathDoc, data, RESULTS_JSON, where)
+    _math_schema(doc.schema, where)
+    functors = tuple(f.check(f"{where}.functors[{i}]") for i, f in enumerate(doc.functors))
+    return MathReport(functors, compiler=doc.compiler, headers=doc.headers, warnings=doc.warnings)
+
+
+def _math_schema(schema: int, where: str) -> None:
     if schema != MATH_SCHEMA:
-        raise f.error("schema", f"is {schema}, not {MATH_SCHEMA}")
-    if (skipped := f.pop("skipped", str, type(None))) is not None:
-        f.done()
-        return MathSkipped(skipped)
-    report = MathReport(
-        tuple(_functor_from(x) for x in f.objs("functors")),
-        compiler=f.pop("compiler", str),
-        headers=f.pop("headers", str),
-        warnings=f.strings("warnings"),
-    )
-    f.pop("ok", bool)  # for readers: the functors'
-    f.pop("counts", dict)
-    f.pop("not_covered", str)
-    f.done()
-    return report
-
-
-def _functor_from(f: Fields) -> FunctorCheck:
-    kernel = f.pop("kernel", str)
-    found = FunctorCheck(
-        kernel=kernel,
-        file=f.pop("file", str),
-        reference=f.pop("reference", str, type(None)),
-        dtypes=tuple(_dtype_check(kernel, d) for d in f.objs("dtypes")),
-        compile_error=f.pop("compile_error", str, type(None)),
-        failure=f.pop("failure", str, type(None)),
-        not_modelled=f.strings("not_modelled"),
-        set_aside=f.strings("set_aside"),
-        built_with=f.pop("built_with", str, type(None)),
-        skipped=f.strings("skipped_dtypes"),
-        cached=f.pop("cached", bool),
-    )
-    f.done()
-    return found
-
-
-def _counterexample(f: Fields) -> Counterexample:
-    found = Counterexample(f.strings("inputs"), f.pop("kernel", str), f.pop("torch", str),
-                           f.enum("kind", Kind))  # fmt: skip
-    f.done()
-    return found
-
-
-def _dtype_check(kernel: str, f: Fields) -> DtypeCheck:
-    check = DtypeCheck(
-        kernel=kernel,
-        dtype=f.pop("dtype", str),
-        output=f.pop("output_dtype", str),
-        torch_dtype=f.pop("torch_dtype", str, type(None)),
-        checked=f.pop("checked", int),
-        matched=f.pop("matched", int),
-        precision=f.pop("precision", int),
-        special=f.pop("nan_inf", int),
-        exact=f.pop("value", int),
-        crashes=f.pop("crashes", int),
-        subnormal=f.pop("subnormal", int),
-        refused=f.pop("refused", int),
-        edge=f.pop("edge_inputs", int),
-        samples=f.pop("sample_inputs", int),
-        upcast=f.pop("upcast", bool),
-        counterexamples=tuple(_counterexample(c) for c in f.objs("counterexamples")),
-        findings=f.strings("findings"),
-        no_reference=f.pop("no_reference", str, type(None)),
-        known=f.pop("known", str, type(None)),
-    )
-    if (status := f.pop("status", str)) != str(check.status):
-        raise f.error("status", f"{status!r} is not what its counts give ({check.status})")
-    if f.pop("mismatched", int) != check.mismatched:
-        raise f.error("mismatched", f"is not what its counts give ({check.mismatched})")
-    f.done()
-    return check
+        raise DocumentError(RESULTS_JSON, f"{where}.schema", f"is {schema}, not {MATH_SCHEMA}")

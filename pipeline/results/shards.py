@@ -33,10 +33,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from pipeline.errors import DocumentError, PipelineError
-from pipeline.fields import Fields
+from pipeline.fields import dump, read
 from pipeline.results.junit import parse_test_id
 from pipeline.testid import node_of
 
@@ -299,36 +299,40 @@ class PlanJson(TypedDict):
 def to_json(result: Plan, *, timed: bool = True) -> PlanJson:
     """The plan document: ``{"schema": 1, "shards": [{"index", "tests", "seconds"}]}``;
     ``seconds`` (estimated) is null for a plan by count."""
-    return {
-        "schema": SCHEMA,
-        "shards": [
-            {"index": i, "tests": list(tests), "seconds": round(load, 6) if timed else None}
-            for i, (tests, load) in enumerate(zip(result.shards, result.loads, strict=True), 1)
-        ],
-    }
+    shards = tuple(
+        _ShardJson(i, tuple(tests), round(load, 6) if timed else None)
+        for i, (tests, load) in enumerate(zip(result.shards, result.loads, strict=True), 1)
+    )
+    return cast(PlanJson, dump(_PlanJson(SCHEMA, shards)))
+
+
+@dataclass(frozen=True)
+class _ShardJson:
+    index: int
+    tests: tuple[str, ...]
+    seconds: float | None  # the estimate, for the person only
+
+
+@dataclass(frozen=True)
+class _PlanJson:
+    schema: int | None
+    shards: tuple[_ShardJson, ...]
+
+    def __post_init__(self) -> None:
+        if self.schema != SCHEMA:
+            raise ValueError(f"schema is {self.schema!r}, this mps-pipeline reads {SCHEMA}")
+        for n, shard in enumerate(self.shards, 1):
+            if shard.index != n:
+                raise ValueError(f"shards[{n - 1}].index is not {n}")
 
 
 def from_json(doc: object, where: str) -> list[list[str]]:
     """The shards (test ids, shard 1 first) of a plan document; PipelineError naming
     ``where`` when it is not one."""
     try:
-        return _shards(Fields(doc, "", where))
+        return [list(shard.tests) for shard in read(_PlanJson, doc, where).shards]
     except DocumentError as exc:
         raise PipelineError(f"{where}: not a shard plan ({exc.where} {exc.problem})") from None
-
-
-def _shards(f: Fields) -> list[list[str]]:
-    if (schema := f.pop("schema", int, type(None))) != SCHEMA:
-        raise f.error("schema", f"is {schema!r}, this mps-pipeline reads {SCHEMA}")
-    found = []
-    for n, shard in enumerate(f.objs("shards"), 1):
-        if shard.pop("index", int) != n:
-            raise shard.error("index", f"is not {n}")
-        found.append(list(shard.strings("tests")))
-        shard.pop("seconds", float, int, type(None))  # the estimate, for the person only
-        shard.done()
-    f.done()
-    return found
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,14 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import cast
 
-from pipeline.errors import PipelineError
-from pipeline.fields import Fields
+from pipeline.errors import DocumentError, PipelineError
+from pipeline.fields import dump, schema_of
+from pipeline.fields import read as read_model
 from pipeline.results.device import Device, DeviceClass
 from pipeline.results.history import DEVICE_COLUMNS, device_of
 from pipeline.results.history_db import HistoryDB
@@ -73,30 +75,21 @@ class Judgement(str, Enum):
 
 @dataclass(frozen=True)
 class Verdict:
-    key: Key
+    """One measurement against main's figures: results.json's ``speed.verdicts[]``."""
+
+    op: str
+    dtype: str
+    shape: str
+    layout: str
     pr_median: float
     main_median: float | None
     ratio: float | None
     spread: float | None  # main's slowest nightly median over its median
     judgement: Judgement
 
-
-def verdict_to_dict(v: Verdict) -> dict[str, object]:
-    op, dtype, shape, layout = v.key
-    return {"op": op, "dtype": dtype, "shape": shape, "layout": layout,
-            "pr_median": v.pr_median, "main_median": v.main_median, "ratio": v.ratio,
-            "spread": v.spread, "judgement": v.judgement.value}  # fmt: skip
-
-
-def verdict_from_fields(f: Fields) -> Verdict:
-    """A verdict as results.json holds it, every key checked (it comes from another job)."""
-    key = (f.pop("op", str), f.pop("dtype", str), f.pop("shape", str), f.pop("layout", str))
-    figures = [f.pop(k, float, int, type(None)) for k in ("main_median", "ratio", "spread")]
-    main, ratio, spread = (None if x is None else float(x) for x in figures)
-    verdict = Verdict(key, float(f.pop("pr_median", float, int)), main, ratio, spread,
-                      f.enum("judgement", Judgement))  # fmt: skip
-    f.done()
-    return verdict
+    @property
+    def key(self) -> Key:
+        return (self.op, self.dtype, self.shape, self.layout)
 
 
 @dataclass(frozen=True)
@@ -117,6 +110,11 @@ class SpeedReport:
     # (None: timed on the CPU, or not known)
     machine: Device | None = None
 
+    def __post_init__(self) -> None:
+        for m in self.measurements:
+            if not m.times or min(m.times) <= 0:
+                raise ValueError(f"measurements: {'/'.join(m.key)} has no positive timings")
+
     @property
     def device_class(self) -> str:
         """The class main's figures were taken from, said as the comment says it."""
@@ -129,44 +127,7 @@ class SpeedReport:
         return tuple(v for v in self.verdicts if v.judgement is Judgement.SLOWER)
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "runner": self.runner,
-            "measurements": [
-                {
-                    "op": m.op,
-                    "dtype": m.dtype,
-                    "shape": m.shape,
-                    "layout": m.layout,
-                    "times": list(m.times),
-                }
-                for m in self.measurements
-            ],  # fmt: skip
-            "threshold": self.threshold,
-            "nights": self.nights,
-            "verdicts": [verdict_to_dict(v) for v in self.verdicts],
-            "device": self.device,
-            "machine": None if self.machine is None else self.machine.to_dict(),
-        }
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> SpeedReport:
-        """:meth:`to_dict` read back, every key checked (it comes from another job)."""
-        measured = [_measurement(m) for m in f.objs("measurements")]
-        report = cls(
-            runner=f.pop("runner", str),
-            measurements=tuple(m for m in measured if isinstance(m, Measurement)),
-            threshold=float(f.pop("threshold", int, float)),
-            nights=f.pop("nights", int),
-            verdicts=tuple(verdict_from_fields(v) for v in f.objs("verdicts")),
-            device=f.pop("device", str),
-            machine=_machine(f.pop("machine", dict, type(None)), f"{f.doc}: {f.where}.machine"),
-        )
-        f.done()
-        return report
-
-
-def _machine(data: dict[str, object] | None, where: str) -> Device | None:
-    return None if data is None else Device.from_dict(data, where)
+        return cast(dict[str, object], dump(self))
 
 
 @dataclass(frozen=True)
@@ -180,22 +141,40 @@ class NotTimed:
     error: str  # "TypeError: ..."
 
 
-def _measurement(f: Fields) -> Measurement | NotTimed:
-    """One row of speed.json's ``results`` (or results.json's ``measurements``); NotTimed
-    for an operator the device cannot run in that dtype (its ``error``: no figure)."""
-    found = Measurement(f.pop("op", str), f.pop("dtype", str), f.pop("shape", str),
-                        f.pop("layout", str), ())  # fmt: skip
-    f.pop("elements", int, type(None))  # for readers: the input's size
-    error = f.pop("error", str, type(None))
-    times = f.pop("times", list, type(None))
-    f.done()
-    if error:
-        return NotTimed(found.op, found.dtype, found.shape, found.layout, error)
-    if not times or not all(isinstance(t, int | float) and not isinstance(t, bool) for t in times):
-        raise f.error("times", "must be a list of numbers")
-    if min(times) <= 0:
-        raise f.error("times", "has no positive timings")
-    return replace(found, times=tuple(float(t) for t in times))
+@dataclass(frozen=True)
+class _Row:
+    """One row of speed.json's ``results``: a figure, or why the device has none."""
+
+    op: str
+    dtype: str
+    shape: str
+    layout: str
+    elements: int | None = None  # for readers: the input's size
+    error: str | None = None
+    times: tuple[float, ...] | None = None
+
+    def measured(self, doc: str, where: str) -> Measurement | NotTimed:
+        """The measurement; NotTimed for an operator the device cannot run in that dtype
+        (its ``error``: no figure)."""
+        if self.error:
+            return NotTimed(self.op, self.dtype, self.shape, self.layout, self.error)
+        if not self.times:
+            raise DocumentError(doc, f"{where}.times", "must be a list of numbers")
+        if min(self.times) <= 0:
+            raise DocumentError(doc, f"{where}.times", "has no positive timings")
+        return Measurement(self.op, self.dtype, self.shape, self.layout, self.times)
+
+
+@dataclass(frozen=True)
+class _SpeedJson:
+    """speed.json, as pipeline.run.speed writes it; ``torch`` and ``env`` are for readers:
+    what timed it, under which switches."""
+
+    schema: int
+    device: str | None = None
+    torch: str | None = None
+    env: dict[str, object] | None = None
+    results: tuple[_Row, ...] | None = None
 
 
 def parse(data: object, where: str) -> tuple[str, tuple[Measurement, ...]]:
@@ -207,16 +186,11 @@ def parse(data: object, where: str) -> tuple[str, tuple[Measurement, ...]]:
 
 def parse_rows(data: object, where: str) -> tuple[str, tuple[Measurement | NotTimed, ...]]:
     """:func:`parse`, with the benchmarks the device could not run among the measurements."""
-    f = Fields(data, "", where) if isinstance(data, dict) else None
-    if f is None or f.pop("schema", int, type(None)) != SCHEMA_VERSION:
+    if schema_of(data) != SCHEMA_VERSION:
         raise PipelineError(f"{where}: not a speed.json of schema {SCHEMA_VERSION}")
-    device = f.pop("device", str, type(None)) or ""
-    f.pop("torch", str, type(None))  # for readers: what timed it, under which switches
-    f.pop("env", dict, type(None))
-    rows = f.pop("results", list, type(None)) or []
-    measured = [_measurement(Fields(row, f"results[{i}]", where)) for i, row in enumerate(rows)]
-    f.done()
-    return device, tuple(measured)
+    doc = read_model(_SpeedJson, data, where)
+    rows = doc.results or ()
+    return doc.device or "", tuple(r.measured(where, f"results[{i}]") for i, r in enumerate(rows))
 
 
 def read(path: Path) -> tuple[str, tuple[Measurement, ...]]:
@@ -383,7 +357,7 @@ def compare(
     for m in measured:
         nights = list(main.get(m.key, ()))
         if len(nights) < min_nights:
-            out.append(Verdict(m.key, m.median, None, None, None, Judgement.NO_BASELINE))
+            out.append(Verdict(*m.key, m.median, None, None, None, Judgement.NO_BASELINE))
             continue
         base = statistics.median(nights)
         ratio = m.median / base
@@ -396,5 +370,5 @@ def compare(
             judgement = Judgement.SLOWER
         else:
             judgement = Judgement.NOISE
-        out.append(Verdict(m.key, m.median, base, ratio, spread, judgement))
+        out.append(Verdict(*m.key, m.median, base, ratio, spread, judgement))
     return tuple(out)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from pipeline.dtypes import TEST_KINDS, sort_key
-from pipeline.fields import Fields
+from pipeline.fields import dump, read
 from pipeline.results.junit import CaseResult, Outcome, combine_results
 
 if TYPE_CHECKING:
@@ -180,84 +180,87 @@ class DtypeTable:
         just its outcome (``"pass"``); the others keep every runner's result. A fleet night
         of 3 × 20,000 tests was 13 MB of table, nearly all of it plain cells spelled out.
         """
-        return {
-            "runners": list(self.runners),
-            "dtypes": list(self.dtypes),
-            "counts": self.counts(),
-            "flaky": self.flaky_count,
-            "ignored": self.ignored,
-            "rows": [
-                {
-                    "stem": row.stem,
-                    "kind": row.kind,
-                    "name": row.name,
-                    "cells": {
-                        cell.dtype: cell.results[0].outcome.value
-                        if compact and self.plain(cell)
-                        else {
-                            "outcome": cell.outcome.value,
-                            "flaky": cell.flaky,
-                            "mixed": cell.mixed,
-                            "runners": {
-                                r.runner: {
-                                    "outcome": r.outcome.value,
-                                    "flaky": r.flaky,
-                                    "attempts": r.attempts,
-                                    "message": r.message,
-                                }
-                                for r in cell.results
-                            },
-                        }
-                        for cell in row.cells
-                    },
-                }
-                for row in self.rows
-            ],
-        }
+        return cast(TableJson, dump(_TableDoc.of(self, compact)))
 
     @classmethod
-    def from_fields(cls, f: Fields) -> DtypeTable:
-        """:meth:`to_dict` read back, in either form (a plain cell is every runner of the
-        table with its outcome, in one attempt), every key checked."""
-        runners, dtypes = f.strings("runners"), f.strings("dtypes")
-        ignored = f.pop("ignored", int)
-        f.pop("counts", dict)  # for readers: the cells'
-        f.pop("flaky", int)
-        rows = tuple(_row_from(r, runners) for r in f.objs("rows"))
-        f.done()
-        return cls(rows, dtypes, runners, ignored)
+    def read(cls, data: object, doc: str, where: str) -> DtypeTable:
+        """:meth:`to_dict` read back from ``doc`` at ``where``, in either form (a plain cell
+        is every runner of the table with its outcome, in one attempt), every key checked."""
+        found = read(_TableDoc, data, doc, where)
+        rows = tuple(row.row(found.runners) for row in found.rows)
+        return cls(rows, found.dtypes, found.runners, found.ignored)
 
 
-def _row_from(f: Fields, runners: tuple[str, ...]) -> Row:
-    stem, kind, name = f.pop("stem", str), f.pop("kind", str), f.pop("name", str)
-    if kind not in TEST_KINDS:
-        raise f.error("kind", f"is {kind!r}, not one of {', '.join(TEST_KINDS)}")
-    cells, found = f.obj("cells"), []
-    for dtype in cells.names():
-        value = cells.pop(dtype, str, dict)
-        if isinstance(value, str):
-            outcome = cells.member(dtype, Outcome, value)
-            found.append(
-                Cell(dtype, tuple(RunnerResult(r, outcome, False, 1, "") for r in runners))
-            )
-            continue
-        cell = Fields(value, f"{cells.where}.{dtype}", f.doc)
-        cell.pop("outcome", str)  # for readers: the runners' (as are flaky and mixed)
-        cell.pop("flaky", bool)
-        cell.pop("mixed", bool)
-        each = cell.obj("runners")
-        results = []
-        for runner in each.names():
-            r = each.obj(runner)
-            results.append(RunnerResult(runner, r.enum("outcome", Outcome), r.pop("flaky", bool),
-                                        r.pop("attempts", int), r.pop("message", str)))  # fmt: skip
-            r.done()
-        for done in (each, cell):
-            done.done()
-        found.append(Cell(dtype, tuple(results)))
-    for done in (cells, f):
-        done.done()
-    return Row(stem, kind, name, tuple(found))
+@dataclass(frozen=True)
+class _RunnerDoc:
+    outcome: Outcome
+    flaky: bool
+    attempts: int
+    message: str
+
+
+@dataclass(frozen=True)
+class _CellDoc:
+    """A cell spelled out; its outcome, flaky and mixed are for readers: the runners'."""
+
+    outcome: Outcome
+    flaky: bool
+    mixed: bool
+    runners: dict[str, _RunnerDoc]
+
+
+@dataclass(frozen=True)
+class _RowDoc:
+    stem: str
+    kind: str
+    name: str
+    cells: dict[str, Outcome | _CellDoc]  # dtype -> a plain cell's outcome, or the cell
+
+    def __post_init__(self) -> None:
+        if self.kind not in TEST_KINDS:
+            raise ValueError(f"kind is {self.kind!r}, not one of {', '.join(TEST_KINDS)}")
+
+    def row(self, runners: tuple[str, ...]) -> Row:
+        cells = []
+        for dtype, cell in self.cells.items():
+            if isinstance(cell, Outcome):
+                results = tuple(RunnerResult(r, cell, False, 1, "") for r in runners)
+            else:
+                results = tuple(
+                    RunnerResult(r, x.outcome, x.flaky, x.attempts, x.message)
+                    for r, x in cell.runners.items()
+                )
+            cells.append(Cell(dtype, results))
+        return Row(self.stem, self.kind, self.name, tuple(cells))
+
+
+@dataclass(frozen=True)
+class _TableDoc:
+    """A table as JSON holds it; ``counts`` and ``flaky`` are for readers: the cells'."""
+
+    runners: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    counts: dict[str, int]
+    flaky: int
+    ignored: int
+    rows: tuple[_RowDoc, ...]
+
+    @classmethod
+    def of(cls, table: DtypeTable, compact: bool) -> _TableDoc:
+        def cell(c: Cell) -> Outcome | _CellDoc:
+            if compact and table.plain(c):
+                return c.results[0].outcome
+            runners = {
+                r.runner: _RunnerDoc(r.outcome, r.flaky, r.attempts, r.message) for r in c.results
+            }
+            return _CellDoc(c.outcome, c.flaky, c.mixed, runners)
+
+        rows = tuple(
+            _RowDoc(row.stem, row.kind, row.name, {c.dtype: cell(c) for c in row.cells})
+            for row in table.rows
+        )
+        return cls(table.runners, table.dtypes, table.counts(), table.flaky_count, table.ignored,
+                   rows)  # fmt: skip
 
 
 def display_names(opinfos: Iterable[OpInfoRecord]) -> dict[str, str]:

@@ -9,7 +9,6 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from pipeline.errors import PipelineError
-from pipeline.fields import Fields
 from pipeline.report import dashboard, heatmap
 from pipeline.report.nightly_summary import NightlySummary, RunCounts
 from pipeline.results.junit import CaseResult, Outcome
@@ -227,7 +226,7 @@ def test_a_skip_is_hatched_an_untested_cell_outlined_and_the_legend_shows_both()
     }  # fmt: skip
     for compact in (False, True):
         # as summary.json spells the table, a plain cell its outcome alone, or not
-        read = DtypeTable.from_fields(Fields(merge_runs(runs).to_dict(compact=compact), "", "t"))
+        read = DtypeTable.read(merge_runs(runs).to_dict(compact=compact), "t", "")
         root = parse_svg(heatmap.heatmap(read))
         skip = _cell_rect(root, "atan2 float32: skip on every runner")
         untested = _cell_rect(root, "fmod float16: not tested")

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from pipeline.errors import DocumentError
-from pipeline.fields import Fields
+from pipeline.fields import read
 from pipeline.report.pr import PrResults
 from pipeline.results.inductor import InductorRun
 from tests.report.pr_samples import sample
@@ -63,4 +63,4 @@ def test_selected_but_not_run_says_why() -> None:
 def test_counts_that_are_not_outcomes_are_refused() -> None:
     doc = InductorRun(FILES, counts={"pass": 1}).to_dict() | {"counts": {"passed": 1}}
     with pytest.raises(DocumentError, match="'passed': 1 is not an outcome's count"):
-        InductorRun.from_fields(Fields(doc, "inductor", "results.json"))
+        read(InductorRun, doc, "results.json", "inductor")

@@ -23,8 +23,8 @@ FINDINGS = (
             Severity.ERROR, "logaddexp has a Metal kernel, but ... fixes #12"),
 )  # fmt: skip
 VERDICTS = (
-    Verdict(("atan2", "float16", "large", "strided"), 2.4e-4, 1.6e-4, 1.5, 1.03, Judgement.SLOWER),
-    Verdict(("atan2", "float32", "small", "contiguous"), 3.0e-6, 2.9e-6, 1.03, 1.2, Judgement.OK),
+    Verdict("atan2", "float16", "large", "strided", 2.4e-4, 1.6e-4, 1.5, 1.03, Judgement.SLOWER),
+    Verdict("atan2", "float32", "small", "contiguous", 3.0e-6, 2.9e-6, 1.03, 1.2, Judgement.OK),
 )
 SPEED = SpeedReport("macos-m2-15", (), 1.1, 7, VERDICTS)
 

@@ -457,7 +457,7 @@ def test_a_bare_major_version_is_that_release_point_zero() -> None:
 def test_a_decision_reads_back_as_written_with_or_without_its_place() -> None:
     """xfails.json holds drop_xfails' decisions; summary reads them back (issue 31: an
     OpInfo DecorateInfo's carries its file:line, a common_mps.py entry's none)."""
-    from pipeline.fields import Fields
+    from pipeline.fields import read
 
     at = "torch/testing/_internal/common_methods_invocations.py:21"
     for decision in (
@@ -465,4 +465,4 @@ def test_a_decision_reads_back_as_written_with_or_without_its_place() -> None:
         XfailDecision("X", "f", "atan2", XfailAction.DELETE, None, (), "xpassed"),
     ):
         data = decision.to_dict()
-        assert XfailDecision.from_fields(Fields(data, "", "xfails.json")) == decision
+        assert read(XfailDecision, data, "xfails.json") == decision

@@ -64,7 +64,7 @@ def test_a_reduction_is_a_functional_overload_taking_dim() -> None:
 
 def verdict(shape: str, layout: str, ratio: float | None, judgement: Judgement) -> Verdict:
     main = None if ratio is None else 1e-5
-    return Verdict(("sum", "float32", shape, layout), 2e-5, main, ratio, 1.05, judgement)
+    return Verdict("sum", "float32", shape, layout, 2e-5, main, ratio, 1.05, judgement)
 
 
 RECORDED = (
