@@ -32,7 +32,7 @@ def redact(url: str) -> str:
 
 
 def _hide_secret_param(param: re.Match[str]) -> str:
-    name = param["name"]
+    name = param[1]
     return f"{name}={HIDDEN}" if _SECRET_PARAMS.search(name) else param[0]
 
 
@@ -49,7 +49,7 @@ def secrets_of(url: str) -> tuple[str, ...]:
     if password:
         found += [password, unquote(password)]
     match = _USERINFO.match(url)
-    if match and (written := match["pw"]):
+    if match and (written := match[3]):
         found.append(written)
     found += [value for name, value in query if value and _SECRET_PARAMS.search(name)]
     return tuple(sorted({s for s in found if s}, key=len, reverse=True))

@@ -205,17 +205,7 @@ def math(
         where = f"config key 'math.known' ({known_source.origin}), entry {i + 1}"
         if not isinstance(entry, Mapping) or set(entry) - {"op", "dtype", "reason"}:
             raise ConfigError(f"{where}: expected a mapping of op, dtype and reason")
-        op, dtype, reason = entry.get("op"), entry.get("dtype", "*"), entry.get("reason")
-        if not isinstance(op, str) or not op:
-            raise ConfigError(f"{where}: 'op' must name a kernel or operator")
-        if not isinstance(reason, str) or not reason.strip():
-            raise ConfigError(f"{where}: 'reason' must say why the deviation is accepted")
-        if dtype != "*":
-            try:
-                dtype = canonical(str(dtype))
-            except KeyError:
-                raise ConfigError(f"{where}: {dtype!r} is not a dtype (or '*')") from None
-        known.append(KnownDeviation(op, dtype, reason.strip()))
+        known.append(_known(where, **entry))
     refs_source = sources[Key.MATH_REFERENCES]
     for kernel, ref in refs_source.value.items():
         if not isinstance(ref, str) or not ref:
@@ -234,6 +224,22 @@ def math(
         max_samples=int(samples.value),
         cache=cache,
     )
+
+
+def _known(
+    where: str, /, *, op: object = None, dtype: object = "*", reason: object = None
+) -> KnownDeviation:
+    """One ``math.known`` entry, a keyword per key, each checked."""
+    if not isinstance(op, str) or not op:
+        raise ConfigError(f"{where}: 'op' must name a kernel or operator")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ConfigError(f"{where}: 'reason' must say why the deviation is accepted")
+    if dtype != "*":
+        try:
+            dtype = canonical(str(dtype))
+        except KeyError:
+            raise ConfigError(f"{where}: {dtype!r} is not a dtype (or '*')") from None
+    return KnownDeviation(op, str(dtype), reason.strip())
 
 
 def review(sources: Mapping[str, Resolved]) -> ReviewSettings:

@@ -134,15 +134,15 @@ def _plan(entry: NativeFunction) -> _Plan | str:
     if cuda != shared.kernel:
         return f"CPU and CUDA have different kernels ({shared.kernel}, {cuda}); no shared row"
     match = _ROW.match(shared.text)
-    if not match or _keys(match["keys"]) != shared.keys:
+    if not match or _keys(match[2]) != shared.keys:
         return f"CPU row is not a plain `KEYS: kernel` line: {shared.text.strip()!r}"
-    new_text = f"{match['indent']}{match['keys']}, MPS{match['rest']}"
+    new_text = match.expand(r"\g<indent>\g<keys>, MPS\g<rest>")
     if entry.mps_kind is MpsKind.NONE:
         return _Plan(entry, shared, new_text, None)
     mps_rows = [row for row in entry.dispatch if "MPS" in row.keys]
     drop = mps_rows[-1]
     match = _MPS_ROW.match(drop.text)
-    if len(mps_rows) > 1 or not match or match["kernel"] != drop.kernel:
+    if len(mps_rows) > 1 or not match or match[1] != drop.kernel:
         return f"MPS row is not a line of its own: {drop.text.strip()!r}"
     return _Plan(entry, shared, new_text, drop)
 
@@ -192,8 +192,7 @@ def _verify(
                     "nothing was written"
                 )
             continue
-        expected = {k: v for k, v in _effective(old).items() if k != "MPS"}
-        expected["MPS"] = plan.shared.kernel
+        expected = {**_effective(old), "MPS": plan.shared.kernel}
         if not (
             _fields(old) == _fields(now)
             and _effective(now) == expected

@@ -19,7 +19,7 @@ from pipeline.config import Settings
 from pipeline.errors import PipelineError
 from pipeline.guide.plan import EditPlan
 from pipeline.run.build import CONFIGURE_HINT
-from pipeline.run.tests import PLUGIN_DIR, PROBE_TIMEOUT
+from pipeline.run.tests import PROBE_TIMEOUT, with_plugin
 from pipeline.sections import Key
 from pipeline.tree import paths
 from pipeline.tree.index import OperatorRecord
@@ -55,11 +55,7 @@ def _build(settings: Settings) -> list[str]:
 def _interpreter(settings: Settings) -> list[str]:
     # the sandbox's tests import the pipeline's simulated backend, a checkout's import torch
     wanted = ["pytest"] if settings.is_sandbox else ["pytest", "torch"]
-    inherited = os.environ.get("PYTHONPATH", "")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(PLUGIN_DIR), inherited) if p),
-    }
+    env = with_plugin(os.environ)
     try:
         probe = subprocess.run(
             [settings.python, "-c", _MODULES_PROBE, *wanted],

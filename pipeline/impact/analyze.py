@@ -155,7 +155,7 @@ def analyze(
     ctx = Context(old, new, Resolver([new, old], opinfos), opinfos, found)
     for change in changes:
         kind = classify(change.path, test_file)
-        RULES.get(kind, RULES["ignored"])(change, ctx)
+        RULES[kind](change, ctx)
 
     everything = tuple(t for info in opinfos for kind in kinds for t in info.test_ids(kind))
     full = bool(found.sweep)

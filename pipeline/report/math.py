@@ -137,10 +137,10 @@ def _headline(report: MathReport) -> str:
     functors = len(report.functors)
     cached = sum(1 for f in report.functors if f.cached)
     bits = [f"{counts[str(s)]} {s}" for s in Agreement if counts[str(s)]]
-    if counts["compile errors"]:
-        bits.append(f"{counts['compile errors']} not compiling")
-    if counts["not modelled"]:
-        bits.append(f"{counts['not modelled']} not modelled")
+    if report.compile_errors:
+        bits.append(f"{report.compile_errors} not compiling")
+    if report.not_modelled:
+        bits.append(f"{report.not_modelled} not modelled")
     return (
         f"check-math: {functors} functor(s) ({cached} from the cache), "
         f"{sum(len(f.dtypes) for f in report.functors)} dtype(s): " + ", ".join(bits or ["none"])

@@ -72,7 +72,7 @@ def remove_stale_temps(folder: Path) -> list[Path]:
             old = now - path.stat().st_mtime > STALE_AFTER
         except FileNotFoundError:
             continue
-        if old or (match is not None and not _alive(int(match["pid"]))):
+        if old or (match is not None and not _alive(int(match[1]))):
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from pipeline import fields
 from pipeline.results.junit import CaseResult, Outcome
 from pipeline.results.macos import macos_version
 
@@ -63,6 +64,14 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class Rerun:
+    """One entry of a row's ``rerun`` array: an attempt before the last."""
+
+    message: str
+    text: str
+
+
+@dataclass(frozen=True)
 class CiRun:
     """The GitHub Actions run a night's results came from; 0 where not known."""
 
@@ -82,7 +91,8 @@ class CiRun:
         found = _RUN_URL.search(source)
         if found is None:
             return cls()
-        return cls(int(found["run"]), int(found["attempt"] or 1))
+        run, attempt = found.groups()
+        return cls(int(run), int(attempt or 1))
 
 
 @dataclass(frozen=True)
@@ -116,7 +126,7 @@ class HudRow:
     failure: tuple[Problem, ...]
     error: tuple[Problem, ...]
     skipped: tuple[Problem, ...]
-    rerun: tuple[tuple[str, str], ...]  # (message, text)
+    rerun: tuple[Rerun, ...]
     operator: str
     dtype: str
     test_kind: str
@@ -127,11 +137,7 @@ class HudRow:
 
     def to_json(self) -> str:
         """One JSON Lines row (no newline)."""
-        doc = dict(self.__dict__)
-        for key in ("failure", "error", "skipped"):
-            doc[key] = [p.__dict__ for p in doc[key]]
-        doc["rerun"] = [{"message": m, "text": t} for m, t in self.rerun]
-        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(fields.dump(self), ensure_ascii=False, separators=(",", ":"))
 
 
 def chip(runner: str) -> str:
@@ -186,7 +192,7 @@ def row(case: CaseResult, night: Night) -> HudRow:
         failure=failure,
         error=error,
         skipped=skipped,
-        rerun=tuple(("", "") for _ in range(max(case.attempts - 1, 0))),
+        rerun=tuple(Rerun("", "") for _ in range(max(case.attempts - 1, 0))),
         operator=case.stem or "",
         dtype=case.dtype or "",
         test_kind=case.kind or "",

@@ -430,11 +430,20 @@ class MathReport:
     def failed(self) -> bool:
         return any(f.failed for f in self.functors)
 
+    @property
+    def compile_errors(self) -> int:
+        """Functors that did not compile."""
+        return sum(1 for f in self.functors if f.compile_error)
+
+    @property
+    def not_modelled(self) -> int:
+        """Functors that reach what the host model does not run."""
+        return sum(1 for f in self.functors if f.not_modelled)
+
     def counts(self) -> dict[str, int]:
+        """Dtypes per agreement, then the functors not compiling and not modelled."""
         out = {str(s): 0 for s in Agreement}
         for f in self.functors:
             for d in f.dtypes:
                 out[str(d.status)] += 1
-        out["compile errors"] = sum(1 for f in self.functors if f.compile_error)
-        out["not modelled"] = sum(1 for f in self.functors if f.not_modelled)
-        return out
+        return {**out, "compile errors": self.compile_errors, "not modelled": self.not_modelled}

@@ -102,12 +102,11 @@ def first_compiler_error(lines: Iterable[str]) -> CompilerError | None:
                 return CompilerError(cmake[0], cmake[1], None, line.strip())
             continue
         if match := _COMPILER_ERROR.match(line):
-            column = match["column"]
-            return CompilerError(
-                match["path"], int(match["line"]), int(column) if column else None, match["message"]
-            )
+            path, lineno, column, message = match.groups()
+            return CompilerError(path, int(lineno), int(column) if column else None, message)
         if match := _CMAKE_ERROR.match(line):
-            cmake = (match["path"], int(match["line"]))
+            path, lineno = match.groups()
+            cmake = (path, int(lineno))
     if cmake is not None:
         return CompilerError(cmake[0], cmake[1], None, "CMake error")
     return None
@@ -236,7 +235,7 @@ def _resolve(command: Sequence[str]) -> tuple[str, ...]:
 def _failed_target(lines: Iterable[str]) -> str | None:
     for line in lines:
         if match := _FAILED.match(strip_ansi(line)):
-            return match["target"]
+            return match[1]
     return None
 
 
@@ -264,15 +263,16 @@ def _failure_message(
         match = _NINJA_ERROR.match(strip_ansi(line))
         if match is None:
             continue
-        text = match["message"]
+        text = match[1]
         if _NO_BUILD_FILE.search(text):
             return f"build directory {_build_dir(request)} has no build.ninja: {CONFIGURE_HINT}"
         if _NO_DIRECTORY.search(text):
             return f"build directory {_build_dir(request)} does not exist: {CONFIGURE_HINT}"
         if unknown := _UNKNOWN_TARGET.search(text):
-            hint = unknown["rest"].lstrip(", ")
+            missing, rest = unknown.groups()
+            hint = rest.lstrip(", ")
             return (
-                f"ninja has no target {unknown['target']!r} in {_build_dir(request)}"
+                f"ninja has no target {missing!r} in {_build_dir(request)}"
                 f"{f' ({hint})' if hint else ''}; check build_command "
                 "(`mps-pipeline config` shows where it is set)"
             )

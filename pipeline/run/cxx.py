@@ -46,8 +46,10 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
-from pipeline.errors import ConfigError, NoCompilerError
+from pipeline import fields
+from pipeline.errors import ConfigError, DocumentError, NoCompilerError
 from pipeline.fsio import write_atomic
 from pipeline.run import cxx_parts
 from pipeline.run.build import CompilerError
@@ -286,10 +288,9 @@ class Builder:
         )
         base = self.cache_dir / f"{kernel}-{key[:20]}"
         library, manifest = base.with_suffix(".so"), base.with_suffix(".json")
-        if library.is_file() and manifest_matches(manifest):
-            set_aside = tuple(json.loads(manifest.read_text(encoding="utf-8")).get("set_aside", []))
+        if library.is_file() and (kept := read_manifest(manifest, Manifest)):
             return FunctorBuild(
-                metal, kernel, library, True, time.monotonic() - start, set_aside=set_aside
+                metal, kernel, library, True, time.monotonic() - start, set_aside=kept.set_aside
             )
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         layout = cxx_parts.layout(metal)
@@ -347,9 +348,8 @@ class Builder:
         if proc.returncode == 0 and tmp.is_file():
             deps = [*read_depfile(depfile), metal.resolve()]
             os.replace(tmp, library)
-            names = list(_part_names(layout, drop))
-            digests = {str(p): file_digest(p) for p in deps}
-            write_atomic(manifest, json.dumps({"deps": digests, "set_aside": names}))
+            kept = Manifest({str(p): file_digest(p) for p in deps}, _part_names(layout, drop))
+            write_manifest(manifest, kept)
             return _Attempt(True, log)
         tmp.unlink(missing_ok=True)
         return _Attempt(False, log, cxx_parts.not_modelled(log))
@@ -440,12 +440,34 @@ def read_depfile(path: Path) -> list[Path]:
     return [Path(p) for p in rest.split()]
 
 
-def manifest_matches(manifest: Path) -> bool:
+@dataclass(frozen=True)
+class Manifest:
+    """What a library next to it was built from: every file the compiler read, by its
+    digest, and the parts of the .metal file set aside so the rest would build."""
+
+    deps: dict[str, str]  # path -> file_digest
+    set_aside: tuple[str, ...] = ()
+
+    def matches(self) -> bool:
+        """Whether every file it lists is, byte for byte, as it was then."""
+        return all(file_digest(Path(p)) == digest for p, digest in self.deps.items())
+
+
+M = TypeVar("M", bound=Manifest)
+
+
+def read_manifest(path: Path, kind: type[M]) -> M | None:
+    """The ``kind`` of manifest at ``path`` while it :meth:`~Manifest.matches`; None when
+    there is none, it is damaged (a build then starts over) or a file changed since."""
     try:
-        deps = json.loads(manifest.read_text(encoding="utf-8"))["deps"]
-    except (OSError, ValueError, KeyError):
-        return False
-    return all(file_digest(Path(p)) == digest for p, digest in deps.items())
+        kept = fields.read(kind, json.loads(path.read_text(encoding="utf-8")), path.name)
+    except (OSError, ValueError, DocumentError):
+        return None
+    return kept if kept.matches() else None
+
+
+def write_manifest(path: Path, manifest: Manifest) -> None:
+    write_atomic(path, json.dumps(fields.dump(manifest)))
 
 
 def file_digest(path: Path) -> str:

@@ -19,7 +19,6 @@ selects it, reused while every file its manifest lists is byte for byte the same
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -41,7 +40,7 @@ from pipeline.run.kernel_decls import (
 )
 
 DRIVER_SOURCE = cxx.SHIM_DIR / "mps_kernel_driver.cpp"
-CACHE_VERSION = "3"
+CACHE_VERSION = "4"
 # a kernel left out of a build for some kernels of its file (``KernelBuilder.build(only=)``)
 NOT_ASKED = "not compiled: the check asked for other kernels of the file"
 # the runtime switches fibers with _longjmp, which _FORTIFY_SOURCE refuses between stacks;
@@ -66,6 +65,15 @@ class KernelBuild:
     @property
     def built(self) -> bool:
         return self.index >= 0
+
+
+@dataclass(frozen=True)
+class Manifest(cxx.Manifest):
+    """A file's build manifest: what it was built from, and each kernel as built."""
+
+    kernels: tuple[KernelBuild, ...] = ()
+    # a launch spec's struct type -> why its layout could not be read (a field it lacks)
+    probe_errors: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -143,12 +151,10 @@ class KernelBuilder:
         )
         base = self.cache_dir / f"{metal.stem}-{key[:20]}"
         library, manifest = base.with_suffix(".so"), base.with_suffix(".json")
-        if library.is_file() and cxx.manifest_matches(manifest):
-            saved = json.loads(manifest.read_text(encoding="utf-8"))
-            kernels = tuple(_kernel_from_json(k) for k in saved["kernels"])
+        if library.is_file() and (saved := cxx.read_manifest(manifest, Manifest)):
             return FileBuild(
-                metal, library, kernels, True, time.monotonic() - start,
-                tuple(saved["set_aside"]), probe_errors=saved["probe_errors"],
+                metal, library, saved.kernels, True, time.monotonic() - start,
+                saved.set_aside, probe_errors=saved.probe_errors,
             )  # fmt: skip
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         try:
@@ -327,13 +333,9 @@ class KernelBuilder:
                 index += 1
         names = tuple(dict.fromkeys(layout.parts[i].name for i in sorted(drop)))
         deps = [*cxx.read_depfile(base.with_suffix(".d")), metal]
-        manifest = {
-            "deps": {str(p): cxx.file_digest(p) for p in deps if "kernel.metal" not in p.name},
-            "set_aside": list(names),
-            "kernels": [_kernel_to_json(k) for k in kernels],
-            "probe_errors": probe_errors,
-        }
-        write_atomic(base.with_suffix(".json"), json.dumps(manifest))
+        digests = {str(p): cxx.file_digest(p) for p in deps if "kernel.metal" not in p.name}
+        saved = Manifest(digests, names, tuple(kernels), probe_errors)
+        cxx.write_manifest(base.with_suffix(".json"), saved)
         return FileBuild(
             metal, base.with_suffix(".so"), tuple(kernels), False, time.monotonic() - start,
             names, log, probe_errors=probe_errors,
@@ -440,28 +442,3 @@ def _probe_failures(log: str, base: Path, probes: Sequence[Probe], errors: dict[
 
 def _in_parts(decls: Sequence[KernelDecl], layout: cxx_parts.Layout, parts: set[int]) -> set[int]:
     return {i for i, d in enumerate(decls) if layout.part_at(d.line) in parts}
-
-
-def _kernel_to_json(k: KernelBuild) -> dict[str, object]:
-    from dataclasses import asdict
-
-    return {
-        "decl": asdict(k.decl),
-        "index": k.index,
-        "error": [k.error.path, k.error.line, k.error.column, k.error.message] if k.error else None,
-        "not_modelled": list(k.not_modelled),
-    }
-
-
-def _kernel_from_json(data: dict[str, object]) -> KernelBuild:
-    from pipeline.run.kernel_decls import Param
-
-    raw = dict(data["decl"])  # type: ignore[call-overload]
-    raw["params"] = tuple(Param(**p) for p in raw["params"])
-    error = data["error"]
-    return KernelBuild(
-        KernelDecl(**raw),
-        int(data["index"]),  # type: ignore[call-overload]
-        CompilerError(*error) if isinstance(error, list) else None,
-        tuple(data["not_modelled"]),  # type: ignore[arg-type]
-    )

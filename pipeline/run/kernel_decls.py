@@ -262,16 +262,19 @@ def parse_params(text: str, primaries: Sequence[tuple[Param, ...]] = ()) -> tupl
             params.append(replace(primary[i], type=ptype, name=name or primary[i].name))
             next_buffer = max(next_buffer, primary[i].index + 1)
             continue
-        kinds = {a: arg for a, arg in attrs}
+        kinds = dict(attrs)
         attr = next((_ALIASES.get(a, a) for a in kinds if _ALIASES.get(a, a) in ATTRIBUTES), None)
         unmodelled = _NOT_MODELLED_TYPE.search(ptype)
+        other = next((a for a in kinds if a != "buffer"), None)
         if attr is not None:
             params.append(Param(ptype, name, "attr", attr=attr))
-        elif unmodelled or any(a not in ("buffer",) for a in kinds):
-            why = unmodelled.group(1) if unmodelled else next(a for a in kinds if a != "buffer")
+        elif unmodelled or other:
+            why = unmodelled.group(1) if unmodelled else other
             params.append(Param(ptype, name, "unmodelled", why=f"{name}: {why}"))
         else:
-            index = int(kinds["buffer"], 0) if kinds.get("buffer") else next_buffer
+            # no attribute but [[buffer(n)]], whose n may be left out
+            given = [n for n in kinds.values() if n]
+            index = int(given[0], 0) if given else next_buffer
             next_buffer = max(next_buffer, index + 1)
             params.append(Param(ptype, name, "buffer", index=index))
     return tuple(params)

@@ -96,12 +96,12 @@ def list_object(driver: Path, library: Path) -> Listing:
         f = line.split("\t")
         if f[0] == "error_size":
             error_size = int(f[1])
-        elif f[0] == "field" and f[2] == "":
-            # the struct's own row: its size, and a scalar's kind (``constant uint& n``)
-            sizes[f[1]] = int(f[4])
-            fields.setdefault(f[1], {})[""] = FieldLayout("", 0, int(f[4]), int(f[5]), f[6])
         elif f[0] == "field":
-            fields[f[1]][f[2]] = FieldLayout(f[2], int(f[3]), int(f[4]), int(f[5]), f[6])
+            owner, name = f[1], f[2]
+            if not name:  # the struct's own row: its size, and a scalar's kind (``uint& n``)
+                sizes[owner] = int(f[4])
+            layout = FieldLayout(name, int(f[3]), int(f[4]), int(f[5]), f[6])
+            fields.setdefault(owner, {})[name] = layout
         else:
             kernels[f[0]] = (len(kernels), int(f[2]))
     structs = {t: StructLayout(t, sizes[t], fields[t]) for t in sizes}

@@ -24,12 +24,95 @@ import ctypes
 import json
 import math
 import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 
 import torch
 
 LENGTHS = (1, 31, 32, 33, 1025, 7)
 ROWS = (1, 3, 2, 3, 2, 4)
 LARGE = {torch.float16: 1e3, torch.bfloat16: 1e4}
+
+
+@dataclass(frozen=True)
+class Input:
+    """One of a case's inputs (the module docstring has REQUEST's shape)."""
+
+    name: str
+    rank: int
+    dtype: str | None  # None: the case's
+    range: Sequence[str] | None  # an index's [low, high) as expressions
+    strided: bool
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+    fields: Sequence[Sequence[str]]  # (field, expression)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case of REQUEST."""
+
+    id: str
+    dtype: str
+    reference: str  # the expression torch evaluates
+    opinfo: str | None
+    inputs: tuple[Input, ...]
+    output_like: str
+    output_dtype: str | None
+    output_shape: Sequence[str] | None
+    structs: tuple[Struct, ...]
+    grid: Sequence[str]
+    tptg: Sequence[str]
+    max_threads: int
+    max_samples: int
+
+    @classmethod
+    def of(cls, *, inputs, structs, **rest):
+        """A case as json.load gives it, a keyword per key."""
+        ins = tuple(Input(**i) for i in inputs)
+        return cls(inputs=ins, structs=tuple(Struct(**s) for s in structs), **rest)
+
+
+@dataclass(frozen=True)
+class Request:
+    cases: tuple[Case, ...]
+
+    @classmethod
+    def of(cls, *, cases):
+        return cls(tuple(Case.of(**c) for c in cases))
+
+
+@dataclass(frozen=True)
+class Storage:
+    """An input as OUT holds it: its storage from the view's offset, and the view."""
+
+    data: str  # base64
+    shape: list[int]
+    stride: list[int]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One input of a case, as OUT holds it (the module docstring has the shape)."""
+
+    label: str
+    tensors: dict[str, Storage]
+    structs: dict[str, dict[str, int | list[int]]]
+    grid: list[int | list[int]]
+    tptg: list[int | list[int]]
+    output_bytes: int
+    output_dtype: str
+    reference: str | None  # base64
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Out:
+    torch: str  # the version that answered
+    cases: dict[str, list[Run]]
 
 
 def ceil_div(a, b):
@@ -102,7 +185,7 @@ def opinfo_samples(name, dtype, rank, limit):
 
 def plans(case):
     """(label, {input: (shape index, kind, strided)}, index past its end) of every run."""
-    first = case["inputs"][0]["name"]
+    first = case.inputs[0].name
     out = [(f"length {LENGTHS[i]}", i, "normal", False, False) for i in range(len(LENGTHS))]
     out += [
         ("large magnitudes, length 33", 3, "large", False, False),
@@ -110,12 +193,12 @@ def plans(case):
         ("all-equal rows, length 32", 2, "equal", False, False),
         ("NaN and inf, length 33", 3, "nan/inf", False, False),
     ]
-    if any(i["strided"] for i in case["inputs"]):
+    if any(i.strided for i in case.inputs):
         out += [
             ("non-contiguous, length 33", 3, "normal", True, False),
             ("non-contiguous, large magnitudes, length 1025", 4, "large", True, False),
         ]
-    if any(i["range"] for i in case["inputs"]):
+    if any(i.range for i in case.inputs):
         out.append(("an index one past the end", 1, "normal", False, True))
     return first, out
 
@@ -129,53 +212,44 @@ def evaluate(expr, names):
 
 def build(case, dtype, tensors, label):
     names = dict(tensors)
-    names.update(ceil_div=ceil_div, min=min, max=max, max_threads=case["max_threads"])
-    like = tensors[case["output_like"]]
-    out_dtype = getattr(torch, case["output_dtype"]) if case["output_dtype"] else dtype
+    names.update(ceil_div=ceil_div, min=min, max=max, max_threads=case.max_threads)
+    like = tensors[case.output_like]
+    out_dtype = getattr(torch, case.output_dtype) if case.output_dtype else dtype
     count = like.numel()
-    if case["output_shape"]:
-        count = math.prod(evaluate(e, names) for e in case["output_shape"])
-    run = {
-        "label": label,
-        "tensors": {
-            n: {"data": b64(t), "shape": list(t.shape), "stride": list(t.stride())}
-            for n, t in tensors.items()
-        },
-        "structs": {
-            s["name"]: {f: evaluate(e, names) for f, e in s["fields"]} for s in case["structs"]
-        },
-        "grid": [evaluate(e, names) for e in case["grid"]],
-        "tptg": [evaluate(e, names) for e in case["tptg"]],
-        # the reference's size when there is one (a reduction's output is smaller)
-        "output_bytes": count * torch.empty((), dtype=out_dtype).element_size(),
-        "output_dtype": str(out_dtype).replace("torch.", ""),
-        "reference": None,
-        "error": None,
-    }
+    if case.output_shape:
+        count = math.prod(evaluate(e, names) for e in case.output_shape)
+    storages = {n: Storage(b64(t), list(t.shape), list(t.stride())) for n, t in tensors.items()}
+    structs = {s.name: {f: evaluate(e, names) for f, e in s.fields} for s in case.structs}
+    grid = [evaluate(e, names) for e in case.grid]
+    tptg = [evaluate(e, names) for e in case.tptg]
+    # the reference's size when there is one (a reduction's output is smaller)
+    output_bytes = count * torch.empty((), dtype=out_dtype).element_size()
+    reference = error = None
     try:
-        ref = eval(case["reference"], {"__builtins__": {}, "torch": torch}, dict(tensors))
+        ref = eval(case.reference, {"__builtins__": {}, "torch": torch}, dict(tensors))
         ref = ref.to(out_dtype).contiguous()
-        run["reference"] = b64(ref)
-        if not case["output_shape"]:
-            run["output_bytes"] = ref.numel() * ref.element_size()
+        reference = b64(ref)
+        if not case.output_shape:
+            output_bytes = ref.numel() * ref.element_size()
     except (IndexError, RuntimeError, ValueError) as exc:
-        run["error"] = str(exc).splitlines()[0]
-    return run
+        error = str(exc).splitlines()[0]
+    shown = str(out_dtype).replace("torch.", "")
+    return Run(label, storages, structs, grid, tptg, output_bytes, shown, reference, error)
 
 
 def answer(case):
-    dtype = getattr(torch, case["dtype"])
+    dtype = getattr(torch, case.dtype)
     gen = torch.Generator().manual_seed(0)
     first, runs = plans(case)
     out = []
     for label, i, kind, strided, past_end in runs:
-        tensors: dict = {}
-        for spec in case["inputs"]:
-            t_dtype = getattr(torch, spec["dtype"]) if spec["dtype"] else dtype
-            shape = shape_of(spec["rank"], i)
-            if spec["range"]:
+        tensors: dict[str, torch.Tensor] = {}
+        for spec in case.inputs:
+            t_dtype = getattr(torch, spec.dtype) if spec.dtype else dtype
+            shape = shape_of(spec.rank, i)
+            if spec.range:
                 names = dict(tensors, ceil_div=ceil_div, min=min, max=max)
-                low, high = (evaluate(e, names) for e in spec["range"])
+                low, high = (evaluate(e, names) for e in spec.range)
                 t = torch.randint(low, max(high, low + 1), shape, generator=gen).to(t_dtype)
                 if past_end:
                     t.view(-1)[-1] = high
@@ -183,22 +257,22 @@ def answer(case):
                 t = values(shape, t_dtype, kind, gen)
             else:
                 t = torch.randint(-100, 100, shape, generator=gen).to(t_dtype)
-            tensors[spec["name"]] = strided_view(t) if strided and spec["strided"] else t
+            tensors[spec.name] = strided_view(t) if strided and spec.strided else t
         out.append(build(case, dtype, tensors, label))
-    if case["opinfo"] and len(case["inputs"]) == 1:
-        rank = case["inputs"][0]["rank"]
-        for k, t in enumerate(opinfo_samples(case["opinfo"], dtype, rank, case["max_samples"])):
+    if case.opinfo and len(case.inputs) == 1:
+        rank = case.inputs[0].rank
+        for k, t in enumerate(opinfo_samples(case.opinfo, dtype, rank, case.max_samples)):
             tensors = {first: t}
-            out.append(build(case, dtype, tensors, f"OpInfo {case['opinfo']} sample {k}"))
+            out.append(build(case, dtype, tensors, f"OpInfo {case.opinfo} sample {k}"))
     return out
 
 
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
-        request = json.load(f)
-    found = {c["id"]: answer(c) for c in request["cases"]}
+        request = Request.of(**json.load(f))
+    found = {c.id: answer(c) for c in request.cases}
     with open(sys.argv[2], "w", encoding="utf-8") as f:
-        json.dump({"torch": torch.__version__, "cases": found}, f)
+        json.dump(asdict(Out(torch.__version__, found)), f)
 
 
 if __name__ == "__main__":

@@ -42,31 +42,88 @@ import math
 import os
 import sys
 import warnings
-from typing import Any, TypedDict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import torch
 
 
-# total=False: a case refused early (no reference, a crash) stops before the rest; runs
-# under the configured interpreter, 3.10 up, so no NotRequired
-class CaseAnswer(TypedDict, total=False):
-    """One case of OUT (the module docstring has its shape)."""
+@dataclass(frozen=True)
+class Asked:
+    """One case of REQUEST (the module docstring has its shape); a key left out is its
+    default."""
+
+    id: str
+    dtype: str
+    arity: int
+    opinfo: Sequence[str] | None = None  # (name, variant_test_name)
+    fn: str | None = None
+    alpha: str | None = None
+    aten: Sequence[str] = ()
+    bound: Sequence[Sequence[str]] = ()  # (argument, literal)
+    alpha_arg: str | None = None
+    avoid: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Request:
+    cases: tuple[Asked, ...]
+    max_samples: int
+
+    @classmethod
+    def of(cls, *, cases, max_samples=256):
+        """REQUEST as json.load gives it, a keyword per key."""
+        return cls(tuple(Asked(**case) for case in cases), int(max_samples))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One case of OUT (the module docstring has its shape), its fields in the document's
+    order; ``note`` and ``via`` are written only when set (:data:`SET_ONLY`)."""
 
     no_reference: str | None
-    note: str  # op_db could not be imported
-    via: str
-    n: int
+    errors: dict[str, str]  # value index -> what torch refused there
+    upcast: bool
+    kwargs: dict[str, str]  # the OpInfo sample's keywords, repr'd
+    note: str | None  # op_db could not be imported
+    via: str | None  # the aten overload a fallback used
     block: int
+    n: int
     edge: int
     samples: int
     inputs: list[str]
     alphas: list[str]
     alpha_shown: list[str]
-    kwargs: dict[str, str]
     reference: str | None
     result_dtype: str | None
-    upcast: bool
-    errors: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A case the script failed on: why, and no inputs."""
+
+    no_reference: str
+    n: int = 0
+    inputs: tuple[str, ...] = ()
+    reference: None = None
+    result_dtype: None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Out:
+    torch: str  # the version that answered
+    cases: dict[str, Answer | Failed]
+
+
+# an Answer's keys that a reader finds absent rather than null when there is none
+SET_ONLY = frozenset({"note", "via"})
+
+
+def document(pairs):
+    """asdict's dict_factory for OUT: every field, but a :data:`SET_ONLY` one only when set."""
+    return {k: v for k, v in pairs if v is not None or k not in SET_ONLY}
 
 
 UPCAST = {
@@ -496,33 +553,43 @@ def bind(op, tensors, slot, alpha, bound=()):
         return op(*positional, **keywords)
 
 
-def choose_reference(case, arity, out):
-    """(callable, the OpInfo for samples or None, why there is none). An aten reference is
-    called through :func:`bind`; with an alpha it takes the alpha value as ``v``."""
-    op = None
-    if case.get("opinfo"):
+@dataclass(frozen=True)
+class Chosen:
+    """A case's reference: the callable (None without one, and ``why``), the OpInfo that
+    gives its samples, and what an answer says of how it was found."""
+
+    fn: Callable[..., Any] | None
+    op: Any  # the OpInfo, or None
+    why: str | None = None
+    note: str | None = None  # op_db could not be imported
+    via: str | None = None  # the aten overload, with the host's bound literals
+
+
+def choose_reference(case):
+    """The case's :class:`Chosen`. An aten reference is called through :func:`bind`; with an
+    alpha it takes the alpha value as ``v``."""
+    op, note = None, None
+    if case.opinfo:
         try:
-            op = find_opinfo(*case["opinfo"])
+            op = find_opinfo(*case.opinfo)
         except Exception as exc:
-            out["note"] = f"op_db could not be imported: {type(exc).__name__}: {exc}"[:300]
-    alpha = bool(case.get("alpha"))
+            note = f"op_db could not be imported: {type(exc).__name__}: {exc}"[:300]
+    alpha = bool(case.alpha)
     # an ALPHA kernel's reference is an aten overload, whose schema says where the alpha
     # goes; the OpInfo's op (a Python wrapper) still gives the samples
     if op is not None and not alpha:
-        return op.op, op, None
-    fn = torch_function(case["fn"]) if case.get("fn") and not alpha else None
+        return Chosen(op.op, op, note=note)
+    fn = torch_function(case.fn) if case.fn and not alpha else None
     if fn is not None:
-        return fn, op, None
-    bound = [tuple(b) for b in case.get("bound") or ()]
-    aten, slot, why = aten_operator(
-        case.get("aten") or [], arity, alpha, bound, case.get("alpha_arg")
-    )
+        return Chosen(fn, op, note=note)
+    bound = [tuple(b) for b in case.bound]
+    aten, slot, why = aten_operator(case.aten, case.arity, alpha, bound, case.alpha_arg)
     if aten is None:
-        return None, op, why
-    out["via"] = str(aten) + "".join(f", {k}={v}" for k, v in bound)
+        return Chosen(None, op, why, note)
+    via = str(aten) + "".join(f", {k}={v}" for k, v in bound)
     if alpha:
-        return (lambda *ts, v: bind(aten, ts, slot, v, bound)), op, None
-    return (lambda *ts: bind(aten, ts, slot, None, bound)), op, None
+        return Chosen(lambda *ts, v: bind(aten, ts, slot, v, bound), op, note=note, via=via)
+    return Chosen(lambda *ts: bind(aten, ts, slot, None, bound), op, note=note, via=via)
 
 
 def one_reference(fn, tensors, kwargs, dtype, alphas):
@@ -557,50 +624,56 @@ def one_case(case, limit):
     # the OpInfo's samples are random: seeded per case, a case's inputs are the same in any
     # request (the answers are cached case by case) and from one run to the next
     torch.manual_seed(0)
-    dtype = dtype_of(case["dtype"])
-    arity = case["arity"]
-    out: CaseAnswer = {"no_reference": None, "errors": {}, "upcast": False, "kwargs": {}}
-    fn, op, why = choose_reference(case, arity, out)
-    edge = edge_inputs(dtype, arity)
+    dtype = dtype_of(case.dtype)
+    chosen = choose_reference(case)
+    edge = edge_inputs(dtype, case.arity)
     samples, kwargs = ([], {})
-    if op is not None:
-        samples, kwargs = sample_inputs(op, dtype, arity, limit)
-    kwargs = plain_kwargs(kwargs) if not case.get("alpha") else {}
+    if chosen.op is not None:
+        samples, kwargs = sample_inputs(chosen.op, dtype, case.arity, limit)
+    kwargs = plain_kwargs(kwargs) if not case.alpha else {}
     tensors = [torch.cat([e, s]) for e, s in zip(edge, samples, strict=False)] if samples else edge
     # with an alpha the inputs run once per alpha value: "inputs" hold one block, "n" all
-    alphas = (
-        alpha_values(dtype_of(case["alpha"]), case.get("avoid") or ()) if case.get("alpha") else []
+    alphas = alpha_values(dtype_of(case.alpha), case.avoid) if case.alpha else []
+    block, edges = int(tensors[0].numel()), int(edge[0].numel())
+    out = Answer(
+        no_reference=None,
+        errors={},
+        upcast=False,
+        kwargs={k: repr(v) for k, v in kwargs.items()},
+        note=chosen.note,
+        via=chosen.via,
+        block=block,
+        n=block * max(len(alphas), 1),
+        edge=edges,
+        samples=block - edges,
+        inputs=[b64(t) for t in tensors],
+        alphas=[b64(a.reshape(1)) for a in alphas],
+        alpha_shown=[repr(a.item()) for a in alphas],
+        reference=None,
+        result_dtype=None,
     )
-    out["block"] = int(tensors[0].numel())
-    out["n"] = out["block"] * max(len(alphas), 1)
-    out["edge"] = int(edge[0].numel())
-    out["samples"] = out["block"] - out["edge"]
-    out["inputs"] = [b64(t) for t in tensors]
-    out["alphas"] = [b64(a.reshape(1)) for a in alphas]
-    out["alpha_shown"] = [repr(a.item()) for a in alphas]
-    out["kwargs"] = {k: repr(v) for k, v in kwargs.items()}
-    out["reference"] = None
-    out["result_dtype"] = None
-    if fn is None:
-        out["no_reference"] = why or "no OpInfo and no torch function of that name"
-        return out
-    if case.get("alpha") and not alphas:
-        out["no_reference"] = "every alpha value checked is one the host sends elsewhere"
-        return out
+    if chosen.fn is None:
+        return replace(
+            out, no_reference=chosen.why or "no OpInfo and no torch function of that name"
+        )
+    if case.alpha and not alphas:
+        return replace(
+            out, no_reference="every alpha value checked is one the host sends elsewhere"
+        )
     try:
-        result, upcast, errors = one_reference(fn, tensors, kwargs, dtype, alphas)
+        result, upcast, errors = one_reference(chosen.fn, tensors, kwargs, dtype, alphas)
     except Exception as exc:
-        refused = f"torch refuses {case['dtype']}: {type(exc).__name__}: {exc}"
-        out["no_reference"] = refused.splitlines()[0][:300]
-        return out
-    if not isinstance(result, torch.Tensor) or result.numel() != out["n"]:
-        out["no_reference"] = "the reference is not one value per element"
-        return out
-    out["upcast"] = upcast
-    out["errors"] = {str(k): v for k, v in errors.items()}
-    out["result_dtype"] = str(result.dtype).removeprefix("torch.")
-    out["reference"] = b64(result.reshape(-1))
-    return out
+        refused = f"torch refuses {case.dtype}: {type(exc).__name__}: {exc}"
+        return replace(out, no_reference=refused.splitlines()[0][:300])
+    if not isinstance(result, torch.Tensor) or result.numel() != out.n:
+        return replace(out, no_reference="the reference is not one value per element")
+    return replace(
+        out,
+        upcast=upcast,
+        errors={str(k): v for k, v in errors.items()},
+        result_dtype=str(result.dtype).removeprefix("torch."),
+        reference=b64(result.reshape(-1)),
+    )
 
 
 def main():
@@ -610,23 +683,15 @@ def main():
     torch.set_num_threads(1)
     request_path, out_path = sys.argv[1], sys.argv[2]
     with open(request_path, encoding="utf-8") as fh:
-        request = json.load(fh)
-    limit = int(request.get("max_samples", 256))
-    cases: dict[str, CaseAnswer] = {}
-    for case in request["cases"]:
+        request = Request.of(**json.load(fh))
+    cases: dict[str, Answer | Failed] = {}
+    for case in request.cases:
         try:
-            cases[case["id"]] = one_case(case, limit)
+            cases[case.id] = one_case(case, request.max_samples)
         except Exception as exc:
-            cases[case["id"]] = {
-                "no_reference": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
-                "n": 0,
-                "inputs": [],
-                "reference": None,
-                "result_dtype": None,
-                "errors": {},
-            }
+            cases[case.id] = Failed(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
     with open(out_path, "w", encoding="utf-8") as fh:
-        json.dump({"torch": torch.__version__, "cases": cases}, fh)
+        json.dump(asdict(Out(torch.__version__, cases), dict_factory=document), fh)
 
 
 if __name__ == "__main__":

@@ -174,7 +174,17 @@ def parse_collected(line: str) -> int | None:
 def parse_test_line(line: str) -> tuple[str, str] | None:
     """``(nodeid, outcome)`` from a pytest ``-v`` result line, outcome as in OUTCOMES."""
     match = _RESULT.match(strip_ansi(line))
-    return (match["nodeid"], _WORDS[match["word"]]) if match else None
+    if match is None:
+        return None
+    nodeid, word = match.groups()
+    return nodeid, _WORDS[word]
+
+
+def with_plugin(env: Mapping[str, str]) -> dict[str, str]:
+    """``env``, a child's whole environment, with the plugin's folder first on its
+    PYTHONPATH: the child's pytest loads the plugin, and still finds what the path had."""
+    inherited = env.get("PYTHONPATH", "")
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(PLUGIN_DIR), inherited) if p)}
 
 
 def k_expression(selectors: Sequence[str]) -> str:
@@ -234,9 +244,7 @@ def run(request: TestRequest, *, progress: bool = True) -> TestRunResult:
     if not request.cwd.is_dir():
         raise PipelineError(f"test working directory {request.cwd} does not exist")
     batches = selector_batches(request.selectors, K_EXPRESSION_LIMIT) or ((),)
-    env = {**(request.env or {}), "PYTHONUNBUFFERED": "1"}
-    inherited = env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), inherited) if p)
+    env = with_plugin({**os.environ, **(request.env or {}), "PYTHONUNBUFFERED": "1"})
     check_pytest(request.python, cwd=request.cwd, env=env)
     request.junit_path.parent.mkdir(parents=True, exist_ok=True)
     junit_paths: list[Path] = []

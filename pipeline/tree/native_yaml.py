@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
 
@@ -206,50 +206,67 @@ def read(root: Path) -> NativeFunctions:
     return parse(read_text(root / rel, rel), rel)
 
 
+@dataclass(frozen=True)
+class _Keys:
+    """The keys of an entry this reader takes, as their YAML nodes (the others, such as
+    ``variants:``, are torchgen's business)."""
+
+    func: Node | None = None
+    structured: Node | None = None
+    structured_delegate: Node | None = None
+    structured_inherits: Node | None = None
+    autogen: Node | None = None
+    dispatch: Node | None = None
+    tags: Node | None = None
+
+
+_TAKEN = frozenset(f.name for f in fields(_Keys))
+
+
 def _entry(node: Node, path: str, lines: list[str]) -> NativeFunction:
     line = node.start_mark.line + 1
     if not isinstance(node, MappingNode):
         raise ParseError(path, line, "list item is not a mapping with a `func:` key")
-    fields: dict[str, Node] = {}
+    given: dict[str, Node] = {}
     for key, value in node.value:
         if isinstance(key, ScalarNode):
-            if key.value in fields:  # YAML keeps the last silently; the entry is ambiguous
+            if key.value in given:  # YAML keeps the last silently; the entry is ambiguous
                 raise ParseError(
                     path,
                     key.start_mark.line + 1,
                     f"duplicate key `{key.value}:` in one entry (lines "
                     f"{_key_line(node, key.value)} and {key.start_mark.line + 1})",
                 )
-            fields[key.value] = value
+            given[key.value] = value
+    keys = _Keys(**{k: v for k, v in given.items() if k in _TAKEN})
 
-    def text_of(name: str) -> str | None:
-        value = fields.get(name)
+    def text_of(value: Node | None, name: str) -> str | None:
         if value is None or (isinstance(value, ScalarNode) and value.tag == _NULL_TAG):
             return None
         if not isinstance(value, ScalarNode):
             raise ParseError(path, line, f"`{name}:` is not a plain value")
         return value.value
 
-    schema = text_of("func")
+    schema = text_of(keys.func, "func")
     if not schema:
         raise ParseError(path, line, "entry has no `func:` schema")
     head, paren, _ = schema.partition("(")
     if not paren or not head.strip():
         raise ParseError(path, line, f"func {schema!r} is not of the form `name.overload(args)`")
     name, _, overload = head.strip().partition(".")
-    autogen = text_of("autogen") or ""
+    autogen = text_of(keys.autogen, "autogen") or ""
     return NativeFunction(
         name=name,
         operator=operator_name(name),
         overload=overload,
         schema=schema,
-        structured=_flag(fields.get("structured"), path, line),
-        structured_delegate=text_of("structured_delegate"),
-        structured_inherits=text_of("structured_inherits"),
+        structured=_flag(keys.structured, path, line),
+        structured_delegate=text_of(keys.structured_delegate, "structured_delegate"),
+        structured_inherits=text_of(keys.structured_inherits, "structured_inherits"),
         autogen=tuple(a.strip() for a in autogen.split(",") if a.strip()),
-        dispatch=_dispatch(fields.get("dispatch"), path, line, lines),
+        dispatch=_dispatch(keys.dispatch, path, line, lines),
         span=Span(path, line, _last_line(node, lines)),
-        tags=_tags(fields.get("tags")),
+        tags=_tags(keys.tags),
     )
 
 

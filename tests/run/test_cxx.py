@@ -32,6 +32,33 @@ def test_depfile() -> None:
         assert cxx.read_depfile(dep) == [Path("a.cpp"), Path("/x/b.h"), Path("/y/c.h")]
 
 
+def test_a_manifest_is_kept_while_every_file_it_lists_is_the_same(tmp_path: Path) -> None:
+    from pipeline.errors import CompilerError
+    from pipeline.run.kernel_build import KernelBuild, Manifest
+    from pipeline.run.kernel_decls import KernelDecl, Param
+
+    header = tmp_path / "a.h"
+    header.write_text("int a;\n")
+    decl = KernelDecl("k_float", "k", "float", (Param("device float*", "x", "buffer", 0),), 3, "64")
+    built = Manifest(
+        {str(header): cxx.file_digest(header)},
+        ("part",),
+        (KernelBuild(decl, 0), KernelBuild(decl, error=CompilerError("a.metal", 3, 7, "no"))),
+        {"Args": "no member named 'n'"},
+    )
+    path = tmp_path / "m.json"
+    cxx.write_manifest(path, built)
+    assert cxx.read_manifest(path, Manifest) == built
+    header.write_text("int b;\n")  # a file it was built from changed: built again
+    assert cxx.read_manifest(path, Manifest) is None
+    plain = cxx.Manifest({str(header): cxx.file_digest(header)})
+    cxx.write_manifest(path, plain)
+    assert cxx.read_manifest(path, cxx.Manifest) == plain
+    path.write_text('{"deps": {"a.h": 1}}')  # damaged: built again, never an error
+    assert cxx.read_manifest(path, cxx.Manifest) is None
+    assert cxx.read_manifest(tmp_path / "none.json", cxx.Manifest) is None
+
+
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_build_is_cached_by_every_file_it_reads(
