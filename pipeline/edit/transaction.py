@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
 from pipeline.edit.atomic import FileEdit, git_dirty
 from pipeline.errors import (
@@ -44,9 +43,6 @@ from pipeline.errors import (
 )
 from pipeline.fsio import write_atomic
 from pipeline.tree.text import encode_like, read_text
-
-if TYPE_CHECKING:
-    from pipeline.fields import Fields
 
 __all__ = [
     "Ownership",
@@ -311,24 +307,24 @@ class Recovery:
     rolled_forward: tuple[tuple[str, str], ...] = ()  # (rel, summary) of each file written
 
 
+@dataclass(frozen=True)
+class _Journal:
+    """``journal.json``: an edit's state (prepared, committed) and its files; the format,
+    the transaction and the process that wrote it are for readers."""
+
+    version: int | None = None
+    state: str | None = None
+    txid: str | None = None
+    pid: int | None = None
+    # not "| None": fields.read names an item's error only at "files" under a union
+    files: tuple[_Entry, ...] = ()
+
+
 def _journal_bytes(state: str, txid: str, entries: Sequence[_Entry]) -> bytes:
-    doc = {
-        "version": 1,
-        "state": state,
-        "txid": txid,
-        "pid": os.getpid(),
-        "files": [
-            {
-                "rel": e.rel,
-                "tmp": e.tmp,
-                "sha256": e.sha256,
-                "before": e.before,
-                "summary": e.summary,
-            }
-            for e in entries
-        ],
-    }
-    return json.dumps(doc, indent=1).encode()
+    from pipeline.fields import dump  # as _load_journal's import
+
+    journal = _Journal(1, state, txid, os.getpid(), tuple(entries))
+    return json.dumps(dump(journal), indent=1).encode()
 
 
 def _safe_rel(rel: object) -> bool:
@@ -349,7 +345,7 @@ def _load_journal(path: Path) -> tuple[str, list[_Entry]]:
 
     # here, not at the top: a journal is read only after an interrupted edit, and the warm
     # audit's doit run imports this module (pipeline.flows.hold)
-    from pipeline.fields import Fields
+    from pipeline.fields import read
 
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -358,38 +354,24 @@ def _load_journal(path: Path) -> tuple[str, list[_Entry]]:
     if not isinstance(doc, dict):
         raise corrupt("no state 'prepared' or 'committed'")
     try:
-        f = Fields(doc, "", path.name)
-        state = f.pop("state", str, type(None))
-        if state not in ("prepared", "committed"):
-            raise corrupt("no state 'prepared' or 'committed'")
-        # for readers: the format, the transaction and the process that wrote it
-        f.pop("version", int, type(None))
-        f.pop("txid", str, type(None))
-        f.pop("pid", int, type(None))
-        files = f.pop("files", list, type(None)) or []
-        entries = [_journal_entry(Fields(item, f"files[{i}]", path.name), corrupt)
-                   for i, item in enumerate(files)]  # fmt: skip
-        f.done()
+        journal = read(_Journal, doc, path.name)
     except DocumentError as exc:
         raise corrupt(f"{exc.where} {exc.problem}") from None
-    return state, entries
+    if journal.state not in ("prepared", "committed"):
+        raise corrupt("no state 'prepared' or 'committed'")
+    entries = journal.files
+    for i, entry in enumerate(entries):
+        _check_entry(entry, f"files[{i}]", corrupt)
+    return journal.state, list(entries)
 
 
-def _journal_entry(f: Fields, corrupt: Callable[[str], PipelineError]) -> _Entry:
-    entry = _Entry(
-        rel=f.pop("rel", str),
-        tmp=f.pop("tmp", str),
-        sha256=f.pop("sha256", str),
-        before=f.pop("before", str, type(None)),
-        summary=f.pop("summary", str, type(None)) or "",
-    )
-    f.done()
+def _check_entry(entry: _Entry, where: str, corrupt: Callable[[str], PipelineError]) -> None:
+    """Refuse an entry that points outside the tree or at a temp file not its own."""
     if not (_safe_rel(entry.rel) and _safe_rel(entry.tmp) and len(entry.sha256) == 64):
-        raise corrupt(f"bad file entry {f.where}: {entry.rel!r}, {entry.tmp!r}")
+        raise corrupt(f"bad file entry {where}: {entry.rel!r}, {entry.tmp!r}")
     rel, tmp = PurePosixPath(entry.rel), PurePosixPath(entry.tmp)
     if tmp.parent != rel.parent or not tmp.name.startswith(f".{rel.name}{_TMP_MARK}"):
         raise corrupt(f"temp file {entry.tmp!r} is not next to {entry.rel!r}")
-    return entry
 
 
 def _roll_back(root: Path, journal: Path, entries: Sequence[_Entry]) -> None:

@@ -25,6 +25,9 @@ from pipeline.github.answers import (
     ChangedFile,
     Comment,
     FoundPull,
+    IssueAnswer,
+    PullAnswer,
+    StatusAnswer,
     _Answer,
     _answer,
     _backoff,
@@ -42,6 +45,7 @@ from pipeline.github.answers import (
     _retry_after,
     _TooSlow,
     _what,
+    read_answer,
 )
 from pipeline.results.pr import STATUS_DESCRIPTION_MAX
 
@@ -354,8 +358,7 @@ class GitHubClient:
         url = self._url(f"/repos/{self.repo}/pulls/{int(pr)}")
         what = _what("GET", url)
         pull = _answer(_json(self._request("GET", url), what), what, "a pull request object")
-        sha: str = pull.obj("head").pop("sha", str)
-        return sha
+        return read_answer(PullAnswer, pull).head.sha
 
     def set_status(
         self,
@@ -382,8 +385,7 @@ class GitHubClient:
         what = _what("POST", url)
         status = _json(self._request("POST", url, json=payload), what)
         answer = _answer(status, what, "a commit status object", "the commit status")
-        status_id: int = answer.pop("id", int)
-        return status_id
+        return read_answer(StatusAnswer, answer).id
 
     def get_conditional(self, url: str) -> tuple[Any, str | None]:
         """GET ``url`` (a path or a URL of this origin) with the ETag last seen for it: a
@@ -447,8 +449,7 @@ class GitHubClient:
         data, _ = self.get_conditional(url)
         # an answer that is no object has no body: "expected `body` ..., but it is missing"
         answer = _Answer(dict(data) if isinstance(data, dict) else {}, f"GET {url}")
-        body: str | None = answer.pop("body", str, type(None))
-        return body or ""
+        return read_answer(IssueAnswer, answer).body or ""
 
     def update_issue_body(self, issue: int, body: str) -> None:
         """Replace the body of issue ``issue`` (needs issues: write)."""

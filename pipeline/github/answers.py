@@ -8,11 +8,15 @@ wrong, never a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
+import functools
 import time
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
@@ -22,6 +26,7 @@ from pipeline.errors import GitHubError
 
 MAX_BODY = 50 * 1024 * 1024  # bytes of one answer: a comment list page is a few hundred KB
 
+D = TypeVar("D")
 # A field absent from a response (unlike one that is null)
 _MISSING: Any = object()
 
@@ -191,18 +196,10 @@ class _Answer:
         """The object at ``key``, None when it is anything else (one the caller does
         without)."""
         value = self._data.pop(key, None)
-        return self._inside(key, value) if isinstance(value, dict) else None
+        return self.inside(key, value) if isinstance(value, dict) else None
 
-    def obj(self, key: str) -> _Answer:
-        """The object at ``key``, as an answer of its own."""
-        return self._inside(key, self.pop(key, dict))
-
-    def obj_or_none(self, key: str) -> _Answer | None:
-        """The object at ``key``, or None for null."""
-        found = self.pop(key, dict, _NULL)
-        return None if found is None else self._inside(key, found)
-
-    def _inside(self, key: str, data: dict[str, object]) -> _Answer:
+    def inside(self, key: str, data: dict[str, object]) -> _Answer:
+        """The object ``data`` found at ``key``, as an answer of its own."""
         return _Answer(dict(data), self._what, self._where, f"{self._path}{key}.")
 
 
@@ -246,16 +243,87 @@ def _errors(response: requests.Response) -> str:
     return "; ".join(out)
 
 
+@dataclass(frozen=True)
+class _User:
+    login: str
+
+
+@dataclass(frozen=True)
+class _CommentAnswer:
+    """A comment object as GitHub documents it, as much as the pipeline reads."""
+
+    id: int
+    body: str
+    # GitHub's schema allows a null user (nullable-simple-user): a comment nobody owns,
+    # never the bot's. Anything else must carry a login.
+    user: _User | None
+
+
+@dataclass(frozen=True)
+class PullAnswer:
+    """A pull request object: the commit it points at."""
+
+    head: _Head
+
+
+@dataclass(frozen=True)
+class _Head:
+    sha: str
+
+
+@dataclass(frozen=True)
+class StatusAnswer:
+    """A commit status object: its id."""
+
+    id: int
+
+
+@dataclass(frozen=True)
+class IssueAnswer:
+    """An issue object: its body (null when empty)."""
+
+    body: str | None
+
+
+@functools.cache
+def _shape(kind: type) -> tuple[tuple[str, tuple[type, ...], type | None], ...]:
+    """Each field of the model ``kind``: its key, the JSON types it takes (a model as an
+    object; ``X | None``: null allowed) and its model, if any."""
+    hints = typing.get_type_hints(kind)
+    found: list[tuple[str, tuple[type, ...], type | None]] = []
+    for f in dataclasses.fields(kind):
+        hint = hints[f.name]
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        kinds = typing.get_args(hint) if union else (hint,)
+        model = next(
+            (k for k in kinds if isinstance(k, type) and dataclasses.is_dataclass(k)), None
+        )
+        found.append((f.name, tuple(dict if k is model else k for k in kinds), model))
+    return tuple(found)
+
+
+def read_answer(kind: type[D], answer: _Answer) -> D:
+    """The model ``kind`` (a dataclass naming the keys the pipeline reads; GitHub sends
+    more, which are let be) of one object of GitHub's answer, each field checked against
+    its annotation: a value of another type is a GitHubError naming the endpoint and the
+    field (``head.sha`` of ``where``)."""
+    values = {}
+    for name, kinds, model in _shape(typing.cast(type, kind)):
+        value = answer.pop(name, *kinds)
+        values[name] = (
+            value
+            if model is None or value is None
+            else read_answer(model, answer.inside(name, value))
+        )
+    made: Any = kind
+    return made(**values)
+
+
 def _comment(item: Any, what: str, where: str = "the comment") -> Comment:
     """A comment object as GitHub documents it, checked: whatever else arrives is a
     GitHubError naming the endpoint (``what``) and the comment (``where``)."""
-    answer = _answer(item, what, f"{where} to be an object", where)
-    comment_id = answer.pop("id", int)
-    body = answer.pop("body", str)
-    # GitHub's schema allows a null user (nullable-simple-user): a comment nobody owns,
-    # never the bot's. Anything else must carry a login.
-    user = answer.obj_or_none("user")
-    return Comment(id=comment_id, body=body, user="" if user is None else user.pop("login", str))
+    found = read_answer(_CommentAnswer, _answer(item, what, f"{where} to be an object", where))
+    return Comment(found.id, found.body, "" if found.user is None else found.user.login)
 
 
 def _normalise(body: str) -> str:

@@ -5,8 +5,9 @@ host code computes (read from it where it follows the common patterns:
 :mod:`pipeline.tree.host_launch`; an entry's own buffers and sizes win). A contributor writes
 the rest (the reference, the inputs, the structs' fields) once per kernel file, in
 ``<state_dir>/kernels/<File>.yaml`` (``.mps-pipeline/kernels/SoftMax.yaml`` in a checkout;
-the format is documented in docs/check-kernel.md). Each entry is read once here into frozen
-models; every key is popped, and one left over is an error naming it.
+the format is documented in docs/check-kernel.md). Each entry is read once here, by
+:func:`pipeline.fields.read`, into models of the spec as written (a key none names is an
+error naming it), and from those into the frozen models below.
 
 Expressions (grid sizes, struct fields, index ranges) are Python expressions over the
 case's input tensors (``x.size(0)``, ``x.stride(1)``), ``ceil_div``, ``min``, ``max`` and
@@ -15,20 +16,23 @@ case's input tensors (``x.size(0)``, ``x.stride(1)``), ``ceil_div``, ``min``, ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import typing
+from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 
 from pipeline.dtypes import DTYPE_TO_METAL, TORCH_ALIASES
 from pipeline.errors import DocumentError, LaunchSpecError
-from pipeline.fields import Fields
+from pipeline.fields import read
 
 SPEC_DIR = "kernels"
 # the buffer name of c10/metal/error.h's ErrorMessages, which TORCH_REPORT_ERROR writes
 ERROR_BUFFER = "error"
 OUTPUT = "output"
+D = TypeVar("D")
 
 
 class GridKind(str, Enum):
@@ -54,20 +58,17 @@ class TensorInput:
     strided: bool  # also run non-contiguous views (the kernel takes strides)
 
     @staticmethod
-    def from_fields(name: str, f: Fields | None, where: str) -> TensorInput:
-        at = f"{where}: input {name}"
-        if f is None:  # ``x:`` alone: every default
+    def from_spec(name: str, data: object, doc: str, where: str, said: str) -> TensorInput:
+        at = f"{said}: input {name}"
+        if data is None:  # ``x:`` alone: every default
             return TensorInput(name, 1, None, None, False)
-        rank = f.pop("rank", int, type(None))
-        dtype = f.pop("dtype", str, type(None))
-        low_high = _expressions(f, "range")
-        strided = bool(f.pop("strided", bool, type(None)))
-        _leftover(f, at)
+        spec = _read(_InputSpec, data, doc, where, at)
+        dtype, low_high = spec.dtype, _expressions(spec.range, doc, f"{where}.range")
         if dtype is not None and dtype not in TORCH_ALIASES:
             raise LaunchSpecError(f"{at}: unknown dtype {dtype!r}")
         if low_high is not None and len(low_high) != 2:
             raise LaunchSpecError(f"{at}: range is [low, high)")
-        rank = 1 if rank is None else rank
+        rank = 1 if spec.rank is None else spec.rank
         if not 1 <= rank <= 4:
             raise LaunchSpecError(f"{at}: rank is 1 to 4")
         return TensorInput(
@@ -75,8 +76,18 @@ class TensorInput:
             rank,
             TORCH_ALIASES[dtype] if dtype else None,
             (low_high[0], low_high[1]) if low_high else None,
-            strided,
+            bool(spec.strided),
         )
+
+
+@dataclass(frozen=True)
+class _InputSpec:
+    """An entry's ``inputs: {name: ...}`` as written."""
+
+    rank: int | None = None
+    dtype: str | None = None
+    range: tuple[object, ...] | None = None  # expressions
+    strided: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -90,22 +101,28 @@ class StructArg:
     fields: tuple[tuple[str, str], ...]
 
     @staticmethod
-    def from_fields(name: str, f: Fields | None, where: str) -> StructArg:
-        at = f"{where}: struct {name}"
-        if f is None:
+    def from_spec(name: str, data: object, doc: str, where: str, said: str) -> StructArg:
+        at = f"{said}: struct {name}"
+        spec = None if data is None else _read(_StructSpec, data, doc, where, at)
+        if spec is None or spec.type is None:
             raise LaunchSpecError(f"{at} needs type: and fields: {{...}}")
-        ctype = f.pop("type", str, type(None))
-        if "value" in f.names():
-            fields: tuple[tuple[str, str], ...] = (("", str(f.pop("value", str, int, float))),)
-        else:
-            named = f.obj_or_none("fields")
-            fields = () if named is None else tuple(
-                (k, str(named.pop(k, *_EXPR))) for k in named.names()
-            )  # fmt: skip
-        _leftover(f, at)
-        if ctype is None:
-            raise LaunchSpecError(f"{at} needs type: and fields: {{...}}")
-        return StructArg(name, ctype, fields)
+        if spec.value is not None:
+            if spec.fields is not None:
+                raise LaunchSpecError(f"{at}: unknown key(s) fields")
+            return StructArg(name, spec.type, (("", str(spec.value)),))
+        named = spec.fields or {}
+        fields = tuple((k, _expression(v, doc, f"{where}.fields.{k}")) for k, v in named.items())
+        return StructArg(name, spec.type, fields)
+
+
+@dataclass(frozen=True)
+class _StructSpec:
+    """An entry's ``structs: {name: ...}`` as written: a struct's fields, or a scalar's
+    value."""
+
+    type: str | None = None
+    value: str | int | float | None = None
+    fields: dict[str, object] | None = None  # expressions
 
 
 @dataclass(frozen=True)
@@ -119,19 +136,24 @@ class LaunchOutput:
     host: str
 
     @staticmethod
-    def from_fields(f: Fields | None, where: str) -> LaunchOutput:
-        if f is None:
+    def from_spec(data: object, doc: str, where: str, said: str) -> LaunchOutput:
+        if data is None:
             return LaunchOutput(None, None, None, OUTPUT)
-        found = LaunchOutput(
-            like=f.pop("like", str, type(None)),
-            dtype=f.pop("dtype", str, type(None)),
-            shape=_expressions(f, "shape"),
-            host=f.pop("host", str, type(None)) or OUTPUT,
-        )
-        _leftover(f, f"{where}: output")
-        if found.dtype is not None and found.dtype not in TORCH_ALIASES:
-            raise LaunchSpecError(f"{where}: output: unknown dtype {found.dtype!r}")
-        return found
+        spec = _read(_OutputSpec, data, doc, where, f"{said}: output")
+        if spec.dtype is not None and spec.dtype not in TORCH_ALIASES:
+            raise LaunchSpecError(f"{said}: output: unknown dtype {spec.dtype!r}")
+        shape = _expressions(spec.shape, doc, f"{where}.shape")
+        return LaunchOutput(spec.like, spec.dtype, shape, spec.host or OUTPUT)
+
+
+@dataclass(frozen=True)
+class _OutputSpec:
+    """An entry's ``output:`` as written."""
+
+    like: str | None = None
+    dtype: str | None = None
+    shape: tuple[object, ...] | None = None  # expressions
+    host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -166,48 +188,66 @@ class LaunchCase:
         return self.kernel.replace("{T}", DTYPE_TO_METAL.get(dtype, dtype))
 
     @staticmethod
-    def from_fields(f: Fields, where: str) -> LaunchCase:
-        kernel = f.pop("kernel", str, type(None))
-        if kernel is None:
-            raise LaunchSpecError(f"{where}: an entry needs kernel: HOST_NAME")
-        where = f"{where}: {kernel}"
-        named = f.strings_or_none("dtypes")
+    def from_spec(data: object, doc: str, where: str) -> LaunchCase:
+        spec, unknown = _read_known(_EntrySpec, data, doc, where)
+        if spec.kernel is None:
+            raise LaunchSpecError(f"{doc}: an entry needs kernel: HOST_NAME")
+        said = f"{doc}: {spec.kernel}"
+        if unknown:
+            raise LaunchSpecError(f"{said}: unknown key(s) {', '.join(unknown)}")
+        named = spec.dtypes
         dtypes = tuple(TORCH_ALIASES.get(d, d) for d in (("float32",) if named is None else named))
-        reference = f.pop("reference", str, type(None))
-        opinfo = f.pop("opinfo", str, type(None))
-        inputs = f.obj_or_none("inputs")
-        output = f.obj_or_none("output")
-        buffers = f.strings_or_none("buffers")
-        structs = f.obj_or_none("structs")
-        threads = _expressions(f, "threads")
-        groups = _expressions(f, "threadgroups")
-        tptg = _expressions(f, "threads_per_threadgroup")
-        _leftover(f, where)
-        if reference is None:
-            raise LaunchSpecError(f"{where}: reference: is required, buffers: a list")
+        threads = _expressions(spec.threads, doc, f"{where}.threads")
+        groups = _expressions(spec.threadgroups, doc, f"{where}.threadgroups")
+        tptg = _expressions(spec.threads_per_threadgroup, doc, f"{where}.threads_per_threadgroup")
+        if spec.reference is None:
+            raise LaunchSpecError(f"{said}: reference: is required, buffers: a list")
         if threads is not None and groups is not None:
-            raise LaunchSpecError(f"{where}: give threads: or threadgroups:, not both")
-        parsed_inputs = tuple(TensorInput.from_fields(k, v, where) for k, v in _by_name(inputs))
+            raise LaunchSpecError(f"{said}: give threads: or threadgroups:, not both")
+        parsed_inputs = tuple(
+            TensorInput.from_spec(k, v, doc, f"{where}.inputs.{k}", said)
+            for k, v in (spec.inputs or {}).items()
+        )
         names = {i.name for i in parsed_inputs}
-        out = LaunchOutput.from_fields(output, where)
+        out = LaunchOutput.from_spec(spec.output, doc, f"{where}.output", said)
         like = out.like if out.like is not None else parsed_inputs[0].name if parsed_inputs else ""
-        parsed_structs = tuple(StructArg.from_fields(k, v, where) for k, v in _by_name(structs))
+        parsed_structs = tuple(
+            StructArg.from_spec(k, v, doc, f"{where}.structs.{k}", said)
+            for k, v in (spec.structs or {}).items()
+        )
         known = names | {s.name for s in parsed_structs} | {OUTPUT, ERROR_BUFFER}
-        unknown = [b for b in buffers or () if b not in known]
-        if unknown or like not in names:
+        unknown_buffers = [b for b in spec.buffers or () if b not in known]
+        if unknown_buffers or like not in names:
             raise LaunchSpecError(
-                f"{where}: buffers name inputs, structs, output or error ({', '.join(unknown)} "
-                f"is none), and output.like an input"
+                f"{said}: buffers name inputs, structs, output or error "
+                f"({', '.join(unknown_buffers)} is none), and output.like an input"
             )
         return LaunchCase(
-            kernel, dtypes, reference, opinfo, parsed_inputs, like,
+            spec.kernel, dtypes, spec.reference, spec.opinfo, parsed_inputs, like,
             TORCH_ALIASES[out.dtype] if out.dtype else None, out.shape,
-            buffers or (), parsed_structs,
+            spec.buffers or (), parsed_structs,
             GridKind.THREADS if threads is not None else
             GridKind.THREADGROUPS if groups is not None else None,
-            _three(threads if threads is not None else groups, where),
-            _three(tptg, where), out.host,
+            _three(threads if threads is not None else groups, said),
+            _three(tptg, said), out.host,
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _EntrySpec:
+    """One entry of a launch spec's ``kernels:`` as written (docs/check-kernel.md)."""
+
+    kernel: str | None = None
+    dtypes: tuple[str, ...] | None = None
+    reference: str | None = None
+    opinfo: str | None = None
+    inputs: dict[str, object] | None = None  # name -> _InputSpec, or null for every default
+    output: object = None  # _OutputSpec, or null
+    buffers: tuple[str, ...] | None = None
+    structs: dict[str, object] | None = None  # name -> _StructSpec
+    threads: tuple[object, ...] | None = None  # expressions, as are the sizes below
+    threadgroups: tuple[object, ...] | None = None
+    threads_per_threadgroup: tuple[object, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -224,22 +264,38 @@ class LaunchSpec:
         return None
 
 
-def _by_name(f: Fields | None) -> list[tuple[str, Fields | None]]:
-    """An object keyed by names (``inputs:``, ``structs:``): each name's object, None for
-    null (``x:`` alone)."""
-    return [] if f is None else [(name, f.obj_or_none(name)) for name in f.names()]
+def _read_known(kind: type[D], data: object, doc: str, where: str) -> tuple[D, list[str]]:
+    """The ``kind`` the mapping ``data`` holds, and the keys it does not name (a
+    hand-written file: its caller says them in the spec's own words)."""
+    known = {f.name for f in fields(typing.cast(type, kind))}
+    unknown = []
+    if isinstance(data, dict):  # else read refuses it: not a mapping
+        unknown = [str(k) for k in data if k not in known]
+        data = {k: v for k, v in data.items() if k in known}
+    return read(kind, data, doc, where), unknown
 
 
-def _expressions(f: Fields, key: str) -> tuple[str, ...] | None:
-    """The list of expressions at ``key`` (numbers as YAML read them, written back), or None."""
-    items = f.pop(key, list, type(None))
+def _read(kind: type[D], data: object, doc: str, where: str, said: str) -> D:
+    """The ``kind`` the mapping ``data`` holds; a key it does not name is an error ``said``
+    where it is."""
+    found, unknown = _read_known(kind, data, doc, where)
+    if unknown:
+        raise LaunchSpecError(f"{said}: unknown key(s) {', '.join(unknown)}")
+    return found
+
+
+def _expression(item: object, doc: str, where: str) -> str:
+    """An expression (a number as YAML read it, written back)."""
+    if isinstance(item, bool) or not isinstance(item, _EXPR):
+        raise DocumentError(doc, where, f"is {item!r}, not an expression (a string or a number)")
+    return str(item)
+
+
+def _expressions(items: tuple[object, ...] | None, doc: str, where: str) -> tuple[str, ...] | None:
+    """The list of expressions at ``where``, or None."""
     if items is None:
         return None
-    for i, item in enumerate(items):
-        if isinstance(item, bool) or not isinstance(item, _EXPR):
-            problem = f"is {item!r}, not an expression (a string or a number)"
-            raise f.error(f"{key}[{i}]", problem)
-    return tuple(str(item) for item in items)
+    return tuple(_expression(item, doc, f"{where}[{i}]") for i, item in enumerate(items))
 
 
 def _three(value: tuple[str, ...] | None, where: str) -> tuple[str, ...]:
@@ -249,11 +305,6 @@ def _three(value: tuple[str, ...] | None, where: str) -> tuple[str, ...]:
         raise LaunchSpecError(f"{where}: a size is a list of 1 to 3 expressions")
     padded = [*value, *["1"] * (3 - len(value))]
     return (padded[0], padded[1], padded[2])
-
-
-def _leftover(f: Fields, where: str) -> None:
-    if left := f.names():
-        raise LaunchSpecError(f"{where}: unknown key(s) {', '.join(map(str, left))}")
 
 
 def spec_path(spec_dir: Path, metal: Path) -> Path:
@@ -267,10 +318,19 @@ def read_spec(path: Path) -> LaunchSpec:
         raise LaunchSpecError(f"{path}: not YAML: {exc}") from exc
     if not isinstance(doc, dict):
         raise LaunchSpecError(f"{path}: a launch spec is {{kernels: [entries]}}")
-    f = Fields(doc, "", str(path))
     try:
-        entries = f.objs("kernels") if "kernels" in f.names() else []
-        _leftover(f, str(path))
-        return LaunchSpec(path, tuple(LaunchCase.from_fields(e, str(path)) for e in entries))
+        spec = _read(_SpecFile, doc, str(path), "", str(path))
+        return LaunchSpec(
+            path,
+            tuple(
+                LaunchCase.from_spec(e, str(path), f"kernels[{i}]")
+                for i, e in enumerate(spec.kernels)
+            ),
+        )
     except DocumentError as exc:  # a hand-written file: said as the spec's error, not a tool's
         raise LaunchSpecError(f"{path}: {exc.where} {exc.problem}") from None
+
+
+@dataclass(frozen=True)
+class _SpecFile:
+    kernels: tuple[object, ...] = ()  # entries (_EntrySpec)

@@ -203,6 +203,7 @@ def _sorted_pairs(mapping: dict) -> tuple[tuple[str, str], ...]:
 
 _SAYS = "says"  # a table field's metadata: a wrong value of it, in the table's own words
 _NAME_REQUIRED = "'name' is required and must be a string"
+_DECORATOR_KIND = "{name}: each decorator is a mapping with a 'kind'"
 Bad = Callable[[str], ParseError]
 T = TypeVar("T")
 
@@ -219,9 +220,7 @@ class _TableEntry:
     dtypes: tuple[object, ...] = field(
         metadata=_says("{name}: 'dtypes' is required and must be a list")
     )
-    decorators: tuple[object, ...] | None = field(
-        default=None, metadata=_says("{name}: each decorator is a mapping with a 'kind'")
-    )
+    decorators: tuple[object, ...] | None = field(default=None, metadata=_says(_DECORATOR_KIND))
     variant_test_name: str | None = field(
         default=None, metadata=_says("{name}: variant_test_name must be a string")
     )
@@ -240,7 +239,7 @@ class _TableEntry:
 class _TableDecorator:
     """A decorator of a table's OpInfo as written."""
 
-    kind: str = field(metadata=_says("{name}: each decorator is a mapping with a 'kind'"))
+    kind: str = field(metadata=_says(_DECORATOR_KIND))
     test: str | None = field(
         default=None, metadata=_says("{name}: a decorator's test must be a string")
     )
@@ -268,8 +267,8 @@ def _table_read(kind: type[T], item: dict[str, object], bad: Bad, name: str) -> 
     try:
         return read(kind, item, "")
     except DocumentError as e:
-        says = _said(kind)
-        raise bad(says[e.where.split(".")[0].split("[")[0]].format(name=name)) from None
+        at = e.where.split(".")[0].split("[")[0]  # the field, not the item in it
+        raise bad(_said(kind)[at].format(name=name)) from None
 
 
 def load_table(path: Path) -> tuple[OpInfoRecord, ...]:
@@ -328,7 +327,7 @@ def _table_record(item: object, where: str, line: int) -> OpInfoRecord:
 
 def _table_decorator(dec: object, bad: Bad, name: str) -> MpsDecorator:
     if not isinstance(dec, dict):
-        raise bad(f"{name}: each decorator is a mapping with a 'kind'")
+        raise bad(_DECORATOR_KIND.format(name=name))
     if unknown := set(dec) - _keys(_TableDecorator):
         raise bad(f"{name}: unknown decorator key(s) {sorted(unknown)}")
     found = _table_read(_TableDecorator, dec, bad, name)
