@@ -50,15 +50,6 @@ class Fields:
         """The value of ``key`` (absent: null), checked to be one of ``kinds``."""
         return self._want(self._left.pop(key, None), kinds, self._at(key))
 
-    def has(self, key: str) -> bool:
-        """Whether ``key`` is there and not read yet."""
-        return key in self._left
-
-    def take(self, key: str) -> tuple[object, str]:
-        """The value of ``key`` unchecked (absent: null), and where it is: for
-        :func:`read`, which checks it against a model's annotation."""
-        return self._left.pop(key, None), self._at(key)
-
     def strings(self, key: str) -> tuple[str, ...]:
         """The list of strings at ``key``."""
         found = self.strings_or_none(key)
@@ -146,14 +137,40 @@ def shown(of: Callable[[Any], object], name: str) -> dict[str, object]:
     return {KEY: name, SHOWN: of}
 
 
+# what reads one value: (the value, where it is, the document) -> the value read
+_Reader = Callable[[object, str, str], object]
+
+
+class _Role(Enum):
+    NEEDED = "needed"  # absent: null, which its annotation may refuse
+    DEFAULTED = "defaulted"  # absent: the field's default
+    SHOWN = "shown"  # checked, then left: the model makes it again
+
+
 @functools.cache
-def _fields_of(kind: type) -> tuple[tuple[str, str, object, dataclasses.Field[object]], ...]:
+def _fields_of(kind: type) -> tuple[tuple[str, str, _Reader, _Role, Any], ...]:
+    """Per field: its name, its key, its reader, its role and, for a key shown to readers,
+    what makes its value from the model."""
     hints = typing.get_type_hints(kind)
     return tuple(
-        (f.name, f.metadata.get(KEY, f.name), hints[f.name], f)
+        (
+            f.name,
+            f.metadata.get(KEY, f.name),
+            _reader(hints[f.name]),
+            _role(f),
+            f.metadata.get(SHOWN),
+        )
         for f in dataclasses.fields(kind)
         if f.init or SHOWN in f.metadata
     )
+
+
+def _role(field: dataclasses.Field[object]) -> _Role:
+    if SHOWN in field.metadata:
+        return _Role.SHOWN
+    if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+        return _Role.NEEDED
+    return _Role.DEFAULTED
 
 
 def schema_of(data: object) -> object:
@@ -169,12 +186,14 @@ def read(kind: type[D], data: object, doc: str, where: str = "") -> D:
     the field's default, else null; a key no field names is an error, and so is a
     ValueError from the model's own check of its values (``__post_init__``)."""
     f = Fields(data, where, doc)
-    values: dict[str, object] = {}
-    for name, json_key, hint, field in _fields_of(typing.cast(type, kind)):
-        if SHOWN in field.metadata:  # checked, then left: the model makes it again
-            _value(hint, *f.take(json_key), doc)
-        elif f.has(json_key) or not _has_default(field):
-            values[name] = _value(hint, *f.take(json_key), doc)
+    left, values = f._left, {}
+    prefix = f"{where}." if where else ""
+    for name, json_key, reader, role, _ in _fields_of(typing.cast(type, kind)):
+        if role is _Role.DEFAULTED and json_key not in left:
+            continue
+        value = reader(left.pop(json_key, None), prefix + json_key, doc)
+        if role is not _Role.SHOWN:
+            values[name] = value
     f.done()
     try:
         return typing.cast(Any, kind)(**values)
@@ -182,62 +201,72 @@ def read(kind: type[D], data: object, doc: str, where: str = "") -> D:
         raise DocumentError(doc, where or "the top level", str(exc)) from None
 
 
-def _has_default(field: dataclasses.Field[object]) -> bool:
-    return (
-        field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+@functools.cache
+def _reader(hint: object) -> _Reader:
+    """What reads a value of ``hint``, worked out once per annotation (a document of
+    thousands of objects reads each against the same few)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        members = tuple(_reader(a) for a in args if a is not _NULL)
+        nullable = _NULL in args
+        return lambda v, where, doc: _one_of(members, nullable, v, where, doc)
+    if hint is object:  # kept as the document has it: a value only shown, never read into
+        return lambda v, where, doc: v
+    if origin in (tuple, list) and (origin is list or (len(args) == 2 and args[1] is Ellipsis)):
+        item, make = _reader(args[0]), origin
+        return lambda v, where, doc: make(
+            item(x, f"{where}[{i}]", doc) for i, x in enumerate(_checked(v, (list,), where, doc))
+        )
+    if origin is tuple:
+        return functools.partial(_fixed, tuple(_reader(a) for a in args))
+    if origin in (dict, collections.abc.Mapping):
+        name = _reader(args[0])  # str, or an enum whose values name the keys
+        value = _reader(args[1])
+        return lambda v, where, doc: {
+            name(k, f"{where}.{k}", doc): value(x, f"{where}.{k}", doc)
+            for k, x in _checked(v, (dict,), where, doc).items()
+        }
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        model = hint
+        return lambda v, where, doc: read(model, v, doc, where)
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return functools.partial(_member, hint)
+    if hint is float:  # JSON writes 2.0 as 2
+        return lambda v, where, doc: float(_checked(v, (float, int), where, doc))
+    if hint is _NULL or hint is None or isinstance(hint, type):
+        kinds = (_NULL,) if hint is None else (hint,)
+        return lambda v, where, doc: _checked(v, kinds, where, doc)
+    raise TypeError(f"the reader has no rule for {hint!r}")  # a model's mistake
+
+
+def _fixed(items: tuple[_Reader, ...], value: object, where: str, doc: str) -> object:
+    found = _checked(value, (list,), where, doc)
+    if len(found) != len(items):
+        raise DocumentError(doc, where, f"must hold {len(items)} items, got {len(found)}")
+    return tuple(
+        read_one(v, f"{where}[{i}]", doc)
+        for i, (read_one, v) in enumerate(zip(items, found, strict=True))
     )
 
 
-def _value(hint: object, value: object, where: str, doc: str) -> object:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return _one_of(args, value, where, doc)
-    if hint is object:  # kept as the document has it: a value only shown, never read into
-        return value
-    if origin is tuple:
-        items = _checked(value, (list,), where, doc)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_value(args[0], v, f"{where}[{i}]", doc) for i, v in enumerate(items))
-        if len(items) != len(args):
-            raise DocumentError(doc, where, f"must hold {len(args)} items, got {len(items)}")
-        return tuple(
-            _value(a, v, f"{where}[{i}]", doc)
-            for i, (a, v) in enumerate(zip(args, items, strict=True))
-        )
-    if origin in (dict, collections.abc.Mapping):
-        found = _checked(value, (dict,), where, doc)
-        return {k: _value(args[1], v, f"{where}.{k}", doc) for k, v in found.items()}
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return read(hint, value, doc, where)
-    if isinstance(hint, type) and issubclass(hint, Enum):
-        return _member(hint, value, where, doc)
-    if hint is float:  # JSON writes 2.0 as 2
-        return float(_checked(value, (float, int), where, doc))
-    if hint is _NULL or hint is None:
-        return _checked(value, (_NULL,), where, doc)
-    if isinstance(hint, type):
-        return _checked(value, (hint,), where, doc)
-    raise TypeError(f"{where}: the reader has no rule for {hint!r}")  # a model's mistake
-
-
-def _one_of(kinds: tuple[object, ...], value: object, where: str, doc: str) -> object:
+def _one_of(
+    members: tuple[_Reader, ...], nullable: bool, value: object, where: str, doc: str
+) -> object:
     if value is None:
-        if _NULL in kinds:
+        if nullable:
             return None
         raise DocumentError(doc, where, "must not be null")
     problems, inside = [], None
-    for kind in kinds:
-        if kind is _NULL:
-            continue
+    for member in members:
         try:
-            return _value(kind, value, where, doc)
+            return member(value, where, doc)
         except DocumentError as e:
             problems.append(e.problem)
             # the value is of this kind, wrong further in: that is the error to show
             inside = inside or (e if e.where != where else None)
     if inside is not None:
         raise inside
-    if _NULL in kinds:  # "must be int, got str" says "must be int or null, got str"
+    if nullable:  # "must be int, got str" says "must be int or null, got str"
         problems = [_MUST.sub(r"\1 or null\2", p) for p in problems]
     raise DocumentError(doc, where, " or ".join(dict.fromkeys(problems)))
 
@@ -261,9 +290,8 @@ def dump(model: object) -> object:
     keyed by its fields' keys, an enum as its value, a tuple as a list."""
     if dataclasses.is_dataclass(model) and not isinstance(model, type):
         return {
-            json_key: dump(field.metadata[SHOWN](model) if SHOWN in field.metadata
-                           else getattr(model, name))
-            for name, json_key, _, field in _fields_of(type(model))
+            json_key: dump(getattr(model, name) if made is None else made(model))
+            for name, json_key, _, _, made in _fields_of(type(model))
         }  # fmt: skip
     if isinstance(model, Enum):
         return model.value

@@ -133,3 +133,21 @@ def test_a_union_names_the_error_inside_the_member_the_value_is() -> None:
         read(Tallies, data, "doc.json")
     with pytest.raises(DocumentError, match=r"either must be dict or null, got int or must be"):
         read(Tallies, {"tallies": [], "either": 3}, "doc.json")
+
+
+@dataclass(frozen=True)
+class Keyed:
+    by_colour: dict[Colour, int]
+    names: list[str]
+    inner: Inner | None = None
+
+
+def test_enum_keys_lists_and_an_error_inside_an_optional_model() -> None:
+    model = read(Keyed, {"by_colour": {"blue": 2, "red": 1}, "names": ["a"]}, "doc.json")
+    assert model == Keyed({Colour.BLUE: 2, Colour.RED: 1}, ["a"])
+    assert list(model.by_colour) == [Colour.BLUE, Colour.RED]  # the document's order
+    assert dump(model) == {"by_colour": {"blue": 2, "red": 1}, "names": ["a"], "inner": None}
+    with pytest.raises(DocumentError, match=r"by_colour\.green is 'green', not one of red, blue"):
+        read(Keyed, {"by_colour": {"green": 1}, "names": []}, "doc.json")
+    with pytest.raises(DocumentError, match=r"d: inner\.count must be int, got str"):
+        read(Keyed, {"by_colour": {}, "names": [], "inner": {"name": "x", "count": "1"}}, "d")

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from pipeline.fields import Fields, read
+from pipeline.fields import read
 from pipeline.guide.exec_paths import ExecPath, counts_to_json, operator_paths
 from pipeline.guide.workflow import Workflow, of_record
 from pipeline.tree.index import NO_OPINFO, TreeIndex
@@ -50,10 +50,9 @@ class BacklogItem:
         }
 
     @classmethod
-    def from_fields(cls, f: Fields) -> BacklogItem:
+    def from_json(cls, data: object, doc: str, where: str) -> BacklogItem:
         """:meth:`to_dict` read back, every key checked."""
-        # the reader of the nightly's summary hands an item over as fields: read whole
-        found = read(_Written, {k: f.take(k)[0] for k in f.names()}, f.doc, f.where)
+        found = read(_Written, data, doc, where)
         return cls(
             op=found.op,
             workflow=found.workflow,
@@ -62,13 +61,13 @@ class BacklogItem:
             xfail_dtypes=found.xfail_dtypes,
             has_functor=found.has_functor,
             has_opinfo=found.has_opinfo,
-            paths=tuple((f.member(f"paths.{p}", ExecPath, p), n) for p, n in found.paths.items()),
+            paths=tuple(found.paths.items()),
         )
 
 
 @dataclass(frozen=True)
 class _Written:
-    """:meth:`BacklogItem.to_dict` as written: its paths' counts keyed by the path's name."""
+    """:meth:`BacklogItem.to_dict` as written: its paths' counts keyed by the path (its value)."""
 
     op: str
     workflow: Workflow
@@ -77,7 +76,7 @@ class _Written:
     xfail_dtypes: int
     has_functor: bool
     has_opinfo: bool
-    paths: dict[str, int]
+    paths: dict[ExecPath, int]
 
 
 def paths_cell(paths: tuple[tuple[ExecPath, int], ...]) -> str:

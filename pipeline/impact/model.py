@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from pipeline.fields import Fields, read
+from pipeline.fields import read
 from pipeline.impact import cscan, pyscan
 from pipeline.impact.changes import ChangedFile, Range
 from pipeline.impact.view import Resolver, TreeView
@@ -139,12 +139,10 @@ class Impact:
         }
 
     @classmethod
-    def from_fields(cls, f: Fields) -> Impact:
+    def from_json(cls, data: object, doc: str, where: str) -> Impact:
         """``to_dict()`` read back (results.json's ``impact``), every key checked; the
         operators' kinds and keys, which the document does not hold, are left unknown."""
-        # the reader of results.json hands its impact over as fields: read whole from them
-        data = {k: f.take(k)[0] for k in f.names()}
-        found = read(_Written, data, f.doc, f.where)
+        found = read(_Written, data, doc, where)
         return cls(
             operators=tuple(AffectedOp(op.operator, op.reasons) for op in found.operators),
             full_sweep=found.full_sweep,

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TypedDict
 
 from pipeline.errors import PipelineError
-from pipeline.fields import Fields, read
 from pipeline.impact.analyze import OWN, SHARED, Impact, analyze, classify
 from pipeline.impact.changes import changed_files
 from pipeline.impact.view import TreeView, load_view
@@ -65,15 +64,6 @@ class Suspect:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind is {self.kind!r}, not one of {', '.join(KINDS)}")
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> Suspect:
-        """:meth:`to_dict` read back, every key checked."""
-        # the reader of nightly.json hands a suspect over as fields: read whole from them
-        found = read(cls, {k: f.take(k)[0] for k in f.names()}, f.doc, f.where)
-        if found.kind not in KINDS:
-            raise f.error("kind", f"is {found.kind!r}, not one of {', '.join(KINDS)}")
-        return found
 
 
 @dataclass(frozen=True)

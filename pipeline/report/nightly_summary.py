@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TypedDict, cast
 
 from pipeline.errors import DocumentError, PipelineError
-from pipeline.fields import Fields, dump, read, schema_of, shown
+from pipeline.fields import dump, read, schema_of, shown
 from pipeline.guide.backlog import BacklogItem
 from pipeline.guide.exec_paths import ExecPath
 from pipeline.results.decide import XfailDecision, XfailDecisionJson
@@ -247,12 +247,12 @@ class _BacklogDoc:
     error: str | None
     counts: dict[str, int]
     total: int
-    items: tuple[object, ...]  # BacklogItem.from_fields reads each
+    items: tuple[object, ...]  # BacklogItem.from_json reads each
 
     def backlog(self, doc: str) -> Backlog:
         found = Backlog(
             tuple(
-                BacklogItem.from_fields(Fields(item, f"backlog.items[{i}]", doc))
+                BacklogItem.from_json(item, doc, f"backlog.items[{i}]")
                 for i, item in enumerate(self.items)
             ),
             self.error,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from pipeline.errors import DocumentError, PipelineError
-from pipeline.fields import Fields, read, schema_of
+from pipeline.fields import read, schema_of
 from pipeline.guide.review import ReviewDocument
 from pipeline.impact.model import Impact, ImpactJson
 from pipeline.report import render
@@ -376,14 +376,14 @@ class _ResultsDoc:
     head: str | None
     title: str
     status: dict[str, object]
-    impact: dict[str, object]  # Impact.from_fields
+    impact: dict[str, object]  # Impact.from_json
     device: Device | None
     build: _BuildDoc
     tests: _TestsDoc
     table: dict[str, object] | None  # DtypeTable.read
     xfails: _XfailsDoc
     baseline: dict[str, object] | None  # baseline_from: checked against the table
-    review: dict[str, object] | None  # ReviewDocument.from_fields
+    review: dict[str, object] | None  # ReviewDocument.from_json
     speed: SpeedReport | None
     math: dict[str, object] | None  # math_from
     kernels: _KernelsDoc | None
@@ -398,7 +398,7 @@ class _ResultsDoc:
             pr=self.pr,
             base=commit_id(self.base, "base"),
             head=None if self.head is None else commit_id(self.head, "head"),
-            impact=Impact.from_fields(Fields(self.impact, "impact", RESULTS_JSON)),
+            impact=Impact.from_json(self.impact, RESULTS_JSON, "impact"),
             build_needed=build.needed,
             build_ok=build.ok,
             build_error=build.error,
@@ -410,7 +410,7 @@ class _ResultsDoc:
             xfail_diff=self.xfails.diff,
             baseline=baseline_from(self.baseline, table),
             review=None if self.review is None
-            else ReviewDocument.from_fields(Fields(self.review, "review", RESULTS_JSON)),
+            else ReviewDocument.from_json(self.review, RESULTS_JSON, "review"),
             speed=self.speed,
             math=None if self.math is None else math_from(self.math, "math"),
             build_check=None if build.check is None else _shader_check(build.check),

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
-from pipeline.errors import ConfigError
-from pipeline.fields import Fields, read
+from pipeline.errors import ConfigError, DocumentError
+from pipeline.fields import read
 from pipeline.guide.review import (
     bare_minmax,
     check_math,
@@ -85,12 +85,11 @@ class ReviewDocument:
         return to_json(self.findings, self.ran, self.notes)
 
     @classmethod
-    def from_fields(cls, f: Fields) -> ReviewDocument:
+    def from_json(cls, data: object, doc: str, where: str) -> ReviewDocument:
         """:meth:`to_json` read back, every key checked (it comes from another job)."""
-        # the reader of results.json hands its review over as fields: read whole from them
-        found = read(_Written, {k: f.take(k)[0] for k in f.names()}, f.doc, f.where)
+        found = read(_Written, data, doc, where)
         if found.schema not in (None, SCHEMA_VERSION):
-            raise f.error("schema", f"is not {SCHEMA_VERSION}")
+            raise DocumentError(doc, f"{where}.schema", f"is not {SCHEMA_VERSION}")
         return cls(found.findings, tuple(c.id for c in found.checks if c.ran), found.notes)
 
 
