@@ -445,6 +445,11 @@ def manifest_matches(manifest: Path) -> bool:
         deps = json.loads(manifest.read_text(encoding="utf-8"))["deps"]
     except (OSError, ValueError, KeyError):
         return False
+    return deps_match(deps)
+
+
+def deps_match(deps: dict[str, str]) -> bool:
+    """Whether every file a manifest lists (path -> digest) is byte for byte the same."""
     return all(file_digest(Path(p)) == digest for p, digest in deps.items())
 
 

@@ -28,6 +28,9 @@ from pipeline.tree.span import Span
 
 _ERROR = re.compile(r"(?:^|: )(?:fatal )?error: ")
 _NOTE = re.compile(r"^[^:\n]+:\d+:(?:\d+:)? note: ")
+# the source lines and carets under a diagnostic ("   11 |   x = v.x;", "      |   ~^~"):
+# they must not part clang's "in instantiation ... requested here" notes from their error
+_SNIPPET = re.compile(r"^\s*\d*\s*\|")
 # a file:line anywhere a diagnostic names one: the error, its notes, "required from",
 # "In file included from" (GCC and clang spell them alike)
 _PLACE = re.compile(
@@ -139,14 +142,14 @@ def diagnostics(log: str) -> list[Diagnostic]:
     """The errors of a compiler's output. Lines before an error that are neither an error
     nor a note (GCC's "In instantiation of", "required from", "In file included from")
     are its context; the notes after it (clang's "in instantiation ... requested here")
-    are its own."""
+    and the source lines shown under them are its own."""
     blocks: list[list[str]] = []
     pending: list[str] = []
     for line in log.splitlines():
         if _ERROR.search(line) and _PLACE.match(line):
             blocks.append([*pending, line])
             pending = []
-        elif _NOTE.match(line) and blocks and not pending:
+        elif (_NOTE.match(line) or _SNIPPET.match(line)) and blocks and not pending:
             blocks[-1].append(line)
         else:
             pending.append(line)
