@@ -17,6 +17,8 @@ and threadgroup functions, ``metal_shim/mps_shim_sync.h``) fails to link, naming
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -64,10 +66,13 @@ class Layout:
         return self.owners.get(kernel, frozenset())
 
     def part_at(self, line: int) -> int | None:
-        for i, part in enumerate(self.parts):
-            if part.first_line <= line <= part.last_line:
-                return i
-        return None
+        i = bisect.bisect_right(self._first_lines, line) - 1
+        return i if i >= 0 and line <= self.parts[i].last_line else None
+
+    @functools.cached_property
+    def _first_lines(self) -> list[int]:
+        """The parts' first lines, ascending (the parts are in file order, apart)."""
+        return [part.first_line for part in self.parts]
 
     def pruned(self, drop: Collection[int]) -> str:
         """The text with the ``drop`` parts blanked (directives and line breaks kept)."""
