@@ -10,9 +10,9 @@ static, and one generated line per kernel that calls it with its buffers and att
 Only the kernels a check runs need machine code: the rest are compiled by the compiler's
 front end alone (``-fsyntax-only``: every template instantiated, every error reported, no
 code generated), which is what makes a large file's whole check cheap (Sort.metal's 700
-kernels: 30 CPU-s at -O1 as one object, 1.2 CPU-s checked; docs/performance.md). A build is
-so at most two passes over the same generated unit: the object, with the kernels to run
-(``run``), then the check of the others.
+kernels: 30 compiler CPU-s at -O1 as one object, 1.3-2.1 checked; docs/performance.md).
+A build is so at most two passes over the same generated unit: the object, with the
+kernels to run (``run``), then the check of the others.
 
 One kernel that does not compile never hides the others: an error is attributed to the
 kernel whose generated line leads to it, else to the parts of the file it names
