@@ -214,7 +214,7 @@ def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
                 host_name="".join(_LITERAL.findall(host.group(1))) if host else head.name,
                 function=head.name,
                 template_args=head.template_args,
-                params=parse_params(head.params_text, [_primary(p.params_text) for p in primaries]),
+                params=_params(head.params_text, tuple(p.params_text for p in primaries)),
                 line=line_at(head.start),
                 max_threads=limit.group(1).strip() if limit else "1024",
             )
@@ -222,10 +222,11 @@ def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
     return found
 
 
-@functools.lru_cache(maxsize=256)
-def _primary(params_text: str) -> tuple[Param, ...]:
-    """A primary template's parameters: parsed once for its every instantiation."""
-    return parse_params(params_text)
+@functools.lru_cache(maxsize=4096)
+def _params(params_text: str, primaries: tuple[str, ...] = ()) -> tuple[Param, ...]:
+    """``parse_params`` of texts: a template's instantiations mostly repeat their parameters
+    (``device void* out``...) and its primary's, parsed once for them all."""
+    return parse_params(params_text, [_params(p) for p in primaries])
 
 
 def _close_angle(text: str, open_pos: int) -> int:
