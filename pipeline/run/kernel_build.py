@@ -189,10 +189,11 @@ class KernelBuilder:
                 if d.host_name not in only
             )
         every = set(range(len(decls)))
-        wanted = {i for i in every - set(found.failed) if run is None or decls[i].host_name in run}
+        asked = every - set(found.failed) - set(found.unmodelled)
+        wanted = {i for i in asked if run is None or decls[i].host_name in run}
         in_object: set[int] = set()
         # the object first: the check of the others then starts without what it set aside
-        for objects, kernels in ((True, wanted), (False, every - wanted - set(found.failed))):
+        for objects, kernels in ((True, wanted), (False, asked - wanted)):
             if not kernels:
                 continue
             unit = base if objects else base.with_name(f"{base.name}-check")
@@ -257,8 +258,10 @@ class KernelBuilder:
         """The file's kernels, from its text preprocessed in parse mode."""
         unit = base.with_suffix(".parse.cpp")
         write_atomic(unit, f'#include "mps_shim.h"\n#include "{metal}"\n')
+        # its depfile: what the record depends on when no kernel is left to compile
+        depfile = base.with_suffix(".parse.d")
         command = [self.compiler.path, *self.flags(), "-DMPS_KERNEL_PARSE=1", "-E"]
-        command += [f"-iquote{metal.parent}", str(unit)]
+        command += ["-MD", "-MF", str(depfile), f"-iquote{metal.parent}", str(unit)]
         proc = subprocess.run(
             command, capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False
         )
@@ -388,7 +391,8 @@ class KernelBuilder:
             index = rows.get(i, -1)
             kernels.append(KernelBuild(d, index, error, found.unmodelled.get(i, ())))
         names = tuple(dict.fromkeys(layout.parts[i].name for i in sorted(found.drop)))
-        depfiles = [base.with_suffix(".d"), base.with_name(f"{base.name}-check.d")]
+        depfiles = [base.with_suffix(suffix) for suffix in (".parse.d", ".d")]
+        depfiles.append(base.with_name(f"{base.name}-check.d"))
         deps = [p for f in depfiles if f.is_file() for p in cxx.read_depfile(f)] + [metal]
         library = base.with_suffix(".so") if in_object else None
         manifest = {
