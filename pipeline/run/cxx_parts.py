@@ -17,6 +17,8 @@ and threadgroup functions, ``metal_shim/mps_shim_sync.h``) fails to link, naming
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -28,6 +30,9 @@ from pipeline.tree.span import Span
 
 _ERROR = re.compile(r"(?:^|: )(?:fatal )?error: ")
 _NOTE = re.compile(r"^[^:\n]+:\d+:(?:\d+:)? note: ")
+# the source lines and carets under a diagnostic ("   11 |   x = v.x;", "      |   ~^~"):
+# they must not part clang's "in instantiation ... requested here" notes from their error
+_SNIPPET = re.compile(r"^\s*\d*\s*\|")
 # a file:line anywhere a diagnostic names one: the error, its notes, "required from",
 # "In file included from" (GCC and clang spell them alike)
 _PLACE = re.compile(
@@ -61,10 +66,13 @@ class Layout:
         return self.owners.get(kernel, frozenset())
 
     def part_at(self, line: int) -> int | None:
-        for i, part in enumerate(self.parts):
-            if part.first_line <= line <= part.last_line:
-                return i
-        return None
+        i = bisect.bisect_right(self._first_lines, line) - 1
+        return i if i >= 0 and line <= self.parts[i].last_line else None
+
+    @functools.cached_property
+    def _first_lines(self) -> list[int]:
+        """The parts' first lines, ascending (the parts are in file order, apart)."""
+        return [part.first_line for part in self.parts]
 
     def pruned(self, drop: Collection[int]) -> str:
         """The text with the ``drop`` parts blanked (directives and line breaks kept)."""
@@ -139,14 +147,14 @@ def diagnostics(log: str) -> list[Diagnostic]:
     """The errors of a compiler's output. Lines before an error that are neither an error
     nor a note (GCC's "In instantiation of", "required from", "In file included from")
     are its context; the notes after it (clang's "in instantiation ... requested here")
-    are its own."""
+    and the source lines shown under them are its own."""
     blocks: list[list[str]] = []
     pending: list[str] = []
     for line in log.splitlines():
         if _ERROR.search(line) and _PLACE.match(line):
             blocks.append([*pending, line])
             pending = []
-        elif _NOTE.match(line) and blocks and not pending:
+        elif (_NOTE.match(line) or _SNIPPET.match(line)) and blocks and not pending:
             blocks[-1].append(line)
         else:
             pending.append(line)

@@ -7,6 +7,13 @@ The translation unit is the shim (with ``MPS_KERNEL_THREADS``: barriers and SIMD
 functions modelled), the ``.metal`` file as it stands with its threadgroup memory made
 static, and one generated line per kernel that calls it with its buffers and attributes.
 
+Only the kernels a check runs need machine code: the rest are compiled by the compiler's
+front end alone (``-fsyntax-only``: every template instantiated, every error reported, no
+code generated), which is what makes a large file's whole check cheap (Sort.metal's 700
+kernels: 30 compiler CPU-s at -O1 as one object, 1.3-2.1 checked; docs/performance.md).
+A build is so at most two passes over the same generated unit: the object, with the
+kernels to run (``run``), then the check of the others.
+
 One kernel that does not compile never hides the others: an error is attributed to the
 kernel whose generated line leads to it, else to the parts of the file it names
 (:mod:`pipeline.run.cxx_parts`); those are set aside and the build retried, and each kernel
@@ -34,13 +41,14 @@ from pipeline.run import cxx, cxx_parts
 from pipeline.run.build import CompilerError
 from pipeline.run.kernel_decls import (
     KernelDecl,
+    Param,
     parse_kernels,
     rewrite_threadgroup,
     strip_instantiations,
 )
 
 DRIVER_SOURCE = cxx.SHIM_DIR / "mps_kernel_driver.cpp"
-CACHE_VERSION = "4"
+CACHE_VERSION = "5"
 # a kernel left out of a build for some kernels of its file (``KernelBuilder.build(only=)``)
 NOT_ASKED = "not compiled: the check asked for other kernels of the file"
 # the runtime switches fibers with _longjmp, which _FORTIFY_SOURCE refuses between stacks;
@@ -55,31 +63,27 @@ _NOT_MODELLED = re.compile(
 
 @dataclass(frozen=True)
 class KernelBuild:
-    """One kernel of the file: runnable when ``error`` and ``not_modelled`` are empty."""
+    """One kernel of the file: it compiles when ``error`` and ``not_modelled`` are empty."""
 
     decl: KernelDecl
-    index: int = -1  # in the object's table
+    # in the object's table; -1 when not in the object (it failed, or was only checked)
+    index: int = -1
     error: CompilerError | None = None
     not_modelled: tuple[str, ...] = ()
 
     @property
     def built(self) -> bool:
-        return self.index >= 0
+        return self.error is None and not self.not_modelled
 
-
-@dataclass(frozen=True)
-class Manifest(cxx.Manifest):
-    """A file's build manifest: what it was built from, and each kernel as built."""
-
-    kernels: tuple[KernelBuild, ...] = ()
-    # a launch spec's struct type -> why its layout could not be read (a field it lacks)
-    probe_errors: dict[str, str] = field(default_factory=dict)
+    @property
+    def in_object(self) -> bool:
+        return self.index >= 0 and self.built
 
 
 @dataclass(frozen=True)
 class FileBuild:
     metal: Path
-    library: Path | None
+    library: Path | None  # None when no kernel was asked to run, or the file failed
     kernels: tuple[KernelBuild, ...]
     cached: bool
     seconds: float
@@ -121,13 +125,18 @@ class KernelBuilder:
         return [*base, *FLAGS, *extra]
 
     def build(
-        self, metal: Path, probes: Sequence[Probe] = (), only: frozenset[str] = frozenset()
+        self,
+        metal: Path,
+        probes: Sequence[Probe] = (),
+        only: frozenset[str] = frozenset(),
+        run: frozenset[str] | None = None,
     ) -> FileBuild:
         """Build ``metal``'s kernels, with the layout of each struct of ``probes``: with the
         class bfloat, else with the built-in one when that builds more of them. With
         ``only``, just the kernels of those host names (a check of a few kernels: the
-        compiler instantiates nothing else, the rest carry NOT_ASKED)."""
-        first = self._build(metal, probes, only)
+        compiler instantiates nothing else, the rest carry NOT_ASKED). The object holds the
+        kernels of ``run`` (None: every one); the others are checked, not generated."""
+        first = self._build(metal, probes, only, run)
         failed = any(k.error and k.error.message != NOT_ASKED for k in first.kernels)
         if self.bfloat is None or not failed:
             return first
@@ -136,26 +145,29 @@ class KernelBuilder:
                 self._bfloat_builder = KernelBuilder(
                     self.bfloat, self.headers, self.root, self.cache_dir
                 )
-        second = self._bfloat_builder.build(metal, probes, only)
+        second = self._bfloat_builder.build(metal, probes, only, run)
         if second.built_count > first.built_count:
             return replace(second, built_with=self.bfloat.label)
         return first
 
-    def _build(self, metal: Path, probes: Sequence[Probe], only: frozenset[str]) -> FileBuild:
+    def _build(
+        self,
+        metal: Path,
+        probes: Sequence[Probe],
+        only: frozenset[str],
+        run: frozenset[str] | None,
+    ) -> FileBuild:
         start = time.monotonic()
         metal = metal.resolve()
         text = metal.read_text(encoding="utf-8")
         key = cxx.digest(
             [CACHE_VERSION, self.compiler.identity, *self.flags(), str(metal), text, repr(probes)]
-            + sorted(only)
-        )
+            + sorted(only) + ["run:", *(["*"] if run is None else sorted(run))]
+        )  # fmt: skip
         base = self.cache_dir / f"{metal.stem}-{key[:20]}"
-        library, manifest = base.with_suffix(".so"), base.with_suffix(".json")
-        if library.is_file() and (saved := cxx.read_manifest(manifest, Manifest)):
-            return FileBuild(
-                metal, library, saved.kernels, True, time.monotonic() - start,
-                saved.set_aside, probe_errors=saved.probe_errors,
-            )  # fmt: skip
+        cached = _cached(metal, base, start)
+        if cached is not None:
+            return cached
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         try:
             decls = self._declarations(metal, base)
@@ -166,44 +178,88 @@ class KernelBuilder:
             layout = cxx_parts.layout(metal)
         except ParseError:  # e.g. a last macro line with no `;`: errors go to kernels only
             layout = cxx_parts.Layout(text, (), (), {})
-        drop: set[int] = set()
-        failed: dict[int, CompilerError] = {}
-        unmodelled = {i: d.not_modelled for i, d in enumerate(decls) if d.not_modelled}
+        found = _Found({i: d.not_modelled for i, d in enumerate(decls) if d.not_modelled})
         if only:
             where = cxx.relative(metal, self.root)
-            failed = {
-                i: CompilerError(where, d.line, None, NOT_ASKED)
+            found.failed.update(
+                (i, CompilerError(where, d.line, None, NOT_ASKED))
                 for i, d in enumerate(decls)
                 if d.host_name not in only
-            }
-        log = ""
-        probe_errors: dict[str, str] = {}
+            )
+        every = set(range(len(decls)))
+        asked = every - set(found.failed) - set(found.unmodelled)
+        wanted = {i for i in asked if run is None or decls[i].host_name in run}
+        in_object: set[int] = set()
+        # the object first: the check of the others then starts without what it set aside
+        for objects, kernels in ((True, wanted), (False, asked - wanted)):
+            if not kernels:
+                continue
+            unit = base if objects else base.with_name(f"{base.name}-check")
+            skip = self._pass(
+                metal, unit, layout, decls, every - kernels, probes if objects else (), found,
+                objects,
+            )  # fmt: skip
+            if skip is None:
+                return self._failed(metal, decls, found, start)
+            if objects:
+                in_object = kernels - skip
+        return self._done(metal, base, decls, layout, in_object, found, start)
+
+    def _pass(
+        self,
+        metal: Path,
+        base: Path,
+        layout: cxx_parts.Layout,
+        decls: Sequence[KernelDecl],
+        outside: set[int],
+        probes: Sequence[Probe],
+        found: _Found,
+        objects: bool,
+    ) -> set[int] | None:
+        """Compile the kernels not ``outside``, setting aside what fails until the rest
+        compiles: the kernels the unit that did left out, or None if none did. It makes
+        the object, or with ``objects`` false only checks them (``-fsyntax-only``)."""
         for _ in range(cxx.MAX_ATTEMPTS):
-            skip = set(failed) | set(unmodelled) | _in_parts(decls, layout, drop)
-            kept = [p for p in probes if p.type not in probe_errors]
-            ok, log = self._compile(metal, base, layout, drop, decls, skip, kept)
+            skip = outside | set(found.failed) | set(found.unmodelled)
+            skip |= _in_parts(decls, layout, found.drop)
+            kept = [p for p in probes if p.type not in found.probe_errors]
+            ok, found.log = self._compile(
+                metal, base, layout, found.drop, decls, skip, kept, objects
+            )
             if ok:
-                return self._done(metal, base, decls, layout, drop, skip, failed, unmodelled,
-                                  start, log, probe_errors)  # fmt: skip
-            progress = self._attribute(metal, base, layout, decls, log, drop, failed, unmodelled)
-            progress |= _probe_failures(log, base, kept, probe_errors)
+                return skip
+            progress = self._attribute(
+                metal, base, layout, decls, found.log, found.drop, found.failed, found.unmodelled
+            )
+            progress |= _probe_failures(found.log, base, kept, found.probe_errors)
             if not progress:
-                break
-        error = cxx.map_error(log.splitlines(), metal, self.root) or CompilerError(
+                return None
+        return None
+
+    def _failed(
+        self, metal: Path, decls: Sequence[KernelDecl], found: _Found, start: float
+    ) -> FileBuild:
+        """The build whose last errors could not be attributed: every kernel not already
+        failed carries the first of them."""
+        error = cxx.map_error(found.log.splitlines(), metal, self.root) or CompilerError(
             cxx.relative(metal, self.root), 1, None, "the compiler failed"
         )
         kernels = tuple(
-            KernelBuild(d, error=failed.get(i, error), not_modelled=unmodelled.get(i, ()))
+            KernelBuild(
+                d, error=found.failed.get(i, error), not_modelled=found.unmodelled.get(i, ())
+            )
             for i, d in enumerate(decls)
         )
-        return FileBuild(metal, None, kernels, False, time.monotonic() - start, log=log)
+        return FileBuild(metal, None, kernels, False, time.monotonic() - start, log=found.log)
 
     def _declarations(self, metal: Path, base: Path) -> list[KernelDecl]:
         """The file's kernels, from its text preprocessed in parse mode."""
         unit = base.with_suffix(".parse.cpp")
         write_atomic(unit, f'#include "mps_shim.h"\n#include "{metal}"\n')
+        # its depfile: what the record depends on when no kernel is left to compile
+        depfile = base.with_suffix(".parse.d")
         command = [self.compiler.path, *self.flags(), "-DMPS_KERNEL_PARSE=1", "-E"]
-        command += [f"-iquote{metal.parent}", str(unit)]
+        command += ["-MD", "-MF", str(depfile), f"-iquote{metal.parent}", str(unit)]
         proc = subprocess.run(
             command, capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False
         )
@@ -221,7 +277,10 @@ class KernelBuilder:
         decls: Sequence[KernelDecl],
         skip: set[int],
         probes: Sequence[Probe],
+        objects: bool,
     ) -> tuple[bool, str]:
+        """One compile of the unit without the ``skip`` kernels: into the object, or with
+        ``objects`` false through the front end only. Whether it compiled, and the log."""
         source_metal = base.with_suffix(".kernel.metal")
         text = layout.pruned(drop)
         # __FILE__ (TORCH_REPORT_ERROR's) and the diagnostics name the file itself
@@ -240,14 +299,19 @@ class KernelBuilder:
             if pre.returncode != 0:
                 return False, pre.stderr.replace(str(source_metal), str(metal))
             write_atomic(expanded, strip_instantiations(pre.stdout))
-            command = [*common, *cxx.LINK_FLAGS, "-o", str(tmp), str(expanded), *cxx.LIBS]
-            command += self.compiler.bfloat_libs
+            if objects:
+                command = [*common, *cxx.LINK_FLAGS, "-o", str(tmp), str(expanded), *cxx.LIBS]
+                command += self.compiler.bfloat_libs
+            else:
+                command = [*common, "-fsyntax-only", str(expanded)]
             proc = subprocess.run(
                 command, capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False
             )
         except subprocess.TimeoutExpired:
             return False, "error: the compiler did not finish"
         log = proc.stderr.replace(str(source_metal), str(metal))
+        if proc.returncode == 0 and not objects:
+            return True, log
         if proc.returncode == 0 and tmp.is_file():
             os.replace(tmp, base.with_suffix(".so"))
             return True, log
@@ -310,35 +374,33 @@ class KernelBuilder:
         base: Path,
         decls: Sequence[KernelDecl],
         layout: cxx_parts.Layout,
-        drop: set[int],
-        skip: set[int],
-        failed: dict[int, CompilerError],
-        unmodelled: dict[int, tuple[str, ...]],
+        in_object: set[int],
+        found: _Found,
         start: float,
-        log: str,
-        probe_errors: dict[str, str],
     ) -> FileBuild:
         kernels = []
-        index = 0
+        rows = {i: row for row, i in enumerate(sorted(in_object))}
+        set_aside = _in_parts(decls, layout, found.drop)
         for i, d in enumerate(decls):
-            if i in skip:
-                error = failed.get(i)
-                if error is None and i not in unmodelled:
-                    error = CompilerError(
-                        cxx.relative(metal, self.root), d.line, None, "set aside with its part"
-                    )
-                kernels.append(KernelBuild(d, error=error, not_modelled=unmodelled.get(i, ())))
-            else:
-                kernels.append(KernelBuild(d, index=index))
-                index += 1
-        names = tuple(dict.fromkeys(layout.parts[i].name for i in sorted(drop)))
-        deps = [*cxx.read_depfile(base.with_suffix(".d")), metal]
+            error = found.failed.get(i)
+            if error is None and i not in found.unmodelled and i not in rows and i in set_aside:
+                where = cxx.relative(metal, self.root)
+                error = CompilerError(where, d.line, None, "set aside with its part")
+            index = rows.get(i, -1)
+            kernels.append(KernelBuild(d, index, error, found.unmodelled.get(i, ())))
+        names = tuple(dict.fromkeys(layout.parts[i].name for i in sorted(found.drop)))
+        depfiles = [base.with_suffix(suffix) for suffix in (".parse.d", ".d")]
+        depfiles.append(base.with_name(f"{base.name}-check.d"))
+        deps = [p for f in depfiles if f.is_file() for p in cxx.read_depfile(f)] + [metal]
+        library = base.with_suffix(".so") if in_object else None
         digests = {str(p): cxx.file_digest(p) for p in deps if "kernel.metal" not in p.name}
-        saved = Manifest(digests, names, tuple(kernels), probe_errors)
+        saved = Manifest(
+            digests, names, library is not None, _KernelTable.of(kernels), found.probe_errors
+        )
         cxx.write_manifest(base.with_suffix(".json"), saved)
         return FileBuild(
-            metal, base.with_suffix(".so"), tuple(kernels), False, time.monotonic() - start,
-            names, log, probe_errors=probe_errors,
+            metal, library, tuple(kernels), False, time.monotonic() - start, names, found.log,
+            probe_errors=found.probe_errors,
         )  # fmt: skip
 
     def driver(self) -> Path:
@@ -346,6 +408,30 @@ class KernelBuilder:
         return cxx.build_driver(
             self.compiler, self.cache_dir, DRIVER_SOURCE, CACHE_VERSION, "check-kernel"
         )
+
+
+@dataclass
+class _Found:
+    """What a build's passes found so far, each pass adding to it (so not frozen)."""
+
+    unmodelled: dict[int, tuple[str, ...]]
+    failed: dict[int, CompilerError] = field(default_factory=dict)
+    drop: set[int] = field(default_factory=set)  # the file's parts set aside
+    probe_errors: dict[str, str] = field(default_factory=dict)
+    log: str = ""
+
+
+def _cached(metal: Path, base: Path, start: float) -> FileBuild | None:
+    """The build ``base`` names, when its manifest still matches (and its object is there,
+    if it has one)."""
+    library = base.with_suffix(".so")
+    saved = cxx.read_manifest(base.with_suffix(".json"), Manifest)
+    if saved is None or (saved.library and not library.is_file()):
+        return None
+    return FileBuild(
+        metal, library if saved.library else None, saved.kernels.builds(), True,
+        time.monotonic() - start, saved.set_aside, probe_errors=saved.probe_errors,
+    )  # fmt: skip
 
 
 # the generated unit: its first kernel line, then two lines per kernel; the struct probes
@@ -442,3 +528,65 @@ def _probe_failures(log: str, base: Path, probes: Sequence[Probe], errors: dict[
 
 def _in_parts(decls: Sequence[KernelDecl], layout: cxx_parts.Layout, parts: set[int]) -> set[int]:
     return {i for i, d in enumerate(decls) if layout.part_at(d.line) in parts}
+
+
+# a Param, a CompilerError and a KernelBuild as rows of the manifest's table
+_ParamRow = tuple[str, str, str, int, str, str]
+_ErrorRow = tuple[str, int, int | None, str]
+_KernelRow = tuple[str, str, str | None, int, int, str, int, _ErrorRow | None, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class _KernelTable:
+    """The kernels as rows, each parameter and each parameter list once (a file of
+    thousands of kernels has a few hundred): what keeps a cached build quick to read."""
+
+    params: tuple[_ParamRow, ...]
+    signatures: tuple[tuple[int, ...], ...]  # each a parameter list, by its params' rows
+    rows: tuple[_KernelRow, ...]
+
+    @classmethod
+    def of(cls, kernels: Sequence[KernelBuild]) -> _KernelTable:
+        params: dict[Param, int] = {}
+        signatures: dict[tuple[Param, ...], int] = {}
+        rows: list[_KernelRow] = []
+        for k in kernels:
+            d, e = k.decl, k.error
+            if d.params not in signatures:
+                signatures[d.params] = len(signatures)
+                for p in d.params:
+                    params.setdefault(p, len(params))
+            error = (e.path, e.line, e.column, e.message) if e else None
+            rows.append((d.host_name, d.function, d.template_args, signatures[d.params], d.line,
+                         d.max_threads, k.index, error, k.not_modelled))  # fmt: skip
+        return cls(
+            tuple((p.type, p.name, p.kind, p.index, p.attr, p.why) for p in params),
+            tuple(tuple(params[p] for p in sig) for sig in signatures),
+            tuple(rows),
+        )
+
+    def builds(self) -> tuple[KernelBuild, ...]:
+        params = [Param(*p) for p in self.params]
+        signatures = [tuple(params[i] for i in sig) for sig in self.signatures]
+        return tuple(
+            KernelBuild(
+                KernelDecl(name, function, targs, signatures[sig], line, max_threads),
+                index,
+                CompilerError(*error) if error else None,
+                not_modelled,
+            )
+            for name, function, targs, sig, line, max_threads, index, error, not_modelled in (
+                self.rows
+            )
+        )
+
+
+@dataclass(frozen=True)
+class Manifest(cxx.Manifest):
+    """A file's build record: what it was built from, whether it has an object (a build
+    whose kernels were only checked has none), and each kernel as built."""
+
+    library: bool = False
+    kernels: _KernelTable = _KernelTable((), (), ())
+    # a launch spec's struct type -> why its layout could not be read (a field it lacks)
+    probe_errors: dict[str, str] = field(default_factory=dict)

@@ -20,6 +20,7 @@ where it was.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -127,6 +128,9 @@ class _Head:
     after: str  # the first character after the parameters
 
 
+_NEXT_CHAR = re.compile(r"\s*(\S)")
+
+
 def _heads(text: str, path: str) -> Iterator[_Head]:
     masked = lex(text, path).masked
     for m in _VOID.finditer(masked):
@@ -146,7 +150,8 @@ def _heads(text: str, path: str) -> Iterator[_Head]:
         if not (_KERNEL.search(prefix) or _HOST_NAME.search(prefix)):
             continue
         close = match_close(masked, pos, path)
-        after = masked[close + 1 :].lstrip()[:1]
+        next_char = _NEXT_CHAR.match(masked, close + 1)
+        after = next_char.group(1) if next_char else ""
         name = re.sub(r"\s+", "", m.group(1))
         yield _Head(m.start(), name, template_args, prefix, text[pos + 1 : close], after)
 
@@ -209,14 +214,19 @@ def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
                 host_name="".join(_LITERAL.findall(host.group(1))) if host else head.name,
                 function=head.name,
                 template_args=head.template_args,
-                params=parse_params(
-                    head.params_text, [parse_params(p.params_text) for p in primaries]
-                ),
+                params=_params(head.params_text, tuple(p.params_text for p in primaries)),
                 line=line_at(head.start),
                 max_threads=limit.group(1).strip() if limit else "1024",
             )
         )
     return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _params(params_text: str, primaries: tuple[str, ...] = ()) -> tuple[Param, ...]:
+    """``parse_params`` of texts: a template's instantiations mostly repeat their parameters
+    (``device void* out``...) and its primary's, parsed once for them all."""
+    return parse_params(params_text, [_params(p) for p in primaries])
 
 
 def _close_angle(text: str, open_pos: int) -> int:
@@ -309,6 +319,7 @@ def rewrite_threadgroup(text: str, path: str) -> str:
 
 
 _INSTANTIATION = re.compile(r"\btemplate\s*\[\[")
+_BRACKET_OR_END = re.compile(r"[()\[\]{};]")
 
 
 def strip_instantiations(preprocessed: str) -> str:
@@ -321,16 +332,13 @@ def strip_instantiations(preprocessed: str) -> str:
     for m in _INSTANTIATION.finditer(preprocessed):
         if m.start() < pos:
             continue
-        depth, end = 0, m.end()
-        while end < len(preprocessed):
-            ch = preprocessed[end]
-            if ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-            elif ch == ";" and depth <= 0:
+        depth, end = 0, len(preprocessed) - 1
+        for b in _BRACKET_OR_END.finditer(preprocessed, m.end()):
+            ch = b.group()
+            if ch == ";" and depth <= 0:
+                end = b.start()
                 break
-            end += 1
+            depth += 1 if ch in "([{" else -1 if ch != ";" else 0
         out += [
             preprocessed[pos : m.start()],
             re.sub(r"[^\n]", " ", preprocessed[m.start() : end + 1]),

@@ -34,21 +34,22 @@ def test_depfile() -> None:
 
 def test_a_manifest_is_kept_while_every_file_it_lists_is_the_same(tmp_path: Path) -> None:
     from pipeline.errors import CompilerError
-    from pipeline.run.kernel_build import KernelBuild, Manifest
+    from pipeline.run.kernel_build import KernelBuild, Manifest, _KernelTable
     from pipeline.run.kernel_decls import KernelDecl, Param
 
     header = tmp_path / "a.h"
     header.write_text("int a;\n")
     decl = KernelDecl("k_float", "k", "float", (Param("device float*", "x", "buffer", 0),), 3, "64")
+    kernels = (KernelBuild(decl, 0), KernelBuild(decl, error=CompilerError("a.metal", 3, 7, "no")))
     built = Manifest(
-        {str(header): cxx.file_digest(header)},
-        ("part",),
-        (KernelBuild(decl, 0), KernelBuild(decl, error=CompilerError("a.metal", 3, 7, "no"))),
+        {str(header): cxx.file_digest(header)}, ("part",), True, _KernelTable.of(kernels),
         {"Args": "no member named 'n'"},
-    )
+    )  # fmt: skip
     path = tmp_path / "m.json"
     cxx.write_manifest(path, built)
-    assert cxx.read_manifest(path, Manifest) == built
+    kept = cxx.read_manifest(path, Manifest)
+    assert kept == built and kept.kernels.builds() == kernels  # one parameter list, kept once
+    assert len(kept.kernels.signatures) == 1
     header.write_text("int b;\n")  # a file it was built from changed: built again
     assert cxx.read_manifest(path, Manifest) is None
     plain = cxx.Manifest({str(header): cxx.file_digest(header)})

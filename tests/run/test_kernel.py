@@ -261,6 +261,52 @@ def test_unnamed_instantiations_and_a_last_line_with_no_semicolon(tmp_path, one_
     assert [p.kind for p in build.kernels[0].decl.params] == ["buffer", "buffer", "attr"]
 
 
+CHECKED = """#include <metal_stdlib>
+using namespace metal;
+template <typename T>
+kernel void fill(device T* out [[buffer(0)]], constant T& v [[buffer(1)]],
+                 uint i [[thread_position_in_grid]]) {
+  out[i] = v;
+}
+template <typename T>
+kernel void first_lane(device float* out [[buffer(0)]], constant T& v [[buffer(1)]],
+                       uint i [[thread_position_in_grid]]) {
+  out[i] = v.x;  // right for a vector, an error for a scalar: found only when instantiated
+}
+template [[host_name("fill_float")]] kernel void fill<float>(device float*, constant float&, uint);
+template [[host_name("fill_int")]] kernel void fill<int>(device int*, constant int&, uint);
+#define FIRST_LANE(T) \\
+  template [[host_name("first_lane_" #T)]] kernel void first_lane<T>( \\
+      device float*, constant T&, uint);
+FIRST_LANE(float2);
+FIRST_LANE(float);
+"""
+
+
+def test_kernels_not_run_are_checked_not_generated(tmp_path, compiler, headers):
+    """Both compilers: the object holds the kernels asked to run; every other kernel is
+    compiled by the front end alone, each instantiation's errors found all the same; a
+    second build of the same comes from the cache."""
+    metal = tmp_path / "tree" / KERNELS / "Checked.metal"
+    metal.parent.mkdir(parents=True)
+    metal.write_text(CHECKED)
+    builder = KernelBuilder(compiler, headers, tmp_path / "tree", tmp_path / "cache")
+    build = builder.build(metal, run=frozenset({"fill_float"}))
+    kernels = {k.decl.host_name: k for k in build.kernels}
+    assert [n for n, k in kernels.items() if k.in_object] == ["fill_float"], build.log
+    assert [n for n, k in kernels.items() if k.built] == ["fill_float", "fill_int",
+                                                          "first_lane_float2"]  # fmt: skip
+    error = kernels["first_lane_float"].error
+    assert error is not None and error.line == 11, error
+    assert build.library is not None
+    assert set(kernel_run.list_object(builder.driver(), build.library).kernels) == {"fill_float"}
+    again = builder.build(metal, run=frozenset({"fill_float"}))
+    assert again.cached and again.kernels == build.kernels and again.library == build.library
+    checked = builder.build(metal, run=frozenset())
+    assert checked.library is None and not checked.cached
+    assert [k.built for k in checked.kernels] == [k.built for k in build.kernels]
+
+
 CLASS_IN_DEVICE = """#include <c10/metal/indexing.h>
 #include <metal_stdlib>
 using namespace metal;

@@ -27,7 +27,7 @@ def test_the_fixture_specs_read() -> None:
         ("[1, 2]\n", "a launch spec is {kernels: [entries]}"),
         (
             "kernels: [{kernel: k, reference: x, inputs: {x: {rank: two}}}]\n",
-            "kernels[0].inputs.x.rank must be int, got str",
+            "kernels[0].inputs.x.rank must be int or null, got str",
         ),
         (
             "kernels: [{kernel: k, reference: x, inputs: {x: }, output: {dtype: float33}}]\n",
