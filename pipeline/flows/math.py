@@ -112,6 +112,7 @@ def check(
                         t.bound,
                         t.alpha_argument,
                         t.avoid,
+                        t.operands,
                     )
                 )
     answers = runners.references(cases) if cases else {}

@@ -9,11 +9,12 @@ reference is, first match wins:
 3. an OpInfo of the kernel's operator (found through the stub whose kernel string is the
    kernel's name) whose variant names the kernel's suffix (``div_floor`` -> ``floor``), or
    the operator's first OpInfo when the kernel is the operator;
-4. for a kernel named like no operator, the operator the host code runs it for
-   (:mod:`pipeline.tree.host_refs`: ``make_complex`` -> ``complex``, ``huber`` ->
-   ``huber_loss`` with its alpha on ``delta``), through aten with the scalars the host
-   passes or fixes; when the host shows no operator the tree can read, the reference is
-   unknown, saying what was looked for, unless the next two find one by the kernel's name;
+4. the operator the host code runs the kernel for (:mod:`pipeline.tree.host_refs`:
+   ``make_complex`` -> ``complex``, ``huber`` -> ``huber_loss`` with its alpha on
+   ``delta``; ``leaky_relu_backward`` with its operands in its meta's order), through aten
+   with the scalars the host passes or fixes; for a kernel named like no operator, when the
+   host shows no operator the tree can read, the reference is unknown, saying what was
+   looked for, unless the next two find one by the kernel's name;
 5. ``torch.<kernel>``, if the interpreter's torch has it (no samples, edge values only);
 6. the aten operator of one of :func:`aten_names`, when its schema takes the kernel's
    operands without a guess (see ``pipeline/run/math_torch.py``). An ALPHA kernel always
@@ -67,6 +68,11 @@ class Target:
     def alpha_argument(self) -> str | None:
         """The schema argument the functor's alpha fills, as the host passes it."""
         return self.host.alpha if self.host and self.host.op else None
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        """The schema's tensors in the kernel's operand order (empty: the schema's order)."""
+        return self.host.operands if self.host and self.host.op else ()
 
     @property
     def avoid(self) -> tuple[str, ...]:
@@ -162,9 +168,11 @@ def target(index: TreeIndex, kernel: str, file: str, references: Mapping[str, st
                     return by_opinfo(info)
         if kernel == op and own:
             return by_opinfo(own[0])
-    host = None if kernel in index.entries_by_operator() else host_refs.resolve(index, kernel)
+    host = host_refs.resolve(index, kernel)
     if host is not None and host.op is not None:
         return Target(kernel, metal, file, host.op, None, None, None, host)
+    if kernel in index.entries_by_operator():
+        host = None  # an operator's own name: its schema is the reference, not the host's gaps
     return Target(kernel, metal, file, op, None, kernel, None, host)
 
 

@@ -23,7 +23,9 @@ arguments in order and the alpha on its one number argument (:func:`fits`): othe
 is no reference, never a guessed mapping. A case resolved through the host code
 (``pipeline/tree/host_refs.py``) names the operator alone, the argument its alpha fills
 (``"alpha_arg": "delta"``), the ones the host fixes (``"bound": [["n", "1"]]``) and the
-alpha values it sends elsewhere (``"avoid": ["2.0"]``, left out of :data:`ALPHA_VALUES`); an
+alpha values it sends elsewhere (``"avoid": ["2.0"]``, left out of :data:`ALPHA_VALUES`), and
+the schema's tensors in the kernel's operand order where the operator's meta function builds
+its iterator in another (``"operands": ["self", "grad_output"]``); an
 ``int reduction`` argument is always None (0): the kernel is element-wise. An ALPHA case
 runs its inputs once per alpha value (:data:`ALPHA_VALUES`, as its alpha type holds them).
 
@@ -64,6 +66,7 @@ class Asked:
     bound: Sequence[Sequence[str]] = ()  # (argument, literal)
     alpha_arg: str | None = None
     avoid: Sequence[str] = ()
+    operands: Sequence[str] = ()  # the schema's tensors in the kernel's operand order
 
 
 @dataclass(frozen=True)
@@ -518,7 +521,9 @@ def unfilled(packet, arity, alpha, bound):
 def literal(text, arg):
     """The host's literal as the schema argument's type takes it; a whole number for a
     ``Scalar`` as an int, which promotes no integer tensor to float (the host's
-    ``exp.to<float>() == 2.0`` holds for the int 2 too)."""
+    ``exp.to<float>() == 2.0`` holds for the int 2 too); a ``bool``'s is false or true."""
+    if str(arg.type) == "bool":
+        return text in ("true", "1")
     value = float(text)
     kind = str(arg.type)
     whole = kind in ("int", "SymInt") or (kind == "number" and value.is_integer())
@@ -586,10 +591,35 @@ def choose_reference(case):
     aten, slot, why = aten_operator(case.aten, case.arity, alpha, bound, case.alpha_arg)
     if aten is None:
         return Chosen(None, op, why, note)
+    order = reorder(aten, case.operands)
+    if order is None:
+        why = f"{aten} has no tensors named {', '.join(case.operands)}"
+        return Chosen(None, op, why, note)
     via = str(aten) + "".join(f", {k}={v}" for k, v in bound)
+    if case.operands:
+        via += ", operands " + ", ".join(case.operands)
     if alpha:
-        return Chosen(lambda *ts, v: bind(aten, ts, slot, v, bound), op, note=note, via=via)
-    return Chosen(lambda *ts: bind(aten, ts, slot, None, bound), op, note=note, via=via)
+        return Chosen(
+            lambda *ts, v: bind(aten, [ts[i] for i in order], slot, v, bound),
+            op,
+            note=note,
+            via=via,
+        )
+    return Chosen(
+        lambda *ts: bind(aten, [ts[i] for i in order], slot, None, bound), op, note=note, via=via
+    )
+
+
+def reorder(op, operands):
+    """Where each of ``op``'s Tensor arguments is among the kernel's operands, which the host
+    names in its own order (``operands``; none: the schema's order, ``range``); None when
+    they are not the schema's tensors."""
+    names = [a.name for a in op._schema.arguments if str(a.type) == "Tensor"]
+    if not operands:
+        return range(len(names))
+    if sorted(names) != sorted(operands):
+        return None
+    return [list(operands).index(n) for n in names]
 
 
 def one_reference(fn, tensors, kwargs, dtype, alphas):

@@ -59,12 +59,14 @@ class Case:
     bound: tuple[tuple[str, str], ...] = ()  # schema arguments fixed (name, literal)
     alpha_arg: str | None = None  # the schema argument the alpha fills, when known
     avoid: tuple[str, ...] = ()  # alpha literals the host never sends this kernel
+    operands: tuple[str, ...] = ()  # the schema's tensors in operand order (empty: its order)
 
     def to_json(self) -> dict[str, object]:
         # the host's scalars only when there are some: a case's cache key is its JSON
         bound = {"bound": [list(b) for b in self.bound]} if self.bound else {}
         alpha_arg = {"alpha_arg": self.alpha_arg} if self.alpha_arg else {}
         avoid = {"avoid": list(self.avoid)} if self.avoid else {}
+        operands = {"operands": list(self.operands)} if self.operands else {}
         return {
             "id": self.id,
             "dtype": self.dtype,
@@ -76,6 +78,7 @@ class Case:
             **bound,
             **alpha_arg,
             **avoid,
+            **operands,
         }
 
 

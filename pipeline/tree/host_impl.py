@@ -373,6 +373,7 @@ class Schema:
     names: tuple[str, ...]
     tensors: tuple[str, ...]  # the Tensor arguments that are no outputs, in order
     outs: tuple[str, ...]
+    flags: tuple[str, ...] = ()  # the bool arguments
 
 
 def schema_of(text: str) -> Schema | None:
@@ -382,7 +383,7 @@ def schema_of(text: str) -> Schema | None:
     close = text.rfind(") ->") if ") ->" in text else text.rfind(")")
     if open_ < 0 or close < open_:
         return None
-    names, tensors, outs = [], [], []
+    names, tensors, outs, flags = [], [], [], []
     for arg in split_args(text[open_ + 1 : close]):
         if arg in ("*", ""):
             continue
@@ -392,7 +393,9 @@ def schema_of(text: str) -> Schema | None:
             outs.append(name)
         elif typ == "Tensor":
             tensors.append(name)
-    return Schema(tuple(names), tuple(tensors), tuple(outs))
+        elif typ == "bool":
+            flags.append(name)
+    return Schema(tuple(names), tuple(tensors), tuple(outs), tuple(flags))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,14 @@ operator's schema argument (``delta``, ``n``). Whatever the tree does not show t
 (no native/*.cpp, no caller, a condition not read, in the host or in a shared
 implementation that calls several stubs, an argument that is an expression) is an unknown
 that says what was looked for, never a guess.
+
+A structured operator's iterator is built by its meta function, which may take the
+schema's tensors in another order: ``TORCH_META_FUNC(leaky_relu_backward)(grad_output,
+self_or_result, negval, is_result)`` builds ``build_borrowing_binary_op(maybe_get_output(),
+self_or_result, grad_output)``, so the kernel's first operand is ``self``. The operands go
+to the operator by those names. A bool argument that reaches neither the iterator nor the
+stub (``is_result``: only the meta's ``TORCH_CHECK`` reads it) cannot change what the
+kernel computes, on MPS or on the CPU the reference runs on: it is passed as false.
 """
 
 from __future__ import annotations
@@ -48,6 +56,8 @@ class HostReference:
     bound: tuple[tuple[str, str], ...] = ()
     unknown: str | None = None
     avoid: tuple[str, ...] = ()  # alpha values the host sends to another kernel
+    # the schema's tensors in the kernel's operand order, when the meta reorders them
+    operands: tuple[str, ...] = ()
 
 
 def _argument(impl: Implementation, stub: str, index: int) -> str | None:
@@ -100,11 +110,52 @@ def _through(
                 found.append(HostReference(kernel, None, via, unknown=why))
                 continue
             pairs = tuple((a, lit) for a, lit in bound if a is not None)
-            found += [
-                HostReference(kernel, op, via, alpha, pairs, avoid=launch.avoid)
-                for op in ops.get(impl.name, ())
-            ]
+            for op in ops.get(impl.name, ()):
+                operands, unused = _layout(index, impl, op)
+                found.append(
+                    HostReference(
+                        kernel,
+                        op,
+                        via,
+                        alpha,
+                        pairs + unused,
+                        avoid=launch.avoid,
+                        operands=operands,
+                    )
+                )
     return found
+
+
+def _layout(
+    index: TreeIndex, impl: Implementation, op: str
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The schema's tensors in the order ``op``'s meta function gives the iterator (empty:
+    no meta read, the schema's own order), and its bool arguments that reach neither the
+    iterator nor ``impl``'s body (passed as false)."""
+    assert index.sources is not None
+    entries = index.entries_by_operator().get(op, ())
+    outs = {e.full_name for e in entries if e.kernel_for("CPU") == impl.name and e.structured}
+    functional = [e for e in entries if e.structured_delegate in outs and e.name == op]
+    if len(functional) != 1:
+        return (), ()
+    meta = index.sources.find("meta::" + functional[0].full_name.replace(".", "_"))
+    schema = host_impl.schema_of(functional[0].schema)
+    if meta is None or schema is None or len(meta.params) != len(schema.names):
+        return (), ()
+    place = dict(zip(meta.params, schema.names, strict=True))
+    inputs = meta.inputs or ()
+    operands = tuple(place[i] for i in inputs if i in place)
+    if len(operands) != len(inputs) or sorted(operands) != sorted(schema.tensors):
+        operands = ()
+    unused = tuple(
+        (name, "false")
+        for k, name in enumerate(schema.names)
+        if name in schema.flags
+        and meta.params[k] not in meta.used
+        and k < len(impl.params)
+        and impl.params[k] not in impl.used
+    )
+    return (operands if operands != schema.tensors else ()), unused
 
 
 def resolve(index: TreeIndex, kernel: str) -> HostReference | None:
@@ -140,7 +191,7 @@ def _merged(found: list[HostReference]) -> dict[tuple[object, ...], HostReferenc
     leaves values out but never checks one the host does not send."""
     out: dict[tuple[object, ...], HostReference] = {}
     for r in found:
-        key = (r.op, r.alpha, r.bound)
+        key = (r.op, r.alpha, r.bound, r.operands)
         if key in out:
             avoid = tuple(dict.fromkeys(out[key].avoid + r.avoid))
             r = dataclasses.replace(out[key], avoid=avoid)

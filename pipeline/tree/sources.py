@@ -27,6 +27,16 @@ PATTERNS: tuple[str, ...] = (paths.NATIVE_SOURCES,)
 _WORD = re.compile(r"\w+")
 
 _IMPL_FUNC = re.compile(r"\bTORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)")
+# a structured operator's meta function, named here meta::leaky_relu_backward for
+# TORCH_META_FUNC(leaky_relu_backward), meta::pow_Tensor_Tensor for
+# TORCH_META_FUNC2(pow, Tensor_Tensor)
+_META_FUNC = re.compile(r"\bTORCH_META_FUNC2?\s*\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)")
+# where a body builds its iterator: build_borrowing_binary_op(maybe_get_output(), a, b) (the
+# output first), or a config's add_input(a) / add_const_input(a) calls, in order
+_BUILD_OP = re.compile(r"\bbuild_\w*_op\s*\(")
+_ADD_INPUT = re.compile(r"\.\s*add_(?:const_)?input\s*\(")
+# checks a value passes through without reaching the iterator or a stub
+_CHECK = re.compile(r"\bTORCH_(?:CHECK|INTERNAL_ASSERT)\w*\s*\(")
 _STUB_CALL = re.compile(r"\b(\w+_stub)\s*\(")
 # what a body calls: at::NAME(, at::native::NAME(, plain NAME(, tensor.NAME( and
 # at::_ops::NAME::call(; the callers keep those that name ATen operators
@@ -45,6 +55,10 @@ class Implementation:
     stub_args: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # its parameters' names, in order (none read for one a macro generates)
     params: tuple[str, ...] = ()
+    # the iterator's inputs as the body writes them, in order (None: it builds none here)
+    inputs: tuple[str, ...] | None = None
+    # the names the body uses outside checks (TORCH_CHECK): what can change its result
+    used: frozenset[str] = frozenset()
 
     def args_of(self, stub: str) -> tuple[str, ...] | None:
         return next((args for name, args in self.stub_args if name == stub), None)
@@ -61,6 +75,9 @@ def _name_of(header: str) -> str | None:
     impl = _IMPL_FUNC.search(header)
     if impl:
         return impl.group(1)
+    meta = _META_FUNC.search(header)
+    if meta:
+        return "meta::" + "_".join(g for g in meta.groups() if g)
     open_ = header.find("(")
     if open_ < 0:
         return None
@@ -97,8 +114,41 @@ def _implementation(
         close = cpp.match_close(masked, m.end() - 1, span.path)
         args[m.group(1)] = tuple(a.strip() for a in cpp.split_args(body[m.end() : close]))
     return Implementation(
-        name, span, stubs, tuple(dict.fromkeys(calls)), tuple(args.items()), params
+        name,
+        span,
+        stubs,
+        tuple(dict.fromkeys(calls)),
+        tuple(args.items()),
+        params,
+        _inputs(body, masked, span.path),
+        _used(body, masked, span.path),
     )
+
+
+def _inputs(body: str, masked: str, path: str) -> tuple[str, ...] | None:
+    """The iterator inputs ``body`` builds, as written (None: no iterator built here)."""
+    build = _BUILD_OP.search(masked)
+    if build is not None:
+        close = cpp.match_close(masked, build.end() - 1, path)
+        args = [a.strip() for a in cpp.split_args(body[build.end() : close])]
+        return tuple(args[1:])  # the output first
+    found = []
+    for m in _ADD_INPUT.finditer(masked):
+        close = cpp.match_close(masked, m.end() - 1, path)
+        found.append(" ".join(body[m.end() : close].split()))
+    return tuple(found) if found else None
+
+
+def _used(body: str, masked: str, path: str) -> frozenset[str]:
+    """The words of ``body`` with its checks' arguments taken out."""
+    kept, at = [], 0
+    for m in _CHECK.finditer(masked):
+        if m.start() < at:
+            continue
+        kept.append(masked[at : m.start()])
+        at = cpp.match_close(masked, m.end() - 1, path) + 1
+    kept.append(masked[at:])
+    return frozenset(_WORD.findall(" ".join(kept)))
 
 
 def parse(text: str, path: str) -> SourceFile:
@@ -182,9 +232,13 @@ class NativeSources:
         return parsed.implementations if parsed else ()
 
     def find(self, name: str) -> Implementation | None:
-        """The definition of ``name`` (first in file order); None when none is found."""
+        """The definition of ``name`` (first in file order); None when none is found.
+        A meta function is ``meta::NAME`` (``TORCH_META_FUNC2(pow, Tensor_Tensor)``:
+        ``meta::pow_Tensor_Tensor``)."""
+        meta = name.startswith("meta::")
+        words = {"TORCH_META_FUNC", "TORCH_META_FUNC2"} if meta else {name}
         for rel in self._files():
-            if name not in self._words[rel]:
+            if not words & self._words[rel]:
                 continue
             for impl in self._parse(rel):
                 if impl.name == name:

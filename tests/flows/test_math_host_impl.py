@@ -36,3 +36,21 @@ def test_a_loss_element_is_checked_as_its_operator_under_the_host_s_reduction(
     assert f32.status is Agreement.NO_REFERENCE and f32.checked == 0
     assert f32.no_reference is not None and f32.no_reference.startswith("unknown: ")
     assert "writes `at::empty_like(input)`" in f32.no_reference
+
+
+@pytest.mark.slow
+def test_a_structured_backward_is_checked_with_its_operands_in_the_meta_s_order(
+    tmp_path: Path, host_cxx, real_c10_include: Path
+) -> None:
+    index = _index(tmp_path / "host")
+    file = "slope.metal"
+    found = guide_math.target(index, "leaky_relu_backward", file, {})
+    target = replace(found, metal=fixture_root(tmp_path) / file)
+    (check,) = run_flow(tmp_path, host_cxx, real_c10_include, [target]).functors
+    assert check.reference == (
+        "aten.leaky_relu_backward.default, self_is_result=false, operands self, grad_output"
+    )
+    (f32,) = check.dtypes
+    # with the schema's order (grad_output first) most values would differ
+    assert f32.status is Agreement.OK, f32
+    assert f32.checked > 1000

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.guide import math as guide_math
-from pipeline.tree import host_refs
+from pipeline.tree import host_refs, sources
 from pipeline.tree.host_choice import KernelLaunch
 from pipeline.tree.index import TreeIndex, load_index
 from pipeline.tree.source import TreeSource
@@ -164,3 +164,46 @@ def test_a_pin_on_a_parameter_the_launch_does_not_pass_on_is_unknown(tmp_path: P
     ref = host_refs.resolve(index, "pow_mode")
     assert ref is not None and ref.op is None
     assert ref.unknown is not None and "`not (mode == 0)`" in ref.unknown
+
+
+def test_a_structured_operator_s_operands_go_in_its_meta_s_order(tmp_path: Path) -> None:
+    # the meta builds the iterator from (self_or_result, grad_output): the kernel's first
+    # operand is self; is_result is only checked there and never reaches the stub
+    ref = host_refs.resolve(_index(tmp_path), "leaky_relu_backward")
+    assert ref is not None and ref.unknown is None, ref
+    assert ref.op == "leaky_relu_backward"
+    assert ref.operands == ("self", "grad_output")
+    assert ref.alpha == "negative_slope"
+    assert ref.bound == (("self_is_result", "false"),)
+
+
+def test_a_flag_that_reaches_the_iterator_is_left_free(tmp_path: Path) -> None:
+    # flip chooses an operand: its value changes what the kernel computes, so it is not
+    # passed, and the operands (an expression) are not read either
+    ref = host_refs.resolve(_index(tmp_path), "ramp_backward")
+    assert ref is not None and ref.op == "ramp_backward", ref
+    assert ref.operands == () and ref.bound == ()
+
+
+def test_an_operator_s_own_kernel_takes_the_host_s_reference(tmp_path: Path) -> None:
+    index = _index(tmp_path)
+    found = guide_math.target(index, "leaky_relu_backward", METAL, {})
+    assert found.reference == "aten.leaky_relu_backward"
+    assert found.operands == ("self", "grad_output")
+    assert found.bound == (("self_is_result", "false"),)
+    # without the shared implementation it is the operator's name alone, as before
+    bare = guide_math.target(
+        _index(tmp_path / "bare", sources=False), "leaky_relu_backward", METAL, {}
+    )
+    assert bare.host is None and bare.fn == "leaky_relu_backward" and bare.operands == ()
+
+
+def test_meta_functions_are_read_with_the_iterator_they_build() -> None:
+    text = (FIXTURES / "upstream_host" / "aten/src/ATen/native/Activation.cpp").read_text()
+    found = {i.name: i for i in sources.parse(text, "Activation.cpp").implementations}
+    meta = found["meta::leaky_relu_backward"]
+    assert meta.params == ("grad_output", "self_or_result", "negval", "is_result")
+    assert meta.inputs == ("self_or_result", "grad_output")
+    assert "is_result" not in meta.used  # read by the check alone
+    assert found["meta::ramp_backward"].inputs == ("flip ? self : grad_output", "grad_output")
+    assert found["leaky_relu_backward_out"].inputs is None  # it builds no iterator
