@@ -8,7 +8,10 @@ through which lines of the ``.metal`` file it was reached; an error that none of
 functor's own parts (its ``struct``, the lines registering it) leads to belongs to the
 parts it names, which are set aside (blanked, line numbers kept) and the build retried.
 An error that the functor's own parts lead to, or that no line of the file does (a
-header's own), is the functor's.
+header's own), is the functor's; but one reached through some of its registration lines
+alone, never its ``struct`` (a registration for a type this release's headers lack:
+``REGISTER_FP8_EQ_OP(eq)`` on a release without ``float8.h``), sets those lines aside
+too, when others are left: the functor is built and checked for its other types.
 
 A functor that reaches a Metal function the shim declares but does not model (SIMD-group
 and threadgroup functions, ``metal_shim/mps_shim_sync.h``) fails to link, naming
@@ -21,7 +24,7 @@ import bisect
 import functools
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.tree import metal as metal_reader
@@ -61,9 +64,15 @@ class Layout:
     parts: tuple[Part, ...]
     directives: tuple[tuple[int, int], ...]  # offsets: kept when a part is blanked
     owners: dict[str, frozenset[int]]  # kernel -> indices of its struct and registrations
+    # kernel -> indices of the parts that register it and are no part of its struct (a
+    # part may register several kernels)
+    registering: dict[str, frozenset[int]] = field(default_factory=dict)
 
     def own(self, kernel: str) -> frozenset[int]:
         return self.owners.get(kernel, frozenset())
+
+    def registrations(self, kernel: str) -> frozenset[int]:
+        return self.registering.get(kernel, frozenset())
 
     def part_at(self, line: int) -> int | None:
         i = bisect.bisect_right(self._first_lines, line) - 1
@@ -105,17 +114,21 @@ def layout(path: Path) -> Layout:
         first, last = source.line_of(item.start), source.line_of(max(item.start, item.end - 1))
         name = item.name or _declared_name(source.masked[item.start : item.end]) or "?"
         parts.append(Part(name, item.start, item.end, first, last))
-    layout_ = Layout(text, tuple(parts), tuple((d.start, d.end) for d in source.directives), {})
-    owners: dict[str, set[int]] = {}
+    directives = tuple((d.start, d.end) for d in source.directives)
+    layout_ = Layout(text, tuple(parts), directives, {})
+    structs: dict[str, set[int]] = {}
+    registering: dict[str, set[int]] = {}
     for functor in parsed.functors:
-        owners.setdefault(functor.name, set()).update(_parts_in(layout_, functor.span))
+        structs.setdefault(functor.name, set()).update(_parts_in(layout_, functor.span))
     for reg in parsed.registrations:
-        owners.setdefault(reg.kernel, set()).update(_parts_in(layout_, reg.span))
+        registering.setdefault(reg.kernel, set()).update(_parts_in(layout_, reg.span))
+    kernels = structs.keys() | registering.keys()
     return Layout(
         layout_.text,
         layout_.parts,
         layout_.directives,
-        {k: frozenset(v) for k, v in owners.items()},
+        {k: frozenset(structs.get(k, set()) | registering.get(k, set())) for k in kernels},
+        {k: frozenset(v - structs.get(k, set())) for k, v in registering.items()},
     )
 
 
@@ -189,14 +202,17 @@ def attribute(
     found: Sequence[Diagnostic], layout_: Layout, kernel: str, metal: Path
 ) -> tuple[Diagnostic | None, frozenset[int]]:
     """(the first error that is ``kernel``'s own, None if none is; the parts the others
-    name). An error naming no line of the file is the functor's: nothing can set it aside."""
+    name). An error naming no line of the file is the functor's: nothing can set it aside.
+    One naming only some of its registration parts sets them aside, while others remain."""
     own = layout_.own(kernel)
+    spare = layout_.registrations(kernel)
     others: set[int] = set()
     for d in found:
         parts = {
             p for p in (layout_.part_at(line) for line in metal_lines(d, metal)) if p is not None
         }
-        if not parts or parts & own:
+        mine = parts & own
+        if not parts or mine - spare or (mine and not spare - others - mine):
             return d, frozenset(others)
         others |= parts
     return None, frozenset(others)

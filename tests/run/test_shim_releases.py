@@ -89,3 +89,23 @@ def test_float8_of_the_newest_headers_rounds_as_torch(
     ours = struct.unpack(f"<{len(values)}f", outcome.results[0].output)
     theirs = torch.tensor(values).to(torch.float8_e4m3fn).to(torch.float32).tolist()
     assert [str(x) for x in ours] == [str(x) for x in theirs]
+
+
+def test_a_registration_the_older_headers_cannot_build_hides_not_its_functor(
+    tmp_path: Path, compiler: cxx.Compiler
+) -> None:
+    """float8_e4m3fn is not in 2.13.0's headers: the registrations for it are set aside and
+    the functor is built for its other types; one registered for float8 alone fails."""
+    source = CURRENT / "Float8Eq.metal"
+    builder = _builder(compiler, OLDEST, tmp_path / "old")
+    same, only = builder.build_all([(source, "same"), (source, "same_e4m3")])
+    assert same.built, same.error
+    assert "REGISTER_FP8_SAME_OP" in same.set_aside
+    regs = cxx.list_registrations(builder.driver(), same.library)
+    assert [(r.input, r.result) for r in regs] == [("float", "bool"), ("int", "bool")]
+    assert not only.built and only.error is not None
+    new = _builder(compiler, NEWEST, tmp_path / "new")
+    build = new.build(source, "same")
+    assert build.built and "REGISTER_FP8_SAME_OP" not in build.set_aside
+    inputs = {r.input for r in cxx.list_registrations(new.driver(), build.library)}
+    assert "float8_e4m3fn" in inputs
