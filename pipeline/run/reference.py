@@ -28,6 +28,8 @@ from pipeline.tree import opinfo
 from pipeline.tree.source import TreeSource
 
 SCRIPT = Path(__file__).with_name("math_torch.py")
+# the modules a script imports from beside it, copied with it and part of its cache key
+BESIDE = {SCRIPT.name: (SCRIPT.with_name("math_torch_aten.py"),)}
 KERNEL_SCRIPT = Path(__file__).with_name("kernel_torch.py")
 MAX_SAMPLES = 256
 
@@ -265,6 +267,8 @@ def cached(
     OpInfo); the script runs for the cases not kept yet, and not at all when every one is."""
     package = torch_package(source)
     common = hashlib.sha256(script.read_bytes())
+    for module in BESIDE.get(script.name, ()):
+        common.update(module.read_bytes())
     common.update(f"{source.python}\0{json.dumps(request, sort_keys=True)}\0".encode())
     version = package / "version.py"
     if version.is_file():
@@ -302,7 +306,8 @@ def run_script(source: TreeSource, script: Path, request: Mapping[str, object]) 
     directory (it imports only the standard library and torch): its JSON answer."""
     with tempfile.TemporaryDirectory(prefix="mps-pipeline-torch-") as tmp:
         copy = Path(tmp) / script.name
-        shutil.copyfile(script, copy)
+        for module in (script, *BESIDE.get(script.name, ())):
+            shutil.copyfile(module, Path(tmp) / module.name)
         req, out = Path(tmp) / "request.json", Path(tmp) / "out.json"
         req.write_text(json.dumps(request), encoding="utf-8")
         opinfo._run(source.python, [str(copy), str(req), str(out)], "compute torch references")  # noqa: SLF001
