@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +27,7 @@ class Shown:
         return f"$ {self.command}\n{self.output}"
 
 
-def user_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+def user_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment without this session's MPS_PIPELINE_* settings or pytest's variables:
     what a user's shell has. Rich draws without colour codes, for a terminal wide enough
     that no line wraps where a scratch folder's path would move the wrap."""
@@ -40,13 +40,19 @@ def user_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def mps_pipeline(
-    args: Sequence[str], cwd: Path, *, python: str = sys.executable, check: bool = True
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    python: str = sys.executable,
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> Shown:
-    """``mps-pipeline ARGS`` (as ``python -m pipeline``) in ``cwd``."""
+    """``mps-pipeline ARGS`` (as ``python -m pipeline``) in ``cwd``, ``env`` added to a
+    user's environment."""
     proc = subprocess.run(
         [python, "-m", "pipeline", *args],
         cwd=cwd,
-        env=user_env(),
+        env=user_env(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -60,9 +66,11 @@ def mps_pipeline(
     return Shown("mps-pipeline " + " ".join(args), proc.stdout, proc.returncode)
 
 
-def make_demo(work: Path, *, python: str = sys.executable) -> tuple[Path, Shown]:
+def make_demo(
+    work: Path, *, python: str = sys.executable, env: Mapping[str, str] | None = None
+) -> tuple[Path, Shown]:
     """``mps-pipeline demo WORK/mps-demo``: the checkout and what the command said."""
-    shown = mps_pipeline(["demo", "mps-demo"], work, python=python)
+    shown = mps_pipeline(["demo", "mps-demo"], work, python=python, env=env)
     return work / "mps-demo", shown
 
 
@@ -76,18 +84,25 @@ def first_hour(work: Path, *, python: str = sys.executable) -> list[Shown]:
     ]
 
 
-def demo_nightlies(work: Path, *, nights: int = 3, python: str = sys.executable) -> Path:
+def demo_nightlies(
+    work: Path,
+    *,
+    nights: int = 3,
+    python: str = sys.executable,
+    env: Mapping[str, str] | None = None,
+) -> Path:
     """A demo checkout and ``nights`` real nightlies of it on every runner; the dashboard.
 
     atan2 is migrated first but its xfails kept (``--stage build``), as a PR that landed
     without dropping them: every runner xpasses the integer dtypes each night, so after 3
-    nights the dashboard proposes removing that entry.
+    nights the dashboard proposes removing that entry. ``env`` is added to the user's
+    environment of every ``mps-pipeline`` command.
     """
     from pipeline.sandbox.demo import sweep
 
-    demo, _ = make_demo(work, python=python)
+    demo, _ = make_demo(work, python=python, env=env)
     nightly_results = work / "nightly-results"
-    mps_pipeline(["migrate", DEMO_OP, "--stage", "build"], demo, python=python)
+    mps_pipeline(["migrate", DEMO_OP, "--stage", "build"], demo, python=python, env=env)
     subprocess.run(
         ["git", "-c", "user.name=demo", "-c", "user.email=demo@localhost", "commit", "-qam",
          f"{DEMO_OP}: MPSGraph -> Metal kernel"],
@@ -101,5 +116,6 @@ def demo_nightlies(work: Path, *, nights: int = 3, python: str = sys.executable)
             ["nightly", "--results", str(results), "--source", f"demo night {night}"],
             demo,
             python=python,
+            env=env,
         )
     return demo / ".mps-pipeline" / "dashboard"

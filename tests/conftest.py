@@ -242,6 +242,34 @@ def venv_with(venv: Path, *folders: Path) -> Path:
     return venv / "bin" / "python"
 
 
+# What the tool's wheel is built from: anything else in the checkout must not matter.
+WHEEL_SOURCES = ("pyproject.toml", "README.md", "pipeline")
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tool's wheel (``pip wheel --no-deps``), built once a worker from a copy of
+    WHEEL_SOURCES (building in the checkout would leave build/ there), for every test of the
+    installed tool (tests/test_install.py, tests/test_first_hour.py)."""
+    repo = Path(__file__).resolve().parents[1]
+    src = tmp_path_factory.mktemp("wheel-src")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+    for name in WHEEL_SOURCES:
+        if (repo / name).is_dir():
+            shutil.copytree(repo / name, src / name, ignore=ignore)
+        else:
+            shutil.copy2(repo / name, src / name)
+    dist = tmp_path_factory.mktemp("dist")
+    # setuptools in this interpreter builds it; with none, pip fetches it (build isolation)
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", *isolation, "-w", str(dist), str(src)], check=True, timeout=600
+    )
+    (built,) = dist.glob("mps_pipeline-*.whl")
+    return built
+
+
 @pytest.fixture(scope="session")
 def python_without_torch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An interpreter that has pytest and mps-pipeline (this checkout) but no torch: the

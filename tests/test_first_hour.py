@@ -10,7 +10,6 @@ from a directory inside a demo checkout that ``mps-pipeline demo`` made.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -33,7 +32,6 @@ from tests.doit_runs import stages_run
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "pipeline")
 README = (REPO / "README.md").read_text(encoding="utf-8")
 CI_README = (REPO / "ci" / "README.md").read_text(encoding="utf-8")
 BINARY_KERNEL_MM = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
@@ -89,25 +87,6 @@ class User:
 
 
 PIP = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
-
-
-@pytest.fixture(scope="session")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tool's wheel, built from a copy of what a wheel is made of."""
-    base = tmp_path_factory.mktemp("wheel")
-    src = base / "src"
-    src.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    for name in SOURCES:  # a copy: building in the checkout would leave build/ there
-        if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, src / name, ignore=ignore)
-        else:
-            shutil.copy2(REPO / name, src / name)
-    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
-    dist = base / "dist"
-    subprocess.run([*PIP, "wheel", "--no-deps", *isolation, "-w", str(dist), str(src)], check=True)
-    (built,) = dist.glob("mps_pipeline-*.whl")
-    return built
 
 
 def _new_user(base: Path, wheel: Path, dependencies: Path) -> User:

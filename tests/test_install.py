@@ -8,7 +8,6 @@ the working directory empty, and the wheel built from a copy of only what a whee
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -28,8 +27,6 @@ from tests.doit_runs import stages_run
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-# What the wheel is built from: anything else in the checkout must not matter.
-SOURCES = ("pyproject.toml", "README.md", "pipeline")
 TASKS = ("audit", "edit", "check_math", "build", "test_op", "table", "drop_xfails", "summary")
 INSTALL_TIMEOUT = 600
 
@@ -59,25 +56,6 @@ def user_env() -> dict[str, str]:
         },
         "PATH": os.pathsep.join(path),
     }
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel of this checkout (``pip wheel --no-deps``)."""
-    src = tmp_path_factory.mktemp("src")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    for name in SOURCES:
-        if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, src / name, ignore=ignore)
-        else:
-            shutil.copy2(REPO / name, src / name)
-    out = tmp_path_factory.mktemp("dist")
-    # setuptools in this interpreter builds it; with none, pip fetches it (build isolation)
-    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
-    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q", "-w"]
-    _timed("wheel build", [*command, str(out), str(src)], timeout=INSTALL_TIMEOUT)
-    (built,) = out.glob("mps_pipeline-*.whl")
-    return built
 
 
 @pytest.fixture(scope="module")

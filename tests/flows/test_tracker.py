@@ -20,6 +20,7 @@ from pipeline.github import Cached
 from pipeline.guide.claims import ClaimState, patch_words
 from pipeline.report.tracker import END, START
 from pipeline.state import tracker_cache
+from tests.conftest import settings_env
 from tests.flows.github_fake import REPO, FakeTrackerGitHub
 
 TOKEN = "ghp_TrackerTokenNeverPrinted0123456789"
@@ -213,6 +214,9 @@ def test_patch_words_take_operator_names_from_their_places():
 
 def _cli(settings, github_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPS_PIPELINE_")}
+    # the session's check-math cache, which keeps op_db's dump (a tree named by --root has no
+    # OpInfo table, so the backlog reads op_db): dumped once a session, not in every state dir
+    env.update(settings_env())
     env.update(
         GITHUB_TOKEN=TOKEN,
         MPS_PIPELINE_GITHUB_API_URL=github_url,

@@ -14,6 +14,7 @@ exit codes and the tree are compared.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,7 @@ from pipeline.guide.backlog import backlog
 from pipeline.guide.checklist import Status, checklist
 from pipeline.guide.plan import exec_kind, plan_edits
 from pipeline.tree.index import load_index
-from tests.conftest import git_init
+from tests.conftest import MATH_CACHE_ENV, git_init
 from tests.guide.test_replay_real import OPINFO_CACHE, real_tree  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
@@ -37,6 +38,9 @@ BODY = {"unary": "return x;", "binary": "return a;"}
 
 
 def _cli(settings, *args: str) -> subprocess.CompletedProcess[str]:
+    # the settings the in-process plans had (loaded without the session's check-math cache):
+    # op_db's dump is the one in the state's cache, not made again in that cache (6 CPU-s)
+    env = {k: v for k, v in os.environ.items() if k != MATH_CACHE_ENV}
     return subprocess.run(
         [sys.executable, "-m", "pipeline", *args, "--root", str(settings.root)]
         + ["--state-dir", str(settings.state_dir), "--python", sys.executable],
@@ -44,6 +48,7 @@ def _cli(settings, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
         cwd=settings.root.parent,
+        env=env,
     )
 
 

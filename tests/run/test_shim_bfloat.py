@@ -11,7 +11,6 @@ import struct
 from pathlib import Path
 
 import pytest
-import torch
 
 from pipeline.run import cxx, cxx_bfloat
 from pipeline.run.kernel_build import KernelBuilder
@@ -111,6 +110,8 @@ def test_the_builtin_bfloat_rounds_every_operation_as_the_class(
         assert build.built, build.error
         outputs.append(_run(builder, build, "bfloat", every))
     assert outputs[0] == outputs[1]
+    import torch  # here, not at the top: collecting the module costs every xdist worker 1.5 s
+
     x = torch.frombuffer(bytearray(every), dtype=torch.bfloat16)
     per_op = x * x * x - x / 3 + 1
     xf = x.float()
