@@ -72,7 +72,7 @@ def test_build_is_cached_by_every_file_it_reads(
     first = builder.build(metal, "atan2")
     assert first.error is None and not first.cached and first.library.is_file()
     again = builder.build(metal, "atan2")
-    assert again.cached and again.library == first.library and again.seconds < 0.1
+    assert again.cached and again.library == first.library
     # a change to any file the compiler read (here the .metal itself) builds again
     text = metal.read_text()
     metal.write_text(
