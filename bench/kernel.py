@@ -99,7 +99,7 @@ def _upstream_share(compiler: cxx.Compiler, headers: cxx.Headers, folder: Path, 
         wall, cpu = time.perf_counter() - start, _child_cpu() - start_cpu
         own = _own_cpu() - start_own
         start = time.perf_counter()
-        # a file whose errors could not be placed keeps no record: it builds again
+        # the same build again: its record, no compiler
         builder.build(path, run=frozenset())
         times[path.stem] = _FileTimes(wall, cpu, own, time.perf_counter() - start)
         built = [k for k in build.kernels if k.built]

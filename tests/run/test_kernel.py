@@ -387,3 +387,30 @@ def test_a_file_with_simdgroup_matrices_checks_its_other_kernels(tmp_path, one_c
     assert build.error is None and set(kernels) == {"scale", "tile"}, build.log
     assert kernels["scale"].built and not kernels["tile"].built
     assert kernels["tile"].not_modelled, kernels["tile"]
+
+
+def test_a_build_whose_errors_cannot_be_placed_is_recorded(tmp_path, one_compiler, headers):
+    """An error in a header of the file's own is no kernel's and no part of the file's:
+    every kernel carries it, and the build is recorded, so the same check again asks no
+    compiler; a changed header is a new build."""
+    folder = tmp_path / "tree" / KERNELS
+    folder.mkdir(parents=True)
+    (folder / "Bad.h").write_text("int broken = ;\n")
+    metal = folder / "Placed.metal"
+    metal.write_text('#include "Bad.h"\n' + _FILL_KERNEL)
+    builder = KernelBuilder(one_compiler, headers, tmp_path / "tree", tmp_path / "cache")
+    first = builder.build(metal, run=frozenset())
+    assert [k.built for k in first.kernels] == [False] and not first.cached, first.log
+    again = builder.build(metal, run=frozenset())
+    assert again.cached and again.kernels == first.kernels
+    (folder / "Bad.h").write_text("int fixed = 1;\n")
+    fixed = builder.build(metal, run=frozenset())
+    assert not fixed.cached and [k.built for k in fixed.kernels] == [True], fixed.log
+
+
+_FILL_KERNEL = """#include <metal_stdlib>
+using namespace metal;
+kernel void fill(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  out[i] = 1.0f;
+}
+"""
