@@ -49,6 +49,7 @@ from pipeline.run.kernel_decls import (
 
 DRIVER_SOURCE = cxx.SHIM_DIR / "mps_kernel_driver.cpp"
 CACHE_VERSION = "5"
+_TIMED_OUT = "error: the compiler did not finish"
 # a kernel left out of a build for some kernels of its file (``KernelBuilder.build(only=)``)
 NOT_ASKED = "not compiled: the check asked for other kernels of the file"
 # the runtime switches fibers with _longjmp, which _FORTIFY_SOURCE refuses between stacks;
@@ -200,7 +201,7 @@ class KernelBuilder:
                 objects,
             )  # fmt: skip
             if skip is None:
-                return self._failed(metal, decls, found, start)
+                return self._failed(metal, base, decls, found, start)
             if objects:
                 in_object = kernels - skip
         return self._done(metal, base, decls, layout, in_object, found, start)
@@ -237,10 +238,12 @@ class KernelBuilder:
         return None
 
     def _failed(
-        self, metal: Path, decls: Sequence[KernelDecl], found: _Found, start: float
+        self, metal: Path, base: Path, decls: Sequence[KernelDecl], found: _Found, start: float
     ) -> FileBuild:
         """The build whose last errors could not be attributed: every kernel not already
-        failed carries the first of them."""
+        failed carries the first of them. It is recorded as a built one is (the same
+        inputs fail the same way, and a large file's failing passes are its slowest), but
+        for a compile that timed out, which says nothing of the file."""
         error = cxx.map_error(found.log.splitlines(), metal, self.root) or CompilerError(
             cxx.relative(metal, self.root), 1, None, "the compiler failed"
         )
@@ -250,6 +253,8 @@ class KernelBuilder:
             )
             for i, d in enumerate(decls)
         )
+        if _TIMED_OUT not in found.log:
+            _record(metal, base, kernels, (), None, found.probe_errors)
         return FileBuild(metal, None, kernels, False, time.monotonic() - start, log=found.log)
 
     def _declarations(self, metal: Path, base: Path) -> list[KernelDecl]:
@@ -308,7 +313,7 @@ class KernelBuilder:
                 command, capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False
             )
         except subprocess.TimeoutExpired:
-            return False, "error: the compiler did not finish"
+            return False, _TIMED_OUT
         log = proc.stderr.replace(str(source_metal), str(metal))
         if proc.returncode == 0 and not objects:
             return True, log
@@ -389,15 +394,8 @@ class KernelBuilder:
             index = rows.get(i, -1)
             kernels.append(KernelBuild(d, index, error, found.unmodelled.get(i, ())))
         names = tuple(dict.fromkeys(layout.parts[i].name for i in sorted(found.drop)))
-        depfiles = [base.with_suffix(suffix) for suffix in (".parse.d", ".d")]
-        depfiles.append(base.with_name(f"{base.name}-check.d"))
-        deps = [p for f in depfiles if f.is_file() for p in cxx.read_depfile(f)] + [metal]
         library = base.with_suffix(".so") if in_object else None
-        digests = {str(p): cxx.file_digest(p) for p in deps if "kernel.metal" not in p.name}
-        saved = Manifest(
-            digests, names, library is not None, _KernelTable.of(kernels), found.probe_errors
-        )
-        cxx.write_manifest(base.with_suffix(".json"), saved)
+        _record(metal, base, kernels, names, library, found.probe_errors)
         return FileBuild(
             metal, library, tuple(kernels), False, time.monotonic() - start, names, found.log,
             probe_errors=found.probe_errors,
@@ -419,6 +417,25 @@ class _Found:
     drop: set[int] = field(default_factory=set)  # the file's parts set aside
     probe_errors: dict[str, str] = field(default_factory=dict)
     log: str = ""
+
+
+def _record(
+    metal: Path,
+    base: Path,
+    kernels: Sequence[KernelBuild],
+    set_aside: tuple[str, ...],
+    library: Path | None,
+    probe_errors: dict[str, str],
+) -> None:
+    """Write the build's record: every file its passes read, by digest, and each kernel."""
+    depfiles = [base.with_suffix(suffix) for suffix in (".parse.d", ".d")]
+    depfiles.append(base.with_name(f"{base.name}-check.d"))
+    deps = [p for f in depfiles if f.is_file() for p in cxx.read_depfile(f)] + [metal]
+    digests = {str(p): cxx.file_digest(p) for p in deps if "kernel.metal" not in p.name}
+    saved = Manifest(
+        digests, set_aside, library is not None, _KernelTable.of(kernels), probe_errors
+    )
+    cxx.write_manifest(base.with_suffix(".json"), saved)
 
 
 def _cached(metal: Path, base: Path, start: float) -> FileBuild | None:

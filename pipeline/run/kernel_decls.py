@@ -48,7 +48,8 @@ _NOT_MODELLED_TYPE = re.compile(r"\b(texture\w*|sampler|depth\w*|imageblock\w*|t
 _MARKER = re.compile(r'^# (\d+) "([^"]*)"')
 # a kernel's name may be qualified: c10/metal's REGISTER_UNARY_OP instantiates
 # `::c10::metal::unary_dense<...>`
-_VOID = re.compile(r"\bvoid\s+((?:::\s*)?(?:\w+\s*::\s*)*\w+)\s*")
+# `kernel void name(` or, as upstream's SpecialOps writes it, `void kernel name(`
+_VOID = re.compile(r"\bvoid\s+(kernel\s+)?((?:::\s*)?(?:\w+\s*::\s*)*\w+)\s*")
 _ATTRIBUTE = re.compile(r"\[\[\s*([\w:]+)\s*(?:\((.*?)\))?\s*\]\]", re.S)
 _KERNEL = re.compile(r"\bkernel\b")
 _HOST_NAME = re.compile(r'\[\[\s*host_name\s*\(((?:\s*"[^"]*")+)\s*\)\s*\]\]')
@@ -147,12 +148,12 @@ def _heads(text: str, path: str) -> Iterator[_Head]:
         if not masked.startswith("(", pos):
             continue
         prefix = text[_prefix_start(masked, m.start()) : m.start()]
-        if not (_KERNEL.search(prefix) or _HOST_NAME.search(prefix)):
+        if not (m.group(1) or _KERNEL.search(prefix) or _HOST_NAME.search(prefix)):
             continue
         close = match_close(masked, pos, path)
         next_char = _NEXT_CHAR.match(masked, close + 1)
         after = next_char.group(1) if next_char else ""
-        name = re.sub(r"\s+", "", m.group(1))
+        name = re.sub(r"\s+", "", m.group(2))
         yield _Head(m.start(), name, template_args, prefix, text[pos + 1 : close], after)
 
 

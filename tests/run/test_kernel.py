@@ -359,3 +359,58 @@ def test_class_types_in_device_memory(tmp_path, compiler, headers):
     assert struct.unpack("<4f", swapped.buffers[0]) == (2.0, 1.0, 4.0, 3.0)
     assert round_trip.buffers[0] == bytes([0x3C, 0xAD])
     assert struct.unpack("<2f", round_trip.buffers[1]) == (1.5, -0.40625)
+
+
+SIMDGROUP_MATRIX = """#include <metal_simdgroup_matrix>
+#include <metal_stdlib>
+using namespace metal;
+kernel void scale(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  x[i] *= 2.0f;
+}
+kernel void tile(device float* x [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
+  simdgroup_matrix<float, 8, 8> m;
+  simdgroup_load(m, x, 8);
+}
+"""
+
+
+def test_a_file_with_simdgroup_matrices_checks_its_other_kernels(tmp_path, one_compiler, headers):
+    """<metal_simdgroup_matrix> is one of Metal's headers (upstream's Convolution includes
+    it): the file preprocesses, the kernel using a simdgroup matrix is not modelled, and the
+    file's other kernels are checked as any other."""
+    metal = tmp_path / "tree" / KERNELS / "Tiles.metal"
+    metal.parent.mkdir(parents=True)
+    metal.write_text(SIMDGROUP_MATRIX)
+    builder = KernelBuilder(one_compiler, headers, tmp_path / "tree", tmp_path / "cache")
+    build = builder.build(metal, run=frozenset())
+    kernels = {k.decl.host_name: k for k in build.kernels}
+    assert build.error is None and set(kernels) == {"scale", "tile"}, build.log
+    assert kernels["scale"].built and not kernels["tile"].built
+    assert kernels["tile"].not_modelled, kernels["tile"]
+
+
+def test_a_build_whose_errors_cannot_be_placed_is_recorded(tmp_path, one_compiler, headers):
+    """An error in a header of the file's own is no kernel's and no part of the file's:
+    every kernel carries it, and the build is recorded, so the same check again asks no
+    compiler; a changed header is a new build."""
+    folder = tmp_path / "tree" / KERNELS
+    folder.mkdir(parents=True)
+    (folder / "Bad.h").write_text("int broken = ;\n")
+    metal = folder / "Placed.metal"
+    metal.write_text('#include "Bad.h"\n' + _FILL_KERNEL)
+    builder = KernelBuilder(one_compiler, headers, tmp_path / "tree", tmp_path / "cache")
+    first = builder.build(metal, run=frozenset())
+    assert [k.built for k in first.kernels] == [False] and not first.cached, first.log
+    again = builder.build(metal, run=frozenset())
+    assert again.cached and again.kernels == first.kernels
+    (folder / "Bad.h").write_text("int fixed = 1;\n")
+    fixed = builder.build(metal, run=frozenset())
+    assert not fixed.cached and [k.built for k in fixed.kernels] == [True], fixed.log
+
+
+_FILL_KERNEL = """#include <metal_stdlib>
+using namespace metal;
+kernel void fill(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  out[i] = 1.0f;
+}
+"""

@@ -116,3 +116,24 @@ def test_explicit_instantiations_are_blanked_in_place():
     out = strip_instantiations(text)
     assert len(out) == len(text) and out.count("\n") == 2
     assert "template" not in out and out.strip().endswith("int y;")
+
+
+VOID_KERNEL = """# 1 "/t/S.metal"
+template <typename T0, typename T1>
+void kernel
+i0(device T0* output, constant T1* input, uint index [[thread_position_in_grid]]) {}
+void helper(device float* x) {}
+template [[host_name("i0_float_half")]] void kernel i0<float, half>(device float*, constant half*, uint);
+"""
+
+
+def test_the_kernel_keyword_after_the_return_type():
+    """`void kernel name(` is a kernel as `kernel void name(` is (upstream's SpecialOps);
+    a plain function is none."""
+    (k,) = parse_kernels(VOID_KERNEL, "/t/S.metal")
+    assert (k.host_name, k.function, k.template_args) == ("i0_float_half", "i0", "float, half")
+    assert [(p.kind, p.index, p.attr) for p in k.params] == [
+        ("buffer", 0, ""),
+        ("buffer", 1, ""),
+        ("attr", -1, "thread_position_in_grid"),
+    ]
