@@ -43,6 +43,11 @@ _PLACE = re.compile(
 )
 _NOT_MODELLED = re.compile(r"mps_not_modelled::(\w+)")
 _UNDEFINED = re.compile(r"undefined reference to [`'](?P<symbol>[^'\n]+)'")
+# an instantiation context line: GCC's "In instantiation of 'SPEC':" (innermost first),
+# clang's "note: in instantiation of function template specialization 'SPEC' requested here"
+_INSTANTIATION = re.compile(
+    r"[Ii]n instantiation of (?:[a-z ]+ )?[\u2018'](?P<spec>.+?)[\u2019'](?::\s*$| requested here)"
+)
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,16 @@ def metal_lines(diagnostic: Diagnostic, metal: Path) -> list[int]:
     """The lines of ``metal`` that ``diagnostic`` names."""
     target = metal.resolve()
     return [line for path, line in diagnostic.places if Path(path).resolve() == target]
+
+
+def specialization(diagnostic: Diagnostic) -> str | None:
+    """The innermost function or class template specialization whose instantiation the
+    error is in, as the compiler names it (None for an error outside any instantiation)."""
+    for line in diagnostic.lines:
+        m = _INSTANTIATION.search(line)
+        if m:
+            return m.group("spec")
+    return None
 
 
 def not_modelled(log: str) -> tuple[str, ...]:

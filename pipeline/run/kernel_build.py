@@ -52,6 +52,11 @@ CACHE_VERSION = "5"
 _TIMED_OUT = "error: the compiler did not finish"
 # a kernel left out of a build for some kernels of its file (``KernelBuilder.build(only=)``)
 NOT_ASKED = "not compiled: the check asked for other kernels of the file"
+# a kernel of a build that ran out of rounds before any error was placed on it
+GAVE_UP = (
+    "not known to compile: the build ran out of rounds (cxx.MAX_ATTEMPTS) setting aside "
+    "other kernels' errors before any was this kernel's"
+)
 # the runtime switches fibers with _longjmp, which _FORTIFY_SOURCE refuses between stacks;
 # a simd function's call site is its return address: no sibling calls to blur it
 FLAGS = ("-U_FORTIFY_SOURCE", "-fno-optimize-sibling-calls", "-DMPS_KERNEL_THREADS=1")
@@ -235,21 +240,29 @@ class KernelBuilder:
             progress |= _probe_failures(found.log, base, kept, found.probe_errors)
             if not progress:
                 return None
+        found.gave_up = True
         return None
 
     def _failed(
         self, metal: Path, base: Path, decls: Sequence[KernelDecl], found: _Found, start: float
     ) -> FileBuild:
         """The build whose last errors could not be attributed: every kernel not already
-        failed carries the first of them. It is recorded as a built one is (the same
-        inputs fail the same way, and a large file's failing passes are its slowest), but
-        for a compile that timed out, which says nothing of the file."""
+        failed carries the first of them, or, when the rounds ran out while errors were
+        still being placed, is not known to compile (GAVE_UP: no error was its own). It is
+        recorded as a built one is (the same inputs fail the same way, and a large file's
+        failing passes are its slowest), but for a compile that timed out, which says
+        nothing of the file."""
         error = cxx.map_error(found.log.splitlines(), metal, self.root) or CompilerError(
             cxx.relative(metal, self.root), 1, None, "the compiler failed"
         )
+        where = cxx.relative(metal, self.root)
         kernels = tuple(
             KernelBuild(
-                d, error=found.failed.get(i, error), not_modelled=found.unmodelled.get(i, ())
+                d,
+                error=found.failed.get(
+                    i, CompilerError(where, d.line, None, GAVE_UP) if found.gave_up else error
+                ),
+                not_modelled=found.unmodelled.get(i, ()),
             )
             for i, d in enumerate(decls)
         )
@@ -348,6 +361,7 @@ class KernelBuilder:
             if kernel is not None and kernel < len(decls):
                 if kernel not in failed and kernel not in unmodelled:
                     self._fail(kernel, d, metal, failed, unmodelled)
+                    _share(kernel, d, decls, failed, unmodelled)
                     progress = True
             elif parts - drop:
                 for i in _in_parts(decls, layout, parts - drop):
@@ -417,6 +431,7 @@ class _Found:
     drop: set[int] = field(default_factory=set)  # the file's parts set aside
     probe_errors: dict[str, str] = field(default_factory=dict)
     log: str = ""
+    gave_up: bool = False  # the rounds ran out while errors were still being placed
 
 
 def _record(
@@ -541,6 +556,48 @@ def _probe_failures(log: str, base: Path, probes: Sequence[Probe], errors: dict[
                 errors.setdefault(probes[k].type, message.split("error:", 1)[-1].strip())
                 found = True
     return found
+
+
+_WORD = re.compile(r"\w+")
+# the classes a name is qualified by: ``angle_functor`` of ``T angle_functor::operator()(T)``
+_QUALIFIER = re.compile(r"(\w+)(?:<[^<>]*>)?::")
+
+
+def _share(
+    kernel: int,
+    d: cxx_parts.Diagnostic,
+    decls: Sequence[KernelDecl],
+    failed: dict[int, CompilerError],
+    unmodelled: dict[int, tuple[str, ...]],
+) -> None:
+    """Give ``kernel``'s error to every kernel its failing specialization is reached by too.
+
+    The compiler reports a failing specialization once per compile, through the first
+    kernel that instantiates it: the others would each cost a round. A specialization of a
+    member of a class the kernel is given as a template argument (``angle_functor::
+    operator()`` for ``bfloat``, from ``unary_dense<bfloat, angle_functor>``) is reached
+    alike by every kernel template given the same arguments (``unary_strided<bfloat,
+    angle_functor>``); one of the kernel's own template (``first_lane<float>``) is not.
+    """
+    spec = cxx_parts.specialization(d)
+    args = decls[kernel].template_args
+    if spec is None or args is None:
+        return
+    same = " ".join(_WORD.findall(args))
+    if not set(_QUALIFIER.findall(spec.split(" [with ")[0])) & set(same.split()):
+        return
+    host = decls[kernel].host_name
+    for i, other in enumerate(decls):
+        if i in failed or i in unmodelled or other.template_args is None:
+            continue
+        if " ".join(_WORD.findall(other.template_args)) != same:
+            continue
+        if kernel in unmodelled:
+            unmodelled[i] = unmodelled[kernel]
+        else:
+            e = failed[kernel]
+            note = f" (the same failing specialization as {host}: {spec.split(' [with ')[0]})"
+            failed[i] = CompilerError(e.path, e.line, e.column, e.message + note)
 
 
 def _in_parts(decls: Sequence[KernelDecl], layout: cxx_parts.Layout, parts: set[int]) -> set[int]:

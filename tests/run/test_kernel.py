@@ -19,7 +19,7 @@ from pipeline.flows import kernel as flow
 from pipeline.report.kernel import to_json
 from pipeline.results.kernel import KernelFileReport, KernelStatus
 from pipeline.run import cxx, kernel_run, reference
-from pipeline.run.kernel_build import NOT_ASKED, KernelBuilder
+from pipeline.run.kernel_build import GAVE_UP, NOT_ASKED, KernelBuilder
 from pipeline.tree import host_launch, launch
 from pipeline.tree.source import TreeSource
 from tests.conftest import fetched
@@ -414,3 +414,72 @@ kernel void fill(device float* out [[buffer(0)]], uint i [[thread_position_in_gr
   out[i] = 1.0f;
 }
 """
+
+
+SHARED_FAILURE = """#include <metal_stdlib>
+using namespace metal;
+struct first_lane_functor {
+  template <typename T>
+  float operator()(const T x) {
+    return x.x;  // right for a vector, an error for a scalar: once per type, however reached
+  }
+};
+template <typename T, typename F>
+kernel void apply_dense(device float* out [[buffer(0)]], constant T* in [[buffer(1)]],
+                        uint i [[thread_position_in_grid]]) {
+  out[i] = F()(in[i]);
+}
+template <typename T, typename F>
+kernel void apply_strided(device float* out [[buffer(0)]], constant T* in [[buffer(1)]],
+                          constant uint& stride [[buffer(2)]],
+                          uint i [[thread_position_in_grid]]) {
+  out[i] = F()(in[i * stride]);
+}
+#define REGISTER_FIRST_LANE(T)                                                       \\
+  template [[host_name("dense_" #T)]] kernel void apply_dense<T, first_lane_functor>( \\
+      device float*, constant T*, uint);                                             \\
+  template [[host_name("strided_" #T)]] kernel void                                  \\
+  apply_strided<T, first_lane_functor>(device float*, constant T*, constant uint&, uint);
+REGISTER_FIRST_LANE(float2);
+REGISTER_FIRST_LANE(float);
+REGISTER_FIRST_LANE(half2);
+"""
+
+
+def test_kernels_reaching_one_failing_specialization_fail_in_one_round(
+    tmp_path, compiler, headers, monkeypatch
+):
+    """Both compilers: a failing specialization is reported once per compile, through the
+    first kernel that reaches it; every kernel given the same template arguments carries
+    its error from that round on, saying so, and the rest of the file builds in the next."""
+    monkeypatch.setattr(cxx, "MAX_ATTEMPTS", 2)  # the failing round and the one that builds
+    metal = tmp_path / "tree" / KERNELS / "Shared.metal"
+    metal.parent.mkdir(parents=True)
+    metal.write_text(SHARED_FAILURE)
+    builder = KernelBuilder(compiler, headers, tmp_path / "tree", tmp_path / "cache")
+    build = builder.build(metal, run=frozenset())
+    kernels = {k.decl.host_name: k for k in build.kernels}
+    assert [n for n, k in kernels.items() if k.built] == [
+        "dense_float2", "strided_float2", "dense_half2", "strided_half2"
+    ], build.log  # fmt: skip
+    errors = [kernels[n].error for n in ("dense_float", "strided_float")]
+    assert all(e is not None and e.line == 6 for e in errors), errors
+    shared = [e.message for e in errors if e is not None and "the same failing spec" in e.message]
+    assert len(shared) == 1 and "first_lane_functor" in shared[0], errors
+
+
+def test_kernels_a_build_gave_up_before_are_not_known_to_compile(
+    tmp_path, one_compiler, headers, monkeypatch
+):
+    """When the rounds run out while errors are still being placed, the kernels no error was
+    placed on are not known to compile: none carries another kernel's error as its own."""
+    monkeypatch.setattr(cxx, "MAX_ATTEMPTS", 1)
+    metal = tmp_path / "tree" / KERNELS / "Shared.metal"
+    metal.parent.mkdir(parents=True)
+    metal.write_text(SHARED_FAILURE)
+    builder = KernelBuilder(one_compiler, headers, tmp_path / "tree", tmp_path / "cache")
+    build = builder.build(metal, run=frozenset())
+    messages = {k.decl.host_name: k.error.message for k in build.kernels if k.error}
+    assert set(messages) == {k.decl.host_name for k in build.kernels}, build.log
+    unknown = {n for n, m in messages.items() if m == GAVE_UP}
+    assert unknown == {"dense_float2", "strided_float2", "dense_half2", "strided_half2"}
