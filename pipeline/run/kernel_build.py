@@ -151,7 +151,8 @@ class KernelBuilder:
                 self._bfloat_builder = KernelBuilder(
                     self.bfloat, self.headers, self.root, self.cache_dir
                 )
-        second = self._bfloat_builder.build(metal, probes, only, run)
+        # a retry that has failed more kernels than the first left unbuilt cannot build more
+        second = self._bfloat_builder._build(metal, probes, only, run, first.built_count)
         if second.built_count > first.built_count:
             return replace(second, built_with=self.bfloat.label)
         return first
@@ -162,13 +163,16 @@ class KernelBuilder:
         probes: Sequence[Probe],
         only: frozenset[str],
         run: frozenset[str] | None,
+        beat: int = -1,
     ) -> FileBuild:
+        """The build, stopped (its undecided kernels GAVE_UP) once it cannot build more
+        than ``beat`` kernels; -1: never."""
         start = time.monotonic()
         metal = metal.resolve()
         text = metal.read_text(encoding="utf-8")
         key = cxx.digest(
             [CACHE_VERSION, self.compiler.identity, *self.flags(), str(metal), text, repr(probes)]
-            + sorted(only) + ["run:", *(["*"] if run is None else sorted(run))]
+            + sorted(only) + ["run:", *(["*"] if run is None else sorted(run)), f"beat:{beat}"]
         )  # fmt: skip
         base = self.cache_dir / f"{metal.stem}-{key[:20]}"
         cached = _cached(metal, base, start)
@@ -185,6 +189,7 @@ class KernelBuilder:
         except ParseError:  # e.g. a last macro line with no `;`: errors go to kernels only
             layout = cxx_parts.Layout(text, (), (), {})
         found = _Found({i: d.not_modelled for i, d in enumerate(decls) if d.not_modelled})
+        found.beat = beat
         if only:
             where = cxx.relative(metal, self.root)
             found.failed.update(
@@ -238,6 +243,9 @@ class KernelBuilder:
                 metal, base, layout, decls, found.log, found.drop, found.failed, found.unmodelled
             )
             progress |= _probe_failures(found.log, base, kept, found.probe_errors)
+            if len(decls) - len(found.failed.keys() | found.unmodelled.keys()) <= found.beat:
+                found.gave_up = True
+                return None
             if not progress:
                 return None
         found.gave_up = True
@@ -431,7 +439,10 @@ class _Found:
     drop: set[int] = field(default_factory=set)  # the file's parts set aside
     probe_errors: dict[str, str] = field(default_factory=dict)
     log: str = ""
-    gave_up: bool = False  # the rounds ran out while errors were still being placed
+    # the rounds ran out while errors were still being placed, or it could not build
+    # more than ``beat`` kernels (a retry's bound: it is kept only if it builds more)
+    gave_up: bool = False
+    beat: int = -1
 
 
 def _record(

@@ -483,3 +483,17 @@ def test_kernels_a_build_gave_up_before_are_not_known_to_compile(
     assert set(messages) == {k.decl.host_name for k in build.kernels}, build.log
     unknown = {n for n, m in messages.items() if m == GAVE_UP}
     assert unknown == {"dense_float2", "strided_float2", "dense_half2", "strided_half2"}
+
+
+def test_a_retry_stops_once_it_cannot_build_more(tmp_path, one_compiler, headers):
+    """The built-in bfloat's retry is kept only if it builds more kernels than the first
+    build: it stops as soon as it has failed too many to, its undecided kernels unknown."""
+    metal = tmp_path / "tree" / KERNELS / "Shared.metal"
+    metal.parent.mkdir(parents=True)
+    metal.write_text(SHARED_FAILURE)
+    builder = KernelBuilder(one_compiler, headers, tmp_path / "tree", tmp_path / "cache")
+    bounded = builder._build(metal, (), frozenset(), frozenset(), 4)
+    assert bounded.built_count == 0, bounded.log
+    assert sum(k.error is not None and k.error.message == GAVE_UP for k in bounded.kernels) == 4
+    open_ended = builder._build(metal, (), frozenset(), frozenset(), 3)
+    assert open_ended.built_count == 4, open_ended.log
