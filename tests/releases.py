@@ -48,6 +48,8 @@ _LAYOUT = (
     (_TESTING + "opinfo/definitions/*.py", _TESTING + "opinfo/definitions/"),
     ("torch/include/ATen/native/*.h", _NATIVE),
     ("torch/include/c10/metal/*.h", "c10/metal/"),
+    # inductor's Metal codegen, whose c10::metal calls check-math's audit counts
+    ("torch/_inductor/codegen/mps.py", "torch/_inductor/codegen/mps.py"),
     # the release's own torchgen, the reference its yaml is checked against (a checkout
     # has it at its root too); the installed one is OLDEST's and refuses newer yaml
     ("torchgen/**.py", "torchgen/"),
