@@ -29,8 +29,8 @@ from pipeline.guide import backlog, checklist, exec_paths
 from pipeline.guide import review as review_checks
 from pipeline.impact.analyze import SCHEMA as AFFECTED_SCHEMA
 from pipeline.report import dashboard
-from pipeline.report import math as math_report
 from pipeline.results import kernel as kernel_results
+from pipeline.results import math as math_results
 from pipeline.results import nightly, pr, shards
 from pipeline.results import speed as speeds
 from tests.commands.test_pr_report import (
@@ -59,7 +59,7 @@ OUTPUTS = {
     "nightly summary.json": nightly.SCHEMA,
     "pr-report results.json": pr.SCHEMA,
     "shards --json": shards.SCHEMA,
-    "check-math --json": math_report.SCHEMA,
+    "check-math --json": math_results.SCHEMA,
     "check-kernel --json": kernel_results.SCHEMA,
     "review --json": review_checks.SCHEMA_VERSION,
     "backlog --claims --json": 1,

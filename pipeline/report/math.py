@@ -3,73 +3,15 @@ migrate summary, the PR comment) and as JSON (schema in docs/machine-output.md).
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from pipeline.fields import dump
 from pipeline.report.pr_comment import code_span
 from pipeline.report.render import escape_markdown
-from pipeline.results.math import SCHEMA, Agreement, DtypeCheck, FunctorCheck, MathReport
-
-
-class CounterexampleJson(TypedDict):
-    inputs: list[str]
-    kernel: str
-    torch: str
-    kind: str
-
-
-class DtypeCheckJson(TypedDict):
-    dtype: str
-    output_dtype: str
-    torch_dtype: str | None
-    status: str
-    checked: int
-    matched: int
-    mismatched: int
-    precision: int
-    nan_inf: int
-    value: int
-    crashes: int
-    subnormal: int
-    refused: int
-    edge_inputs: int
-    sample_inputs: int
-    upcast: bool
-    findings: list[str]
-    counterexamples: list[CounterexampleJson]
-    no_reference: str | None
-    known: str | None
-
-
-class FunctorCheckJson(TypedDict):
-    kernel: str
-    file: str
-    reference: str | None
-    compile_error: str | None
-    failure: str | None
-    not_modelled: list[str]
-    set_aside: list[str]
-    built_with: str | None
-    cached: bool
-    skipped_dtypes: list[str]
-    dtypes: list[DtypeCheckJson]
-
-
-class MathJson(TypedDict):
-    """The ``check-math --json`` document (and results.json's ``math``)."""
-
-    schema: int
-    ok: bool
-    compiler: str
-    headers: str
-    counts: dict[str, int]
-    functors: list[FunctorCheckJson]
-    not_covered: str
-    warnings: list[str]
-
+from pipeline.results.math import Agreement, DtypeCheck, FunctorCheck, MathReport
+from pipeline.results.pr import MathDoc
 
 NOT_COVERED = (
     "Not covered: subnormal flushing on the GPU, fast-math precision, host-side dispatch "
@@ -241,58 +183,7 @@ def render_markdown(report: MathReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _dtype_json(d: DtypeCheck) -> DtypeCheckJson:
-    return {
-        "dtype": d.dtype,
-        "output_dtype": d.output,
-        "torch_dtype": d.torch_dtype,
-        "status": str(d.status),
-        "checked": d.checked,
-        "matched": d.matched,
-        "mismatched": d.mismatched,
-        "precision": d.precision,
-        "nan_inf": d.special,
-        "value": d.exact,
-        "crashes": d.crashes,
-        "subnormal": d.subnormal,
-        "refused": d.refused,
-        "edge_inputs": d.edge,
-        "sample_inputs": d.samples,
-        "upcast": d.upcast,
-        "findings": list(d.findings),
-        "counterexamples": [
-            {"inputs": list(c.inputs), "kernel": c.kernel, "torch": c.torch, "kind": str(c.kind)}
-            for c in d.counterexamples
-        ],
-        "no_reference": d.no_reference,
-        "known": d.known,
-    }
-
-
-def _functor_json(f: FunctorCheck) -> FunctorCheckJson:
-    return {
-        "kernel": f.kernel,
-        "file": f.file,
-        "reference": f.reference,
-        "compile_error": f.compile_error,
-        "failure": f.failure,
-        "not_modelled": list(f.not_modelled),
-        "set_aside": list(f.set_aside),
-        "built_with": f.built_with,
-        "cached": f.cached,
-        "skipped_dtypes": list(f.skipped),
-        "dtypes": [_dtype_json(d) for d in f.dtypes],
-    }
-
-
-def to_json(report: MathReport) -> MathJson:
-    return {
-        "schema": SCHEMA,
-        "ok": not report.failed,
-        "compiler": report.compiler,
-        "headers": report.headers,
-        "counts": report.counts(),
-        "functors": [_functor_json(f) for f in report.functors],
-        "not_covered": NOT_COVERED,
-        "warnings": list(report.warnings),
-    }
+def to_json(report: MathReport) -> object:
+    """The ``check-math --json`` document (and results.json's ``math``), as
+    :class:`pipeline.results.pr.MathDoc` declares and reads it back."""
+    return dump(MathDoc.of(report, NOT_COVERED))

@@ -21,7 +21,6 @@ from pipeline.report.inductor import summary as inductor_summary
 from pipeline.report.kernel import KernelFileDoc
 from pipeline.report.kernel import render_markdown as kernel_markdown
 from pipeline.report.kernel import to_json as kernel_to_json
-from pipeline.report.math import MathJson
 from pipeline.report.math import render_markdown as math_markdown
 from pipeline.report.math import to_json as math_json
 from pipeline.report.pr_comment import MARKER, build_comment, code_span, commit_status_for
@@ -34,7 +33,7 @@ from pipeline.results.device import Device, DeviceJson
 from pipeline.results.inductor import InductorJson, InductorRun
 from pipeline.results.kernel import SCHEMA as KERNEL_SCHEMA
 from pipeline.results.kernel import KernelsSection
-from pipeline.results.math import MathReport, MathSkipped, MathSkippedJson
+from pipeline.results.math import MathReport, MathSkipped
 from pipeline.results.pr import (
     RESULTS_JSON,
     SCHEMA,
@@ -98,7 +97,7 @@ class PrResultsJson(TypedDict):
     baseline: baselines.BaselineJson
     review: dict | None  # ReviewDocument.to_json's
     speed: dict[str, object] | None  # SpeedReport.to_dict's
-    math: MathJson | MathSkippedJson | None
+    math: object  # report.math.to_json's, MathSkipped.to_dict's or None
     kernels: KernelsJson | None
     inductor: InductorJson | None
 
@@ -298,7 +297,7 @@ class PrResults:
             "inductor": None if self.inductor is None else self.inductor.to_dict(),
         }
 
-    def _math_json(self) -> MathJson | MathSkippedJson | None:
+    def _math_json(self) -> object:
         if self.math is None:
             return None
         if isinstance(self.math, MathSkipped):

@@ -99,9 +99,10 @@ class _SkippedDoc:
 
 
 @dataclass(frozen=True)
-class _DtypeDoc:
-    """One dtype of a functor in check-math's ``--json`` (:func:`pipeline.report.math.to_json`):
-    a :class:`DtypeCheck`, with its status and mismatched count for readers."""
+class DtypeDoc:
+    """One dtype of a functor in check-math's ``--json`` (:func:`pipeline.report.math.to_json`
+    writes it, :func:`math_from` reads it): a :class:`DtypeCheck`, with its status and
+    mismatched count for readers."""
 
     dtype: str
     output_dtype: str
@@ -124,6 +125,14 @@ class _DtypeDoc:
     no_reference: str | None
     known: str | None
 
+    @classmethod
+    def of(cls, d: DtypeCheck) -> DtypeDoc:
+        return cls(
+            d.dtype, d.output, d.torch_dtype, d.status, d.checked, d.matched, d.mismatched,
+            d.precision, d.special, d.exact, d.crashes, d.subnormal, d.refused, d.edge,
+            d.samples, d.upcast, d.findings, d.counterexamples, d.no_reference, d.known,
+        )  # fmt: skip
+
     def check(self, kernel: str, where: str) -> DtypeCheck:
         """The check, whose status and mismatched count must be what the document says."""
         check = DtypeCheck(
@@ -144,7 +153,7 @@ class _DtypeDoc:
 
 
 @dataclass(frozen=True)
-class _FunctorDoc:
+class FunctorDoc:
     kernel: str
     file: str
     reference: str | None
@@ -155,7 +164,14 @@ class _FunctorDoc:
     built_with: str | None
     cached: bool
     skipped_dtypes: tuple[str, ...]
-    dtypes: tuple[_DtypeDoc, ...]
+    dtypes: tuple[DtypeDoc, ...]
+
+    @classmethod
+    def of(cls, f: FunctorCheck) -> FunctorDoc:
+        return cls(
+            f.kernel, f.file, f.reference, f.compile_error, f.failure, f.not_modelled,
+            f.set_aside, f.built_with, f.cached, f.skipped, tuple(map(DtypeDoc.of, f.dtypes)),
+        )  # fmt: skip
 
     def check(self, where: str) -> FunctorCheck:
         return FunctorCheck(
@@ -176,7 +192,7 @@ class _FunctorDoc:
 
 
 @dataclass(frozen=True)
-class _MathDoc:
+class MathDoc:
     """check-math's ``--json`` document; ``ok``, ``counts`` and ``not_covered`` are for
     readers, made of the rest."""
 
@@ -185,9 +201,16 @@ class _MathDoc:
     compiler: str
     headers: str
     counts: dict[str, int]
-    functors: tuple[_FunctorDoc, ...]
+    functors: tuple[FunctorDoc, ...]
     not_covered: str
     warnings: tuple[str, ...]
+
+    @classmethod
+    def of(cls, report: MathReport, not_covered: str) -> MathDoc:
+        return cls(
+            MATH_SCHEMA, not report.failed, report.compiler, report.headers, report.counts(),
+            tuple(map(FunctorDoc.of, report.functors)), not_covered, report.warnings,
+        )  # fmt: skip
 
 
 def math_from(data: object, where: str) -> MathReport | MathSkipped:
@@ -198,7 +221,7 @@ def math_from(data: object, where: str) -> MathReport | MathSkipped:
         skipped = read(_SkippedDoc, data, RESULTS_JSON, where)
         _math_schema(skipped.schema, where)
         return MathSkipped(skipped.skipped)
-    doc = read(_MathDoc, data, RESULTS_JSON, where)
+    doc = read(MathDoc, data, RESULTS_JSON, where)
     _math_schema(doc.schema, where)
     functors = tuple(f.check(f"{where}.functors[{i}]") for i, f in enumerate(doc.functors))
     return MathReport(functors, compiler=doc.compiler, headers=doc.headers, warnings=doc.warnings)
