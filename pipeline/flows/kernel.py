@@ -30,7 +30,8 @@ from pipeline.results.kernel import (
     judge,
 )
 from pipeline.run import cxx, cxx_bfloat, kernel_run, reference
-from pipeline.run.kernel_build import FileBuild, KernelBuild, KernelBuilder, Probe
+from pipeline.run.kernel_build import KernelBuilder, Probe
+from pipeline.run.kernel_record import FileBuild, KernelBuild
 from pipeline.run.kernel_run import SCHEDULES, Dispatch, Listing, Run, schedule_name
 from pipeline.run.reference import KernelAnswer
 from pipeline.tree import host_launch, launch
