@@ -49,6 +49,8 @@ class FileBuild:
     probe_errors: dict[str, str] = field(default_factory=dict)
     # the compiler's label when the builder's bfloat compiler built it, not its own
     built_with: str | None = None
+    # the kernels the bfloat compiler built alone, when the class compiled the rest
+    retried: tuple[str, ...] = ()
 
     @property
     def built_count(self) -> int:
