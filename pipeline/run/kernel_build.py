@@ -44,6 +44,7 @@ from pipeline.run.kernel_decls import (
     KernelDecl,
     parse_kernels,
     rewrite_threadgroup,
+    segments,
     strip_instantiations,
 )
 from pipeline.run.kernel_record import FileBuild, KernelBuild, cached, record
@@ -225,10 +226,9 @@ class KernelBuilder:
         aside what fails until the rest compiles; whether it did. A file of many kernels is
         checked in chunks, as many at once as there are CPUs, each from the one preprocessed
         unit with the other chunks' callers blanked: a round compiles again only the chunks
-        that failed (UnaryKernel.metal: 8 failing kernels of 3,066 cost a quarter of it)."""
-        chunks = _chunks(sorted(kernels), self.jobs)
-        pending = list(range(len(chunks)))
-        expanded, drop = None, set(found.drop)
+        that failed, split again (UnaryKernel.metal: 8 failing kernels of 3,066 cost a
+        quarter of it)."""
+        todo, expanded, drop = set(kernels), None, set(found.drop)
         with ThreadPoolExecutor(self.jobs) as pool:
             for _ in range(cxx.MAX_ATTEMPTS):
                 out = set(found.failed) | set(found.unmodelled)
@@ -240,13 +240,13 @@ class KernelBuilder:
                 if expanded is None:
                     logs = [log]  # the unit itself did not preprocess
                 else:
-                    futures = {
-                        c: pool.submit(self._syntax, metal, base, expanded, c, chunks[c] - out)
-                        for c in pending
-                    }
-                    done = {c: f.result() for c, f in futures.items()}
-                    pending = [c for c in pending if not done[c][0]]
-                    logs = [done[c][1] for c in pending]
+                    futures = [
+                        (chunk, pool.submit(self._syntax, metal, base, expanded, c, chunk))
+                        for c, chunk in enumerate(_chunks(sorted(todo - out), self.jobs))
+                    ]
+                    done = [(chunk, *f.result()) for chunk, f in futures]
+                    logs = [log for _, ok, log in done if not ok]
+                    todo = set().union(*(chunk for chunk, ok, _ in done if not ok))
                 if not logs:
                     return True
                 progress = False
@@ -272,8 +272,6 @@ class KernelBuilder:
     ) -> tuple[bool, str]:
         """One chunk's check: ``expanded`` with only the callers of ``keep``, through the
         front end. Whether it compiled, and the log."""
-        if not keep:
-            return True, ""
         source = base.with_suffix(f".{chunk}.ii")
         write_atomic(source, _blanked(expanded, str(base.with_suffix(".cpp")), keep))
         command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", "-fsyntax-only"]
@@ -588,32 +586,26 @@ def _chunks(kernels: Sequence[int], jobs: int) -> list[set[int]]:
     """``kernels`` in runs of neighbours, one for each CPU when there are enough of them:
     a functor's kernels are neighbours, so one that fails mostly fails a single chunk."""
     count = max(1, min(jobs, len(kernels) // _CHUNK))
-    size = -(-len(kernels) // count)
+    size = max(1, -(-len(kernels) // count))
     return [set(kernels[i : i + size]) for i in range(0, len(kernels), size)]
-
-
-_LINE_MARKER = re.compile(r'^# (\d+) "([^"]*)"', re.M)
 
 
 def _blanked(expanded: str, unit: str, keep: set[int]) -> str:
     """``expanded``, a check's unit preprocessed, with every kernel caller but those of
-    ``keep`` blanked (line numbers kept). The callers end the unit: only the text after
-    the last line marker of another file is read."""
-    start = 0
-    for m in _LINE_MARKER.finditer(expanded):
-        if m.group(2) != unit:
-            start = expanded.find("\n", m.end()) + 1
-    head, tail = expanded[:start], expanded[start:].split("\n")
-    line, mine = 0, False
-    for n, text in enumerate(tail):
-        marker = _LINE_MARKER.match(text)
-        if marker:
-            line, mine = int(marker.group(1)), marker.group(2) == unit
+    ``keep`` blanked, line numbers kept: only the unit's own lines are read (a header's
+    line 1000 is no caller)."""
+    out, pos = [], 0
+    for s in segments(expanded):
+        if s.path != unit or s.line + s.end - s.start < _FIRST:  # no line reaches _FIRST
             continue
-        if mine and line >= _FIRST and _kernel_of_line(line) not in keep:
-            tail[n] = ""
-        line += 1
-    return head + "\n".join(tail)
+        lines = s.lines(expanded)
+        for n in range(max(0, _FIRST - s.line), len(lines)):
+            if _kernel_of_line(s.line + n) not in keep:
+                lines[n] = ""
+        out += [expanded[pos : s.start], "\n".join(lines)]
+        pos = s.end
+    out.append(expanded[pos:])
+    return "".join(out)
 
 
 def _call(d: KernelDecl) -> str:

@@ -526,11 +526,12 @@ def test_a_chunk_is_its_unit_with_the_other_callers_blanked() -> None:
     header's lines past line 1000 are never touched, and every line number is kept."""
     unit = "/c/u-check.cpp"
     header = ['# 1 "/h/big.h"', *(f"int h{n};" for n in range(1200)), f'# 6 "{unit}" 2']
+    header += ['# 1100 "/h/late.h" 1', "int late;", f'# 6 "{unit}" 2']
     callers = [f'# 1000 "{unit}"', "k0();", "m0;", "k1();", "m1;", "", "", "k3();", "m3;"]
     text = "\n".join(header + callers) + "\n"
     out = kernel_build._blanked(text, unit, {1, 3})
     assert out.count("\n") == text.count("\n")
-    assert "int h1100;" in out and "k0();" not in out and "m0;" not in out
+    assert "int h1100;" in out and "int late;" in out and "k0();" not in out and "m0;" not in out
     assert all(s in out for s in ("k1();", "m1;", "k3();", "m3;"))
 
 
