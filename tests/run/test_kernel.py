@@ -483,6 +483,11 @@ def test_kernels_a_build_gave_up_before_are_not_known_to_compile(
     assert set(messages) == {k.decl.host_name for k in build.kernels}, build.log
     unknown = {n for n, m in messages.items() if m == GAVE_UP}
     assert unknown == {"dense_float2", "strided_float2", "dense_half2", "strided_half2"}
+    # check-kernel says so: unknown, neither a pass nor a failure
+    checks = [flow._not_run(k, {}, metal) for k in build.kernels]
+    statuses = {c.kernel: c.status for c in checks if c is not None}
+    assert {n for n, s in statuses.items() if s is KernelStatus.UNKNOWN} == unknown
+    assert not any(c.failed for c in checks if c is not None and c.kernel in unknown)
 
 
 def test_a_retry_stops_once_it_cannot_build_more(tmp_path, one_compiler, headers):
