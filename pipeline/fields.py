@@ -288,13 +288,15 @@ def _member(kind: type[Enum], value: object, where: str, doc: str) -> Enum:
 def dump(model: object) -> object:
     """The JSON value of a model, as :func:`read` reads it back: a dataclass as an object
     keyed by its fields' keys, an enum as its value, a tuple as a list."""
+    if isinstance(model, Enum):
+        return model.value
+    if model is None or isinstance(model, (str, int, float)):  # most values: asked first
+        return model
     if dataclasses.is_dataclass(model) and not isinstance(model, type):
         return {
             json_key: dump(getattr(model, name) if made is None else made(model))
             for name, json_key, _, _, made in _fields_of(type(model))
         }  # fmt: skip
-    if isinstance(model, Enum):
-        return model.value
     if isinstance(model, (tuple, list)):
         return [dump(v) for v in model]
     if isinstance(model, collections.abc.Mapping):

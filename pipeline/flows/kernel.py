@@ -30,7 +30,8 @@ from pipeline.results.kernel import (
     judge,
 )
 from pipeline.run import cxx, cxx_bfloat, kernel_run, reference
-from pipeline.run.kernel_build import FileBuild, KernelBuild, KernelBuilder, Probe
+from pipeline.run.kernel_build import GAVE_UP, KernelBuilder, Probe
+from pipeline.run.kernel_record import FileBuild, KernelBuild
 from pipeline.run.kernel_run import SCHEDULES, Dispatch, Listing, Run, schedule_name
 from pipeline.run.reference import KernelAnswer
 from pipeline.tree import host_launch, launch
@@ -175,6 +176,8 @@ def check_file(
         checks.update(_run_all(build, runnable, resolved, listing, runners, scratch))
     ordered = tuple(checks[k.decl.host_name] for k in chosen if k.decl.host_name in checks)
     compiler = build.built_with or builder.compiler.label
+    if build.retried and builder.bfloat is not None:
+        compiler += f"; {builder.bfloat.label} for {len(build.retried)} the bfloat class does not"
     return KernelFileReport(
         cxx.relative(metal, root), ordered, compiler, builder.headers.origin, build.seconds,
         build.cached, str(spec.path) if spec else None, build.set_aside,
@@ -185,6 +188,8 @@ def _not_run(k: KernelBuild, resolved: Resolved, spec_path: Path) -> KernelCheck
     name, line = k.decl.host_name, k.decl.line
     if k.not_modelled:
         return KernelCheck(name, line, KernelStatus.NOT_MODELLED, detail=", ".join(k.not_modelled))
+    if k.error is not None and k.error.message == GAVE_UP:
+        return KernelCheck(name, line, KernelStatus.UNKNOWN, detail=GAVE_UP)
     if not k.built:
         return KernelCheck(name, line, KernelStatus.COMPILE_ERROR, detail=str(k.error))
     entry = resolved.get(name)

@@ -26,6 +26,9 @@ class KernelStatus(str, Enum):
     COMPILE_ERROR = "compile error"
     NOT_MODELLED = "not modelled"
     NO_LAUNCH_SPEC = "no launch spec"
+    # whether it compiles is not known: its build gave up (rounds spent on other kernels'
+    # errors) before any error was its own; neither a pass nor a failure
+    UNKNOWN = "unknown"
 
     def __str__(self) -> str:
         return self.value

@@ -32,6 +32,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -41,11 +42,12 @@ from pipeline.run import cxx, cxx_parts
 from pipeline.run.build import CompilerError
 from pipeline.run.kernel_decls import (
     KernelDecl,
-    Param,
     parse_kernels,
     rewrite_threadgroup,
+    segments,
     strip_instantiations,
 )
+from pipeline.run.kernel_record import FileBuild, KernelBuild, cached, record
 
 DRIVER_SOURCE = cxx.SHIM_DIR / "mps_kernel_driver.cpp"
 CACHE_VERSION = "5"
@@ -68,45 +70,6 @@ _NOT_MODELLED = re.compile(
 
 
 @dataclass(frozen=True)
-class KernelBuild:
-    """One kernel of the file: it compiles when ``error`` and ``not_modelled`` are empty."""
-
-    decl: KernelDecl
-    # in the object's table; -1 when not in the object (it failed, or was only checked)
-    index: int = -1
-    error: CompilerError | None = None
-    not_modelled: tuple[str, ...] = ()
-
-    @property
-    def built(self) -> bool:
-        return self.error is None and not self.not_modelled
-
-    @property
-    def in_object(self) -> bool:
-        return self.index >= 0 and self.built
-
-
-@dataclass(frozen=True)
-class FileBuild:
-    metal: Path
-    library: Path | None  # None when no kernel was asked to run, or the file failed
-    kernels: tuple[KernelBuild, ...]
-    cached: bool
-    seconds: float
-    set_aside: tuple[str, ...] = ()
-    log: str = ""
-    error: CompilerError | None = None  # the file itself: nothing of it could be read
-    # a launch spec's struct type -> why its layout could not be read (a field it lacks)
-    probe_errors: dict[str, str] = field(default_factory=dict)
-    # the compiler's label when the builder's bfloat compiler built it, not its own
-    built_with: str | None = None
-
-    @property
-    def built_count(self) -> int:
-        return sum(k.built for k in self.kernels)
-
-
-@dataclass(frozen=True)
 class Probe:
     """A parameter struct whose fields' layout the object reports (see Layout)."""
 
@@ -122,6 +85,8 @@ class KernelBuilder:
     cache_dir: Path
     # a compiler with the built-in bfloat, for what the class does not compile (cxx's doc)
     bfloat: cxx.Compiler | None = None
+    # the compilers run at once by a check of a file of many kernels (``_check``)
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _bfloat_builder: KernelBuilder | None = field(default=None, repr=False)
 
@@ -143,14 +108,18 @@ class KernelBuilder:
         compiler instantiates nothing else, the rest carry NOT_ASKED). The object holds the
         kernels of ``run`` (None: every one); the others are checked, not generated."""
         first = self._build(metal, probes, only, run)
-        failed = any(k.error and k.error.message != NOT_ASKED for k in first.kernels)
+        failed = frozenset(k.decl.host_name for k in first.kernels if _failed_here(k))
         if self.bfloat is None or not failed:
             return first
         with self._lock:
             if self._bfloat_builder is None:
                 self._bfloat_builder = KernelBuilder(
-                    self.bfloat, self.headers, self.root, self.cache_dir
+                    self.bfloat, self.headers, self.root, self.cache_dir, jobs=self.jobs
                 )
+        if run is not None and not failed & run:
+            # none of them is to run: they alone are built again, checked, not generated
+            alone = self._bfloat_builder._build(metal, (), failed, frozenset())
+            return _merged(first, alone, self.bfloat.label)
         # a retry that has failed more kernels than the first left unbuilt cannot build more
         second = self._bfloat_builder._build(metal, probes, only, run, first.built_count)
         if second.built_count > first.built_count:
@@ -175,9 +144,9 @@ class KernelBuilder:
             + sorted(only) + ["run:", *(["*"] if run is None else sorted(run)), f"beat:{beat}"]
         )  # fmt: skip
         base = self.cache_dir / f"{metal.stem}-{key[:20]}"
-        cached = _cached(metal, base, start)
-        if cached is not None:
-            return cached
+        known = cached(metal, base, start)
+        if known is not None:
+            return known
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         try:
             decls = self._declarations(metal, base)
@@ -202,18 +171,15 @@ class KernelBuilder:
         wanted = {i for i in asked if run is None or decls[i].host_name in run}
         in_object: set[int] = set()
         # the object first: the check of the others then starts without what it set aside
-        for objects, kernels in ((True, wanted), (False, asked - wanted)):
-            if not kernels:
-                continue
-            unit = base if objects else base.with_name(f"{base.name}-check")
-            skip = self._pass(
-                metal, unit, layout, decls, every - kernels, probes if objects else (), found,
-                objects,
-            )  # fmt: skip
+        if wanted:
+            skip = self._pass(metal, base, layout, decls, every - wanted, probes, found)
             if skip is None:
                 return self._failed(metal, base, decls, found, start)
-            if objects:
-                in_object = kernels - skip
+            in_object = wanted - skip
+        checked = asked - wanted
+        unit = base.with_name(f"{base.name}-check")
+        if checked and not self._check(metal, unit, layout, decls, checked, found):
+            return self._failed(metal, base, decls, found, start)
         return self._done(metal, base, decls, layout, in_object, found, start)
 
     def _pass(
@@ -225,31 +191,99 @@ class KernelBuilder:
         outside: set[int],
         probes: Sequence[Probe],
         found: _Found,
-        objects: bool,
     ) -> set[int] | None:
-        """Compile the kernels not ``outside``, setting aside what fails until the rest
-        compiles: the kernels the unit that did left out, or None if none did. It makes
-        the object, or with ``objects`` false only checks them (``-fsyntax-only``)."""
+        """Compile the kernels not ``outside`` into the object, setting aside what fails
+        until the rest compiles: the kernels the unit that did left out, or None if none
+        did."""
         for _ in range(cxx.MAX_ATTEMPTS):
             skip = outside | set(found.failed) | set(found.unmodelled)
             skip |= _in_parts(decls, layout, found.drop)
             kept = [p for p in probes if p.type not in found.probe_errors]
-            ok, found.log = self._compile(
-                metal, base, layout, found.drop, decls, skip, kept, objects
-            )
+            ok, found.log = self._compile(metal, base, layout, found.drop, decls, skip, kept)
             if ok:
                 return skip
             progress = self._attribute(
                 metal, base, layout, decls, found.log, found.drop, found.failed, found.unmodelled
             )
-            progress |= _probe_failures(found.log, base, kept, found.probe_errors)
-            if len(decls) - len(found.failed.keys() | found.unmodelled.keys()) <= found.beat:
-                found.gave_up = True
+            progress |= _probe_failures(found.log, base, kept, found.probe_errors, len(decls))
+            if self._beaten(decls, found):
                 return None
             if not progress:
                 return None
         found.gave_up = True
         return None
+
+    def _check(
+        self,
+        metal: Path,
+        base: Path,
+        layout: cxx_parts.Layout,
+        decls: Sequence[KernelDecl],
+        kernels: set[int],
+        found: _Found,
+    ) -> bool:
+        """Check ``kernels`` through the compiler's front end (``-fsyntax-only``), setting
+        aside what fails until the rest compiles; whether it did. A file of many kernels is
+        checked in chunks, as many at once as there are CPUs, each from the one preprocessed
+        unit with the other chunks' callers blanked: a round compiles again only the chunks
+        that failed, split again (UnaryKernel.metal: 8 failing kernels of 3,066 cost a
+        quarter of it)."""
+        todo, expanded, drop = set(kernels), None, set(found.drop)
+        with ThreadPoolExecutor(self.jobs) as pool:
+            for _ in range(cxx.MAX_ATTEMPTS):
+                out = set(found.failed) | set(found.unmodelled)
+                out |= _in_parts(decls, layout, found.drop)
+                if expanded is None or drop != found.drop:
+                    drop = set(found.drop)
+                    outside = set(range(len(decls))) - kernels
+                    expanded, log = self._expand(metal, base, layout, drop, decls, outside | out)
+                if expanded is None:
+                    logs = [log]  # the unit itself did not preprocess
+                else:
+                    futures = [
+                        (chunk, pool.submit(self._syntax, metal, base, expanded, c, chunk))
+                        for c, chunk in enumerate(_chunks(sorted(todo - out), self.jobs))
+                    ]
+                    done = [(chunk, *f.result()) for chunk, f in futures]
+                    logs = [log for _, ok, log in done if not ok]
+                    todo = set().union(*(chunk for chunk, ok, _ in done if not ok))
+                if not logs:
+                    return True
+                progress = False
+                for found.log in logs:
+                    progress |= self._attribute(
+                        metal, base, layout, decls, found.log, found.drop, found.failed,
+                        found.unmodelled,
+                    )  # fmt: skip
+                if self._beaten(decls, found) or not progress:
+                    return False
+        found.gave_up = True
+        return False
+
+    def _beaten(self, decls: Sequence[KernelDecl], found: _Found) -> bool:
+        """Whether the build can no longer build more than ``found.beat`` kernels (it then
+        gives up on the rest)."""
+        if len(decls) - len(found.failed.keys() | found.unmodelled.keys()) <= found.beat:
+            found.gave_up = True
+        return found.gave_up
+
+    def _syntax(
+        self, metal: Path, base: Path, expanded: str, chunk: int, keep: set[int]
+    ) -> tuple[bool, str]:
+        """One chunk's check: ``expanded`` with only the callers of ``keep``, through the
+        front end. Whether it compiled, and the log."""
+        source = base.with_suffix(f".{chunk}.ii")
+        write_atomic(source, _blanked(expanded, str(base.with_suffix(".cpp")), keep))
+        command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", "-fsyntax-only"]
+        try:
+            proc = subprocess.run(
+                [*command, str(source)], capture_output=True, text=True,
+                timeout=cxx.COMPILE_TIMEOUT, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return False, _TIMED_OUT
+        log = proc.stderr.replace(str(base.with_suffix(".kernel.metal")), str(metal))
+        return proc.returncode == 0, log
 
     def _failed(
         self, metal: Path, base: Path, decls: Sequence[KernelDecl], found: _Found, start: float
@@ -275,7 +309,7 @@ class KernelBuilder:
             for i, d in enumerate(decls)
         )
         if _TIMED_OUT not in found.log:
-            _record(metal, base, kernels, (), None, found.probe_errors)
+            record(metal, base, kernels, (), None, found.probe_errors)
         return FileBuild(metal, None, kernels, False, time.monotonic() - start, log=found.log)
 
     def _declarations(self, metal: Path, base: Path) -> list[KernelDecl]:
@@ -294,6 +328,38 @@ class KernelBuilder:
             raise ConfigError(f"cannot preprocess: {first.strip()}")
         return parse_kernels(proc.stdout, str(metal))
 
+    def _expand(
+        self,
+        metal: Path,
+        base: Path,
+        layout: cxx_parts.Layout,
+        drop: set[int],
+        decls: Sequence[KernelDecl],
+        skip: set[int],
+        probes: Sequence[Probe] | None = None,
+    ) -> tuple[str | None, str]:
+        """The unit of the kernels not ``skip`` (without the ``drop`` parts), preprocessed,
+        its explicit instantiations blanked: the object's with its table and the layout of
+        ``probes``; None, a check's (callers only). The text, or None and the log."""
+        source_metal = base.with_suffix(".kernel.metal")
+        text = layout.pruned(drop)
+        # __FILE__ (TORCH_REPORT_ERROR's) and the diagnostics name the file itself
+        line_one = f'#line 1 "{metal}"\n'
+        write_atomic(source_metal, line_one + rewrite_threadgroup(text, str(metal)))
+        source, depfile = base.with_suffix(".cpp"), base.with_suffix(".d")
+        write_atomic(source, translation_unit(source_metal, decls, skip, probes))
+        command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", "-E"]
+        try:
+            pre = subprocess.run(
+                [*command, "-MD", "-MF", str(depfile), str(source)],
+                capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return None, _TIMED_OUT
+        if pre.returncode != 0:
+            return None, pre.stderr.replace(str(source_metal), str(metal))
+        return strip_instantiations(pre.stdout), ""
+
     def _compile(
         self,
         metal: Path,
@@ -303,41 +369,24 @@ class KernelBuilder:
         decls: Sequence[KernelDecl],
         skip: set[int],
         probes: Sequence[Probe],
-        objects: bool,
     ) -> tuple[bool, str]:
-        """One compile of the unit without the ``skip`` kernels: into the object, or with
-        ``objects`` false through the front end only. Whether it compiled, and the log."""
-        source_metal = base.with_suffix(".kernel.metal")
-        text = layout.pruned(drop)
-        # __FILE__ (TORCH_REPORT_ERROR's) and the diagnostics name the file itself
-        line_one = f'#line 1 "{metal}"\n'
-        write_atomic(source_metal, line_one + rewrite_threadgroup(text, str(metal)))
-        source, depfile = base.with_suffix(".cpp"), base.with_suffix(".d")
-        write_atomic(source, translation_unit(source_metal, decls, skip, probes))
+        """One compile of the object without the ``skip`` kernels. Whether it compiled,
+        and the log."""
+        expanded, log = self._expand(metal, base, layout, drop, decls, skip, probes)
+        if expanded is None:
+            return False, log
+        source = base.with_suffix(".ii")
+        write_atomic(source, expanded)
         tmp = base.with_suffix(f".{os.getpid()}.{threading.get_ident()}.so")
-        common = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}"]
-        expanded = base.with_suffix(".ii")
+        command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", *cxx.LINK_FLAGS]
+        command += ["-o", str(tmp), str(source), *cxx.LIBS, *self.compiler.bfloat_libs]
         try:
-            pre = subprocess.run(
-                [*common, "-E", "-MD", "-MF", str(depfile), str(source)],
-                capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False,
-            )  # fmt: skip
-            if pre.returncode != 0:
-                return False, pre.stderr.replace(str(source_metal), str(metal))
-            write_atomic(expanded, strip_instantiations(pre.stdout))
-            if objects:
-                command = [*common, *cxx.LINK_FLAGS, "-o", str(tmp), str(expanded), *cxx.LIBS]
-                command += self.compiler.bfloat_libs
-            else:
-                command = [*common, "-fsyntax-only", str(expanded)]
             proc = subprocess.run(
                 command, capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False
             )
         except subprocess.TimeoutExpired:
             return False, _TIMED_OUT
-        log = proc.stderr.replace(str(source_metal), str(metal))
-        if proc.returncode == 0 and not objects:
-            return True, log
+        log = proc.stderr.replace(str(base.with_suffix(".kernel.metal")), str(metal))
         if proc.returncode == 0 and tmp.is_file():
             os.replace(tmp, base.with_suffix(".so"))
             return True, log
@@ -417,7 +466,7 @@ class KernelBuilder:
             kernels.append(KernelBuild(d, index, error, found.unmodelled.get(i, ())))
         names = tuple(dict.fromkeys(layout.parts[i].name for i in sorted(found.drop)))
         library = base.with_suffix(".so") if in_object else None
-        _record(metal, base, kernels, names, library, found.probe_errors)
+        record(metal, base, kernels, names, library, found.probe_errors)
         return FileBuild(
             metal, library, tuple(kernels), False, time.monotonic() - start, names, found.log,
             probe_errors=found.probe_errors,
@@ -445,54 +494,36 @@ class _Found:
     beat: int = -1
 
 
-def _record(
-    metal: Path,
-    base: Path,
-    kernels: Sequence[KernelBuild],
-    set_aside: tuple[str, ...],
-    library: Path | None,
-    probe_errors: dict[str, str],
-) -> None:
-    """Write the build's record: every file its passes read, by digest, and each kernel."""
-    depfiles = [base.with_suffix(suffix) for suffix in (".parse.d", ".d")]
-    depfiles.append(base.with_name(f"{base.name}-check.d"))
-    deps = [p for f in depfiles if f.is_file() for p in cxx.read_depfile(f)] + [metal]
-    digests = {str(p): cxx.file_digest(p) for p in deps if "kernel.metal" not in p.name}
-    saved = Manifest(
-        digests, set_aside, library is not None, _KernelTable.of(kernels), probe_errors
-    )
-    cxx.write_manifest(base.with_suffix(".json"), saved)
-
-
-def _cached(metal: Path, base: Path, start: float) -> FileBuild | None:
-    """The build ``base`` names, when its manifest still matches (and its object is there,
-    if it has one)."""
-    library = base.with_suffix(".so")
-    saved = cxx.read_manifest(base.with_suffix(".json"), Manifest)
-    if saved is None or (saved.library and not library.is_file()):
-        return None
-    return FileBuild(
-        metal, library if saved.library else None, saved.kernels.builds(), True,
-        time.monotonic() - start, saved.set_aside, probe_errors=saved.probe_errors,
-    )  # fmt: skip
-
-
-# the generated unit: its first kernel line, then two lines per kernel; the struct probes
-# from line _PROBES on, one per struct
+# the generated unit: its first kernel line, then two lines per kernel; the object's struct
+# probes from line _PROBES on (or after the table, for a file of more kernels), one a struct
 _FIRST = 1000
 _PROBES = 9000
+# a check of fewer kernels is one unit: a chunk's own cost (the headers and the file parsed
+# again, ~0.2 CPU-s with g++) is only worth paying for this many
+_CHUNK = 500
 
 
 def _kernel_of_line(line: int) -> int:
     return (line - _FIRST) // 2
 
 
+def _probes_from(kernels: int) -> int:
+    """The line of the first struct probe in a unit of ``kernels`` kernels: past their
+    callers and the table's rows."""
+    return max(_PROBES, _FIRST + 3 * kernels + 10)
+
+
 def translation_unit(
-    metal: Path, decls: Sequence[KernelDecl], skip: set[int], probes: Sequence[Probe] = ()
+    metal: Path,
+    decls: Sequence[KernelDecl],
+    skip: set[int],
+    probes: Sequence[Probe] | None = (),
 ) -> str:
     """The generated source: the shim, ``metal`` (already rewritten), for each kernel not in
-    ``skip`` a caller on line 1000 + 2 * index and its limit on the next line, the table,
-    and each struct of ``probes`` on its own line from line 9000 on."""
+    ``skip`` a caller on line 1000 + 2 * index and its limit on the next line; then for an
+    object the table, and each struct of ``probes`` on its own line from _probes_from on. A
+    check's unit (``probes`` None) ends with the callers, so that a chunk of it is the
+    others' lines blanked (:func:`_blanked`)."""
     head = [
         "// generated by mps-pipeline check-kernel: every kernel of a .metal file",
         '#include "mps_shim.h"',
@@ -509,11 +540,19 @@ def translation_unit(
         lines.append(f"static void mps_kernel_{i}(void* const* b) {{ {_call(d)}; }}")
         rows.append(f'{{"{d.host_name}", mps_kernel_{i}, {d.line}, mps_kernel_max_{i}}},')
         lines.append(f"static constexpr unsigned mps_kernel_max_{i} = unsigned({d.max_threads});")
+    if probes is None:
+        return "\n".join([*lines, ""])
     lines.append("static const ::mps_kernel::KernelInfo mps_kernel_table[] = {")
     lines += rows
     lines += ["{nullptr, nullptr, 0, 0}};", '#include "mps_kernel_export.h"']
-    lines += [""] * (_PROBES - 1 - len(lines))
-    rows = []
+    lines += [""] * (_probes_from(len(decls)) - 1 - len(lines))
+    return "\n".join([*lines, *_probe_lines(probes), ""])
+
+
+def _probe_lines(probes: Sequence[Probe]) -> list[str]:
+    """Each struct of ``probes`` on a line, its fields' layout in a table, and the tables'
+    index the driver reads (mps_kernel_layout.h)."""
+    lines, rows = [], []
     for i, p in enumerate(probes):
         s = f"mps_kernel_struct_{i}"
         fields = "".join(
@@ -540,8 +579,33 @@ def translation_unit(
         + "0};"
     )
     lines.append('#include "mps_kernel_layout.h"')
-    lines.append("")
-    return "\n".join(lines)
+    return lines
+
+
+def _chunks(kernels: Sequence[int], jobs: int) -> list[set[int]]:
+    """``kernels`` in runs of neighbours, one for each CPU when there are enough of them:
+    a functor's kernels are neighbours, so one that fails mostly fails a single chunk."""
+    count = max(1, min(jobs, len(kernels) // _CHUNK))
+    size = max(1, -(-len(kernels) // count))
+    return [set(kernels[i : i + size]) for i in range(0, len(kernels), size)]
+
+
+def _blanked(expanded: str, unit: str, keep: set[int]) -> str:
+    """``expanded``, a check's unit preprocessed, with every kernel caller but those of
+    ``keep`` blanked, line numbers kept: only the unit's own lines are read (a header's
+    line 1000 is no caller)."""
+    out, pos = [], 0
+    for s in segments(expanded):
+        if s.path != unit or s.line + s.end - s.start < _FIRST:  # no line reaches _FIRST
+            continue
+        lines = s.lines(expanded)
+        for n in range(max(0, _FIRST - s.line), len(lines)):
+            if _kernel_of_line(s.line + n) not in keep:
+                lines[n] = ""
+        out += [expanded[pos : s.start], "\n".join(lines)]
+        pos = s.end
+    out.append(expanded[pos:])
+    return "".join(out)
 
 
 def _call(d: KernelDecl) -> str:
@@ -555,13 +619,17 @@ def _call(d: KernelDecl) -> str:
     return f"{d.function}{targs}({', '.join(args)})"
 
 
-def _probe_failures(log: str, base: Path, probes: Sequence[Probe], errors: dict[str, str]) -> bool:
-    """Record the probes an error of ``log`` is on (a struct or field the file lacks)."""
+def _probe_failures(
+    log: str, base: Path, probes: Sequence[Probe], errors: dict[str, str], kernels: int
+) -> bool:
+    """Record the probes an error of ``log`` is on (a struct or field the file lacks), in
+    a unit of ``kernels`` kernels."""
     unit = str(base.with_suffix(".cpp"))
     found = False
+    first = _probes_from(kernels)
     for d in cxx_parts.diagnostics(log):
         for path, line in d.places:
-            k = line - _PROBES
+            k = line - first
             if Path(path).as_posix() == unit and 0 <= k < len(probes):
                 message = next((x for x in d.lines if "error:" in x), d.lines[-1])
                 errors.setdefault(probes[k].type, message.split("error:", 1)[-1].strip())
@@ -611,67 +679,32 @@ def _share(
             failed[i] = CompilerError(e.path, e.line, e.column, e.message + note)
 
 
+def _failed_here(k: KernelBuild) -> bool:
+    """Whether the build tried ``k`` and it did not compile (not a kernel left out)."""
+    return k.error is not None and k.error.message != NOT_ASKED
+
+
+def _merged(first: FileBuild, alone: FileBuild, label: str) -> FileBuild:
+    """``first`` with each kernel it failed that ``alone`` (the bfloat compiler's build of
+    those kernels) compiled taken from it; one that failed both keeps its error, with the
+    other's beside it."""
+    again = {k.decl.host_name: k for k in alone.kernels if k.error is None or _failed_here(k)}
+    kernels, retried = [], []
+    for k in first.kernels:
+        other = again.get(k.decl.host_name) if _failed_here(k) else None
+        if other is not None and other.built:
+            kernels.append(other)
+            retried.append(k.decl.host_name)
+        elif other is not None and other.error is not None and k.error is not None:
+            note = f" (nor with {label}: {other.error.message})"
+            kernels.append(replace(k, error=replace(k.error, message=k.error.message + note)))
+        else:
+            kernels.append(k)
+    return replace(
+        first, kernels=tuple(kernels), cached=first.cached and alone.cached,
+        seconds=first.seconds + alone.seconds, retried=tuple(retried),
+    )  # fmt: skip
+
+
 def _in_parts(decls: Sequence[KernelDecl], layout: cxx_parts.Layout, parts: set[int]) -> set[int]:
     return {i for i, d in enumerate(decls) if layout.part_at(d.line) in parts}
-
-
-# a Param, a CompilerError and a KernelBuild as rows of the manifest's table
-_ParamRow = tuple[str, str, str, int, str, str]
-_ErrorRow = tuple[str, int, int | None, str]
-_KernelRow = tuple[str, str, str | None, int, int, str, int, _ErrorRow | None, tuple[str, ...]]
-
-
-@dataclass(frozen=True)
-class _KernelTable:
-    """The kernels as rows, each parameter and each parameter list once (a file of
-    thousands of kernels has a few hundred): what keeps a cached build quick to read."""
-
-    params: tuple[_ParamRow, ...]
-    signatures: tuple[tuple[int, ...], ...]  # each a parameter list, by its params' rows
-    rows: tuple[_KernelRow, ...]
-
-    @classmethod
-    def of(cls, kernels: Sequence[KernelBuild]) -> _KernelTable:
-        params: dict[Param, int] = {}
-        signatures: dict[tuple[Param, ...], int] = {}
-        rows: list[_KernelRow] = []
-        for k in kernels:
-            d, e = k.decl, k.error
-            if d.params not in signatures:
-                signatures[d.params] = len(signatures)
-                for p in d.params:
-                    params.setdefault(p, len(params))
-            error = (e.path, e.line, e.column, e.message) if e else None
-            rows.append((d.host_name, d.function, d.template_args, signatures[d.params], d.line,
-                         d.max_threads, k.index, error, k.not_modelled))  # fmt: skip
-        return cls(
-            tuple((p.type, p.name, p.kind, p.index, p.attr, p.why) for p in params),
-            tuple(tuple(params[p] for p in sig) for sig in signatures),
-            tuple(rows),
-        )
-
-    def builds(self) -> tuple[KernelBuild, ...]:
-        params = [Param(*p) for p in self.params]
-        signatures = [tuple(params[i] for i in sig) for sig in self.signatures]
-        return tuple(
-            KernelBuild(
-                KernelDecl(name, function, targs, signatures[sig], line, max_threads),
-                index,
-                CompilerError(*error) if error else None,
-                not_modelled,
-            )
-            for name, function, targs, sig, line, max_threads, index, error, not_modelled in (
-                self.rows
-            )
-        )
-
-
-@dataclass(frozen=True)
-class Manifest(cxx.Manifest):
-    """A file's build record: what it was built from, whether it has an object (a build
-    whose kernels were only checked has none), and each kernel as built."""
-
-    library: bool = False
-    kernels: _KernelTable = _KernelTable((), (), ())
-    # a launch spec's struct type -> why its layout could not be read (a field it lacks)
-    probe_errors: dict[str, str] = field(default_factory=dict)

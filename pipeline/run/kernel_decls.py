@@ -20,10 +20,11 @@ where it was.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from pipeline.tree.cpp import lex, match_close, split_args
 
@@ -45,7 +46,9 @@ ATTRIBUTES = (
 # Metal spells some of them two ways
 _ALIASES = {"thread_execution_width": "threads_per_simdgroup"}
 _NOT_MODELLED_TYPE = re.compile(r"\b(texture\w*|sampler|depth\w*|imageblock\w*|tensor)\b")
-_MARKER = re.compile(r'^# (\d+) "([^"]*)"')
+# a line marker and the newline before it: `# 12 "/x/a.h" 2` (a literal first: the search
+# skips ahead to it, where `^` with re.M would try every position)
+_MARKER = re.compile(r'\n# (\d+) "([^"]*)"[^\n]*')
 # a kernel's name may be qualified: c10/metal's REGISTER_UNARY_OP instantiates
 # `::c10::metal::unary_dense<...>`
 # `kernel void name(` or, as upstream's SpecialOps writes it, `void kernel name(`
@@ -99,22 +102,42 @@ class KernelDecl:
         return tuple(p for p in self.params if p.kind == "buffer")
 
 
+@dataclass(frozen=True)
+class Segment:
+    """A run of a preprocessor's output between two line markers: lines of one file."""
+
+    path: str
+    line: int  # the file's line of its first
+    start: int  # its offsets in the output; ``end`` is before the newline that ends it
+    end: int
+
+    def lines(self, preprocessed: str) -> list[str]:
+        return preprocessed[self.start : self.end].split("\n")
+
+
+def segments(preprocessed: str) -> list[Segment]:
+    """The runs of lines of a preprocessor's output (GCC and clang line markers): found
+    marker by marker, never line by line (most of a unit is system headers' lines)."""
+    found, path, line, pos = [], "", 0, 0
+    # offsets in "\n" + preprocessed: a match's start is its line's in the output
+    for m in _MARKER.finditer("\n" + preprocessed):
+        if m.start() > pos:  # the run ends with the newline before the marker
+            found.append(Segment(path, line, pos, m.start() - 1))
+        path, line, pos = m.group(2), int(m.group(1)), m.end()
+    if pos < len(preprocessed):
+        end = len(preprocessed) - preprocessed.endswith("\n")
+        found.append(Segment(path, line, pos, end))
+    return found
+
+
 def own_lines(preprocessed: str, metal_path: str) -> list[tuple[int, str]]:
-    """(line, text) of the lines of ``metal_path`` in a preprocessor's output (GCC and clang
-    line markers)."""
-    return [(line, text) for path, line, text in _marked(preprocessed) if path == metal_path]
-
-
-def _marked(preprocessed: str) -> Iterator[tuple[str, int, str]]:
-    """(file, line, text) of each line of a preprocessor's output."""
-    current, line = "", 0
-    for text in preprocessed.splitlines():
-        m = _MARKER.match(text)
-        if m:
-            line, current = int(m.group(1)), m.group(2)
-            continue
-        yield current, line, text
-        line += 1
+    """(line, text) of the lines of ``metal_path`` in a preprocessor's output."""
+    return [
+        (s.line + n, text)
+        for s in segments(preprocessed)
+        if s.path == metal_path
+        for n, text in enumerate(s.lines(preprocessed))
+    ]
 
 
 @dataclass(frozen=True)
@@ -130,10 +153,13 @@ class _Head:
 
 
 _NEXT_CHAR = re.compile(r"\s*(\S)")
+_DECL_END = re.compile(r"[;{}]")
 
 
 def _heads(text: str, path: str) -> Iterator[_Head]:
     masked = lex(text, path).masked
+    # where each declaration may start: after a `;`, `{` or `}` (bisected for each head)
+    ends = [m.start() for m in _DECL_END.finditer(masked)]
     for m in _VOID.finditer(masked):
         pos = m.end()
         template_args = None
@@ -147,7 +173,8 @@ def _heads(text: str, path: str) -> Iterator[_Head]:
                 pos += 1
         if not masked.startswith("(", pos):
             continue
-        prefix = text[_prefix_start(masked, m.start()) : m.start()]
+        before = bisect.bisect_left(ends, m.start())
+        prefix = text[ends[before - 1] + 1 if before else 0 : m.start()]
         if not (m.group(1) or _KERNEL.search(prefix) or _HOST_NAME.search(prefix)):
             continue
         close = match_close(masked, pos, path)
@@ -163,10 +190,10 @@ def _header_templates(preprocessed: str, metal_path: str) -> dict[str, list[_Hea
     REGISTER_UNARY_OP ones, which name `::c10::metal::unary_dense` and leave `uint index`
     without its attribute."""
     text = "\n".join(
-        t
-        for path, _, t in _marked(preprocessed)
-        if path != metal_path and path.startswith("/") and not path.startswith("/usr/")
-        and "/metal_shim/" not in path
+        preprocessed[s.start : s.end]
+        for s in segments(preprocessed)
+        if s.path != metal_path and s.path.startswith("/") and not s.path.startswith("/usr/")
+        and "/metal_shim/" not in s.path
     )  # fmt: skip
     found: dict[str, list[_Head]] = {}
     for head in _heads(text, "<headers>"):
@@ -207,9 +234,14 @@ def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
         if not explicit and head.after != "{":
             continue  # a declaration: its definition is the kernel
         primaries = templates.get(key, [])
-        limit = _MAX_THREADS.search(head.prefix) or next(
-            (x for x in (_MAX_THREADS.search(p.prefix) for p in primaries) if x), None
-        )
+        limit = _MAX_THREADS.search(head.prefix)
+        if limit is not None:
+            max_threads = limit.group(1).strip()
+        else:
+            max_threads = next(
+                (x for x in (_primary_limit(p, head.template_args) for p in primaries) if x),
+                "1024",
+            )
         found.append(
             KernelDecl(
                 host_name="".join(_LITERAL.findall(host.group(1))) if host else head.name,
@@ -217,10 +249,40 @@ def parse_kernels(preprocessed: str, metal_path: str) -> list[KernelDecl]:
                 template_args=head.template_args,
                 params=_params(head.params_text, tuple(p.params_text for p in primaries)),
                 line=line_at(head.start),
-                max_threads=limit.group(1).strip() if limit else "1024",
+                max_threads=max_threads,
             )
         )
     return found
+
+
+_TEMPLATE_PARAMS = re.compile(r"\btemplate\s*<")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _primary_limit(primary: _Head, args: str | None) -> str | None:
+    """The primary template's [[max_total_threads_per_threadgroup]] expression for an
+    instantiation of ``args``: each template parameter it names (upstream's ReduceOps
+    writes ``TG_X * TG_Y``) given the instantiation's argument, or the parameter's default,
+    so that it reads outside the template."""
+    limit = _MAX_THREADS.search(primary.prefix)
+    if limit is None:
+        return None
+    opening = _TEMPLATE_PARAMS.search(primary.prefix)
+    close = _close_angle(primary.prefix, opening.end() - 1) if opening else -1
+    if opening is None or close < 0:
+        return limit.group(1).strip()
+    given = split_args(args or "", templates=True)
+    values = {}
+    for n, param in enumerate(split_args(primary.prefix[opening.end() : close], templates=True)):
+        declared, _, default = param.partition("=")
+        name = _LAST_NAME.match(declared, _last_word_start(declared))
+        value = given[n] if n < len(given) and given[n] else default.strip()
+        if name and value:
+            values[name.group(1)] = value
+    return _NAME.sub(
+        lambda m: f"({values[m.group()]})" if m.group() in values else m.group(),
+        limit.group(1).strip(),
+    )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -245,13 +307,14 @@ def _close_angle(text: str, open_pos: int) -> int:
     return -1
 
 
-def _prefix_start(masked: str, start: int) -> int:
-    """Where the declaration's words before ``void`` start: after the last ``;``, ``{`` or
-    ``}``."""
-    i = start
-    while i > 0 and masked[i - 1] not in ";{}":
-        i -= 1
-    return i
+def _last_word_start(text: str) -> int:
+    """Where ``text``'s last word starts (its end when it ends in no word): searched from
+    the end, as ``(\\w+)\\s*$`` searched from the start tries every position."""
+    end = len(text.rstrip())
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return start
 
 
 def parse_params(text: str, primaries: Sequence[tuple[Param, ...]] = ()) -> tuple[Param, ...]:
@@ -264,14 +327,15 @@ def parse_params(text: str, primaries: Sequence[tuple[Param, ...]] = ()) -> tupl
     for i, raw in enumerate(raws):
         attrs = _ATTRIBUTE.findall(raw)
         decl = _ATTRIBUTE.sub(" ", raw).strip()
-        m = _LAST_NAME.search(decl)
+        m = _LAST_NAME.match(decl, _last_word_start(decl))
         ptype = decl[: m.start()].strip() if m else decl
         if m and (not ptype or _TYPE_END.search(ptype) or m.group(1) in _BUILTIN_TYPES):
             ptype, m = decl, None  # unnamed: the last word is the type's
         name = m.group(1) if m else ""
         if not attrs and primary is not None:
-            params.append(replace(primary[i], type=ptype, name=name or primary[i].name))
-            next_buffer = max(next_buffer, primary[i].index + 1)
+            p = primary[i]
+            params.append(Param(ptype, name or p.name, p.kind, p.index, p.attr, p.why))
+            next_buffer = max(next_buffer, p.index + 1)
             continue
         kinds = dict(attrs)
         attr = next((_ALIASES.get(a, a) for a in kinds if _ALIASES.get(a, a) in ATTRIBUTES), None)
@@ -319,7 +383,8 @@ def rewrite_threadgroup(text: str, path: str) -> str:
     return "".join(out)
 
 
-_INSTANTIATION = re.compile(r"\btemplate\s*\[\[")
+# a literal first: the search skips ahead to it (a leading \b would test every position)
+_INSTANTIATION = re.compile(r"template\s*\[\[")
 _BRACKET_OR_END = re.compile(r"[()\[\]{};]")
 
 
@@ -331,19 +396,33 @@ def strip_instantiations(preprocessed: str) -> str:
     instantiates other kernels too (and clang refuses those attributes on the host)."""
     out, pos = [], 0
     for m in _INSTANTIATION.finditer(preprocessed):
-        if m.start() < pos:
+        before = preprocessed[m.start() - 1 : m.start()]
+        if m.start() < pos or before.isalnum() or before == "_":
             continue
-        depth, end = 0, len(preprocessed) - 1
-        for b in _BRACKET_OR_END.finditer(preprocessed, m.end()):
-            ch = b.group()
-            if ch == ";" and depth <= 0:
-                end = b.start()
-                break
-            depth += 1 if ch in "([{" else -1 if ch != ";" else 0
-        out += [
-            preprocessed[pos : m.start()],
-            re.sub(r"[^\n]", " ", preprocessed[m.start() : end + 1]),
-        ]
+        end = _instantiation_end(preprocessed, m.end())
+        text = preprocessed[m.start() : end + 1]
+        blank = " " * len(text) if "\n" not in text else _BLANK.sub(" ", text)
+        out += [preprocessed[pos : m.start()], blank]
         pos = end + 1
     out.append(preprocessed[pos:])
     return "".join(out)
+
+
+_BLANK = re.compile(r"[^\n]")
+
+
+def _instantiation_end(text: str, start: int) -> int:
+    """Where the declaration from ``start`` ends: its ``;`` outside brackets. An
+    instantiation's parameters hold no ``;``: the first one closes it when its brackets
+    balance (looked at bracket by bracket only when they do not)."""
+    first = text.find(";", start)
+    head = text[start:first]
+    if first >= 0 and all(head.count(a) == head.count(b) for a, b in ("()", "[]", "{}")):
+        return first
+    depth = 0
+    for b in _BRACKET_OR_END.finditer(text, start):
+        ch = b.group()
+        if ch == ";" and depth <= 0:
+            return b.start()
+        depth += 1 if ch in "([{" else -1 if ch != ";" else 0
+    return len(text) - 1

@@ -34,8 +34,8 @@ def test_depfile() -> None:
 
 def test_a_manifest_is_kept_while_every_file_it_lists_is_the_same(tmp_path: Path) -> None:
     from pipeline.errors import CompilerError
-    from pipeline.run.kernel_build import KernelBuild, Manifest, _KernelTable
     from pipeline.run.kernel_decls import KernelDecl, Param
+    from pipeline.run.kernel_record import KernelBuild, Manifest, _KernelTable
 
     header = tmp_path / "a.h"
     header.write_text("int a;\n")

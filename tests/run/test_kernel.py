@@ -18,7 +18,7 @@ from pipeline.errors import ConfigError
 from pipeline.flows import kernel as flow
 from pipeline.report.kernel import to_json
 from pipeline.results.kernel import KernelFileReport, KernelStatus
-from pipeline.run import cxx, kernel_run, reference
+from pipeline.run import cxx, kernel_build, kernel_run, reference
 from pipeline.run.kernel_build import GAVE_UP, NOT_ASKED, KernelBuilder
 from pipeline.tree import host_launch, launch
 from pipeline.tree.source import TreeSource
@@ -483,6 +483,11 @@ def test_kernels_a_build_gave_up_before_are_not_known_to_compile(
     assert set(messages) == {k.decl.host_name for k in build.kernels}, build.log
     unknown = {n for n, m in messages.items() if m == GAVE_UP}
     assert unknown == {"dense_float2", "strided_float2", "dense_half2", "strided_half2"}
+    # check-kernel says so: unknown, neither a pass nor a failure
+    checks = [flow._not_run(k, {}, metal) for k in build.kernels]
+    statuses = {c.kernel: c.status for c in checks if c is not None}
+    assert {n for n, s in statuses.items() if s is KernelStatus.UNKNOWN} == unknown
+    assert not any(c.failed for c in checks if c is not None and c.kernel in unknown)
 
 
 def test_a_retry_stops_once_it_cannot_build_more(tmp_path, one_compiler, headers):
@@ -497,3 +502,59 @@ def test_a_retry_stops_once_it_cannot_build_more(tmp_path, one_compiler, headers
     assert sum(k.error is not None and k.error.message == GAVE_UP for k in bounded.kernels) == 4
     open_ended = builder._build(metal, (), frozenset(), frozenset(), 3)
     assert open_ended.built_count == 4, open_ended.log
+
+
+def test_a_check_in_chunks_finds_what_one_unit_finds(tmp_path, compiler, headers, monkeypatch):
+    """Both compilers: a file's kernels checked in chunks (here one kernel a chunk, two at
+    once) fail and build as in one unit; each failing chunk alone is compiled again."""
+    metal = tmp_path / "tree" / KERNELS / "Shared.metal"
+    metal.parent.mkdir(parents=True)
+    metal.write_text(SHARED_FAILURE)
+    whole = KernelBuilder(compiler, headers, tmp_path / "tree", tmp_path / "one", jobs=1)
+    one = whole.build(metal, run=frozenset())
+    monkeypatch.setattr(kernel_build, "_CHUNK", 1)
+    chunked = KernelBuilder(compiler, headers, tmp_path / "tree", tmp_path / "chunks", jobs=2)
+    two = chunked.build(metal, run=frozenset())
+    assert [k.built for k in two.kernels] == [k.built for k in one.kernels], two.log
+    assert [k.decl.host_name for k in two.kernels if k.built] == [
+        "dense_float2", "strided_float2", "dense_half2", "strided_half2"
+    ]  # fmt: skip
+    assert all(k.error.line == 6 for k in two.kernels if k.error is not None)
+    # two chunks of three kernels, each a unit of its own
+    assert sorted(p.name.split(".")[-2] for p in (tmp_path / "chunks").glob("*-check.*.ii")) == [
+        "0", "1"
+    ]  # fmt: skip
+
+
+def test_a_chunk_is_its_unit_with_the_other_callers_blanked() -> None:
+    """Only the callers after the unit's last #include are blanked, by their unit line; a
+    header's lines past line 1000 are never touched, and every line number is kept."""
+    unit = "/c/u-check.cpp"
+    header = ['# 1 "/h/big.h"', *(f"int h{n};" for n in range(1200)), f'# 6 "{unit}" 2']
+    header += ['# 1100 "/h/late.h" 1', "int late;", f'# 6 "{unit}" 2']
+    callers = [f'# 1000 "{unit}"', "k0();", "m0;", "k1();", "m1;", "", "", "k3();", "m3;"]
+    text = "\n".join(header + callers) + "\n"
+    out = kernel_build._blanked(text, unit, {1, 3})
+    assert out.count("\n") == text.count("\n")
+    assert "int h1100;" in out and "int late;" in out and "k0();" not in out and "m0;" not in out
+    assert all(s in out for s in ("k1();", "m1;", "k3();", "m3;"))
+
+
+def test_the_struct_probes_follow_the_table_of_a_file_of_many_kernels(tmp_path) -> None:
+    """A file of more kernels than fit below line 9000 (BinaryKernel.metal has 5,911) has
+    its struct probes after its table, where an error on one is read as the probe's."""
+    from pipeline.run.kernel_decls import KernelDecl
+
+    decls = [KernelDecl(f"k{i}", "k", None, (), 1, "1024") for i in range(5000)]
+    probe = kernel_build.Probe("Args", ("n",))
+    lines = kernel_build.translation_unit(tmp_path / "f.metal", decls, set(), [probe]).split("\n")
+    table_end = lines.index("{nullptr, nullptr, 0, 0}};") + 1
+    first = next(
+        n for n, text in enumerate(lines, 1) if text.startswith("using mps_kernel_struct_0")
+    )
+    assert first > table_end and first == kernel_build._probes_from(len(decls))
+    base = tmp_path / "u"
+    log = f"{base}.cpp:{first}:5: error: no member named 'n' in 'Args'\n"
+    errors: dict[str, str] = {}
+    assert kernel_build._probe_failures(log, base, [probe], errors, len(decls))
+    assert errors == {"Args": "no member named 'n' in 'Args'"}

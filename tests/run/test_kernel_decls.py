@@ -5,8 +5,10 @@ build makes (pipeline.run.kernel_decls): pure text, no compiler."""
 from __future__ import annotations
 
 from pipeline.run.kernel_decls import (
+    own_lines,
     parse_kernels,
     rewrite_threadgroup,
+    segments,
     strip_instantiations,
 )
 
@@ -137,3 +139,24 @@ def test_the_kernel_keyword_after_the_return_type():
         ("buffer", 1, ""),
         ("attr", -1, "thread_position_in_grid"),
     ]
+
+
+def test_a_limit_named_by_template_parameters_takes_the_instantiations_arguments():
+    """Upstream's ReduceOps bounds a kernel by ``TG_X * TG_Y``, its template parameters:
+    each instantiation's limit reads them given, or defaulted, outside the template."""
+    text = """# 1 "/t/R.metal"
+template <typename T, uint TG_X = 32, uint TG_Y = 8>
+[[max_total_threads_per_threadgroup(TG_X * TG_Y)]] kernel void outer(device T* out [[buffer(0)]], uint2 t [[thread_position_in_threadgroup]]) {
+}
+template [[host_name("outer_float")]] kernel void outer<float, 16>(device float* out [[buffer(0)]], uint2 t [[thread_position_in_threadgroup]]);
+template [[host_name("outer_half")]] kernel void outer<half>(device half* out [[buffer(0)]], uint2 t [[thread_position_in_threadgroup]]);
+"""
+    found = {k.host_name: k.max_threads for k in parse_kernels(text, "/t/R.metal")}
+    assert found == {"outer_float": "(16) * (8)", "outer_half": "(32) * (8)"}
+
+
+def test_segments_are_the_runs_between_line_markers():
+    text = '# 1 "/a.h"\nint a;\n\n# 7 "/k.metal" 2\nx\ny\n# 1 "/b.h" 1\nz'
+    runs = [(s.path, s.line, s.lines(text)) for s in segments(text)]
+    assert runs == [("/a.h", 1, ["int a;", ""]), ("/k.metal", 7, ["x", "y"]), ("/b.h", 1, ["z"])]
+    assert own_lines(text, "/k.metal") == [(7, "x"), (8, "y")]

@@ -15,6 +15,7 @@ import pytest
 from pipeline.run import cxx, cxx_bfloat
 from pipeline.run.kernel_build import KernelBuilder
 from tests.flows.math_helpers import FIXTURES
+from tests.run.test_kernel import SHARED_FAILURE
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 
@@ -136,3 +137,28 @@ def test_check_kernel_keeps_the_build_that_compiles_more(
     assert alone.built_with is None
     both = KernelBuilder(gxx, headers, root, tmp_path / "both", builtin).build(metal)
     assert both.built_count == 3 and both.built_with == builtin.label
+
+
+def test_a_check_builds_alone_with_the_builtin_bfloat_what_the_class_does_not(
+    tmp_path: Path, gxx: cxx.Compiler, builtin: cxx.Compiler, real_c10_include: Path
+) -> None:
+    """A check none of whose failing kernels is to run builds those alone again with the
+    built-in bfloat, and keeps the rest as the class built them; one neither compiler
+    builds keeps the class's error, the other's beside it."""
+    headers = cxx.Headers(real_c10_include, "wheel")
+    metal = KERNEL_FIXTURES / "aten/src/ATen/native/mps/kernels/Conditional.metal"
+    builder = KernelBuilder(gxx, headers, KERNEL_FIXTURES, tmp_path / "c", builtin)
+    both = builder.build(metal, run=frozenset())
+    assert both.built_count == 3 and both.built_with is None, both.log
+    assert set(both.retried) == {"clamp_or_count_float", "clamp_or_count_half",
+                                 "clamp_or_count_bfloat"}  # fmt: skip
+    root = tmp_path / "tree"
+    shared = root / "aten/src/ATen/native/mps/kernels/Shared.metal"
+    shared.parent.mkdir(parents=True)
+    shared.write_text(SHARED_FAILURE)
+    neither = KernelBuilder(gxx, headers, root, tmp_path / "s", builtin).build(
+        shared, run=frozenset()
+    )
+    assert neither.built_count == 4 and neither.retried == ()
+    errors = [k.error.message for k in neither.kernels if k.error is not None]
+    assert len(errors) == 2 and all(f"(nor with {builtin.label}: " in e for e in errors)
