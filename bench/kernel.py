@@ -26,7 +26,8 @@ from typing import Any
 
 from bench.math import wheel_build
 from pipeline.run import cxx, cxx_bfloat, kernel_run
-from pipeline.run.kernel_build import KernelBuilder, Probe
+from pipeline.run.kernel_build import KernelBuilder
+from pipeline.run.kernel_unit import Probe
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "metal_kernel"

@@ -30,9 +30,10 @@ from pipeline.results.kernel import (
     judge,
 )
 from pipeline.run import cxx, cxx_bfloat, kernel_run, reference
-from pipeline.run.kernel_build import GAVE_UP, KernelBuilder, Probe
+from pipeline.run.kernel_build import GAVE_UP, KernelBuilder
 from pipeline.run.kernel_record import FileBuild, KernelBuild
 from pipeline.run.kernel_run import SCHEDULES, Dispatch, Listing, Run, schedule_name
+from pipeline.run.kernel_unit import Probe
 from pipeline.run.reference import KernelAnswer
 from pipeline.tree import host_launch, launch
 from pipeline.tree.host_launch import HostLaunch

@@ -31,8 +31,8 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -44,10 +44,17 @@ from pipeline.run.kernel_decls import (
     KernelDecl,
     parse_kernels,
     rewrite_threadgroup,
-    segments,
     strip_instantiations,
 )
 from pipeline.run.kernel_record import FileBuild, KernelBuild, cached, record
+from pipeline.run.kernel_unit import (
+    FIRST,
+    Probe,
+    blanked,
+    kernel_of_line,
+    probe_failures,
+    translation_unit,
+)
 
 DRIVER_SOURCE = cxx.SHIM_DIR / "mps_kernel_driver.cpp"
 CACHE_VERSION = "5"
@@ -67,14 +74,6 @@ _NOT_MODELLED = re.compile(
     r"multiply\w*)|texture\w*|sampler|function_constant|mpp|tensor_\w+|quad_\w+|"
     r"make_filled_simdgroup_matrix|MetalPerformancePrimitives)\b"
 )
-
-
-@dataclass(frozen=True)
-class Probe:
-    """A parameter struct whose fields' layout the object reports (see Layout)."""
-
-    type: str
-    fields: tuple[str, ...]
 
 
 @dataclass
@@ -107,24 +106,45 @@ class KernelBuilder:
         ``only``, just the kernels of those host names (a check of a few kernels: the
         compiler instantiates nothing else, the rest carry NOT_ASKED). The object holds the
         kernels of ``run`` (None: every one); the others are checked, not generated."""
-        first = self._build(metal, probes, only, run)
-        failed = frozenset(k.decl.host_name for k in first.kernels if _failed_here(k))
-        if self.bfloat is None or not failed:
-            return first
+        start = time.monotonic()
+        bfloat = self._bfloat()
+        with ThreadPoolExecutor(1) as beside:
+            early: dict[frozenset[str], Future[FileBuild]] = {}
+
+            def alone(names: frozenset[str]) -> None:
+                # none of them is to run: the bfloat compiler builds them alone (checked,
+                # not generated) while the first build checks the rest again
+                if bfloat is not None and run is not None and not names & run:
+                    early[names] = beside.submit(bfloat._build, metal, (), names, frozenset())
+
+            first = self._build(metal, probes, only, run, failing=alone)
+            failed = frozenset(k.decl.host_name for k in first.kernels if _failed_here(k))
+            if bfloat is None or not failed:
+                return first
+            if run is not None and not failed & run:
+                builds = [f.result() for f in early.values()]
+                later = failed.difference(*early)  # failed after the first round
+                if later:
+                    builds.append(bfloat._build(metal, (), later, frozenset()))
+                for build in builds:
+                    first = _merged(first, build, bfloat.compiler.label)
+                return replace(first, seconds=time.monotonic() - start)
+        # a retry that has failed more kernels than the first left unbuilt cannot build more
+        second = bfloat._build(metal, probes, only, run, first.built_count)
+        if second.built_count > first.built_count:
+            return replace(second, built_with=bfloat.compiler.label)
+        return first
+
+    def _bfloat(self) -> KernelBuilder | None:
+        """The builder of the compiler with the built-in bfloat, made once."""
+        if self.bfloat is None:
+            return None
         with self._lock:
             if self._bfloat_builder is None:
                 self._bfloat_builder = KernelBuilder(
                     self.bfloat, self.headers, self.root, self.cache_dir, jobs=self.jobs
                 )
-        if run is not None and not failed & run:
-            # none of them is to run: they alone are built again, checked, not generated
-            alone = self._bfloat_builder._build(metal, (), failed, frozenset())
-            return _merged(first, alone, self.bfloat.label)
-        # a retry that has failed more kernels than the first left unbuilt cannot build more
-        second = self._bfloat_builder._build(metal, probes, only, run, first.built_count)
-        if second.built_count > first.built_count:
-            return replace(second, built_with=self.bfloat.label)
-        return first
+            return self._bfloat_builder
 
     def _build(
         self,
@@ -133,9 +153,11 @@ class KernelBuilder:
         only: frozenset[str],
         run: frozenset[str] | None,
         beat: int = -1,
+        failing: Callable[[frozenset[str]], None] | None = None,
     ) -> FileBuild:
         """The build, stopped (its undecided kernels GAVE_UP) once it cannot build more
-        than ``beat`` kernels; -1: never."""
+        than ``beat`` kernels; -1: never. ``failing`` is told the kernels that failed once
+        the check's first round has placed its errors."""
         start = time.monotonic()
         metal = metal.resolve()
         text = metal.read_text(encoding="utf-8")
@@ -158,7 +180,7 @@ class KernelBuilder:
         except ParseError:  # e.g. a last macro line with no `;`: errors go to kernels only
             layout = cxx_parts.Layout(text, (), (), {})
         found = _Found({i: d.not_modelled for i, d in enumerate(decls) if d.not_modelled})
-        found.beat = beat
+        found.beat, found.failing = beat, failing
         if only:
             where = cxx.relative(metal, self.root)
             found.failed.update(
@@ -205,7 +227,7 @@ class KernelBuilder:
             progress = self._attribute(
                 metal, base, layout, decls, found.log, found.drop, found.failed, found.unmodelled
             )
-            progress |= _probe_failures(found.log, base, kept, found.probe_errors, len(decls))
+            progress |= probe_failures(found.log, base, kept, found.probe_errors, len(decls))
             if self._beaten(decls, found):
                 return None
             if not progress:
@@ -255,6 +277,10 @@ class KernelBuilder:
                         metal, base, layout, decls, found.log, found.drop, found.failed,
                         found.unmodelled,
                     )  # fmt: skip
+                if found.failing is not None:
+                    tried = (i for i, e in found.failed.items() if e.message != NOT_ASKED)
+                    found.failing(frozenset(decls[i].host_name for i in tried))
+                    found.failing = None
                 if self._beaten(decls, found) or not progress:
                     return False
         found.gave_up = True
@@ -273,7 +299,7 @@ class KernelBuilder:
         """One chunk's check: ``expanded`` with only the callers of ``keep``, through the
         front end. Whether it compiled, and the log."""
         source = base.with_suffix(f".{chunk}.ii")
-        write_atomic(source, _blanked(expanded, str(base.with_suffix(".cpp")), keep))
+        write_atomic(source, blanked(expanded, str(base.with_suffix(".cpp")), keep))
         command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", "-fsyntax-only"]
         try:
             proc = subprocess.run(
@@ -409,7 +435,7 @@ class KernelBuilder:
         progress = False
         for d in cxx_parts.diagnostics(log):
             lines = [line for path, line in d.places if Path(path).as_posix() == unit]
-            kernel = next((_kernel_of_line(line) for line in lines if line >= _FIRST), None)
+            kernel = next((kernel_of_line(line) for line in lines if line >= FIRST), None)
             parts = {
                 p
                 for p in (layout.part_at(line) for line in cxx_parts.metal_lines(d, metal))
@@ -492,94 +518,12 @@ class _Found:
     # more than ``beat`` kernels (a retry's bound: it is kept only if it builds more)
     gave_up: bool = False
     beat: int = -1
+    failing: Callable[[frozenset[str]], None] | None = None  # told once (_build's doc)
 
 
-# the generated unit: its first kernel line, then two lines per kernel; the object's struct
-# probes from line _PROBES on (or after the table, for a file of more kernels), one a struct
-_FIRST = 1000
-_PROBES = 9000
 # a check of fewer kernels is one unit: a chunk's own cost (the headers and the file parsed
 # again, ~0.2 CPU-s with g++) is only worth paying for this many
 _CHUNK = 500
-
-
-def _kernel_of_line(line: int) -> int:
-    return (line - _FIRST) // 2
-
-
-def _probes_from(kernels: int) -> int:
-    """The line of the first struct probe in a unit of ``kernels`` kernels: past their
-    callers and the table's rows."""
-    return max(_PROBES, _FIRST + 3 * kernels + 10)
-
-
-def translation_unit(
-    metal: Path,
-    decls: Sequence[KernelDecl],
-    skip: set[int],
-    probes: Sequence[Probe] | None = (),
-) -> str:
-    """The generated source: the shim, ``metal`` (already rewritten), for each kernel not in
-    ``skip`` a caller on line 1000 + 2 * index and its limit on the next line; then for an
-    object the table, and each struct of ``probes`` on its own line from _probes_from on. A
-    check's unit (``probes`` None) ends with the callers, so that a chunk of it is the
-    others' lines blanked (:func:`_blanked`)."""
-    head = [
-        "// generated by mps-pipeline check-kernel: every kernel of a .metal file",
-        '#include "mps_shim.h"',
-        f'#include "{metal}"',
-        '#include "mps_kernel_dispatch.h"',
-        "#include <cstdio>",
-    ]
-    lines = head + [""] * (_FIRST - 1 - len(head))
-    rows = []
-    for i, d in enumerate(decls):
-        if i in skip:
-            lines += ["", ""]
-            continue
-        lines.append(f"static void mps_kernel_{i}(void* const* b) {{ {_call(d)}; }}")
-        rows.append(f'{{"{d.host_name}", mps_kernel_{i}, {d.line}, mps_kernel_max_{i}}},')
-        lines.append(f"static constexpr unsigned mps_kernel_max_{i} = unsigned({d.max_threads});")
-    if probes is None:
-        return "\n".join([*lines, ""])
-    lines.append("static const ::mps_kernel::KernelInfo mps_kernel_table[] = {")
-    lines += rows
-    lines += ["{nullptr, nullptr, 0, 0}};", '#include "mps_kernel_export.h"']
-    lines += [""] * (_probes_from(len(decls)) - 1 - len(lines))
-    return "\n".join([*lines, *_probe_lines(probes), ""])
-
-
-def _probe_lines(probes: Sequence[Probe]) -> list[str]:
-    """Each struct of ``probes`` on a line, its fields' layout in a table, and the tables'
-    index the driver reads (mps_kernel_layout.h)."""
-    lines, rows = [], []
-    for i, p in enumerate(probes):
-        s = f"mps_kernel_struct_{i}"
-        fields = "".join(
-            f'{{"{p.type}", "{f}", unsigned(__builtin_offsetof({s}, {f})), '
-            f"unsigned(sizeof({s}::{f})), ::mps_kernel::element_size<decltype({s}::{f})>(), "
-            f"::mps_kernel::kind_of<decltype({s}::{f})>()}}, "
-            for f in p.fields
-        )
-        size = (
-            f'{{"{p.type}", "", 0, unsigned(sizeof({s})), ::mps_kernel::element_size<{s}>(), '
-            f"::mps_kernel::kind_of<{s}>()}}, "
-        )
-        table = f"static const ::mps_kernel::Field mps_kernel_fields_{i}[]"
-        lines.append(f"using {s} = {p.type}; {table} = {{{size}{fields}}};")
-        rows.append(f"mps_kernel_fields_{i}")
-    lines.append(
-        "static const ::mps_kernel::Field* const mps_kernel_structs[] = {"
-        + "".join(f"{r}, " for r in rows)
-        + "nullptr};"
-    )
-    lines.append(
-        "static const unsigned mps_kernel_struct_fields[] = {"
-        + "".join(f"{len(p.fields) + 1}, " for p in probes)
-        + "0};"
-    )
-    lines.append('#include "mps_kernel_layout.h"')
-    return lines
 
 
 def _chunks(kernels: Sequence[int], jobs: int) -> list[set[int]]:
@@ -588,53 +532,6 @@ def _chunks(kernels: Sequence[int], jobs: int) -> list[set[int]]:
     count = max(1, min(jobs, len(kernels) // _CHUNK))
     size = max(1, -(-len(kernels) // count))
     return [set(kernels[i : i + size]) for i in range(0, len(kernels), size)]
-
-
-def _blanked(expanded: str, unit: str, keep: set[int]) -> str:
-    """``expanded``, a check's unit preprocessed, with every kernel caller but those of
-    ``keep`` blanked, line numbers kept: only the unit's own lines are read (a header's
-    line 1000 is no caller)."""
-    out, pos = [], 0
-    for s in segments(expanded):
-        if s.path != unit or s.line + s.end - s.start < _FIRST:  # no line reaches _FIRST
-            continue
-        lines = s.lines(expanded)
-        for n in range(max(0, _FIRST - s.line), len(lines)):
-            if _kernel_of_line(s.line + n) not in keep:
-                lines[n] = ""
-        out += [expanded[pos : s.start], "\n".join(lines)]
-        pos = s.end
-    out.append(expanded[pos:])
-    return "".join(out)
-
-
-def _call(d: KernelDecl) -> str:
-    args = []
-    for p in d.params:
-        if p.kind == "attr":
-            args.append(f"::mps_kernel::attr<{p.type}>(::mps_kernel::Attr::{p.attr})")
-        else:
-            args.append(f"::mps_kernel::buffer<{p.type}>(b, {p.index})")
-    targs = f"<{d.template_args}>" if d.template_args is not None else ""
-    return f"{d.function}{targs}({', '.join(args)})"
-
-
-def _probe_failures(
-    log: str, base: Path, probes: Sequence[Probe], errors: dict[str, str], kernels: int
-) -> bool:
-    """Record the probes an error of ``log`` is on (a struct or field the file lacks), in
-    a unit of ``kernels`` kernels."""
-    unit = str(base.with_suffix(".cpp"))
-    found = False
-    first = _probes_from(kernels)
-    for d in cxx_parts.diagnostics(log):
-        for path, line in d.places:
-            k = line - first
-            if Path(path).as_posix() == unit and 0 <= k < len(probes):
-                message = next((x for x in d.lines if "error:" in x), d.lines[-1])
-                errors.setdefault(probes[k].type, message.split("error:", 1)[-1].strip())
-                found = True
-    return found
 
 
 _WORD = re.compile(r"\w+")
@@ -702,7 +599,7 @@ def _merged(first: FileBuild, alone: FileBuild, label: str) -> FileBuild:
             kernels.append(k)
     return replace(
         first, kernels=tuple(kernels), cached=first.cached and alone.cached,
-        seconds=first.seconds + alone.seconds, retried=tuple(retried),
+        retried=first.retried + tuple(retried),
     )  # fmt: skip
 
 

@@ -18,7 +18,7 @@ from pipeline.errors import ConfigError
 from pipeline.flows import kernel as flow
 from pipeline.report.kernel import to_json
 from pipeline.results.kernel import KernelFileReport, KernelStatus
-from pipeline.run import cxx, kernel_build, kernel_run, reference
+from pipeline.run import cxx, kernel_build, kernel_run, kernel_unit, reference
 from pipeline.run.kernel_build import GAVE_UP, NOT_ASKED, KernelBuilder
 from pipeline.tree import host_launch, launch
 from pipeline.tree.source import TreeSource
@@ -534,7 +534,7 @@ def test_a_chunk_is_its_unit_with_the_other_callers_blanked() -> None:
     header += ['# 1100 "/h/late.h" 1', "int late;", f'# 6 "{unit}" 2']
     callers = [f'# 1000 "{unit}"', "k0();", "m0;", "k1();", "m1;", "", "", "k3();", "m3;"]
     text = "\n".join(header + callers) + "\n"
-    out = kernel_build._blanked(text, unit, {1, 3})
+    out = kernel_unit.blanked(text, unit, {1, 3})
     assert out.count("\n") == text.count("\n")
     assert "int h1100;" in out and "int late;" in out and "k0();" not in out and "m0;" not in out
     assert all(s in out for s in ("k1();", "m1;", "k3();", "m3;"))
@@ -546,15 +546,15 @@ def test_the_struct_probes_follow_the_table_of_a_file_of_many_kernels(tmp_path) 
     from pipeline.run.kernel_decls import KernelDecl
 
     decls = [KernelDecl(f"k{i}", "k", None, (), 1, "1024") for i in range(5000)]
-    probe = kernel_build.Probe("Args", ("n",))
-    lines = kernel_build.translation_unit(tmp_path / "f.metal", decls, set(), [probe]).split("\n")
+    probe = kernel_unit.Probe("Args", ("n",))
+    lines = kernel_unit.translation_unit(tmp_path / "f.metal", decls, set(), [probe]).split("\n")
     table_end = lines.index("{nullptr, nullptr, 0, 0}};") + 1
     first = next(
         n for n, text in enumerate(lines, 1) if text.startswith("using mps_kernel_struct_0")
     )
-    assert first > table_end and first == kernel_build._probes_from(len(decls))
+    assert first > table_end and first == kernel_unit.probes_from(len(decls))
     base = tmp_path / "u"
     log = f"{base}.cpp:{first}:5: error: no member named 'n' in 'Args'\n"
     errors: dict[str, str] = {}
-    assert kernel_build._probe_failures(log, base, [probe], errors, len(decls))
+    assert kernel_unit.probe_failures(log, base, [probe], errors, len(decls))
     assert errors == {"Args": "no member named 'n' in 'Args'"}
