@@ -103,6 +103,14 @@ int main() {
   float2 yz = f.yz * 2.0f;
   check("swizzles", lo.x == 1u && lo.y == 2u && v.z == 1u && v.w == 2u && yz.x == 4.0f &&
         yz.y == 6.0f && v.xyz.z == 1u && sizeof(float4) == 16);
+  // the others are views: read into a vector, written from one (Indexing's offs.xz)
+  uint2 xz = v.xz;
+  uint3 u(5u, 6u, 7u);
+  u.zx = u.xz;  // a swap through the view: both read before either is written
+  float4 g(1.0f, 2.0f, 3.0f, 4.0f);
+  float2 wy = g.wy;
+  check("non-contiguous swizzles", xz.x == 1u && xz.y == 1u && u.x == 7u && u.z == 5u &&
+        u.y == 6u && wy.x == 4.0f && wy.y == 2.0f);
   // compound assignment in device memory (bfloat rounds once, as bfloat arithmetic does)
   bfloat storage = bfloat(1.5f);
   device bfloat* b = &storage;
