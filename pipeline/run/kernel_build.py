@@ -122,6 +122,8 @@ class KernelBuilder:
             if bfloat is None or not failed:
                 return first
             if run is not None and not failed & run:
+                if not early and first.first_round:  # read from the cache: as it was built
+                    alone(frozenset(first.first_round))
                 builds = [f.result() for f in early.values()]
                 later = failed.difference(*early)  # failed after the first round
                 if later:
@@ -277,10 +279,11 @@ class KernelBuilder:
                         metal, base, layout, decls, found.log, found.drop, found.failed,
                         found.unmodelled,
                     )  # fmt: skip
-                if found.failing is not None:
+                if not found.first_round:
                     tried = (i for i, e in found.failed.items() if e.message != NOT_ASKED)
-                    found.failing(frozenset(decls[i].host_name for i in tried))
-                    found.failing = None
+                    found.first_round = tuple(sorted(decls[i].host_name for i in tried))
+                    if found.failing is not None:
+                        found.failing(frozenset(found.first_round))
                 if self._beaten(decls, found) or not progress:
                     return False
         found.gave_up = True
@@ -335,8 +338,11 @@ class KernelBuilder:
             for i, d in enumerate(decls)
         )
         if _TIMED_OUT not in found.log:
-            record(metal, base, kernels, (), None, found.probe_errors)
-        return FileBuild(metal, None, kernels, False, time.monotonic() - start, log=found.log)
+            record(metal, base, kernels, (), None, found.probe_errors, found.first_round)
+        return FileBuild(
+            metal, None, kernels, False, time.monotonic() - start, log=found.log,
+            first_round=found.first_round,
+        )  # fmt: skip
 
     def _declarations(self, metal: Path, base: Path) -> list[KernelDecl]:
         """The file's kernels, from its text preprocessed in parse mode."""
@@ -492,10 +498,10 @@ class KernelBuilder:
             kernels.append(KernelBuild(d, index, error, found.unmodelled.get(i, ())))
         names = tuple(dict.fromkeys(layout.parts[i].name for i in sorted(found.drop)))
         library = base.with_suffix(".so") if in_object else None
-        record(metal, base, kernels, names, library, found.probe_errors)
+        record(metal, base, kernels, names, library, found.probe_errors, found.first_round)
         return FileBuild(
             metal, library, tuple(kernels), False, time.monotonic() - start, names, found.log,
-            probe_errors=found.probe_errors,
+            probe_errors=found.probe_errors, first_round=found.first_round,
         )  # fmt: skip
 
     def driver(self) -> Path:
@@ -519,6 +525,7 @@ class _Found:
     gave_up: bool = False
     beat: int = -1
     failing: Callable[[frozenset[str]], None] | None = None  # told once (_build's doc)
+    first_round: tuple[str, ...] = ()  # FileBuild's
 
 
 # a check of fewer kernels is one unit: a chunk's own cost (the headers and the file parsed

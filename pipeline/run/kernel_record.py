@@ -51,6 +51,9 @@ class FileBuild:
     built_with: str | None = None
     # the kernels the bfloat compiler built alone, when the class compiled the rest
     retried: tuple[str, ...] = ()
+    # the kernels the check's first round failed: what the bfloat compiler's build beside
+    # the rest of it was given (its record's name, for a build read from the cache)
+    first_round: tuple[str, ...] = ()
 
     @property
     def built_count(self) -> int:
@@ -64,6 +67,7 @@ def record(
     set_aside: tuple[str, ...],
     library: Path | None,
     probe_errors: dict[str, str],
+    first_round: tuple[str, ...],
 ) -> None:
     """Write the build's record: every file its passes read, by digest, and each kernel."""
     depfiles = [base.with_suffix(suffix) for suffix in (".parse.d", ".d")]
@@ -71,8 +75,9 @@ def record(
     deps = [p for f in depfiles if f.is_file() for p in cxx.read_depfile(f)] + [metal]
     digests = {str(p): cxx.file_digest(p) for p in deps if "kernel.metal" not in p.name}
     saved = Manifest(
-        digests, set_aside, library is not None, _KernelTable.of(kernels), probe_errors
-    )
+        digests, set_aside, library is not None, _KernelTable.of(kernels), probe_errors,
+        first_round,
+    )  # fmt: skip
     cxx.write_manifest(base.with_suffix(".json"), saved)
 
 
@@ -86,6 +91,7 @@ def cached(metal: Path, base: Path, start: float) -> FileBuild | None:
     return FileBuild(
         metal, library if saved.library else None, saved.kernels.builds(), True,
         time.monotonic() - start, saved.set_aside, probe_errors=saved.probe_errors,
+        first_round=saved.first_round,
     )  # fmt: skip
 
 
@@ -149,3 +155,4 @@ class Manifest(cxx.Manifest):
     kernels: _KernelTable = _KernelTable((), (), ())
     # a launch spec's struct type -> why its layout could not be read (a field it lacks)
     probe_errors: dict[str, str] = field(default_factory=dict)
+    first_round: tuple[str, ...] = ()  # FileBuild's

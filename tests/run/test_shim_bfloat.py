@@ -162,3 +162,46 @@ def test_a_check_builds_alone_with_the_builtin_bfloat_what_the_class_does_not(
     assert neither.built_count == 4 and neither.retried == ()
     errors = [k.error.message for k in neither.kernels if k.error is not None]
     assert len(errors) == 2 and all(f"(nor with {builtin.label}: " in e for e in errors)
+
+
+ONE_REPORT = """#include <metal_stdlib>
+using namespace metal;
+template <typename T>
+float first_lane(const T x) {
+  return x.x;  // a vector's first lane; for a scalar an error, reported once a unit
+}
+template <typename T>
+kernel void dense(device float* out [[buffer(0)]], constant T* in [[buffer(1)]],
+                  uint i [[thread_position_in_grid]]) {
+  out[i] = first_lane(in[i]);
+}
+template <typename T>
+kernel void strided(device float* out [[buffer(0)]], constant T* in [[buffer(1)]],
+                    uint i [[thread_position_in_grid]]) {
+  out[i] = first_lane(in[2 * i]);
+}
+template [[host_name("dense_float")]] kernel void dense<float>(
+    device float*, constant float*, uint);
+template [[host_name("strided_float")]] kernel void strided<float>(
+    device float*, constant float*, uint);
+template [[host_name("dense_float2")]] kernel void dense<float2>(
+    device float*, constant float2*, uint);
+"""
+
+
+def test_a_cached_check_reads_the_retries_it_was_built_with(
+    tmp_path: Path, gxx: cxx.Compiler, builtin: cxx.Compiler, real_c10_include: Path
+) -> None:
+    """A kernel failing in the first round is built alone beside the next, one failing later
+    after it: a second check reads both builds from the cache, as they were made."""
+    root = tmp_path / "tree"
+    metal = root / "aten/src/ATen/native/mps/kernels/OneReport.metal"
+    metal.parent.mkdir(parents=True)
+    metal.write_text(ONE_REPORT)
+    headers = cxx.Headers(real_c10_include, "wheel")
+    builder = KernelBuilder(gxx, headers, root, tmp_path / "c", builtin)
+    cold = builder.build(metal, run=frozenset())
+    assert [k.built for k in cold.kernels] == [False, False, True], cold.log
+    assert cold.first_round == ("dense_float",)  # strided_float failed in the next round
+    again = builder.build(metal, run=frozenset())
+    assert again.cached and again.kernels == cold.kernels
