@@ -111,23 +111,27 @@ class KernelBuilder:
         with ThreadPoolExecutor(1) as beside:
             early: dict[frozenset[str], Future[FileBuild]] = {}
 
-            def alone(names: frozenset[str]) -> None:
+            def alone(names: frozenset[str], decls: Sequence[KernelDecl]) -> None:
                 # none of them is to run: the bfloat compiler builds them alone (checked,
-                # not generated) while the first build checks the rest again
+                # not generated; the file's kernels as the first build read them) while
+                # the first build checks the rest again
                 if bfloat is not None and run is not None and not names & run:
-                    early[names] = beside.submit(bfloat._build, metal, (), names, frozenset())
+                    early[names] = beside.submit(
+                        bfloat._build, metal, (), names, frozenset(), decls=decls
+                    )
 
             first = self._build(metal, probes, only, run, failing=alone)
             failed = frozenset(k.decl.host_name for k in first.kernels if _failed_here(k))
             if bfloat is None or not failed:
                 return first
             if run is not None and not failed & run:
+                decls = [k.decl for k in first.kernels]
                 if not early and first.first_round:  # read from the cache: as it was built
-                    alone(frozenset(first.first_round))
+                    alone(frozenset(first.first_round), decls)
                 builds = [f.result() for f in early.values()]
                 later = failed.difference(*early)  # failed after the first round
                 if later:
-                    builds.append(bfloat._build(metal, (), later, frozenset()))
+                    builds.append(bfloat._build(metal, (), later, frozenset(), decls=decls))
                 for build in builds:
                     first = _merged(first, build, bfloat.compiler.label)
                 return replace(first, seconds=time.monotonic() - start)
@@ -155,11 +159,13 @@ class KernelBuilder:
         only: frozenset[str],
         run: frozenset[str] | None,
         beat: int = -1,
-        failing: Callable[[frozenset[str]], None] | None = None,
+        failing: Callable[[frozenset[str], Sequence[KernelDecl]], None] | None = None,
+        decls: Sequence[KernelDecl] | None = None,
     ) -> FileBuild:
         """The build, stopped (its undecided kernels GAVE_UP) once it cannot build more
         than ``beat`` kernels; -1: never. ``failing`` is told the kernels that failed once
-        the check's first round has placed its errors."""
+        the check's first round has placed its errors, and the file's kernels; ``decls``,
+        those kernels when another build has read them."""
         start = time.monotonic()
         metal = metal.resolve()
         text = metal.read_text(encoding="utf-8")
@@ -173,7 +179,7 @@ class KernelBuilder:
             return known
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         try:
-            decls = self._declarations(metal, base)
+            decls = list(decls) if decls is not None else self._declarations(metal, base)
         except ConfigError as exc:
             error = CompilerError(cxx.relative(metal, self.root), 1, None, str(exc))
             return FileBuild(metal, None, (), False, time.monotonic() - start, error=error)
@@ -283,7 +289,7 @@ class KernelBuilder:
                     tried = (i for i, e in found.failed.items() if e.message != NOT_ASKED)
                     found.first_round = tuple(sorted(decls[i].host_name for i in tried))
                     if found.failing is not None:
-                        found.failing(frozenset(found.first_round))
+                        found.failing(frozenset(found.first_round), decls)
                 if self._beaten(decls, found) or not progress:
                     return False
         found.gave_up = True
@@ -524,7 +530,7 @@ class _Found:
     # more than ``beat`` kernels (a retry's bound: it is kept only if it builds more)
     gave_up: bool = False
     beat: int = -1
-    failing: Callable[[frozenset[str]], None] | None = None  # told once (_build's doc)
+    failing: Callable[[frozenset[str], Sequence[KernelDecl]], None] | None = None  # _build's
     first_round: tuple[str, ...] = ()  # FileBuild's
 
 
