@@ -94,6 +94,12 @@ struct Pointers {
   metal::array<device float*, 2> p;
 };
 
+// a vector's size deduced as a uint (upstream's UpSample: template <typename T, uint N>)
+template <typename T, uint N>
+T last_of(vec<T, N> v) {
+  return v[N - 1];
+}
+
 int main() {
   // contiguous swizzles read, write and copy only the components they name
   uint4 v(1u, 2u, 3u, 4u);
@@ -109,6 +115,13 @@ int main() {
   u.zx = u.xz;  // a swap through the view: both read before either is written
   float4 g(1.0f, 2.0f, 3.0f, 4.0f);
   float2 wy = g.wy;
+  check("uint vector sizes",
+        last_of(float3(1.0f, 2.0f, 3.0f)) == 3.0f && last_of(uint2(4u, 5u)) == 5u);
+  // max/min of a scalar and a vector: the scalar for every component
+  float2 lifted = max(1.0, float2(0.5f, 2.0f));
+  int2 lowered = min(int2(-3, 4), 0);
+  check("scalar and vector", lifted.x == 1.0f && lifted.y == 2.0f && lowered.x == -3 &&
+        lowered.y == 0);
   check("non-contiguous swizzles", xz.x == 1u && xz.y == 1u && u.x == 7u && u.z == 5u &&
         u.y == 6u && wy.x == 4.0f && wy.y == 2.0f);
   // compound assignment in device memory (bfloat rounds once, as bfloat arithmetic does)

@@ -281,9 +281,9 @@ namespace metal {
 // components, so they read, write and copy as vectors do; the other two-component ones
 // (v.xz, v.yx, upstream's Indexing writes offs.xz) are views that convert to a vector and
 // take one; longer ones do not compile.
-template <typename T, int N>
+template <typename T, unsigned N>
 struct vec;
-template <typename T, int N>
+template <typename T, unsigned N>
 struct vec_storage;
 // a view of components I, J of the vector whose storage it lies at the start of
 template <typename T, int I, int J>
@@ -364,7 +364,7 @@ struct vec_storage<T, 4> {
 };
 #undef MPS_SHIM_SWIZZLE
 
-template <typename T, int N>
+template <typename T, unsigned N>
 struct vec : vec_storage<T, N> {
   using element_type = T;
   static constexpr int size = N;
@@ -428,7 +428,7 @@ struct vec : vec_storage<T, N> {
 
 template <typename T>
 struct is_vec : std::false_type {};
-template <typename T, int N>
+template <typename T, unsigned N>
 struct is_vec<vec<T, N>> : std::true_type {};
 // V is a vector in device memory (volatile, const or not)
 template <typename V>
@@ -436,7 +436,7 @@ using if_device_vec =
     std::enable_if_t<std::is_volatile_v<V> && is_vec<std::remove_cv_t<V>>::value, bool>;
 
 #define MPS_SHIM_VEC_OP(OP)                                                    \
-  template <typename T, int N>                                                 \
+  template <typename T, unsigned N>                                                 \
   inline vec<T, N> operator OP(const vec<T, N>& a, const vec<T, N>& b) {       \
     vec<T, N> r;                                                               \
     for (int i = 0; i < N; ++i)                                                \
@@ -445,7 +445,7 @@ using if_device_vec =
   }                                                                            \
   template <                                                                   \
       typename T,                                                              \
-      int N,                                                                   \
+      unsigned N,                                                              \
       typename S,                                                              \
       std::enable_if_t<mps_shim::is_scalar_arith_v<S>, bool> = true>           \
   inline vec<T, N> operator OP(const vec<T, N>& a, S b) {                      \
@@ -456,7 +456,7 @@ using if_device_vec =
   }                                                                            \
   template <                                                                   \
       typename T,                                                              \
-      int N,                                                                   \
+      unsigned N,                                                              \
       typename S,                                                              \
       std::enable_if_t<mps_shim::is_scalar_arith_v<S>, bool> = true>           \
   inline vec<T, N> operator OP(S a, const vec<T, N>& b) {                      \
@@ -465,7 +465,7 @@ using if_device_vec =
       r[i] = T(T(a) OP b[i]);                                                  \
     return r;                                                                  \
   }                                                                            \
-  template <typename T, int N, typename U>                                     \
+  template <typename T, unsigned N, typename U>                                     \
   inline vec<T, N>& operator OP##=(vec<T, N> & a, const U & b) {               \
     a = a OP b;                                                                \
     return a;                                                                  \
@@ -492,7 +492,7 @@ MPS_SHIM_VEC_OP(>>)
 #undef MPS_SHIM_VEC_OP
 
 #define MPS_SHIM_VEC_CMP(OP)                                                     \
-  template <typename T, int N>                                                   \
+  template <typename T, unsigned N>                                                   \
   inline vec<bool, N> operator OP(const vec<T, N>& a, const vec<T, N>& b) {      \
     vec<bool, N> r;                                                              \
     for (int i = 0; i < N; ++i)                                                  \
@@ -501,7 +501,7 @@ MPS_SHIM_VEC_OP(>>)
   }                                                                              \
   template <                                                                     \
       typename T,                                                                \
-      int N,                                                                     \
+      unsigned N,                                                                \
       typename S,                                                                \
       std::enable_if_t<mps_shim::is_scalar_arith_v<S>, bool> = true>             \
   inline vec<bool, N> operator OP(const vec<T, N>& a, S b) {                     \
@@ -509,7 +509,7 @@ MPS_SHIM_VEC_OP(>>)
   }                                                                              \
   template <                                                                     \
       typename T,                                                                \
-      int N,                                                                     \
+      unsigned N,                                                                \
       typename S,                                                                \
       std::enable_if_t<mps_shim::is_scalar_arith_v<S>, bool> = true>             \
   inline vec<bool, N> operator OP(S a, const vec<T, N>& b) {                     \
@@ -549,25 +549,25 @@ MPS_SHIM_VEC_DEVICE_OP(<)
 MPS_SHIM_VEC_DEVICE_OP(>)
 #undef MPS_SHIM_VEC_DEVICE_OP
 
-template <typename T, int N>
+template <typename T, unsigned N>
 inline vec<T, N> operator-(const vec<T, N>& a) {
   vec<T, N> r;
   for (int i = 0; i < N; ++i)
     r[i] = T(-a[i]);
   return r;
 }
-template <typename T, int N>
+template <typename T, unsigned N>
 inline vec<T, N> operator+(const vec<T, N>& a) {
   return a;
 }
-template <typename T, int N>
+template <typename T, unsigned N>
 inline vec<T, N> operator~(const vec<T, N>& a) {
   vec<T, N> r;
   for (int i = 0; i < N; ++i)
     r[i] = T(~a[i]);
   return r;
 }
-template <typename T, int N>
+template <typename T, unsigned N>
 inline vec<bool, N> operator!(const vec<T, N>& a) {
   vec<bool, N> r;
   for (int i = 0; i < N; ++i)

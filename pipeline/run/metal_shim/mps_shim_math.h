@@ -51,7 +51,7 @@ namespace metal {
   }
 
 #define MPS_SHIM_VEC1(NAME)                                  \
-  template <typename T, int N>                               \
+  template <typename T, unsigned N>                               \
   inline auto NAME(const vec<T, N>& v) {                     \
     vec<decltype(NAME(v[0])), N> r;                          \
     for (int i = 0; i < N; ++i)                              \
@@ -59,7 +59,7 @@ namespace metal {
     return r;                                                \
   }
 #define MPS_SHIM_VEC2(NAME)                                                   \
-  template <typename T, int N>                                                \
+  template <typename T, unsigned N>                                                \
   inline auto NAME(const vec<T, N>& a, const vec<T, N>& b) {                  \
     vec<decltype(NAME(a[0], b[0])), N> r;                                     \
     for (int i = 0; i < N; ++i)                                               \
@@ -67,7 +67,7 @@ namespace metal {
     return r;                                                                 \
   }
 #define MPS_SHIM_VEC3(NAME)                                                    \
-  template <typename T, int N>                                                 \
+  template <typename T, unsigned N>                                                 \
   inline auto NAME(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) { \
     vec<decltype(NAME(a[0], b[0], c[0])), N> r;                                \
     for (int i = 0; i < N; ++i)                                                \
@@ -200,9 +200,8 @@ inline T abs(T x) {
   }
 }
 
-// max/min: floating point as fmax/fmin (NaN loses), integers as usual
-MPS_SHIM_F2(max, __builtin_fmaxf(x, y))
-MPS_SHIM_F2(min, __builtin_fminf(x, y))
+// max/min: floating point as fmax/fmin (NaN loses), integers as usual (declared first:
+// the vector forms find them by name where they are defined, an int having no namespace)
 template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
 inline T max(T x, T y) {
   return x > y ? x : y;
@@ -211,6 +210,22 @@ template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
 inline T min(T x, T y) {
   return x < y ? x : y;
 }
+MPS_SHIM_F2(max, __builtin_fmaxf(x, y))
+MPS_SHIM_F2(min, __builtin_fminf(x, y))
+// a vector and a scalar, the scalar for every component (upstream's UpSample writes
+// max(1.0, scales) of a float2); the scalar takes the vector's element type
+#define MPS_SHIM_VEC_SCALAR(NAME)                                               \
+  template <typename T, unsigned N>                                             \
+  inline auto NAME(const vec<T, N>& a, typename vec<T, N>::element_type b) {    \
+    return NAME(a, vec<T, N>(b));                                               \
+  }                                                                             \
+  template <typename T, unsigned N>                                             \
+  inline auto NAME(typename vec<T, N>::element_type a, const vec<T, N>& b) {    \
+    return NAME(vec<T, N>(a), b);                                               \
+  }
+MPS_SHIM_VEC_SCALAR(max)
+MPS_SHIM_VEC_SCALAR(min)
+#undef MPS_SHIM_VEC_SCALAR
 template <typename T, enable_if_t<std::is_integral_v<T>, bool> = true>
 inline T max3(T x, T y, T z) {
   return max(max(x, y), z);
@@ -289,14 +304,14 @@ MPS_SHIM_REL1(signbit, __builtin_signbit(x))
 MPS_SHIM_REL2(isunordered, __builtin_isunordered(x, y))
 MPS_SHIM_REL2(isordered, !__builtin_isunordered(x, y))
 
-template <int N>
+template <unsigned N>
 inline bool all(const vec<bool, N>& v) {
   for (int i = 0; i < N; ++i)
     if (!v[i])
       return false;
   return true;
 }
-template <int N>
+template <unsigned N>
 inline bool any(const vec<bool, N>& v) {
   for (int i = 0; i < N; ++i)
     if (v[i])
@@ -315,7 +330,7 @@ template <typename T>
 inline T select(T a, T b, bool c) {
   return c ? b : a;
 }
-template <typename T, int N>
+template <typename T, unsigned N>
 inline vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, const vec<bool, N>& c) {
   vec<T, N> r;
   for (int i = 0; i < N; ++i)
@@ -355,14 +370,14 @@ inline T mulhi(T x, T y) {
 }
 
 // ---- geometric -----------------------------------------------------------------------
-template <typename T, int N>
+template <typename T, unsigned N>
 inline T dot(const vec<T, N>& a, const vec<T, N>& b) {
   T r = T(0);
   for (int i = 0; i < N; ++i)
     r += a[i] * b[i];
   return r;
 }
-template <typename T, int N>
+template <typename T, unsigned N>
 inline T length(const vec<T, N>& a) {
   return T(__builtin_sqrtf(float(dot(a, a))));
 }

@@ -38,7 +38,7 @@ template <typename T>
 struct element {
   using type = T;
 };
-template <typename T, int N>
+template <typename T, unsigned N>
 struct element<vec<T, N>> {
   using type = T;
 };
@@ -118,7 +118,7 @@ using make_scalar_t = typename make_scalar<T>::type;
 
 template <typename T>
 struct vec_elements : integral_constant<int, 1> {};
-template <typename T, int N>
+template <typename T, unsigned N>
 struct vec_elements<vec<T, N>> : integral_constant<int, N> {};
 
 // std::array's interface, and element access on an array in device memory (a parameter
@@ -237,7 +237,7 @@ struct numeric_limits<bfloat> {
 
 // a vector's limits are its element's, in every component (c10's complex logaddexp reads
 // numeric_limits<float2>::infinity().x)
-template <typename T, int N>
+template <typename T, unsigned N>
 struct numeric_limits<vec<T, N>> : numeric_limits<T> {
   static constexpr vec<T, N> min() {
     return vec<T, N>(numeric_limits<T>::min());
