@@ -165,9 +165,10 @@ def _upstream_figures(
         figure("upstream files compiling", share, "%", goal=">= 70%", headline=True),
         figure("  upstream file cold, median", cold[len(cold) // 2] if cold else 0.0, "s",
                goal="<= 3 s"),
-        figure("  upstream file cold, slowest", cold[-1] if cold else 0.0, "s"),
+        figure("  upstream file cold, slowest", cold[-1] if cold else 0.0, "s", goal="<= 3 s"),
+        # a large file's check runs a compiler on each CPU: its CPU time is more than its wall
         figure("  upstream file cold, compiler CPU, slowest",
-               max((t.cpu for t in times.values()), default=0.0), "s", goal="<= 3 s"),
+               max((t.cpu for t in times.values()), default=0.0), "s"),
         figure("  upstream file cold, own CPU, slowest",
                max((t.own_cpu for t in times.values()), default=0.0), "s"),
         figure("  upstream file cached, slowest",
