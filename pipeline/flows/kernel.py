@@ -178,7 +178,7 @@ def check_file(
     ordered = tuple(checks[k.decl.host_name] for k in chosen if k.decl.host_name in checks)
     compiler = build.built_with or builder.compiler.label
     if build.retried and builder.bfloat is not None:
-        compiler += f"; {builder.bfloat.label} for {len(build.retried)} the bfloat class does not"
+        compiler += f"; {builder.bfloat.label} for {len(build.retried)} the class did not build"
     return KernelFileReport(
         cxx.relative(metal, root), ordered, compiler, builder.headers.origin, build.seconds,
         build.cached, str(spec.path) if spec else None, build.set_aside,

@@ -57,7 +57,7 @@ from pipeline.run.kernel_unit import (
 )
 
 DRIVER_SOURCE = cxx.SHIM_DIR / "mps_kernel_driver.cpp"
-CACHE_VERSION = "5"
+CACHE_VERSION = "6"
 _TIMED_OUT = "error: the compiler did not finish"
 # a kernel left out of a build for some kernels of its file (``KernelBuilder.build(only=)``)
 NOT_ASKED = "not compiled: the check asked for other kernels of the file"
@@ -115,7 +115,7 @@ class KernelBuilder:
                 # none of them is to run: the bfloat compiler builds them alone (checked,
                 # not generated; the file's kernels as the first build read them) while
                 # the first build checks the rest again
-                if bfloat is not None and run is not None and not names & run:
+                if bfloat is not None and run is not None and names and not names & run:
                     early[names] = beside.submit(
                         bfloat._build, metal, (), names, frozenset(), decls=decls
                     )
@@ -172,6 +172,8 @@ class KernelBuilder:
         key = cxx.digest(
             [CACHE_VERSION, self.compiler.identity, *self.flags(), str(metal), text, repr(probes)]
             + sorted(only) + ["run:", *(["*"] if run is None else sorted(run)), f"beat:{beat}"]
+            # the chunks a check is split into decide which kernels a gave-up build reached
+            + [f"jobs:{self.jobs}"]
         )  # fmt: skip
         base = self.cache_dir / f"{metal.stem}-{key[:20]}"
         known = cached(metal, base, start)
@@ -209,7 +211,7 @@ class KernelBuilder:
         checked = asked - wanted
         unit = base.with_name(f"{base.name}-check")
         if checked and not self._check(metal, unit, layout, decls, checked, found):
-            return self._failed(metal, base, decls, found, start)
+            return self._failed(metal, base, decls, found, start, in_object)
         return self._done(metal, base, decls, layout, in_object, found, start)
 
     def _pass(
@@ -230,6 +232,7 @@ class KernelBuilder:
             skip |= _in_parts(decls, layout, found.drop)
             kept = [p for p in probes if p.type not in found.probe_errors]
             ok, found.log = self._compile(metal, base, layout, found.drop, decls, skip, kept)
+            found.timed_out |= _TIMED_OUT in found.log
             if ok:
                 return skip
             progress = self._attribute(
@@ -277,6 +280,8 @@ class KernelBuilder:
                     done = [(chunk, *f.result()) for chunk, f in futures]
                     logs = [log for _, ok, log in done if not ok]
                     todo = set().union(*(chunk for chunk, ok, _ in done if not ok))
+                    found.passed.update(*(chunk for chunk, ok, _ in done if ok))
+                found.timed_out |= any(_TIMED_OUT in log for log in logs)
                 if not logs:
                     return True
                 progress = False
@@ -288,7 +293,7 @@ class KernelBuilder:
                 if not found.first_round:
                     tried = (i for i, e in found.failed.items() if e.message != NOT_ASKED)
                     found.first_round = tuple(sorted(decls[i].host_name for i in tried))
-                    if found.failing is not None:
+                    if found.first_round and found.failing is not None:
                         found.failing(frozenset(found.first_round), decls)
                 if self._beaten(decls, found) or not progress:
                     return False
@@ -321,10 +326,17 @@ class KernelBuilder:
         return proc.returncode == 0, log
 
     def _failed(
-        self, metal: Path, base: Path, decls: Sequence[KernelDecl], found: _Found, start: float
+        self,
+        metal: Path,
+        base: Path,
+        decls: Sequence[KernelDecl],
+        found: _Found,
+        start: float,
+        in_object: set[int] | None = None,
     ) -> FileBuild:
         """The build whose last errors could not be attributed: every kernel not already
-        failed carries the first of them, or, when the rounds ran out while errors were
+        failed, nor built (into the object, ``in_object``, or checked in a chunk that
+        compiled), carries the first of them, or, when the rounds ran out while errors were
         still being placed, is not known to compile (GAVE_UP: no error was its own). It is
         recorded as a built one is (the same inputs fail the same way, and a large file's
         failing passes are its slowest), but for a compile that timed out, which says
@@ -333,8 +345,11 @@ class KernelBuilder:
             cxx.relative(metal, self.root), 1, None, "the compiler failed"
         )
         where = cxx.relative(metal, self.root)
+        rows = {i: row for row, i in enumerate(sorted(in_object or ()))}
         kernels = tuple(
-            KernelBuild(
+            KernelBuild(d, rows[i]) if i in rows
+            else KernelBuild(d) if i in found.passed
+            else KernelBuild(
                 d,
                 error=found.failed.get(
                     i, CompilerError(where, d.line, None, GAVE_UP) if found.gave_up else error
@@ -342,11 +357,12 @@ class KernelBuilder:
                 not_modelled=found.unmodelled.get(i, ()),
             )
             for i, d in enumerate(decls)
-        )
-        if _TIMED_OUT not in found.log:
-            record(metal, base, kernels, (), None, found.probe_errors, found.first_round)
+        )  # fmt: skip
+        library = base.with_suffix(".so") if rows else None
+        if not found.timed_out:
+            record(metal, base, kernels, (), library, found.probe_errors, found.first_round)
         return FileBuild(
-            metal, None, kernels, False, time.monotonic() - start, log=found.log,
+            metal, library, kernels, False, time.monotonic() - start, log=found.log,
             first_round=found.first_round,
         )  # fmt: skip
 
@@ -532,6 +548,8 @@ class _Found:
     beat: int = -1
     failing: Callable[[frozenset[str], Sequence[KernelDecl]], None] | None = None  # _build's
     first_round: tuple[str, ...] = ()  # FileBuild's
+    passed: set[int] = field(default_factory=set)  # checked in a chunk that compiled
+    timed_out: bool = False  # a compile did not finish: the build says nothing of the file
 
 
 # a check of fewer kernels is one unit: a chunk's own cost (the headers and the file parsed
@@ -606,6 +624,9 @@ def _merged(first: FileBuild, alone: FileBuild, label: str) -> FileBuild:
             kernels.append(other)
             retried.append(k.decl.host_name)
         elif other is not None and other.error is not None and k.error is not None:
+            if k.error.message == GAVE_UP:  # not known either way: it stays unknown
+                kernels.append(k)
+                continue
             note = f" (nor with {label}: {other.error.message})"
             kernels.append(replace(k, error=replace(k.error, message=k.error.message + note)))
         else:

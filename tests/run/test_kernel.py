@@ -558,3 +558,36 @@ def test_the_struct_probes_follow_the_table_of_a_file_of_many_kernels(tmp_path) 
     errors: dict[str, str] = {}
     assert kernel_unit.probe_failures(log, base, [probe], errors, len(decls))
     assert errors == {"Args": "no member named 'n' in 'Args'"}
+
+
+def test_a_merged_retry_keeps_unknown_unknown_and_notes_the_other_compilers_error() -> None:
+    """The bfloat compiler's build of the kernels the class failed: one it builds is taken,
+    one with an error of its own keeps it with the other's beside it, and one the class's
+    build gave up on stays unknown (its message is its status)."""
+    from pipeline.errors import CompilerError
+    from pipeline.run.kernel_decls import KernelDecl
+    from pipeline.run.kernel_record import FileBuild, KernelBuild
+
+    def decl(name: str) -> KernelDecl:
+        return KernelDecl(name, "k", None, (), 1, "1024")
+
+    def error(message: str) -> CompilerError:
+        return CompilerError("k.metal", 1, None, message)
+
+    first = FileBuild(Path("k.metal"), None, (
+        KernelBuild(decl("built_by_other"), error=error("?: is ambiguous")),
+        KernelBuild(decl("fails_both"), error=error("?: is ambiguous")),
+        KernelBuild(decl("unknown"), error=error(GAVE_UP)),
+        KernelBuild(decl("fine")),
+    ), False, 1.0)  # fmt: skip
+    alone = FileBuild(Path("k.metal"), None, (
+        KernelBuild(decl("built_by_other")),
+        KernelBuild(decl("fails_both"), error=error("no cast")),
+        KernelBuild(decl("unknown"), error=error("no cast")),
+        KernelBuild(decl("fine"), error=error(NOT_ASKED)),
+    ), False, 1.0)  # fmt: skip
+    merged = {k.decl.host_name: k for k in kernel_build._merged(first, alone, "clang").kernels}
+    assert merged["built_by_other"].built and merged["fine"].built
+    assert merged["fails_both"].error == error("?: is ambiguous (nor with clang: no cast)")
+    assert merged["unknown"].error == error(GAVE_UP)
+    assert kernel_build._merged(first, alone, "clang").retried == ("built_by_other",)

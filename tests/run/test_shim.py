@@ -111,6 +111,8 @@ int main() {
         yz.y == 6.0f && v.xyz.z == 1u && sizeof(float4) == 16);
   // the others are views: read into a vector, written from one (Indexing's offs.xz)
   uint2 xz = v.xz;
+  auto view = v.xz; // a copy of the view: the components it names, not what follows it
+  const uint2 viewed = view;
   uint3 u(5u, 6u, 7u);
   u.zx = u.xz;  // a swap through the view: both read before either is written
   float4 g(1.0f, 2.0f, 3.0f, 4.0f);
@@ -123,6 +125,7 @@ int main() {
   check("scalar and vector", lifted.x == 1.0f && lifted.y == 2.0f && lowered.x == -3 &&
         lowered.y == 0);
   check("non-contiguous swizzles", xz.x == 1u && xz.y == 1u && u.x == 7u && u.z == 5u &&
+        viewed.x == 1u && viewed.y == 1u &&
         u.y == 6u && wy.x == 4.0f && wy.y == 2.0f);
   // compound assignment in device memory (bfloat rounds once, as bfloat arithmetic does)
   bfloat storage = bfloat(1.5f);

@@ -279,35 +279,30 @@ namespace metal {
 // ---- vectors: T x, y[, z, w] with element-wise operators -------------------------------
 // The contiguous swizzles (v.xy, v.yz, v.zw, v.xyz, v.yzw) are vectors laid over the same
 // components, so they read, write and copy as vectors do; the other two-component ones
-// (v.xz, v.yx, upstream's Indexing writes offs.xz) are views that convert to a vector and
-// take one; longer ones do not compile.
+// (v.xz, v.yx, upstream's Indexing passes offs.xz) are views over the whole vector that
+// convert to a vector and take one. One view assigned the same view of another vector
+// (a.xz = b.xz) copies every component: not supported (the view's copy must stay trivial,
+// or the vector's would be deleted), and no upstream file writes it.
 template <typename T, unsigned N>
 struct vec;
 template <typename T, unsigned N>
 struct vec_storage;
-// a view of components I, J of the vector whose storage it lies at the start of
-template <typename T, int I, int J>
+template <typename T, unsigned N, unsigned I, unsigned J>
 struct swizzle {
+  T c[N]; // the vector's components: a copy of the view reads as the view does
   operator vec<T, 2>() const {
-    const T* c = reinterpret_cast<const T*>(this);
     return vec<T, 2>(c[I], c[J]);
   }
   operator vec<T, 2>() const volatile {
-    const volatile T* c = reinterpret_cast<const volatile T*>(this);
     return vec<T, 2>(T(c[I]), T(c[J]));
   }
   swizzle& operator=(const vec<T, 2>& v) {
-    T* c = reinterpret_cast<T*>(this);
     const T a = v.x, b = v.y; // v may be this vector's own components
     c[I] = a;
     c[J] = b;
     return *this;
   }
 };
-#define MPS_SHIM_SWIZZLE(NAME, I, J) \
-  struct {                           \
-    swizzle<T, I, J> NAME;           \
-  };
 template <typename T>
 struct vec_storage<T, 2> {
   T x, y;
@@ -325,10 +320,10 @@ struct vec_storage<T, 3> {
       T x_;
       vec<T, 2> yz;
     };
-    MPS_SHIM_SWIZZLE(xz, 0, 2)
-    MPS_SHIM_SWIZZLE(yx, 1, 0)
-    MPS_SHIM_SWIZZLE(zx, 2, 0)
-    MPS_SHIM_SWIZZLE(zy, 2, 1)
+    swizzle<T, 3, 0, 2> xz;
+    swizzle<T, 3, 1, 0> yx;
+    swizzle<T, 3, 2, 0> zx;
+    swizzle<T, 3, 2, 1> zy;
   };
 };
 template <typename T>
@@ -351,18 +346,17 @@ struct vec_storage<T, 4> {
       T x__;
       vec<T, 3> yzw;
     };
-    MPS_SHIM_SWIZZLE(xz, 0, 2)
-    MPS_SHIM_SWIZZLE(xw, 0, 3)
-    MPS_SHIM_SWIZZLE(yw, 1, 3)
-    MPS_SHIM_SWIZZLE(yx, 1, 0)
-    MPS_SHIM_SWIZZLE(zx, 2, 0)
-    MPS_SHIM_SWIZZLE(zy, 2, 1)
-    MPS_SHIM_SWIZZLE(wx, 3, 0)
-    MPS_SHIM_SWIZZLE(wy, 3, 1)
-    MPS_SHIM_SWIZZLE(wz, 3, 2)
+    swizzle<T, 4, 0, 2> xz;
+    swizzle<T, 4, 0, 3> xw;
+    swizzle<T, 4, 1, 3> yw;
+    swizzle<T, 4, 1, 0> yx;
+    swizzle<T, 4, 2, 0> zx;
+    swizzle<T, 4, 2, 1> zy;
+    swizzle<T, 4, 3, 0> wx;
+    swizzle<T, 4, 3, 1> wy;
+    swizzle<T, 4, 3, 2> wz;
   };
 };
-#undef MPS_SHIM_SWIZZLE
 
 template <typename T, unsigned N>
 struct vec : vec_storage<T, N> {
