@@ -272,17 +272,21 @@ def _primary_limit(primary: _Head, args: str | None) -> str | None:
     if opening is None or close < 0:
         return limit.group(1).strip()
     given = split_args(args or "", templates=True)
-    values = {}
+    values: dict[str, str] = {}
+
+    def substituted(text: str) -> str:
+        return _NAME.sub(
+            lambda m: f"({values[m.group()]})" if m.group() in values else m.group(), text
+        )
+
     for n, param in enumerate(split_args(primary.prefix[opening.end() : close], templates=True)):
         declared, _, default = param.partition("=")
         name = _LAST_NAME.match(declared, _last_word_start(declared))
-        value = given[n] if n < len(given) and given[n] else default.strip()
+        # a default may name the parameters before it (`uint TG_Y = TG_X`)
+        value = given[n] if n < len(given) and given[n] else substituted(default.strip())
         if name and value:
             values[name.group(1)] = value
-    return _NAME.sub(
-        lambda m: f"({values[m.group()]})" if m.group() in values else m.group(),
-        limit.group(1).strip(),
-    )
+    return substituted(limit.group(1).strip())
 
 
 @functools.lru_cache(maxsize=4096)

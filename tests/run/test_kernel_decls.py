@@ -145,14 +145,14 @@ def test_a_limit_named_by_template_parameters_takes_the_instantiations_arguments
     """Upstream's ReduceOps bounds a kernel by ``TG_X * TG_Y``, its template parameters:
     each instantiation's limit reads them given, or defaulted, outside the template."""
     text = """# 1 "/t/R.metal"
-template <typename T, uint TG_X = 32, uint TG_Y = 8>
+template <typename T, uint TG_X = 32, uint TG_Y = TG_X / 4>
 [[max_total_threads_per_threadgroup(TG_X * TG_Y)]] kernel void outer(device T* out [[buffer(0)]], uint2 t [[thread_position_in_threadgroup]]) {
 }
 template [[host_name("outer_float")]] kernel void outer<float, 16>(device float* out [[buffer(0)]], uint2 t [[thread_position_in_threadgroup]]);
 template [[host_name("outer_half")]] kernel void outer<half>(device half* out [[buffer(0)]], uint2 t [[thread_position_in_threadgroup]]);
 """
     found = {k.host_name: k.max_threads for k in parse_kernels(text, "/t/R.metal")}
-    assert found == {"outer_float": "(16) * (8)", "outer_half": "(32) * (8)"}
+    assert found == {"outer_float": "(16) * ((16) / 4)", "outer_half": "(32) * ((32) / 4)"}
 
 
 def test_segments_are_the_runs_between_line_markers():
