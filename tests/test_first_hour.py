@@ -59,7 +59,14 @@ class User:
             k: v
             for k, v in os.environ.items()
             if k
-            not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "XDG_STATE_HOME", "GITHUB_TOKEN")
+            not in (
+                "PYTHONPATH",
+                "PYTHONHOME",
+                "VIRTUAL_ENV",
+                "XDG_STATE_HOME",
+                "XDG_CACHE_HOME",
+                "GITHUB_TOKEN",
+            )
             and not k.startswith(("MPS_PIPELINE_", "PYTEST_", "MPS_SIM_", "COV_"))
         }
         # the venv's bin first, as an activated venv has it; git and a shell from the system
@@ -232,7 +239,7 @@ def test_3_demo_makes_a_checkout_every_readme_command_works_in(user: User) -> No
 # ------------------------------------------------ 4, 5. a no-op run answers; git diff's path
 
 
-def test_4_a_no_op_run_gives_the_verdict_with_the_summary_path(migrated) -> None:
+def test_4_a_no_op_run_gives_the_verdict_with_the_summary_path(migrated, user: User) -> None:
     root, first, second = migrated
     assert first.returncode == 0 and second.returncode == 0, second.stdout + second.stderr
     assert stages_run(second.stdout) == set()
@@ -241,6 +248,11 @@ def test_4_a_no_op_run_gives_the_verdict_with_the_summary_path(migrated) -> None
         assert "verdict: atan2: Every checklist item passes." in run.stdout
         assert run.stdout.endswith(f"\nsummary: {summary}\n")
     assert summary.is_file()
+    # torch's answers and the functor's object are in the user's cache, which every demo and
+    # checkout of theirs shares (no XDG_CACHE_HOME: ~/.cache), not in the checkout's state
+    kept = user.home / ".cache" / "mps-pipeline" / "math"
+    assert list(kept.glob("reference-*.json")) and list(kept.glob("atan2-*.so"))
+    assert not list((root / ".mps-pipeline").rglob("reference-*.json"))
 
 
 def test_5_next_names_the_tree_whose_git_diff_to_review(migrated, user: User) -> None:
