@@ -165,9 +165,15 @@ def _median(samples: Sequence[float]) -> float:
 
 
 def settings_for(root: Path, state: Path, *, opinfo_table: Path | None) -> Settings:
-    """Settings for ``root`` with state under ``state``, ignoring MPS_PIPELINE_* variables."""
+    """Settings for ``root`` with state under ``state``, ignoring MPS_PIPELINE_* variables;
+    check-math's cache there too, not the user's: a figure never rests on an earlier run."""
     settings = load_settings({"root": str(root), "state_dir": str(state)}, env={}, cwd=state)
-    return dataclasses.replace(settings, opinfo_table=opinfo_table, python=sys.executable)
+    return dataclasses.replace(
+        settings,
+        opinfo_table=opinfo_table,
+        python=sys.executable,
+        math_cache=settings.cache_dir / "math",
+    )
 
 
 def wheel_file(package: str, rel: str) -> Path | None:

@@ -58,6 +58,11 @@ SANDBOX_STATE_ORIGIN = (
     f"default: the bundled sandbox's, $XDG_STATE_HOME/{fsio.SANDBOX_STATE} (else "
     f"~/.local/state/{fsio.SANDBOX_STATE})"
 )
+MATH_CACHE_NAME = "math"  # check-math's folder in the user's cache
+MATH_CACHE_ORIGIN = (
+    f"default: the user's cache, $XDG_CACHE_HOME/{fsio.USER_CACHE}/{MATH_CACHE_NAME} (else "
+    f"~/.cache/{fsio.USER_CACHE}/{MATH_CACHE_NAME})"
+)
 # keys a doit variable or CLI flag may set
 # keys whose relative paths are relative to where they were set (file's folder, or cwd)
 _PATH_KEYS = (Key.ROOT, Key.STATE_DIR, Key.MATH_CACHE)
@@ -120,6 +125,9 @@ class Settings:
     build_dir: Path
     build_command: tuple[str, ...]
     state_dir: Path
+    # check-math's objects and torch's answers (``math.cache``, else the user's cache: each
+    # entry is named by a digest of what made it, so every checkout and state dir shares it)
+    math_cache: Path
     # seconds a chain waits for another run editing the same tree before giving up
     lock_wait: float
     test_file: str
@@ -149,11 +157,6 @@ class Settings:
     @property
     def cache_dir(self) -> Path:
         return self.state_dir / "cache"
-
-    @property
-    def math_cache(self) -> Path:
-        """check-math's objects and torch's answers (``math.cache``, content-addressed)."""
-        return self.math.cache or self.cache_dir / "math"
 
     @property
     def kernel_specs(self) -> Path:
@@ -568,9 +571,11 @@ def load_settings(
     build_dir = root / sources[Key.BUILD_DIR].value
     runner_names, runner_macos = runners(sources[Key.RUNNERS])
     cache = sources[Key.MATH_CACHE].value
-    math_cache = (
-        None if cache is None else trail.resolve(bases[Key.MATH_CACHE] / os.path.expanduser(cache))
-    )
+    if cache is None:
+        math_cache = trail.resolve(Path(fsio.user_cache_dir(env)) / MATH_CACHE_NAME)
+        sources[Key.MATH_CACHE] = Resolved(str(math_cache), MATH_CACHE_ORIGIN)
+    else:
+        math_cache = trail.resolve(bases[Key.MATH_CACHE] / os.path.expanduser(cache))
     value = {key: source.value for key, source in sources.items()}
     return Settings(
         root=root,
@@ -581,6 +586,7 @@ def load_settings(
             str(arg).format(build_dir=build_dir, root=root) for arg in value[Key.BUILD_COMMAND]
         ),
         state_dir=state_dir,
+        math_cache=math_cache,
         lock_wait=float(value[Key.LOCK_WAIT]),
         test_file=value[Key.TEST_FILE],
         test_kinds=tuple(value[Key.TEST_KINDS]),
@@ -595,7 +601,7 @@ def load_settings(
         sources=MappingProxyType(sources),
         config_file=str(user_path.resolve()) if user_path is not None else None,
         warnings=tuple(warnings),
-        math=math(sources, defaults()[Key.MATH_REFERENCES], math_cache),
+        math=math(sources, defaults()[Key.MATH_REFERENCES], None if cache is None else math_cache),
         looked_at=trail.done(),
         history_url=value[Key.HISTORY_URL] or None,
     )

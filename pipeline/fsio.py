@@ -106,20 +106,36 @@ def holds(entries: Any, now: Callable[[str], object]) -> bool:
 
 
 SANDBOX_STATE = "mps-pipeline"  # the bundled sandbox's state folder, in the user's state home
+USER_CACHE = "mps-pipeline"  # ours in the user's cache home
+# the variables a default path is read from: a ~ in a path setting, the user's state and
+# cache homes (what the settings' memo and the warm audit's replay are keyed on, with ours)
+HOME_VARIABLES = ("HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+
+
+def _xdg_home(env: Mapping[str, str], variable: str, *default: str) -> str:
+    """``$variable``, else ``~/<default>`` (``env``'s HOME, else the user's). A relative
+    value is ignored, as the XDG spec says."""
+    home = env.get(variable) or ""
+    if os.path.isabs(home):
+        return home
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), *default)
 
 
 def sandbox_state_dir(env: Mapping[str, str]) -> str:
     """The default state folder of a run on the bundled sandbox: ``$XDG_STATE_HOME/
-    mps-pipeline``, else ``~/.local/state/mps-pipeline`` (``env``'s HOME, else the user's).
+    mps-pipeline``, else ``~/.local/state/mps-pipeline``.
 
     Never the current directory: a folder that is no checkout gets nothing of ours. Here,
     not in the settings' modules, because the settings' memo and the warm audit's replay
-    look for it before any settings are resolved. A relative ``XDG_STATE_HOME`` is ignored,
-    as the XDG spec says."""
-    home = env.get("XDG_STATE_HOME") or ""
-    if not os.path.isabs(home):
-        home = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
-    return os.path.join(home, SANDBOX_STATE)
+    look for it before any settings are resolved."""
+    return os.path.join(_xdg_home(env, "XDG_STATE_HOME", ".local", "state"), SANDBOX_STATE)
+
+
+def user_cache_dir(env: Mapping[str, str]) -> str:
+    """The user's cache folder of ours: ``$XDG_CACHE_HOME/mps-pipeline``, else
+    ``~/.cache/mps-pipeline``. What is in it is named by digests of what made it, so every
+    checkout and state folder of the user may share it, and deleting it loses only time."""
+    return os.path.join(_xdg_home(env, "XDG_CACHE_HOME", ".cache"), USER_CACHE)
 
 
 def package_files() -> list[str]:

@@ -109,7 +109,8 @@ class MathSettings:
     # or "none"
     references: Mapping[str, str] = field(default_factory=dict, hash=False)
     max_samples: int = 256
-    # the compiled functors and torch's answers; None: <state_dir>/cache/math
+    # ``math.cache`` as set: the compiled functors and torch's answers, op_db's dump too;
+    # None: those two in the user's cache (Settings.math_cache), the dump in the state dir
     cache: Path | None = None
 
 

@@ -33,8 +33,6 @@ from pipeline.sections import Key
 from pipeline.tree import paths
 
 MEMO = "settings.{via}.json"  # in the state folder's cache
-# variables that decide a default path: a ~ in a path setting, the sandbox's state folder
-_HOMES = ("HOME", "XDG_STATE_HOME")
 # the classes a memo holds, by name
 _CLASSES: dict[str, type[Any]] = {
     cls.__name__: cls
@@ -219,7 +217,12 @@ class _Memo:
 
 def _process(overrides: Mapping[str, str | None], via: str, config_path: Path | None,
              cwd: str) -> _Process:  # fmt: skip
-    env = ((k, v) for k, v in os.environ.items() if k.startswith("MPS_PIPELINE_") or k in _HOMES)
+    # the settings' variables and the homes a default path is read from
+    env = (
+        (k, v)
+        for k, v in os.environ.items()
+        if k.startswith("MPS_PIPELINE_") or k in fsio.HOME_VARIABLES
+    )
     return _Process(
         overrides=tuple(sorted((k, v) for k, v in overrides.items() if v is not None and v)),
         via=via,

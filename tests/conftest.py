@@ -16,7 +16,14 @@ from typing import TypeVar
 
 import pytest
 
-from tests.releases import NEWEST, OLDEST, Release, WheelUnavailable, release
+from tests.releases import (
+    NEWEST,
+    OLDEST,
+    USER_CACHE_HOME_ENV,
+    Release,
+    WheelUnavailable,
+    release,
+)
 
 T = TypeVar("T")
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -36,14 +43,27 @@ def pytest_configure(config: pytest.Config) -> None:
         homes = tempfile.mkdtemp(prefix="mps-pipeline-test-state-")
         os.environ[SESSION_STATE_ENV] = os.environ[STATE_HOME_ENV] = homes
         config.add_cleanup(lambda: shutil.rmtree(homes, ignore_errors=True))
+    # The user's cache home is the session's own: check-math's cache is there by default
+    # (math.cache), and a command run without our variables, as a user runs it, must never
+    # fill this machine's real one. The released wheels stay in the real one (releases.py).
+    if USER_CACHE_HOME_ENV not in os.environ:
+        os.environ[USER_CACHE_HOME_ENV] = os.environ.get("XDG_CACHE_HOME") or str(
+            Path.home() / ".cache"
+        )
+        cache_home = tempfile.mkdtemp(prefix="mps-pipeline-test-cache-")
+        os.environ["XDG_CACHE_HOME"] = cache_home
+        config.add_cleanup(lambda: shutil.rmtree(cache_home, ignore_errors=True))
     # One check-math cache (math.cache) for the session's command runs, which inherit the
     # variable, xdist workers included: torch's answers for the sandbox's functors cost
     # seconds of torch import each and are the same in every test's private tree. Entries
-    # are named by digests, so sharing cannot give a test another tree's answer.
+    # are named by digests, so sharing cannot give a test another tree's answer. Named, not
+    # left to the default it is: so set, op_db's dump is shared too (not in each state dir).
     if MATH_CACHE_ENV not in os.environ:
-        folder = tempfile.mkdtemp(prefix="mps-pipeline-test-math-")
-        os.environ[MATH_CACHE_ENV] = folder
-        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        from pipeline import config as settings_config
+        from pipeline import fsio
+
+        default = Path(fsio.user_cache_dir(os.environ)) / settings_config.MATH_CACHE_NAME
+        os.environ[MATH_CACHE_ENV] = str(default)
     # The pytest runs the tests start (the sandbox's test_mps.py, copies of it as checkouts)
     # need no third-party plugin, and loading the dev venv's seven doubled each one's
     # start-up (0.70 -> 0.35 s; hypothesis alone is 0.13 s); a test that wants one passes

@@ -33,6 +33,9 @@ OLDEST = "2.13.0"
 # Every release whose files the tests read; the middle one is the "release before" NEWEST.
 RELEASES = (OLDEST, "2.14.1", NEWEST)
 CACHE_ENV = "MPS_PIPELINE_WHEEL_CACHE"
+# The user's cache home as it was before a test session gave its tests one of their own
+# (tests/conftest.py): the wheels stay where they are kept across sessions.
+USER_CACHE_HOME_ENV = "MPSP_TEST_USER_CACHE_HOME"
 
 # wheel path -> path in the tree: a file, or a folder's files ending so ("*.h" one level deep,
 # "**.py" at any depth)
@@ -121,7 +124,11 @@ def cache_dir() -> Path:
     configured = os.environ.get(CACHE_ENV)
     if configured:
         return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = (
+        os.environ.get(USER_CACHE_HOME_ENV)
+        or os.environ.get("XDG_CACHE_HOME")
+        or str(Path.home() / ".cache")
+    )
     return Path(base) / "mps-pipeline" / "torch-wheels"
 
 

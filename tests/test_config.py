@@ -197,10 +197,21 @@ def test_relative_paths_are_relative_to_where_they_were_set(tmp_path: Path) -> N
     assert s.state_dir == tmp_path / "mine"
 
 
-def test_the_math_cache_defaults_to_the_state_dir_and_may_be_shared(tmp_path: Path) -> None:
+def test_the_math_cache_defaults_to_the_users_and_may_be_named(tmp_path: Path) -> None:
     checkout = _checkout(tmp_path / "trees" / "pytorch")
-    s = load_settings({"root": str(checkout)}, env={}, cwd=tmp_path)
-    assert s.math.cache is None and s.math_cache == checkout / ".mps-pipeline/cache/math"
+    home = tmp_path / "home"
+    s = load_settings({"root": str(checkout)}, env={"HOME": str(home)}, cwd=tmp_path)
+    # every checkout and state dir of the user shares it; op_db's dump stays in the state dir
+    assert s.math_cache == home / ".cache/mps-pipeline/math" and s.tree.answers_cache is None
+    assert s.math.cache is None and s.sources["math.cache"].value == str(s.math_cache)
+    assert s.sources["math.cache"].origin.startswith("default: the user's cache, ")
+    xdg = {"HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    s = load_settings({"root": str(checkout)}, env=xdg, cwd=tmp_path)
+    assert s.math_cache == tmp_path / "xdg/mps-pipeline/math"
+    # a relative XDG_CACHE_HOME is ignored, as the XDG spec says
+    relative = {"HOME": str(home), "XDG_CACHE_HOME": "xdg"}
+    s = load_settings({"root": str(checkout)}, env=relative, cwd=tmp_path)
+    assert s.math_cache == home / ".cache/mps-pipeline/math"
     config = _write(tmp_path / "trees", "root: pytorch\nmath:\n  cache: ~/shared\n")
     s = load_settings(config_path=config, env={}, cwd=tmp_path)
     assert s.math_cache == Path("~/shared").expanduser().resolve()
@@ -209,6 +220,7 @@ def test_the_math_cache_defaults_to_the_state_dir_and_may_be_shared(tmp_path: Pa
     assert s.math_cache == tmp_path / "trees" / "shared"  # beside the file that set it
     s = load_settings(config_path=config, env={"MPS_PIPELINE_MATH_CACHE": "c"}, cwd=tmp_path)
     assert s.math_cache == tmp_path / "c"  # a variable is relative to the working directory
+    assert s.tree.answers_cache == s.math_cache  # so named, op_db's dump is kept there too
     with pytest.raises(ConfigError, match="math.cache"):
         load_settings(config_path=_write(tmp_path, "math:\n  cache: 3\n"), env={}, cwd=tmp_path)
 

@@ -59,7 +59,14 @@ class User:
             k: v
             for k, v in os.environ.items()
             if k
-            not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "XDG_STATE_HOME", "GITHUB_TOKEN")
+            not in (
+                "PYTHONPATH",
+                "PYTHONHOME",
+                "VIRTUAL_ENV",
+                "XDG_STATE_HOME",
+                "XDG_CACHE_HOME",
+                "GITHUB_TOKEN",
+            )
             and not k.startswith(("MPS_PIPELINE_", "PYTEST_", "MPS_SIM_", "COV_"))
         }
         # the venv's bin first, as an activated venv has it; git and a shell from the system
@@ -232,7 +239,7 @@ def test_3_demo_makes_a_checkout_every_readme_command_works_in(user: User) -> No
 # ------------------------------------------------ 4, 5. a no-op run answers; git diff's path
 
 
-def test_4_a_no_op_run_gives_the_verdict_with_the_summary_path(migrated) -> None:
+def test_4_a_no_op_run_gives_the_verdict_with_the_summary_path(migrated, user: User) -> None:
     root, first, second = migrated
     assert first.returncode == 0 and second.returncode == 0, second.stdout + second.stderr
     assert stages_run(second.stdout) == set()
@@ -241,6 +248,11 @@ def test_4_a_no_op_run_gives_the_verdict_with_the_summary_path(migrated) -> None
         assert "verdict: atan2: Every checklist item passes." in run.stdout
         assert run.stdout.endswith(f"\nsummary: {summary}\n")
     assert summary.is_file()
+    # torch's answers and the functor's object are in the user's cache, which every demo and
+    # checkout of theirs shares (no XDG_CACHE_HOME: ~/.cache), not in the checkout's state
+    kept = user.home / ".cache" / "mps-pipeline" / "math"
+    assert list(kept.glob("reference-*.json")) and list(kept.glob("atan2-*.so"))
+    assert not list((root / ".mps-pipeline").rglob("reference-*.json"))
 
 
 def test_5_next_names_the_tree_whose_git_diff_to_review(migrated, user: User) -> None:
@@ -489,7 +501,9 @@ def _drift_free(text: str) -> list[tuple[str, list[str]]]:
     return commands
 
 
-def test_9_the_readme_shows_a_real_run_and_quotes_no_drifting_number(user: User) -> None:
+def test_9_the_readme_shows_a_real_run_and_quotes_no_drifting_number(
+    user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the first two commands stay as they were: CI runs them
     first_block = README.split("```bash\n", 1)[1].split("```", 1)[0]
     assert first_block == (
@@ -503,7 +517,9 @@ def test_9_the_readme_shows_a_real_run_and_quotes_no_drifting_number(user: User)
     assert not re.search(r"\b(minutes|about \d+ min)\b", outside_sample)
     assert "docs/performance.md" in README and (REPO / "docs" / "performance.md").is_file()
 
-    # the sample is what the installed tool prints today (seconds aside): generated, not typed
+    # the sample is what the installed tool prints today (seconds aside): generated, not typed,
+    # by the same user, whose cache (~/.cache) keeps torch's answers to the demo's questions
+    monkeypatch.setenv("XDG_CACHE_HOME", str(user.home / ".cache"))
     fresh = sample_text(python=str(user.python))
     block = _sample_block().strip().removeprefix("```console\n").removesuffix("```")
     assert _drift_free(block) == _drift_free(fresh), "README sample is stale: run nox -s sample"

@@ -329,9 +329,9 @@ def _write(path: Path, saved: Screen) -> None:
 
 
 def _environment() -> list[list[str]]:
-    # the settings' variables, HOME (a ~ in a path setting) and the sandbox's state home
+    # the settings' variables and the homes a default path is read from
     env = os.environ
-    homes = ("HOME", "XDG_STATE_HOME")
+    homes = fsio.HOME_VARIABLES
     return sorted([k, v] for k, v in env.items() if k.startswith("MPS_PIPELINE_") or k in homes)
 
 

@@ -29,7 +29,9 @@ class left something uncompiled; the one that built more is kept and named in th
 .metal path, kernel name); next to it, a manifest lists every file the compiler read (its
 ``-MD`` depfile, and the .metal file itself when parts of it were set aside) with a digest
 of each file's bytes. A later build whose manifest still matches, byte for byte, reuses the
-object without starting the compiler.
+object without starting the compiler. The folder (``math.cache``) is by default the user's,
+which every checkout and state dir shares: two runs may build one object at once, each
+compiling into names of its own, and the object and its manifest are renamed into place.
 """
 
 from __future__ import annotations
@@ -327,13 +329,20 @@ class Builder:
     ) -> _Attempt:
         """One compile and link of ``kernel``, with the ``drop`` parts of its file blanked."""
         library, manifest = base.with_suffix(".so"), base.with_suffix(".json")
+        # Another run may build the same object at once (the cache is shared): what it
+        # writes is named by its content (the set-aside copy, the translation unit naming
+        # it) or its thread's own (the depfile, the object until renamed into place).
+        named = base
         source_metal = metal
         if drop:
-            source_metal = base.with_suffix(".set_aside.metal")
-            write_atomic(source_metal, layout.pruned(drop))
-        source, depfile = base.with_suffix(".cpp"), base.with_suffix(".d")
+            pruned = layout.pruned(drop)
+            named = base.with_name(f"{base.name}.{digest([pruned])[:12]}")
+            source_metal = named.with_name(named.name + ".set_aside.metal")
+            write_atomic(source_metal, pruned)
+        source = named.with_name(named.name + ".cpp")
         write_atomic(source, translation_unit(source_metal, kernel))
-        tmp = base.with_suffix(f".{os.getpid()}.{threading.get_ident()}.so")
+        own = f"{base.name}.{os.getpid()}.{threading.get_ident()}"
+        depfile, tmp = base.with_name(own + ".d"), base.with_name(own + ".so")
         command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", *LINK_FLAGS]
         command += ["-MD", "-MF", str(depfile), "-o", str(tmp), str(source), *LIBS]
         command += self.compiler.bfloat_libs
@@ -341,17 +350,19 @@ class Builder:
             proc = subprocess.run(
                 command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT, check=False
             )
+            # the set-aside copy has the file's own line numbers: its diagnostics are the file's
+            log = proc.stderr.replace(str(source_metal), str(metal.resolve()))
+            if proc.returncode == 0 and tmp.is_file():
+                deps = [*read_depfile(depfile), metal.resolve()]
+                os.replace(tmp, library)
+                kept = Manifest({str(p): file_digest(p) for p in deps}, _part_names(layout, drop))
+                write_manifest(manifest, kept)
+                return _Attempt(True, log)
         except subprocess.TimeoutExpired:
             return _Attempt(False, "", timed_out=True)
-        # the set-aside copy has the file's own line numbers: its diagnostics are the file's
-        log = proc.stderr.replace(str(source_metal), str(metal.resolve()))
-        if proc.returncode == 0 and tmp.is_file():
-            deps = [*read_depfile(depfile), metal.resolve()]
-            os.replace(tmp, library)
-            kept = Manifest({str(p): file_digest(p) for p in deps}, _part_names(layout, drop))
-            write_manifest(manifest, kept)
-            return _Attempt(True, log)
-        tmp.unlink(missing_ok=True)
+        finally:
+            tmp.unlink(missing_ok=True)
+            depfile.unlink(missing_ok=True)
         return _Attempt(False, log, cxx_parts.not_modelled(log))
 
     def _own_error(

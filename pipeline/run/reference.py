@@ -3,10 +3,12 @@
 
 The script runs under the configured interpreter (``settings.python``) as a copy in a scratch
 directory, as :mod:`pipeline.tree.opinfo` runs ``opinfo_dump.py``. Each (kernel, dtype)'s
-answer is cached (``math.cache``, ``cache/kernel``), named by a digest of the case, the
-script and the interpreter's torch (its ``version.py`` and the OpInfo sources): a second
-check of the same kernels and dtypes starts no Python at all, and a file's check after one
-kernel changed asks torch only for what that kernel registers anew.
+answer is cached (``math.cache``, by default the user's cache, which every checkout and
+state dir shares; ``cache/kernel``), named by a digest of the case, the script, the
+interpreter and its torch (its ``version.py`` and the OpInfo sources): a second check of the
+same kernels and dtypes starts no Python at all, and a file's check after one kernel changed
+asks torch only for what that kernel registers anew. Answers are written whole (a temporary
+file renamed), so runs at once never read half of one; one that does not read is asked again.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ import hashlib
 import json
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from pipeline.errors import ConfigError, DocumentError, NoTorchError
 from pipeline.fields import Fields, read
@@ -32,6 +34,7 @@ SCRIPT = Path(__file__).with_name("math_torch.py")
 BESIDE = {SCRIPT.name: (SCRIPT.with_name("math_torch_aten.py"),)}
 KERNEL_SCRIPT = Path(__file__).with_name("kernel_torch.py")
 MAX_SAMPLES = 256
+A = TypeVar("A")  # an answer, as a torch script's reader makes it
 
 
 class Asked(Protocol):
@@ -227,8 +230,7 @@ def references(
     """math_torch.py's answer for each of ``cases``, by case id, kept per case (see
     :func:`cached`)."""
     request = {"max_samples": max_samples}
-    found = cached(source, SCRIPT, cases, cache_dir, request)
-    return {case_id: TorchAnswer.from_json(answer, case_id) for case_id, answer in found.items()}
+    return cached(source, SCRIPT, cases, cache_dir, request, TorchAnswer.from_json)
 
 
 def kernel_references(
@@ -236,14 +238,13 @@ def kernel_references(
 ) -> dict[str, tuple[KernelAnswer, ...]]:
     """kernel_torch.py's answers for each of ``cases`` (one per input it made), by case id,
     kept per case (see :func:`cached`)."""
-    found = {}
-    for case_id, answer in cached(source, KERNEL_SCRIPT, cases, cache_dir, {}).items():
-        if not isinstance(answer, list):
-            raise DocumentError(KERNEL_SCRIPT.name, case_id, "must be list")
-        found[case_id] = tuple(
-            KernelAnswer.from_json(run, f"{case_id}[{i}]") for i, run in enumerate(answer)
-        )
-    return found
+    return cached(source, KERNEL_SCRIPT, cases, cache_dir, {}, _kernel_answers)
+
+
+def _kernel_answers(answer: object, case_id: str) -> tuple[KernelAnswer, ...]:
+    if not isinstance(answer, list):
+        raise DocumentError(KERNEL_SCRIPT.name, case_id, "must be list")
+    return tuple(KernelAnswer.from_json(run, f"{case_id}[{i}]") for i, run in enumerate(answer))
 
 
 @dataclass(frozen=True)
@@ -260,11 +261,14 @@ def cached(
     cases: Sequence[Asked],
     cache_dir: Path,
     request: Mapping[str, object],
-) -> dict[str, object]:
-    """``script``'s answer for each case, by id, in the order asked. Each is kept in
-    ``cache_dir`` under a digest of the case (its id aside), the script, the rest of the
-    ``request`` and the interpreter's torch (and the OpInfo sources when the case names an
-    OpInfo); the script runs for the cases not kept yet, and not at all when every one is."""
+    parse: Callable[[object, str], A],
+) -> dict[str, A]:
+    """``script``'s answer for each case, by id, in the order asked, read with ``parse``
+    (answer, case id). Each is kept in ``cache_dir`` under a digest of the case (its id
+    aside), the script, the rest of the ``request`` and the interpreter's torch (and the
+    OpInfo sources when the case names an OpInfo); the script runs for the cases not kept
+    yet, and not at all when every one is. A kept answer that does not read (damaged, or
+    not the shape ``parse`` reads) is never used: the script is asked again."""
     package = torch_package(source)
     common = hashlib.sha256(script.read_bytes())
     for module in BESIDE.get(script.name, ()):
@@ -274,7 +278,7 @@ def cached(
     if version.is_file():
         common.update(version.read_bytes())
     sources = None
-    answers: dict[str, object] = {}
+    answers: dict[str, A] = {}
     missing: dict[str, tuple[dict[str, object], Path]] = {}
     for case in cases:
         asked = case.to_json()
@@ -285,8 +289,8 @@ def cached(
             digest.update(sources.encode())
         path = cache_dir / f"reference-{digest.hexdigest()[:24]}.json"
         try:
-            answers[case.id] = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # none yet, or a damaged one: computed again
+            answers[case.id] = parse(json.loads(path.read_text(encoding="utf-8")), case.id)
+        except (OSError, ValueError, DocumentError):  # none yet, or a damaged one: asked again
             missing[case.id] = (asked, path)
     if missing:
         asking = {**request, "cases": [c for c, _ in missing.values()]}
@@ -295,8 +299,8 @@ def cached(
         cache_dir.mkdir(parents=True, exist_ok=True)
         for case_id, (_, path) in missing.items():
             answer = found.pop(case_id, dict, list)
+            answers[case_id] = parse(answer, case_id)  # one that does not read is never kept
             write_atomic(path, json.dumps(answer))
-            answers[case_id] = answer
         found.done()
     return {case.id: answers[case.id] for case in cases}
 

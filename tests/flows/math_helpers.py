@@ -34,7 +34,10 @@ def run_flow(
     root = fixture_root(tmp_path)
     source = TreeSource(root, tmp_path / "cache", sys.executable, None)
     headers = cxx.Headers(include, "the torch wheel")
-    builder = cxx.Builder(compiler, headers, root, tmp_path / "cache" / "math")
+    # the session's check-math cache, as for torch's answers: the driver, named by a digest
+    # of its source and the compiler, is built once a session instead of once a test; an
+    # object is named by its .metal file's path too, so a test builds its own copy's
+    builder = cxx.Builder(compiler, headers, root, math_cache())
     runners = flow.Runners(builder, lambda cases: reference.references(source, cases, math_cache()))
     return flow.check(targets, runners, known=known, scratch=tmp_path / "scratch")
 

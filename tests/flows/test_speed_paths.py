@@ -16,9 +16,14 @@ from pipeline.flows.speed import measure
 from pipeline.report.speed import render_paths
 from pipeline.tree.switches import GraphSwitch, graph_switches
 from pipeline.workspace import prepare
+from tests.conftest import settings_env
 
 HOST = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
 SWITCH = "PYTORCH_MPS_FORCE_MPSGRAPH_EXP2"
+
+
+# The tree is a copy of the sandbox named by root=, so its OpInfos come from op_db's dump:
+# with the session's check-math cache (settings_env) dumped once a session, not per test.
 
 
 def with_switch(tmp_path: Path) -> Path:
@@ -42,7 +47,9 @@ def test_switches_are_read_from_the_host_files(tmp_path: Path) -> None:
 def test_an_operator_with_a_switch_is_timed_on_both_paths(tmp_path: Path) -> None:
     root = with_switch(tmp_path)
     settings = prepare(
-        load_settings({"root": str(root), "state_dir": str(tmp_path / "state")}, env={}, cwd=root)
+        load_settings(
+            {"root": str(root), "state_dir": str(tmp_path / "state")}, env=settings_env(), cwd=root
+        )
     )
     result = measure(
         settings, ["exp2", "atan2"], device="cpu", shapes={"medium": (8, 8)},
@@ -93,7 +100,9 @@ def test_upstream_s_reference_benchmark_runs_beside_ours(tmp_path: Path) -> None
     root = sandbox.materialize(tmp_path / "tree")
     (root / "test" / "bench_mps_ops.py").write_text(BENCH_MPS_OPS)
     settings = prepare(
-        load_settings({"root": str(root), "state_dir": str(tmp_path / "state")}, env={}, cwd=root)
+        load_settings(
+            {"root": str(root), "state_dir": str(tmp_path / "state")}, env=settings_env(), cwd=root
+        )
     )
     result = measure(
         settings, ["exp2", "atan2"], device="cpu", shapes={"large": (64, 64)},

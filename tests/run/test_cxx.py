@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -67,10 +68,17 @@ def test_build_is_cached_by_every_file_it_reads(
 ) -> None:
     root = tmp_path / "tree"
     shutil.copytree(FIXTURES, root)
-    builder = cxx.Builder(host_cxx, cxx.Headers(real_c10_include, "wheel"), root, tmp_path / "c")
+    headers = cxx.Headers(real_c10_include, "wheel")
+    builder = cxx.Builder(host_cxx, headers, root, tmp_path / "c")
     metal = root / "right.metal"
-    first = builder.build(metal, "atan2")
+    # two runs sharing the cache (the user's) build one object at once: neither reads the
+    # other's files, and what each wrote for itself alone is gone
+    other = cxx.Builder(host_cxx, headers, root, tmp_path / "c")
+    with ThreadPoolExecutor(2) as pool:
+        first, also = pool.map(lambda b: b.build(metal, "atan2"), (builder, other))
     assert first.error is None and not first.cached and first.library.is_file()
+    assert also.error is None and also.library == first.library
+    assert sorted(p.suffix for p in (tmp_path / "c").iterdir()) == [".cpp", ".json", ".so"]
     again = builder.build(metal, "atan2")
     assert again.cached and again.library == first.library
     # a change to any file the compiler read (here the .metal itself) builds again

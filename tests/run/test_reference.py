@@ -49,10 +49,11 @@ def test_answers_are_kept_per_case_and_a_kept_case_starts_no_python(
 def test_a_damaged_kept_answer_is_asked_again(tmp_path: Path) -> None:
     source = TreeSource(tmp_path / "tree", tmp_path / "cache", sys.executable, None)
     cache = tmp_path / "math"
-    first = reference.references(source, [EXP2], cache)
-    (kept,) = cache.glob("reference-*.json")
-    kept.write_text('{"n": 3, "inp')  # a writer killed mid-file (write_atomic never leaves one)
-    assert reference.references(source, [EXP2], cache) == first  # seeded: the same
+    first = reference.references(source, [EXP2, HYPOT], cache)
+    one, other = cache.glob("reference-*.json")
+    one.write_text('{"n": 3, "inp')  # a writer killed mid-file (write_atomic never leaves one)
+    other.write_text('{"n": 3}')  # JSON, but no answer: never trusted, never an error
+    assert reference.references(source, [EXP2, HYPOT], cache) == first  # seeded: the same
 
 
 @pytest.mark.slow  # op_db's import
