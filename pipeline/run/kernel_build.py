@@ -53,6 +53,7 @@ from pipeline.run.kernel_unit import (
     blanked,
     kernel_of_line,
     probe_failures,
+    split_headers,
     translation_unit,
 )
 
@@ -270,11 +271,12 @@ class KernelBuilder:
                     drop = set(found.drop)
                     outside = set(range(len(decls))) - kernels
                     expanded, log = self._expand(metal, base, layout, drop, decls, outside | out)
+                    unit = self._headers_apart(metal, expanded)
                 if expanded is None:
                     logs = [log]  # the unit itself did not preprocess
                 else:
                     futures = [
-                        (chunk, pool.submit(self._syntax, metal, base, expanded, c, chunk))
+                        (chunk, pool.submit(self._syntax, metal, base, unit, c, chunk))
                         for c, chunk in enumerate(_chunks(sorted(todo - out), self.jobs))
                     ]
                     done = [(chunk, *f.result()) for chunk, f in futures]
@@ -307,14 +309,48 @@ class KernelBuilder:
             found.gave_up = True
         return found.gave_up
 
+    def _headers_apart(self, metal: Path, expanded: str | None) -> tuple[Path | None, str]:
+        """``expanded`` as a chunk compiles it: with clang, the headers the file includes
+        first (the shim's and c10's: most of a small check's time) precompiled once, kept
+        by their text, and the rest; else (g++, or nothing to precompile) the whole text."""
+        apart = split_headers(expanded, str(metal)) if expanded else None
+        if apart is None or "clang" not in self.compiler.identity:
+            return None, expanded or ""
+        headers, rest = apart
+        command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}"]
+        pch = self.cache_dir / f"headers-{cxx.digest([*command, headers])[:20]}.pch"
+        if not pch.is_file():
+            # the header it is built from stays beside it, named by its text as it is
+            source = pch.with_suffix(".hh")
+            write_atomic(source, headers)
+            tmp = pch.with_suffix(f".{os.getpid()}.{threading.get_ident()}.pch")
+            try:
+                proc = subprocess.run(
+                    [*command, "-x", "c++-header", str(source), "-o", str(tmp)],
+                    capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False,
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                proc = None
+            if proc is None or proc.returncode != 0 or not tmp.is_file():
+                tmp.unlink(missing_ok=True)
+                return None, expanded or ""  # checked whole, as without clang
+            os.replace(tmp, pch)
+        return pch, rest
+
     def _syntax(
-        self, metal: Path, base: Path, expanded: str, chunk: int, keep: set[int]
+        self, metal: Path, base: Path, unit: tuple[Path | None, str], chunk: int, keep: set[int]
     ) -> tuple[bool, str]:
-        """One chunk's check: ``expanded`` with only the callers of ``keep``, through the
-        front end. Whether it compiled, and the log."""
-        source = base.with_suffix(f".{chunk}.ii")
-        write_atomic(source, blanked(expanded, str(base.with_suffix(".cpp")), keep))
+        """One chunk's check: the unit with only the callers of ``keep``, through the front
+        end (its headers precompiled, when ``unit`` has them). Whether it compiled, and the
+        log."""
+        pch, text = unit
+        source = base.with_suffix(f".{chunk}.ii" if pch is None else f".{chunk}.rest.cpp")
+        write_atomic(source, blanked(text, str(base.with_suffix(".cpp")), keep))
         command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", "-fsyntax-only"]
+        if pch is not None:
+            # named by its text, it needs no check of its header's time (which a second
+            # build writing the same header again would change)
+            command += ["-include-pch", str(pch), "-Xclang", "-fno-validate-pch", "-x", "c++"]
         try:
             proc = subprocess.run(
                 [*command, str(source)], capture_output=True, text=True,

@@ -7,6 +7,7 @@ of the check is the unit with the other callers blanked.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,3 +154,25 @@ def probe_failures(
                 errors.setdefault(probes[k].type, message.split("error:", 1)[-1].strip())
                 found = True
     return found
+
+
+_MARKER_FLAGS = re.compile(r'^(# \d+ "[^"]*")[ \d]*$', re.M)
+
+
+def split_headers(expanded: str, metal: str) -> tuple[str, str] | None:
+    """``expanded`` cut where the ``.metal`` file's own code starts after the headers it
+    includes first: (those headers and all before them, the rest), the rest's line markers
+    without their include-stack flags, as it then starts the main file; None when the file
+    includes no header first."""
+    # where the file starts: its first marker (its first lines may be the includes, and a
+    # run with no line is no segment)
+    start = expanded.find(f'# 1 "{metal}"')
+    included = False
+    for s in segments(expanded):
+        if start < 0 or s.start < start:
+            continue
+        if s.path == metal and included:
+            cut = expanded.rfind("\n", 0, s.start - 1) + 1  # its line marker's line
+            return expanded[:cut], _MARKER_FLAGS.sub(r"\1", expanded[cut:])
+        included |= s.path != metal
+    return None

@@ -591,3 +591,25 @@ def test_a_merged_retry_keeps_unknown_unknown_and_notes_the_other_compilers_erro
     assert merged["fails_both"].error == error("?: is ambiguous (nor with clang: no cast)")
     assert merged["unknown"].error == error(GAVE_UP)
     assert kernel_build._merged(first, alone, "clang").retried == ("built_by_other",)
+
+
+def test_a_check_precompiles_the_headers_its_file_includes_first() -> None:
+    """With clang, a chunk is the unit's text after the headers the .metal file includes
+    first (its first lines may be those includes: no run of its own comes before them), its
+    line markers without include-stack flags; a file that includes no header first is
+    checked whole."""
+    metal, unit = "/k/F.metal", "/c/u-check.cpp"
+    text = "\n".join([
+        f'# 1 "{unit}"', "// generated", '# 1 "/s/mps_shim.h" 1', "int shim;",
+        f'# 3 "{unit}" 2', f'# 1 "{metal}" 1', '# 1 "/h/c10.h" 1', "int c10;",
+        f'# 2 "{metal}" 2', "using namespace metal;", "kernel void k() {}",
+        f'# 4 "{unit}" 2', "void caller();",
+    ]) + "\n"  # fmt: skip
+    apart = kernel_unit.split_headers(text, metal)
+    assert apart is not None
+    headers, rest = apart
+    assert headers.endswith("int c10;\n") and "using namespace" not in headers
+    assert rest.startswith(f'# 2 "{metal}"\nusing namespace metal;')
+    assert f'# 4 "{unit}"\nvoid caller();' in rest  # flags gone: it is the main file now
+    plain = f'# 1 "{unit}"\n# 1 "{metal}" 1\nkernel void k() {{}}\n'
+    assert kernel_unit.split_headers(plain, metal) is None
