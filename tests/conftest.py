@@ -283,7 +283,7 @@ def _sources_digest(repo: Path) -> str:
 
 
 def session_shared(
-    tmp_path_factory: pytest.TempPathFactory, key: str, make: Callable[[Path], None]
+    tmp_path_factory: pytest.TempPathFactory, key: str, make: Callable[[Path], object]
 ) -> Path:
     """``make(folder)``'s folder, made once for the whole session, xdist workers included:
     the first worker to ask makes it, in place (a venv cannot move), under a file lock; the
@@ -376,10 +376,14 @@ def sandbox_settings(tmp_path: Path):
 
 @pytest.fixture(scope="session")
 def nightly_reports(tmp_path_factory) -> dict[str, tuple[Path, ...]]:
-    """JUnit files of real pytest runs by scenario (tests.results.nightly_runs.tiny_reports)."""
-    from tests.results.nightly_runs import tiny_reports
+    """JUnit files of real pytest runs by scenario (tests.results.nightly_runs.tiny_reports),
+    run once a session, the xdist workers sharing them (every test copies or reads them)."""
+    from tests.results import nightly_runs
 
-    return tiny_reports(tmp_path_factory.mktemp("tiny"))
+    # keyed by the module that writes and runs them: the same file runs the same way
+    key = hashlib.sha256(Path(nightly_runs.__file__).read_bytes()).hexdigest()[:16]
+    work = session_shared(tmp_path_factory, f"tiny-{key}", nightly_runs.tiny_reports)
+    return nightly_runs.reports_in(work)
 
 
 @pytest.fixture
