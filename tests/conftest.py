@@ -3,6 +3,8 @@ sandbox copies."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import importlib.util
 import itertools
 import os
@@ -11,6 +13,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -266,28 +269,75 @@ def venv_with(venv: Path, *folders: Path) -> Path:
 WHEEL_SOURCES = ("pyproject.toml", "README.md", "pipeline")
 
 
+def _sources_digest(repo: Path) -> str:
+    """A digest of WHEEL_SOURCES' files (names and bytes): what the wheel is made of."""
+    digest = hashlib.sha256()
+    for name in WHEEL_SOURCES:
+        top = repo / name
+        files = sorted(top.rglob("*")) if top.is_dir() else [top]
+        for path in files:
+            if path.is_file() and not {"__pycache__", ".pytest_cache"} & set(path.parts):
+                digest.update(path.relative_to(repo).as_posix().encode() + b"\0")
+                digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def session_shared(
+    tmp_path_factory: pytest.TempPathFactory, key: str, make: Callable[[Path], object]
+) -> Path:
+    """``make(folder)``'s folder, made once for the whole session, xdist workers included:
+    the first worker to ask makes it, in place (a venv cannot move), under a file lock; the
+    others wait for it and reuse it. ``key`` must name everything the result depends on;
+    what is made must be read-only for the tests that use it."""
+    base = tmp_path_factory.getbasetemp()
+    # each xdist worker's basetemp is a folder of the session's (pytest-N/popen-gwK)
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"
+    shared.mkdir(exist_ok=True)
+    done = shared / key
+    with open(shared / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        # made only when the marker is there: a worker that failed half-way left a folder
+        if not (shared / f"{key}.made").exists():
+            shutil.rmtree(done, ignore_errors=True)
+            done.mkdir()
+            make(done)
+            (shared / f"{key}.made").touch()
+    return done
+
+
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tool's wheel (``pip wheel --no-deps``), built once a worker from a copy of
-    WHEEL_SOURCES (building in the checkout would leave build/ there), for every test of the
-    installed tool (tests/test_install.py, tests/test_first_hour.py)."""
+    """The tool's wheel (``pip wheel --no-deps``), built once a session (shared by the xdist
+    workers) from a copy of WHEEL_SOURCES (building in the checkout would leave build/
+    there), for every test of the installed tool (tests/test_install.py,
+    tests/test_first_hour.py)."""
     repo = Path(__file__).resolve().parents[1]
-    src = tmp_path_factory.mktemp("wheel-src")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    for name in WHEEL_SOURCES:
-        if (repo / name).is_dir():
-            shutil.copytree(repo / name, src / name, ignore=ignore)
-        else:
-            shutil.copy2(repo / name, src / name)
-    dist = tmp_path_factory.mktemp("dist")
-    # setuptools in this interpreter builds it; with none, pip fetches it (build isolation)
-    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
-    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
-    subprocess.run(
-        [*pip, "wheel", "--no-deps", *isolation, "-w", str(dist), str(src)], check=True, timeout=600
-    )
+
+    def build(dist: Path) -> None:
+        src = tmp_path_factory.mktemp("wheel-src")
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+        for name in WHEEL_SOURCES:
+            if (repo / name).is_dir():
+                shutil.copytree(repo / name, src / name, ignore=ignore)
+            else:
+                shutil.copy2(repo / name, src / name)
+        # setuptools in this interpreter builds it; with none, pip fetches it (build isolation)
+        isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+        pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+        subprocess.run(
+            [*pip, "wheel", "--no-deps", *isolation, "-w", str(dist), str(src)],
+            check=True,
+            timeout=600,
+        )
+
+    dist = session_shared(tmp_path_factory, f"wheel-{_sources_digest(repo)}", build)
     (built,) = dist.glob("mps_pipeline-*.whl")
     return built
+
+
+def wheel_key(wheel: Path) -> str:
+    """A short digest of ``wheel``'s bytes, for the keys of what is made from it."""
+    return hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]
 
 
 @pytest.fixture(scope="session")
@@ -326,10 +376,14 @@ def sandbox_settings(tmp_path: Path):
 
 @pytest.fixture(scope="session")
 def nightly_reports(tmp_path_factory) -> dict[str, tuple[Path, ...]]:
-    """JUnit files of real pytest runs by scenario (tests.results.nightly_runs.tiny_reports)."""
-    from tests.results.nightly_runs import tiny_reports
+    """JUnit files of real pytest runs by scenario (tests.results.nightly_runs.tiny_reports),
+    run once a session, the xdist workers sharing them (every test copies or reads them)."""
+    from tests.results import nightly_runs
 
-    return tiny_reports(tmp_path_factory.mktemp("tiny"))
+    # keyed by the module that writes and runs them: the same file runs the same way
+    key = hashlib.sha256(Path(nightly_runs.__file__).read_bytes()).hexdigest()[:16]
+    work = session_shared(tmp_path_factory, f"tiny-{key}", nightly_runs.tiny_reports)
+    return nightly_runs.reports_in(work)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ import sys
 import sysconfig
 import textwrap
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ import pytest
 
 from docsgen.__main__ import BEGIN, END, sample_text
 from pipeline.report.render import FLAKY_MEANING, MEANINGS
-from tests.conftest import site_without_torch, venv_with
+from tests.conftest import session_shared, site_without_torch, venv_with, wheel_key
 from tests.doit_runs import stages_run
 
 pytestmark = pytest.mark.slow
@@ -96,14 +97,24 @@ class User:
 PIP = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
 
 
-def _new_user(base: Path, wheel: Path, dependencies: Path) -> User:
-    """A fresh venv in ``base`` with ``wheel`` installed, its dependencies from the folder
-    ``dependencies``, and a home folder."""
-    venv = base / "venv"
-    python = venv_with(venv, dependencies)
-    subprocess.run([*PIP, "--python", str(python), "install", "--no-deps", str(wheel)],
-                   check=True)  # fmt: skip
-    home = base / "home"
+def _new_user(
+    tmp_path_factory: pytest.TempPathFactory,
+    key: str,
+    wheel: Path,
+    dependencies: Callable[[Path], Path],
+) -> User:
+    """A fresh venv with ``wheel`` installed, its dependencies from the folder
+    ``dependencies(base)`` makes (or names), and a home folder of this worker's own. The venv
+    is made once a session under ``key`` and shared by the xdist workers: no test writes
+    into it, and every test writes into the home."""
+
+    def install(base: Path) -> None:
+        python = venv_with(base / "venv", dependencies(base))
+        subprocess.run([*PIP, "--python", str(python), "install", "--no-deps", str(wheel)],
+                       check=True)  # fmt: skip
+
+    venv = session_shared(tmp_path_factory, f"{key}-{wheel_key(wheel)}", install) / "venv"
+    home = tmp_path_factory.mktemp(key) / "home"
     home.mkdir()
     return User(venv, home)
 
@@ -112,14 +123,14 @@ def _new_user(base: Path, wheel: Path, dependencies: Path) -> User:
 def user(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> User:
     """The fresh venv with the tool's wheel installed, shared by every test here."""
     purelib = Path(sysconfig.get_paths()["purelib"])
-    return _new_user(tmp_path_factory.mktemp("new-user"), wheel, purelib)
+    return _new_user(tmp_path_factory, "new-user", wheel, lambda _: purelib)
 
 
 @pytest.fixture(scope="session")
 def user_without_torch(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> User:
     """A new user whose venv has what a plain ``pip install mps-pipeline`` brings: no torch."""
-    base = tmp_path_factory.mktemp("new-user-without-torch")
-    return _new_user(base, wheel, site_without_torch(base / "site-packages"))
+    plain = lambda base: site_without_torch(base / "site-packages")  # noqa: E731
+    return _new_user(tmp_path_factory, "new-user-without-torch", wheel, plain)
 
 
 @pytest.fixture(scope="session")

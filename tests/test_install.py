@@ -22,6 +22,7 @@ import pytest
 
 from pipeline.__main__ import main
 from pipeline.tree.common_mps import read as read_common_mps
+from tests.conftest import session_shared, wheel_key
 from tests.doit_runs import stages_run
 
 pytestmark = pytest.mark.slow
@@ -58,20 +59,25 @@ def user_env() -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def installed_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
     """A fresh venv (no system site-packages) with the wheel and its dependencies from the
-    registry, no extras; its path. ``<venv>/bin/mps-pipeline`` is the command."""
-    venv = tmp_path_factory.mktemp("installed") / "venv"
-    _timed("venv creation", [sys.executable, "-m", "venv", str(venv)], timeout=INSTALL_TIMEOUT)
-    python = str(venv / "bin" / "python")
-    _timed(
-        "pip install (wheel + dependencies)",
-        [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
-        timeout=INSTALL_TIMEOUT,
-        env=user_env(),
-    )
-    return venv
+    registry, no extras; its path. ``<venv>/bin/mps-pipeline`` is the command. Made once a
+    session, the xdist workers sharing it: no test writes into it."""
+
+    def install(base: Path) -> None:
+        venv = base / "venv"
+        command = [sys.executable, "-m", "venv", str(venv)]
+        _timed("venv creation", command, timeout=INSTALL_TIMEOUT)
+        python = str(venv / "bin" / "python")
+        _timed(
+            "pip install (wheel + dependencies)",
+            [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+            timeout=INSTALL_TIMEOUT,
+            env=user_env(),
+        )
+
+    return session_shared(tmp_path_factory, f"installed-{wheel_key(wheel)}", install) / "venv"
 
 
 def mps_pipeline(

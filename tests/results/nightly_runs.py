@@ -80,9 +80,23 @@ def _pytest(workdir: Path, out: Path, *args: str, **env: str) -> tuple[subproces
     return proc, out
 
 
+# each scenario's JUnit files, by name ("good" has 2 shards)
+REPORTS = {
+    "good": ("good-1.xml", "good-2.xml"),
+    "bad": ("bad.xml",),
+    "flaky": ("flaky.xml",),
+    "old": ("old.xml",),
+}
+
+
+def reports_in(work: Path) -> dict[str, tuple[Path, ...]]:
+    """The JUnit files ``tiny_reports(work)`` wrote, by scenario."""
+    return {scenario: tuple(work / name for name in names) for scenario, names in REPORTS.items()}
+
+
 def tiny_reports(work: Path) -> dict[str, tuple[Path, ...]]:
-    """JUnit files of real pytest runs in ``work`` (run side by side), by scenario; "good"
-    has 2 shards.
+    """JUnit files of real pytest runs in ``work`` (run side by side), by scenario
+    (``reports_in``).
 
     good: atan2 int64/int32, fmod float16 and hypot float32 xpass, hypot float16 xfails.
     bad: the same, but atan2 int64 fails again (xfail) and atan2 float32 fails.
@@ -91,21 +105,20 @@ def tiny_reports(work: Path) -> dict[str, tuple[Path, ...]]:
     """
     (work / "test_tiny.py").write_text(TINY)
     rerun = ("-p", "pytest_rerunfailures", "--reruns", "1")
+    out = reports_in(work)
     runs = {
         "good": [
-            _pytest(work, work / "good-1.xml", "-k", "atan2"),
-            _pytest(work, work / "good-2.xml", "-k", "not atan2"),
+            _pytest(work, out["good"][0], "-k", "atan2"),
+            _pytest(work, out["good"][1], "-k", "not atan2"),
         ],
-        "bad": [
-            _pytest(work, work / "bad.xml", TINY_FAIL=f"{BASE_FAIL},atan2_int64,atan2_float32")
-        ],
-        "flaky": [_pytest(work, work / "flaky.xml", *rerun, TINY_FAIL_ONCE=str(work / "once"))],
-        "old": [_pytest(work, work / "old.xml", TINY_FAIL=f"{BASE_FAIL},atan2_int64")],
+        "bad": [_pytest(work, out["bad"][0], TINY_FAIL=f"{BASE_FAIL},atan2_int64,atan2_float32")],
+        "flaky": [_pytest(work, out["flaky"][0], *rerun, TINY_FAIL_ONCE=str(work / "once"))],
+        "old": [_pytest(work, out["old"][0], TINY_FAIL=f"{BASE_FAIL},atan2_int64")],
     }
-    for proc, out in (job for jobs in runs.values() for job in jobs):
+    for proc, report in (job for jobs in runs.values() for job in jobs):
         output, _ = proc.communicate(timeout=60)
-        assert proc.returncode in (0, 1) and out.is_file(), output
-    return {scenario: tuple(out for _, out in jobs) for scenario, jobs in runs.items()}
+        assert proc.returncode in (0, 1) and report.is_file(), output
+    return out
 
 
 class Nights:
