@@ -317,20 +317,13 @@ class KernelBuilder:
         if apart is None or "clang" not in self.compiler.identity:
             return None, expanded or ""
         headers, rest = apart
-        command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}"]
-        pch = self.cache_dir / f"headers-{cxx.digest([*command, headers])[:20]}.pch"
+        pch = self.cache_dir / f"headers-{cxx.digest([*self._command(metal), headers])[:20]}.pch"
         if not pch.is_file():
             # the header it is built from stays beside it, named by its text as it is
             source = pch.with_suffix(".hh")
             write_atomic(source, headers)
             tmp = pch.with_suffix(f".{os.getpid()}.{threading.get_ident()}.pch")
-            try:
-                proc = subprocess.run(
-                    [*command, "-x", "c++-header", str(source), "-o", str(tmp)],
-                    capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False,
-                )  # fmt: skip
-            except subprocess.TimeoutExpired:
-                proc = None
+            proc = self._run(metal, ["-x", "c++-header", str(source), "-o", str(tmp)])
             if proc is None or proc.returncode != 0 or not tmp.is_file():
                 tmp.unlink(missing_ok=True)
                 return None, expanded or ""  # checked whole, as without clang
@@ -346,17 +339,13 @@ class KernelBuilder:
         pch, text = unit
         source = base.with_suffix(f".{chunk}.ii" if pch is None else f".{chunk}.rest.cpp")
         write_atomic(source, blanked(text, str(base.with_suffix(".cpp")), keep))
-        command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", "-fsyntax-only"]
+        args = ["-fsyntax-only"]
         if pch is not None:
             # named by its text, it needs no check of its header's time (which a second
             # build writing the same header again would change)
-            command += ["-include-pch", str(pch), "-Xclang", "-fno-validate-pch", "-x", "c++"]
-        try:
-            proc = subprocess.run(
-                [*command, str(source)], capture_output=True, text=True,
-                timeout=cxx.COMPILE_TIMEOUT, check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
+            args += ["-include-pch", str(pch), "-Xclang", "-fno-validate-pch", "-x", "c++"]
+        proc = self._run(metal, [*args, str(source)])
+        if proc is None:
             return False, _TIMED_OUT
         log = proc.stderr.replace(str(base.with_suffix(".kernel.metal")), str(metal))
         return proc.returncode == 0, log
@@ -402,6 +391,20 @@ class KernelBuilder:
             first_round=found.first_round,
         )  # fmt: skip
 
+    def _command(self, metal: Path) -> list[str]:
+        """The compiler with the build's flags, for a unit of ``metal``."""
+        return [self.compiler.path, *self.flags(), f"-iquote{metal.parent}"]
+
+    def _run(self, metal: Path, args: list[str]) -> subprocess.CompletedProcess[str] | None:
+        """The compiler on ``args`` (a unit of ``metal``); None when it did not finish."""
+        try:
+            return subprocess.run(
+                [*self._command(metal), *args], capture_output=True, text=True,
+                timeout=cxx.COMPILE_TIMEOUT, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return None
+
     def _declarations(self, metal: Path, base: Path) -> list[KernelDecl]:
         """The file's kernels, from its text preprocessed in parse mode."""
         unit = base.with_suffix(".parse.cpp")
@@ -438,13 +441,8 @@ class KernelBuilder:
         write_atomic(source_metal, line_one + rewrite_threadgroup(text, str(metal)))
         source, depfile = base.with_suffix(".cpp"), base.with_suffix(".d")
         write_atomic(source, translation_unit(source_metal, decls, skip, probes))
-        command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", "-E"]
-        try:
-            pre = subprocess.run(
-                [*command, "-MD", "-MF", str(depfile), str(source)],
-                capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
+        pre = self._run(metal, ["-E", "-MD", "-MF", str(depfile), str(source)])
+        if pre is None:
             return None, _TIMED_OUT
         if pre.returncode != 0:
             return None, pre.stderr.replace(str(source_metal), str(metal))
@@ -468,13 +466,9 @@ class KernelBuilder:
         source = base.with_suffix(".ii")
         write_atomic(source, expanded)
         tmp = base.with_suffix(f".{os.getpid()}.{threading.get_ident()}.so")
-        command = [self.compiler.path, *self.flags(), f"-iquote{metal.parent}", *cxx.LINK_FLAGS]
-        command += ["-o", str(tmp), str(source), *cxx.LIBS, *self.compiler.bfloat_libs]
-        try:
-            proc = subprocess.run(
-                command, capture_output=True, text=True, timeout=cxx.COMPILE_TIMEOUT, check=False
-            )
-        except subprocess.TimeoutExpired:
+        args = [*cxx.LINK_FLAGS, "-o", str(tmp), str(source), *cxx.LIBS]
+        proc = self._run(metal, [*args, *self.compiler.bfloat_libs])
+        if proc is None:
             return False, _TIMED_OUT
         log = proc.stderr.replace(str(base.with_suffix(".kernel.metal")), str(metal))
         if proc.returncode == 0 and tmp.is_file():
